@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// dropline's command line. Exit codes (CONTRACT.md): 0 success, 1 the work failed or was
+// rejected, 2 usage or configuration error.
+import { Command, CommanderError } from 'commander';
+import { DroplineError } from '../errors.ts';
+import { registerCommands } from './commands/index.ts';
+
+export async function main(argv: string[]): Promise<number> {
+  const program = new Command('dropline')
+    .description('Drop-folder SMS campaigns for the messaging service')
+    .option('--config <path>', 'configuration file (default ./dropline.config.json when present)')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  let exitCode = 0;
+  registerCommands(program, (code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv, { from: 'node' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit through here with code 0
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (err instanceof DroplineError) {
+      process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
+      return err.code === 'DROPLINE_ERR_USAGE' || err.code === 'DROPLINE_ERR_CONFIG' ? 2 : 1;
+    }
+    process.stderr.write(`dropline: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    return 1;
+  }
+}
+
+const code = await main(process.argv);
+process.exitCode = code;

@@ -1,0 +1,188 @@
+// One table of every code dropline emits. Codes are stable API: never rename one.
+// docs/errors.md lists them all; test/unit/errors-doc.test.ts fails when one is missing.
+
+/** Where a reason applies: a record (line), a warning on a sent record, or the whole file. */
+export type ReasonScope = 'record' | 'warning' | 'file' | 'skip';
+
+export interface ReasonInfo {
+  readonly scope: ReasonScope;
+  readonly message: string;
+  readonly hint: string;
+}
+
+/** FORMAT.md reason codes: the answers a user gets for a bad line or file. */
+export const REASONS = {
+  // records (the line is not sent)
+  LINE_TOO_LONG: {
+    scope: 'record',
+    message: 'the line is longer than the maximum line length',
+    hint: 'split the line, or check that the file really uses line breaks',
+  },
+  MALFORMED_QUOTE: {
+    scope: 'record',
+    message: 'a quoted field is never closed, or text follows its closing quote',
+    hint: 'close the quote; write a quote inside a quoted field as ""',
+  },
+  TOO_MANY_FIELDS: {
+    scope: 'record',
+    message: 'the record has more fields than the header',
+    hint: 'quote the message when it contains the separator',
+  },
+  MISSING_FIELD: {
+    scope: 'record',
+    message: 'the record lacks a column the header or message needs',
+    hint: 'fill in the column on that line',
+  },
+  INVALID_MESSAGE_ID: {
+    scope: 'record',
+    message: 'the messageId is longer than 64 characters',
+    hint: 'use identifiers of at most 64 characters',
+  },
+  DUPLICATE_MESSAGE_ID: {
+    scope: 'record',
+    message: 'the messageId is already used on an earlier line of the file',
+    hint: 'give every line its own messageId',
+  },
+  INVALID_NUMBER: {
+    scope: 'record',
+    message: 'not a valid mobile number',
+    hint: 'write a Colombian mobile as 3001234567 or 573001234567, others in E.164 (+5215512345678)',
+  },
+  NOT_MOBILE: {
+    scope: 'record',
+    message: 'the number is a landline, not a mobile',
+    hint: 'SMS reach mobiles only: remove the line or correct the number',
+  },
+  COUNTRY_NOT_ALLOWED: {
+    scope: 'record',
+    message: "the number's country is not allowed for this source",
+    hint: "remove the line, or add the country to the source's allowedCountries",
+  },
+  EMPTY_MESSAGE: {
+    scope: 'record',
+    message: 'the message is empty',
+    hint: 'write the message after the separator',
+  },
+  // not sent, not invalid
+  DUPLICATE: {
+    scope: 'skip',
+    message: 'the same number with the same message is already on an earlier line',
+    hint: 'nothing to do: the recipient gets the message once',
+  },
+  SUPPRESSED: {
+    scope: 'skip',
+    message: 'the number is on the suppression (opt-out) list',
+    hint: 'nothing to do: opted-out numbers are never sent',
+  },
+  // warnings (sent all the same)
+  CONTROL_CHARS_REMOVED: {
+    scope: 'warning',
+    message: 'control characters were removed from the message',
+    hint: 'remove tabs and other control characters from the message',
+  },
+  LONG_MESSAGE: {
+    scope: 'warning',
+    message: 'the message is longer than 500 characters',
+    hint: 'long messages cost several segments; shorten it if you can',
+  },
+  UCS2_MESSAGE: {
+    scope: 'warning',
+    message: 'the message needs UCS-2 encoding, which costs more segments',
+    hint: 'replace the named characters (for example á with a) to send in GSM-7',
+  },
+  // whole file (nothing is sent)
+  EMPTY_FILE: {
+    scope: 'file',
+    message: 'the file has no data record',
+    hint: 'check that the right file was dropped',
+  },
+  BINARY_FILE: {
+    scope: 'file',
+    message: 'the file contains NUL bytes: it is not a text file',
+    hint: 'export the file as text (UTF-8) and drop it again',
+  },
+  NO_MESSAGE: {
+    scope: 'file',
+    message: 'a bulk file must start with the message, but its first record is a list of numbers',
+    hint: 'put the message on the first line, or add the message to every line (personalized layout)',
+  },
+  TOO_MANY_INVALID: {
+    scope: 'file',
+    message: 'too many invalid recipients',
+    hint: 'fix the lines listed in errors.csv and drop the file again',
+  },
+  FILE_TOO_LARGE: {
+    scope: 'file',
+    message: 'the file is larger than the configured maximum',
+    hint: 'split the file, or raise maxFileBytes',
+  },
+  TRAILER_MISMATCH: {
+    scope: 'file',
+    message: "the trailer's record count differs from the records read",
+    hint: 'the file may be incomplete or truncated: drop it again whole',
+  },
+  MISSING_TRAILER: {
+    scope: 'file',
+    message: 'the source requires a trailer line (EOF;<n>) and none came before the time-out',
+    hint: 'end the file with EOF;<number of recipient records>',
+  },
+  DUPLICATE_FILE: {
+    scope: 'file',
+    message: 'the same content was already completed from this source',
+    hint: 'use send --force to send it again on purpose',
+  },
+} as const satisfies Record<string, ReasonInfo>;
+
+export type ReasonCode = keyof typeof REASONS;
+export type FileReasonCode = {
+  [K in ReasonCode]: (typeof REASONS)[K]['scope'] extends 'file' ? K : never;
+}[ReasonCode];
+
+/**
+ * Operational errors (configuration, I/O, the messaging service). `retryable` says
+ * whether the same operation may succeed later unchanged.
+ */
+export interface ErrorInfo {
+  readonly message: string;
+  readonly hint: string;
+  readonly retryable: boolean;
+}
+
+export const ERRORS = {
+  DROPLINE_ERR_USAGE: {
+    message: 'invalid command line',
+    hint: 'run dropline --help for the commands and their flags',
+    retryable: false,
+  },
+  DROPLINE_ERR_CONFIG: {
+    message: 'invalid configuration',
+    hint: 'the message names the bad key and what is allowed',
+    retryable: false,
+  },
+  DROPLINE_ERR_FILE_UNREADABLE: {
+    message: 'the file cannot be read',
+    hint: 'check the path and its permissions',
+    retryable: false,
+  },
+  DROPLINE_ERR_SUPPRESSION_LIST: {
+    message: 'the suppression list cannot be read',
+    hint: 'check the suppressionList path: a text file, one number per line',
+    retryable: false,
+  },
+} as const satisfies Record<string, ErrorInfo>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class DroplineError extends Error {
+  readonly code: ErrorCode;
+  readonly hint: string;
+  readonly retryable: boolean;
+  constructor(code: ErrorCode, detail?: string, options?: { cause?: unknown }) {
+    const info: ErrorInfo = ERRORS[code];
+    super(detail ? `${info.message}: ${detail}` : info.message, options);
+    this.name = 'DroplineError';
+    this.code = code;
+    this.hint = info.hint;
+    this.retryable = info.retryable;
+  }
+}
