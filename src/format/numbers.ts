@@ -1,0 +1,254 @@
+// FORMAT.md section 5: recipient numbers to their sent form.
+//
+// This runs once per recipient on files of millions of lines, so the Colombian cases
+// (rules 1 to 3) are decided by a single charCodeAt scan with no regex and no
+// libphonenumber call; libphonenumber-js (~6-10 µs a number) is reserved for the
+// international rules 4 and 5, behind a small bounded cache.
+//
+// defaultCountry other than CO (our reading of "default country CO; configurable"):
+// rules 1 and 2 are Colombian national forms and apply only when defaultCountry is CO.
+// For another default country, a number written without `+`/`00` that has at most 10
+// digits, or that starts with a single 0 (a trunk prefix, e.g. GB 07400 123456), and is
+// not rule 3, is parsed by libphonenumber as a national number of that country and must
+// pass the same mobile checks as rule 4. Rule 3 (12 digits starting 57), rule 4 (`+`,
+// `00`) and rule 5 (11 to 15 digits) apply whatever the default country.
+
+import type { CountryCode, PhoneNumber } from 'libphonenumber-js/max';
+import { isSupportedCountry, parsePhoneNumberFromString } from 'libphonenumber-js/max';
+
+export interface NumberRules {
+  /** ISO 3166 alpha-2, upper-case; default 'CO'. */
+  defaultCountry: string;
+  /** ISO alpha-2 upper-case; null = all allowed. */
+  allowedCountries: ReadonlySet<string> | null;
+}
+
+export type NumberErrorCode = 'INVALID_NUMBER' | 'NOT_MOBILE' | 'COUNTRY_NOT_ALLOWED';
+
+export type NumberResult =
+  /** number: the sent form, digits only, country code first. country: ISO alpha-2. */
+  | { ok: true; number: string; country: string }
+  /** number/country are set when known (NOT_MOBILE, COUNTRY_NOT_ALLOWED). */
+  | { ok: false; code: NumberErrorCode; number?: string; country?: string };
+
+/** libphonenumber's region code for non-geographic numbers (+800, +882…). */
+export const NON_GEOGRAPHIC_COUNTRY = '001';
+
+function checkCountry(code: string, what: string): string {
+  const c = code.trim().toUpperCase();
+  if (!/^[A-Z]{2}$/.test(c) || !isSupportedCountry(c)) {
+    throw new Error(`${what}: "${code}" is not an ISO 3166 alpha-2 country code (e.g. CO, MX, US)`);
+  }
+  return c;
+}
+
+/**
+ * Validated rules. Codes are trimmed and upper-cased; an unknown code throws an Error naming
+ * it. An empty allowed list throws too: it would reject every number, which is never meant.
+ */
+export function makeNumberRules(defaultCountry = 'CO', allowed?: readonly string[] | null): NumberRules {
+  const def = checkCountry(defaultCountry, 'default country');
+  if (allowed == null) return { defaultCountry: def, allowedCountries: null };
+  if (allowed.length === 0) {
+    throw new Error('allowed countries: the list is empty; name at least one country code or leave it unset');
+  }
+  const set = new Set<string>();
+  for (const a of allowed) set.add(checkCountry(a, 'allowed countries'));
+  return { defaultCountry: def, allowedCountries: set };
+}
+
+function invalid(): NumberResult {
+  return { ok: false, code: 'INVALID_NUMBER' };
+}
+
+/** More digits than any E.164 number (15) plus an `00` prefix: stop scanning early. */
+const MAX_DIGITS = 17;
+
+// Scan result flags, kept in module scope so the hot path allocates nothing but the answer.
+let scanPlus = false;
+let scanFirst = -1;
+let scanLast = -1;
+let scanDigits = 0;
+let scanGap = false;
+
+/**
+ * One pass over raw: counts digits, finds a leading `+`, notes whether formatting sits
+ * between digits. Returns false for any character that is neither a digit, formatting,
+ * a leading `+`, nor white space at either end.
+ */
+function scan(raw: string): boolean {
+  const len = raw.length;
+  let plus = false;
+  let first = -1;
+  let last = -1;
+  let digits = 0;
+  let gap = false;
+  // A tab, line break or BOM is tolerated only around the number (what trim() removes),
+  // never between its digits: in bulk records a TAB separates numbers.
+  let edgeSpace = false;
+  for (let i = 0; i < len; i++) {
+    const c = raw.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (edgeSpace) return false;
+      if (first < 0) first = i;
+      else if (last !== i - 1) gap = true;
+      last = i;
+      if (++digits > MAX_DIGITS) return false;
+    } else if (c === 32 || c === 45 || c === 46 || c === 40 || c === 41) {
+      // space - . ( )
+      if (edgeSpace) return false;
+    } else if (c === 43) {
+      if (plus || first >= 0 || edgeSpace) return false;
+      plus = true;
+    } else if (c === 0xa0 || c === 0x202f || c === 0x2007 || (c >= 0x2000 && c <= 0x200a) || c === 0x3000) {
+      // NBSP and the other Unicode spaces spreadsheets and word processors put in numbers
+      if (edgeSpace) return false;
+    } else if ((c >= 9 && c <= 13) || c === 0xfeff || c === 0x2028 || c === 0x2029 || c === 0x1680) {
+      if (first >= 0) edgeSpace = true;
+    } else {
+      return false;
+    }
+  }
+  scanPlus = plus;
+  scanFirst = first;
+  scanLast = last;
+  scanDigits = digits;
+  scanGap = gap;
+  return digits > 0;
+}
+
+function digitsOf(raw: string): string {
+  if (!scanGap)
+    return scanFirst === 0 && scanLast === raw.length - 1 ? raw : raw.slice(scanFirst, scanLast + 1);
+  let d = '';
+  for (let i = scanFirst; i <= scanLast; i++) {
+    const c = raw.charCodeAt(i);
+    if (c >= 48 && c <= 57) d += raw[i];
+  }
+  return d;
+}
+
+function allow(country: string, number: string, rules: NumberRules): NumberResult {
+  const allowed = rules.allowedCountries;
+  if (allowed !== null && !allowed.has(country))
+    return { ok: false, code: 'COUNTRY_NOT_ALLOWED', number, country };
+  return { ok: true, number, country };
+}
+
+/** Rule 3, and rules 1 to 3 for `+57`: twelve digits starting 57. */
+function colombian12(d: string, rules: NumberRules): NumberResult {
+  if (d.charCodeAt(2) === 51) return allow('CO', d, rules);
+  return { ok: false, code: 'NOT_MOBILE', number: d, country: 'CO' };
+}
+
+// ---- libphonenumber (rules 4 and 5, and national numbers of other default countries) ----
+
+/** Cached verdict before allowedCountries, which is per source and checked afterwards. */
+interface Verdict {
+  readonly code: 'OK' | 'INVALID_NUMBER' | 'NOT_MOBILE';
+  readonly number: string;
+  readonly country: string;
+}
+
+const CACHE_MAX = 10_000;
+const intlCache = new Map<string, Verdict>();
+const nationalCaches = new Map<string, Map<string, Verdict>>();
+
+function remember(cache: Map<string, Verdict>, key: string, v: Verdict): Verdict {
+  // FIFO eviction: Map iterates in insertion order, so the first key is the oldest.
+  if (cache.size >= CACHE_MAX) {
+    const oldest = cache.keys().next().value;
+    if (oldest !== undefined) cache.delete(oldest);
+  }
+  cache.set(key, v);
+  return v;
+}
+
+const BAD: Verdict = Object.freeze({ code: 'INVALID_NUMBER', number: '', country: '' });
+
+function judge(p: PhoneNumber | undefined, sent?: string): Verdict {
+  if (p === undefined || !p.isValid()) return BAD;
+  const number = sent ?? p.number.slice(1);
+  const country = p.country ?? NON_GEOGRAPHIC_COUNTRY;
+  const type = p.getType();
+  // A valid number whose type libphonenumber cannot tell may still be a mobile: accept it.
+  if (type === undefined || type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') {
+    return { code: 'OK', number, country };
+  }
+  if (type === 'FIXED_LINE') return { code: 'NOT_MOBILE', number, country };
+  return BAD;
+}
+
+function judgeInternational(d: string): Verdict {
+  const p = parsePhoneNumberFromString('+' + d);
+  if (p?.isValid()) return judge(p);
+  // Mexico dropped the mobile `1` after the country code in 2019 and libphonenumber no
+  // longer accepts it, but FORMAT.md 5 names 5215512345678 as a valid sent number and
+  // senders still write it: validate without the 1, send the digits as written.
+  if (d.length === 13 && d.startsWith('521')) {
+    const v = judge(parsePhoneNumberFromString('+52' + d.slice(3)), d);
+    if (v.code === 'OK') return v;
+  }
+  return BAD;
+}
+
+function fromVerdict(v: Verdict, rules: NumberRules): NumberResult {
+  if (v.code === 'OK') return allow(v.country, v.number, rules);
+  if (v.code === 'NOT_MOBILE') return { ok: false, code: 'NOT_MOBILE', number: v.number, country: v.country };
+  return invalid();
+}
+
+/** Rule 4 (and 5): `d` is the E.164 digits, country code first. */
+function international(d: string, rules: NumberRules): NumberResult {
+  // A `+57` number follows rules 1 to 3: only the twelve-digit form can be right.
+  if (d.charCodeAt(0) === 53 && d.charCodeAt(1) === 55) {
+    return d.length === 12 ? colombian12(d, rules) : invalid();
+  }
+  // The shortest E.164 numbers in use have 7 digits (+683 Niue): anything shorter is junk
+  // not worth a libphonenumber call.
+  if (d.length < 7 || d.length > 15 || d.charCodeAt(0) === 48) return invalid();
+  let v = intlCache.get(d);
+  if (v === undefined) v = remember(intlCache, d, judgeInternational(d));
+  return fromVerdict(v, rules);
+}
+
+function national(d: string, rules: NumberRules): NumberResult {
+  const country = rules.defaultCountry;
+  let cache = nationalCaches.get(country);
+  if (cache === undefined) nationalCaches.set(country, (cache = new Map()));
+  let v = cache.get(d);
+  if (v === undefined) {
+    const p = parsePhoneNumberFromString(d, { defaultCountry: country as CountryCode, extract: false });
+    v = remember(cache, d, judge(p));
+  }
+  return fromVerdict(v, rules);
+}
+
+/**
+ * FORMAT.md 5: the sent form of `raw`, or the reason it cannot be sent. Never throws.
+ * Formatting (spaces including NBSP, `-`, `.`, `(`, `)`) is removed first, then rules 1
+ * to 6 apply in order. `allowedCountries` is checked only on otherwise valid mobiles.
+ */
+export function normalizeNumber(raw: string, rules: NumberRules): NumberResult {
+  if (!scan(raw)) return invalid();
+  const n = scanDigits;
+  const d = digitsOf(raw);
+  const c0 = d.charCodeAt(0);
+  const c1 = n > 1 ? d.charCodeAt(1) : 0;
+  if (scanPlus) return international(d, rules);
+  if (c0 === 48 && c1 === 48) return international(d.slice(2), rules); // rule 4: 00
+  if (rules.defaultCountry === 'CO') {
+    if (n === 10) {
+      if (c0 === 51) return allow('CO', '57' + d, rules); // rule 1
+      if (c0 === 54 && c1 === 48) return { ok: false, code: 'NOT_MOBILE', number: '57' + d, country: 'CO' }; // rule 2
+      return invalid();
+    }
+    if (n === 12 && c0 === 53 && c1 === 55) return colombian12(d, rules); // rule 3
+  } else {
+    if (n === 12 && c0 === 53 && c1 === 55) return colombian12(d, rules); // rule 3
+    if (n <= 10 || c0 === 48) return national(d, rules);
+  }
+  // rule 5: 11 to 15 digits not starting with 57
+  if (n >= 11 && n <= 15 && !(c0 === 53 && c1 === 55)) return international(d, rules);
+  return invalid(); // rule 6
+}
