@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
+import { registerValidate } from './validate.ts';
 
 /** Each command sets the process exit code through `setExit`. */
 export type SetExit = (code: number) => void;
 
-export function registerCommands(_program: Command, _setExit: SetExit): void {}
+export function registerCommands(program: Command, setExit: SetExit): void {
+  registerValidate(program, setExit);
+}

@@ -1,0 +1,111 @@
+// FORMAT.md 2: bytes → text. Pure: byte chunks in, facts or text chunks out.
+//
+// The encoding is decided for the whole file before any record is read (a first pass),
+// because the Windows-1252 fallback applies to the whole file when any byte is not UTF-8,
+// and that byte may be the last one. The same pass finds NUL bytes, the size and an
+// upper bound of the line count (which sizes the duplicate index).
+import { isUtf8 } from 'node:buffer';
+import { createHash, type Hash } from 'node:crypto';
+
+export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
+
+export interface Sniff {
+  bytes: number;
+  encoding: TextEncoding;
+  /** A NUL byte in a file without a UTF-16 BOM. */
+  binary: boolean;
+  /** At least the number of physical lines (LF, CR or CRLF); sizes the duplicate index. */
+  lineEstimate: number;
+  /** Set when the sniff was asked to hash, and the file was not cut short by `maxBytes`. */
+  sha256: string | null;
+  /** The file is larger than `maxBytes`: the sniff stopped reading. */
+  tooLarge: boolean;
+}
+
+export type ByteChunks = AsyncIterable<Uint8Array>;
+
+/** Length of `b` up to the end of its last complete UTF-8 sequence. */
+function completeUtf8Length(b: Uint8Array): number {
+  let i = b.length - 1;
+  let back = 0;
+  while (i >= 0 && back < 3 && (b[i]! & 0xc0) === 0x80) {
+    i--;
+    back++;
+  }
+  if (i < 0) return b.length;
+  const lead = b[i]!;
+  const need = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return b.length - i >= need ? b.length : i;
+}
+
+function countByte(b: Uint8Array, value: number): number {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  let n = 0;
+  let i = buf.indexOf(value);
+  while (i !== -1) {
+    n++;
+    i = buf.indexOf(value, i + 1);
+  }
+  return n;
+}
+
+export async function sniff(
+  chunks: ByteChunks,
+  options: { hash?: boolean; maxBytes?: number } = {},
+): Promise<Sniff> {
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const hash: Hash | null = options.hash ? createHash('sha256') : null;
+  let bytes = 0;
+  let first = true;
+  let utf16: 'utf-16le' | 'utf-16be' | null = null;
+  let validUtf8 = true;
+  let binary = false;
+  let lf = 0;
+  let cr = 0;
+  let carry: Uint8Array | null = null;
+  for await (const chunk of chunks) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) {
+      return { bytes, encoding: 'utf-8', binary: false, lineEstimate: 0, sha256: null, tooLarge: true };
+    }
+    hash?.update(chunk);
+    if (first && chunk.byteLength > 0) {
+      first = false;
+      if (chunk[0] === 0xff && chunk[1] === 0xfe) utf16 = 'utf-16le';
+      else if (chunk[0] === 0xfe && chunk[1] === 0xff) utf16 = 'utf-16be';
+    }
+    lf += countByte(chunk, 0x0a);
+    cr += countByte(chunk, 0x0d);
+    if (utf16) continue;
+    if (!binary && Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).indexOf(0) !== -1)
+      binary = true;
+    if (validUtf8) {
+      const b: Uint8Array = carry ? Buffer.concat([carry, chunk]) : chunk;
+      const cut = completeUtf8Length(b);
+      validUtf8 = isUtf8(b.subarray(0, cut));
+      carry = cut < b.length ? b.slice(cut) : null;
+    }
+  }
+  if (carry) validUtf8 = false; // the file ends inside a UTF-8 sequence
+  const encoding: TextEncoding = utf16 ?? (validUtf8 ? 'utf-8' : 'windows-1252');
+  return {
+    bytes,
+    encoding,
+    binary,
+    lineEstimate: Math.max(lf, cr) + 1,
+    sha256: hash ? hash.digest('hex') : null,
+    tooLarge: false,
+  };
+}
+
+/** Decodes byte chunks as `encoding` into text chunks; a BOM is dropped. */
+export async function* decodeText(chunks: ByteChunks, encoding: TextEncoding): AsyncGenerator<string> {
+  // WHATWG TextDecoder strips the BOM of its own encoding (ignoreBOM false).
+  const decoder = new TextDecoder(encoding);
+  for await (const chunk of chunks) {
+    const text = decoder.decode(chunk, { stream: true });
+    if (text.length > 0) yield text;
+  }
+  const rest = decoder.decode();
+  if (rest.length > 0) yield rest;
+}

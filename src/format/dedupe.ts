@@ -1,0 +1,126 @@
+// Duplicate detection over millions of recipients in ~12 bytes each (DESIGN-NOTES 5):
+// an open-addressing table over typed arrays holding a 64-bit key and the first line.
+//
+// Keys: a sent number has at most 15 digits, so it fits exactly in 53 bits. In bulk files
+// the key is the number itself (exact). In personalized files it is the number mixed with
+// a 32-bit hash of the text: two different texts for the same number collide with
+// probability 2^-32; different numbers never collide with each other through the number
+// part alone. messageIds use two independent 32-bit hashes of the id.
+
+const EMPTY = 0;
+const MAX_LOAD = 0.75;
+
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/**
+ * murmur3 (32-bit) over the string's UTF-16 code units taken two at a time: the text of
+ * every personalized recipient is hashed, so this is on the hot path.
+ */
+export function hashString(s: string, seed = 0x811c9dc5): number {
+  let h = seed;
+  const n = s.length;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    let k = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
+    k = Math.imul(k, 0xcc9e2d51);
+    k = (k << 15) | (k >>> 17);
+    h ^= Math.imul(k, 0x1b873593);
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  if (i < n) {
+    let k = Math.imul(s.charCodeAt(i), 0xcc9e2d51);
+    k = (k << 15) | (k >>> 17);
+    h ^= Math.imul(k, 0x1b873593);
+  }
+  return fmix32(h ^ n);
+}
+
+export class FingerprintTable {
+  private hi: Uint32Array;
+  private lo: Uint32Array;
+  private lines: Uint32Array;
+  private capacity: number;
+  private count = 0;
+
+  /** `expected`: an estimate of distinct keys; the table grows when it is exceeded. */
+  constructor(expected: number) {
+    this.capacity = Math.max(1024, Math.ceil(expected / MAX_LOAD) + 1);
+    this.hi = new Uint32Array(this.capacity);
+    this.lo = new Uint32Array(this.capacity);
+    this.lines = new Uint32Array(this.capacity);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  get bytes(): number {
+    return this.capacity * 12;
+  }
+
+  /** Adds the key with its line; returns 0 when new, else the line it was first seen on. */
+  add(hi: number, lo: number, line: number): number {
+    if (this.count + 1 > this.capacity * MAX_LOAD) this.grow();
+    const cap = this.capacity;
+    let i = fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % cap;
+    for (;;) {
+      const seen = this.lines[i]!;
+      if (seen === EMPTY) {
+        this.hi[i] = hi;
+        this.lo[i] = lo;
+        this.lines[i] = line;
+        this.count++;
+        return 0;
+      }
+      if (this.hi[i] === hi && this.lo[i] === lo) return seen;
+      i = i + 1 === cap ? 0 : i + 1;
+    }
+  }
+
+  private grow(): void {
+    const { hi, lo, lines } = this;
+    this.capacity *= 2;
+    this.hi = new Uint32Array(this.capacity);
+    this.lo = new Uint32Array(this.capacity);
+    this.lines = new Uint32Array(this.capacity);
+    this.count = 0;
+    for (let i = 0; i < lines.length; i++) if (lines[i] !== EMPTY) this.add(hi[i]!, lo[i]!, lines[i]!);
+  }
+}
+
+const TWO_32 = 2 ** 32;
+
+/** Recipients seen in a file: the sent number, mixed with the text hash when there is one (0: none). */
+export class RecipientIndex {
+  private readonly table: FingerprintTable;
+  constructor(expected: number) {
+    this.table = new FingerprintTable(expected);
+  }
+  /** 0 when new, else the line where the same recipient was first seen. */
+  add(number: string, textHash: number, line: number): number {
+    const n = Number(number);
+    const hi = Math.floor(n / TWO_32);
+    const lo = n >>> 0;
+    if (textHash === 0) return this.table.add(hi, lo, line);
+    return this.table.add((hi ^ fmix32(textHash ^ 0x2545f491)) >>> 0, (lo ^ fmix32(textHash)) >>> 0, line);
+  }
+}
+
+/** messageIds seen in a file, by two independent 32-bit hashes of the id. */
+export class MessageIdIndex {
+  private readonly table: FingerprintTable;
+  constructor(expected: number) {
+    this.table = new FingerprintTable(expected);
+  }
+  add(id: string, line: number): number {
+    return this.table.add(hashString(id, 0x811c9dc5), hashString(id, 0x01234567), line);
+  }
+}

@@ -1,0 +1,75 @@
+// FORMAT.md 4.3: which layout a file uses, and whether its first data line is a header.
+import { SEPARATORS } from './records.ts';
+
+export type Layout = 'personalized' | 'bulk';
+
+/** Lower-case, trimmed, without accents: how header names are compared. */
+export function normaliseHeaderName(s: string): string {
+  return s.trim().replace(/^"|"$/g, '').trim().toLowerCase().normalize('NFD').replace(/\p{M}/gu, '');
+}
+
+export const NUMBER_COLUMNS = new Set([
+  'number',
+  'numero',
+  'celular',
+  'telefono',
+  'movil',
+  'phone',
+  'msisdn',
+  'to',
+  'destination',
+]);
+export const MESSAGE_COLUMNS = new Set(['message', 'mensaje', 'text', 'texto', 'sms']);
+export const MESSAGE_ID_COLUMNS = new Set(['messageid', 'message_id', 'id', 'referencia', 'reference']);
+
+/** The text of the first field: up to the first separator character. */
+function firstField(line: string): string {
+  let end = line.length;
+  for (const sep of SEPARATORS) {
+    const i = line.indexOf(sep);
+    if (i !== -1 && i < end) end = i;
+  }
+  return line.slice(0, end);
+}
+
+export function isHeaderLine(line: string): boolean {
+  return NUMBER_COLUMNS.has(normaliseHeaderName(firstField(line)));
+}
+
+/**
+ * A number-like token (`+`, digits, space, `-`, `.`, `(`, `)`; at least 7 digits; never a
+ * TAB) immediately followed by a separator.
+ */
+export function startsWithNumberThenSeparator(line: string): boolean {
+  let digits = 0;
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+    else if (c === 43 || c === 32 || c === 45 || c === 46 || c === 40 || c === 41) continue;
+    else return digits >= 7 && SEPARATORS.includes(line[i]!);
+  }
+  return false;
+}
+
+export function layoutFromName(name: string): Layout | null {
+  const lower = name.toLowerCase();
+  if (lower.endsWith('.bulk.txt')) return 'bulk';
+  if (lower.endsWith('.personalized.txt')) return 'personalized';
+  return null;
+}
+
+export interface LayoutChoice {
+  layout: Layout;
+  header: boolean;
+}
+
+/** FORMAT.md 4.3 in its order: configured layout, file name, header, number + SEP, bulk. */
+export function chooseLayout(firstDataLine: string, name: string, configured: Layout | null): LayoutChoice {
+  const forced = configured ?? layoutFromName(name);
+  if (forced === 'bulk') return { layout: 'bulk', header: false };
+  const header = isHeaderLine(firstDataLine);
+  if (forced === 'personalized' || header) return { layout: 'personalized', header };
+  return startsWithNumberThenSeparator(firstDataLine)
+    ? { layout: 'personalized', header: false }
+    : { layout: 'bulk', header: false };
+}

@@ -1,0 +1,647 @@
+// The drop-file reader: bytes → recipients, record errors, warnings and a final summary,
+// exactly as FORMAT.md defines them. One streaming API for `validate` and the pipeline.
+//
+// Pure: the caller passes a function that opens the bytes (it is called twice: a sniff
+// pass for the encoding, then the parse pass). Memory is bounded by the line-length limit
+// plus the duplicate index (~12 bytes per distinct recipient); no record is kept.
+import { REASONS, type ReasonCode } from '../errors.ts';
+import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
+import { hashString, MessageIdIndex, RecipientIndex } from './dedupe.ts';
+import {
+  chooseLayout,
+  type Layout,
+  MESSAGE_COLUMNS,
+  MESSAGE_ID_COLUMNS,
+  normaliseHeaderName,
+} from './layout.ts';
+import { LineSplitter } from './lines.ts';
+import { type NumberResult, type NumberRules, normalizeNumber } from './numbers.ts';
+import {
+  detectSeparator,
+  MALFORMED,
+  OPEN,
+  type Parsed,
+  parseCsv,
+  parseMessageRecord,
+  parsePersonalized,
+  parseTrailer,
+  splitNumbers,
+} from './records.ts';
+import { countSegments, type SegmentInfo } from './segments.ts';
+import type { SuppressionList } from './suppression.ts';
+
+export interface ReadOptions {
+  /** File name, for the `.bulk.txt` / `.personalized.txt` rule of FORMAT.md 4.3. */
+  name: string;
+  layout?: Layout | null;
+  numberRules: NumberRules;
+  suppression?: SuppressionList | null;
+  /** FORMAT.md 2: longest physical line, in characters (default 64 KiB). */
+  maxLineLength?: number;
+  /** FORMAT.md 7: default 0.2. */
+  maxInvalidRatio?: number;
+  /** FORMAT.md 7: default 2 GiB. */
+  maxFileBytes?: number;
+  /** How many errors and warnings the summary lists (counts are always complete). */
+  maxListed?: number;
+  /** Compute the content sha256 in the sniff pass (the pipeline needs it; validate hashes in parallel). */
+  hash?: boolean;
+  /** Yield recipients, skipped records and warnings (default); false: only the summary. */
+  items?: boolean;
+  /** A sniff already made of the same bytes: skips the first pass. */
+  sniffed?: Sniff;
+}
+
+export const DEFAULTS = {
+  maxLineLength: 64 * 1024,
+  maxInvalidRatio: 0.2,
+  maxFileBytes: 2 * 1024 ** 3,
+  maxListed: 1000,
+} as const;
+
+/** A recipient to send. `k` is its 1-based position on a bulk line (0 in personalized files). */
+export interface RecipientItem {
+  kind: 'recipient';
+  line: number;
+  k: number;
+  number: string;
+  country: string;
+  text: string;
+  /** From the file's messageId column; null when the pipeline derives it (FORMAT.md 9). */
+  messageId: string | null;
+  segments: number;
+  encoding: 'gsm7' | 'ucs2';
+}
+
+/** A record or number that is not sent: invalid, a duplicate, or suppressed. */
+export interface SkippedItem {
+  kind: 'invalid' | 'duplicate' | 'suppressed';
+  line: number;
+  k: number;
+  code: ReasonCode;
+  message: string;
+  value: string;
+  /** The sent form when the number itself was valid. */
+  number: string | null;
+  /** DUPLICATE: the line where the recipient was first seen. */
+  firstLine?: number;
+}
+
+export interface WarningItem {
+  kind: 'warning';
+  line: number;
+  code: ReasonCode;
+  message: string;
+}
+
+export interface Issue {
+  line: number;
+  code: ReasonCode;
+  message: string;
+  hint: string;
+  value?: string;
+}
+
+export interface ReadSummary {
+  kind: 'summary';
+  bytes: number;
+  sha256: string | null;
+  encoding: TextEncoding | null;
+  layout: Layout | null;
+  separator: string | null;
+  header: boolean;
+  columns: string[] | null;
+  /** The bulk message. */
+  message: string | null;
+  records: number;
+  valid: number;
+  invalid: number;
+  duplicates: number;
+  suppressed: number;
+  segments: number;
+  encodings: { gsm7: number; ucs2: number };
+  countries: Record<string, number>;
+  accepted: boolean;
+  rejection: { code: ReasonCode; message: string; hint: string } | null;
+  errors: Issue[];
+  warnings: Issue[];
+  errorsTruncated: boolean;
+  warningsTruncated: boolean;
+  errorCounts: Partial<Record<ReasonCode, number>>;
+  warningCounts: Partial<Record<ReasonCode, number>>;
+  trailer: { line: number; count: number | null } | null;
+}
+
+export type ReadItem = RecipientItem | SkippedItem | WarningItem;
+/** The reader yields batches of items; the last batch holds the summary alone. */
+export type ReadBatch = ReadItem[] | [ReadSummary];
+
+interface PreparedMessage {
+  text: string;
+  segments: SegmentInfo;
+  hash: number;
+  warnings: { code: ReasonCode; message: string }[];
+  empty: boolean;
+}
+
+// C0 control characters other than LF (line breaks inside quoted messages are kept as LF).
+const CONTROL = /[\x00-\x09\x0b-\x1f]/;
+const CONTROL_ALL = /[\x00-\x09\x0b-\x1f]/g;
+const LONG_MESSAGE_CHARS = 500;
+const NO_TEXT: PreparedMessage = {
+  text: '',
+  segments: { encoding: 'gsm7', segments: 0, gsm7Segments: 0, nonGsm: [] },
+  hash: 0,
+  warnings: [],
+  empty: true,
+};
+const MESSAGE_ID_MAX = 64;
+
+function prepareMessage(raw: string, quoted: boolean, hashText: boolean): PreparedMessage {
+  const warnings: PreparedMessage['warnings'] = [];
+  let text = quoted ? raw : raw.trim();
+  if (CONTROL.test(text)) {
+    text = text.replace(CONTROL_ALL, '');
+    if (!quoted) text = text.trim();
+    warnings.push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
+  }
+  const empty = text.trim().length === 0;
+  const segments = countSegments(text);
+  if (!empty) {
+    if (text.length > LONG_MESSAGE_CHARS) {
+      warnings.push({
+        code: 'LONG_MESSAGE',
+        message: `the message has ${text.length} characters (over 500)`,
+      });
+    }
+    if (segments.encoding === 'ucs2') {
+      const chars = segments.nonGsm.map((c) => `'${c}'`).join(', ');
+      warnings.push({
+        code: 'UCS2_MESSAGE',
+        message: `${chars} force UCS-2: ${segments.segments} segment(s) instead of ${segments.gsm7Segments} in GSM-7`,
+      });
+    }
+  }
+  return { text, segments, hash: hashText ? hashString(text) || 1 : 0, warnings, empty };
+}
+
+/** What the reader says about a number that does not normalise. */
+function numberProblem(result: Exclude<NumberResult, { ok: true }>, value: string): string {
+  switch (result.code) {
+    case 'NOT_MOBILE':
+      return `${value} is a landline, not a mobile number`;
+    case 'COUNTRY_NOT_ALLOWED':
+      return `${value} is a number of ${result.country ?? 'a country'} that this source does not allow`;
+    default:
+      return value.length === 0 ? 'the number is missing' : `${value} is not a valid mobile number`;
+  }
+}
+
+interface PendingRecord {
+  startLine: number;
+  lines: { text: string; lineNo: number }[];
+  length: number;
+}
+
+type Mode = 'start' | 'message' | 'records';
+
+/**
+ * Reads a drop file. `open` must return the same bytes each time it is called.
+ */
+export async function* readDropFile(open: () => ByteChunks, options: ReadOptions): AsyncGenerator<ReadBatch> {
+  const maxLine = options.maxLineLength ?? DEFAULTS.maxLineLength;
+  const maxListed = options.maxListed ?? DEFAULTS.maxListed;
+  const maxInvalidRatio = options.maxInvalidRatio ?? DEFAULTS.maxInvalidRatio;
+  const rules = options.numberRules;
+  const suppression = options.suppression ?? null;
+
+  const summary: ReadSummary = {
+    kind: 'summary',
+    bytes: 0,
+    sha256: null,
+    encoding: null,
+    layout: null,
+    separator: null,
+    header: false,
+    columns: null,
+    message: null,
+    records: 0,
+    valid: 0,
+    invalid: 0,
+    duplicates: 0,
+    suppressed: 0,
+    segments: 0,
+    encodings: { gsm7: 0, ucs2: 0 },
+    countries: {},
+    accepted: false,
+    rejection: null,
+    errors: [],
+    warnings: [],
+    errorsTruncated: false,
+    warningsTruncated: false,
+    errorCounts: {},
+    warningCounts: {},
+    trailer: null,
+  };
+  const reject = (code: ReasonCode, detail?: string): void => {
+    if (summary.rejection) return;
+    const info = REASONS[code];
+    summary.rejection = { code, message: detail ?? info.message, hint: info.hint };
+  };
+
+  const sniffed =
+    options.sniffed ??
+    (await sniff(open(), {
+      hash: options.hash ?? false,
+      maxBytes: options.maxFileBytes ?? DEFAULTS.maxFileBytes,
+    }));
+  summary.bytes = sniffed.bytes;
+  summary.sha256 = sniffed.sha256;
+  if (sniffed.tooLarge) {
+    reject(
+      'FILE_TOO_LARGE',
+      `the file is larger than ${options.maxFileBytes ?? DEFAULTS.maxFileBytes} bytes`,
+    );
+    yield [summary];
+    return;
+  }
+  summary.encoding = sniffed.encoding;
+  if (sniffed.binary) {
+    reject('BINARY_FILE');
+    yield [summary];
+    return;
+  }
+
+  let batch: ReadItem[] = [];
+  const emit = options.items ?? true;
+  const recipients = new RecipientIndex(sniffed.lineEstimate);
+  let messageIds: MessageIdIndex | null = null;
+
+  let mode: Mode = 'start';
+  let layout: Layout = 'bulk';
+  let sep: string | null = null;
+  let messageCol = -1;
+  let idCol = -1;
+  let columnCount = 0;
+  let bulkMessage: PreparedMessage | null = null;
+  let lastPrepared: PreparedMessage | null = null;
+  let lastRaw = '';
+  let lastQuoted = false;
+  let pending: PendingRecord | null = null;
+  let heldTrailer: { text: string; lineNo: number; count: number | null } | null = null;
+
+  const listIssue = (list: 'errors' | 'warnings', issue: Issue): void => {
+    const counts = list === 'errors' ? summary.errorCounts : summary.warningCounts;
+    counts[issue.code] = (counts[issue.code] ?? 0) + 1;
+    if (summary[list].length < maxListed) summary[list].push(issue);
+    else if (list === 'errors') summary.errorsTruncated = true;
+    else summary.warningsTruncated = true;
+  };
+
+  const skip = (
+    kind: SkippedItem['kind'],
+    line: number,
+    k: number,
+    code: ReasonCode,
+    message: string,
+    value: string,
+    number: string | null = null,
+    firstLine?: number,
+  ): void => {
+    if (emit) {
+      const item: SkippedItem = { kind, line, k, code, message, value, number };
+      if (firstLine !== undefined) item.firstLine = firstLine;
+      batch.push(item);
+    }
+    if (kind === 'invalid') {
+      summary.invalid++;
+      listIssue('errors', { line, code, message, hint: REASONS[code].hint, value });
+    } else if (kind === 'duplicate') summary.duplicates++;
+    else summary.suppressed++;
+  };
+
+  const warn = (line: number, warnings: PreparedMessage['warnings']): void => {
+    for (const w of warnings) {
+      if (emit) batch.push({ kind: 'warning', line, code: w.code, message: w.message });
+      listIssue('warnings', { line, code: w.code, message: w.message, hint: REASONS[w.code].hint });
+    }
+  };
+
+  /** A number was read: check it, suppress, de-duplicate, emit. */
+  const recipient = (
+    line: number,
+    k: number,
+    raw: string,
+    result: NumberResult,
+    msg: PreparedMessage,
+    messageId: string | null,
+  ): void => {
+    if (!result.ok) {
+      skip('invalid', line, k, result.code, numberProblem(result, raw.trim()), raw, result.number ?? null);
+      return;
+    }
+    const number = result.number;
+    if (suppression?.has(number)) {
+      skip('suppressed', line, k, 'SUPPRESSED', REASONS.SUPPRESSED.message, raw, number);
+      return;
+    }
+    const first = recipients.add(number, msg.hash, line);
+    if (first !== 0) {
+      skip('duplicate', line, k, 'DUPLICATE', `already on line ${first}`, raw, number, first);
+      return;
+    }
+    summary.valid++;
+    summary.segments += msg.segments.segments;
+    summary.encodings[msg.segments.encoding]++;
+    summary.countries[result.country] = (summary.countries[result.country] ?? 0) + 1;
+    if (emit) {
+      batch.push({
+        kind: 'recipient',
+        line,
+        k,
+        number,
+        country: result.country,
+        text: msg.text,
+        messageId,
+        segments: msg.segments.segments,
+        encoding: msg.segments.encoding,
+      });
+    }
+    // Message warnings of personalized records go with the records that are sent.
+    if (layout === 'personalized') warn(line, msg.warnings);
+  };
+
+  const recordError = (line: number, code: ReasonCode, message: string, value: string): void => {
+    summary.records++;
+    skip('invalid', line, 0, code, message, value);
+  };
+
+  const personalizedMessage = (raw: string, quoted: boolean): PreparedMessage => {
+    // Consecutive identical texts (template campaigns) are prepared once.
+    if (lastPrepared && raw === lastRaw && quoted === lastQuoted) return lastPrepared;
+    lastRaw = raw;
+    lastQuoted = quoted;
+    lastPrepared = prepareMessage(raw, quoted, true);
+    return lastPrepared;
+  };
+
+  const personalizedRecord = (
+    line: number,
+    number: string,
+    rawMessage: string,
+    quoted: boolean,
+    id: string | null,
+  ): void => {
+    summary.records++;
+    const msg = personalizedMessage(rawMessage, quoted);
+    if (id !== null) {
+      if (id.length > MESSAGE_ID_MAX) {
+        skip(
+          'invalid',
+          line,
+          0,
+          'INVALID_MESSAGE_ID',
+          `the messageId has ${id.length} characters (at most 64)`,
+          id,
+        );
+        return;
+      }
+      messageIds ??= new MessageIdIndex(sniffed.lineEstimate);
+      const first = messageIds.add(id, line);
+      if (first !== 0) {
+        skip(
+          'invalid',
+          line,
+          0,
+          'DUPLICATE_MESSAGE_ID',
+          `messageId ${id} is already used on line ${first}`,
+          id,
+        );
+        return;
+      }
+    }
+    const result = normalizeNumber(number, rules);
+    if (result.ok && msg.empty) {
+      skip('invalid', line, 0, 'EMPTY_MESSAGE', REASONS.EMPTY_MESSAGE.message, rawMessage, result.number);
+      return;
+    }
+    recipient(line, 0, number, result, msg, id);
+  };
+
+  const numbersRecord = (line: number, text: string): void => {
+    summary.records++;
+    if (sep === null) {
+      sep = detectSeparator(text);
+      summary.separator = sep;
+    }
+    const msg = bulkMessage ?? NO_TEXT;
+    const tokens = splitNumbers(text);
+    for (let k = 0; k < tokens.length; k++) {
+      const raw = tokens[k]!;
+      recipient(line, k + 1, raw, normalizeNumber(raw, rules), msg, null);
+    }
+  };
+
+  /** The bulk file has no usable message: rejected, its numbers still read for the counts. */
+  const noMessage = (detail?: string): void => {
+    mode = 'records';
+    bulkMessage = NO_TEXT;
+    reject('NO_MESSAGE', detail);
+  };
+
+  /** Parses one complete record (possibly several physical lines joined). */
+  const parseRecord = (text: string): Parsed<unknown> => {
+    if (mode === 'message') return parseMessageRecord(text);
+    if (layout === 'bulk') return splitNumbers(text);
+    return summary.header ? parseCsv(text, sep ?? ';') : parsePersonalized(text, sep);
+  };
+
+  const finishRecord = (line: number, text: string, parsed: Exclude<Parsed<unknown>, typeof OPEN>): void => {
+    if (parsed === MALFORMED) {
+      if (mode === 'message') noMessage('the message record has a broken quote');
+      recordError(line, 'MALFORMED_QUOTE', REASONS.MALFORMED_QUOTE.message, text.slice(0, 40));
+      return;
+    }
+    if (mode === 'message') {
+      const { message, quoted } = parsed as { message: string; quoted: boolean };
+      mode = 'records';
+      // FORMAT.md 4.2: a first record that is itself a valid number list is no message.
+      const tokens = splitNumbers(message);
+      if (!quoted && tokens.length > 0 && tokens.every((t) => normalizeNumber(t, rules).ok)) {
+        noMessage();
+        numbersRecord(line, text);
+        return;
+      }
+      bulkMessage = prepareMessage(message, quoted, false);
+      summary.message = bulkMessage.text;
+      warn(line, bulkMessage.warnings);
+      if (bulkMessage.empty) reject('NO_MESSAGE', 'the message (first record) is empty');
+      return;
+    }
+    if (layout === 'bulk') {
+      numbersRecord(line, text);
+      return;
+    }
+    if (!summary.header) {
+      const f = parsed as { number: string; message: string; quoted: boolean };
+      personalizedRecord(line, f.number, f.message, f.quoted, null);
+      return;
+    }
+    const fields = parsed as string[];
+    if (fields.length === columnCount + 1 && fields[columnCount] === '') fields.pop();
+    if (fields.length > columnCount) {
+      recordError(
+        line,
+        'TOO_MANY_FIELDS',
+        `the record has ${fields.length} fields, the header ${columnCount}`,
+        text.slice(0, 40),
+      );
+      return;
+    }
+    const id = idCol >= 0 ? (fields[idCol]?.trim() ?? '') : '';
+    personalizedRecord(
+      line,
+      fields[0] ?? '',
+      messageCol >= 0 ? (fields[messageCol] ?? '') : '',
+      false,
+      id.length > 0 ? id : null,
+    );
+  };
+
+  const startFile = (text: string): void => {
+    const choice = chooseLayout(text, options.name, options.layout ?? null);
+    layout = choice.layout;
+    summary.layout = layout;
+    summary.header = choice.header;
+    if (layout === 'bulk') {
+      mode = 'message';
+      return;
+    }
+    sep = detectSeparator(text);
+    summary.separator = sep;
+    mode = 'records';
+  };
+
+  const header = (text: string): void => {
+    const fields = parseCsv(text, sep ?? ';');
+    const names = Array.isArray(fields) ? fields : text.split(sep ?? ';');
+    summary.columns = names.map((n) => n.trim());
+    columnCount = names.length;
+    names.forEach((raw, i) => {
+      const n = normaliseHeaderName(raw);
+      if (i !== 0 && MESSAGE_COLUMNS.has(n) && messageCol < 0) messageCol = i;
+      else if (i !== 0 && MESSAGE_ID_COLUMNS.has(n) && idCol < 0) idCol = i;
+    });
+  };
+
+  /** A physical line at the start of a record (not inside an open quote). */
+  const onLine = (text: string, lineNo: number, tooLong: boolean): void => {
+    if (pending) {
+      continuePending(text, lineNo, tooLong);
+      return;
+    }
+    if (tooLong) {
+      if (mode === 'start') startFile(text);
+      if (mode === 'message') noMessage('the message record is longer than the line-length limit');
+      flushTrailer();
+      recordError(lineNo, 'LINE_TOO_LONG', `the line is longer than ${maxLine} characters`, text);
+      return;
+    }
+    if (text.length === 0) return;
+    const c = text.charCodeAt(0);
+    if (c === 35 /* # */) return;
+    if ((c <= 32 || c === 0xa0 || c === 0xfeff || c >= 0x2000) && text.trim().length === 0) return;
+    if (mode === 'start') {
+      startFile(text);
+      if (summary.header) {
+        header(text);
+        return;
+      }
+    } else if (mode === 'records') {
+      const trailer = parseTrailer(text);
+      if (trailer) {
+        flushTrailer();
+        heldTrailer = { text, lineNo, count: trailer.count };
+        return;
+      }
+      flushTrailer();
+    }
+    const parsed = parseRecord(text);
+    if (parsed === OPEN) {
+      pending = { startLine: lineNo, lines: [{ text, lineNo }], length: text.length };
+      return;
+    }
+    finishRecord(lineNo, text, parsed);
+  };
+
+  /** A trailer-looking line followed by more data was an ordinary record. */
+  const flushTrailer = (): void => {
+    if (!heldTrailer) return;
+    const { text, lineNo } = heldTrailer;
+    heldTrailer = null;
+    const parsed = parseRecord(text);
+    if (parsed !== OPEN) finishRecord(lineNo, text, parsed);
+  };
+
+  const continuePending = (text: string, lineNo: number, tooLong: boolean): void => {
+    const p = pending!;
+    p.lines.push({ text, lineNo });
+    p.length += text.length + 1;
+    if (!tooLong && p.length <= maxLine) {
+      const joined = p.lines.map((l) => l.text).join('\n');
+      const parsed = parseRecord(joined);
+      if (parsed === OPEN) return;
+      pending = null;
+      finishRecord(p.startLine, joined, parsed);
+      return;
+    }
+    abandonPending();
+  };
+
+  /** FORMAT.md 3: a quote never closed is an error for its record; parsing resumes at the next line. */
+  const abandonPending = (): void => {
+    const p = pending!;
+    pending = null;
+    if (mode === 'message') noMessage('the quoted message is never closed');
+    recordError(
+      p.startLine,
+      'MALFORMED_QUOTE',
+      'a quoted field is never closed',
+      p.lines[0]!.text.slice(0, 40),
+    );
+    for (const l of p.lines.slice(1)) onLine(l.text, l.lineNo, l.text.length > maxLine);
+  };
+
+  const splitter = new LineSplitter(maxLine, onLine);
+  for await (const text of decodeText(open(), sniffed.encoding)) {
+    splitter.push(text);
+    if (batch.length > 0) {
+      yield batch;
+      batch = [];
+    }
+  }
+  splitter.end();
+  while (pending) abandonPending();
+  if (heldTrailer) {
+    const t: { text: string; lineNo: number; count: number | null } = heldTrailer;
+    summary.trailer = { line: t.lineNo, count: t.count };
+    if (t.count !== null && t.count !== summary.records) {
+      reject(
+        'TRAILER_MISMATCH',
+        `the trailer on line ${t.lineNo} says ${t.count} records, the file has ${summary.records}`,
+      );
+    }
+  }
+  if (batch.length > 0) yield batch;
+
+  if (summary.records === 0 && !summary.rejection) reject('EMPTY_FILE');
+  const judged = summary.valid + summary.invalid;
+  if (judged > 0 && summary.invalid / judged > maxInvalidRatio) {
+    reject(
+      'TOO_MANY_INVALID',
+      `${summary.invalid} of ${judged} recipients are invalid (${((100 * summary.invalid) / judged).toFixed(1)}%, the limit is ${(100 * maxInvalidRatio).toFixed(1)}%)`,
+    );
+  }
+  summary.accepted = summary.rejection === null;
+  yield [summary];
+}
