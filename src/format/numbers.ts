@@ -64,7 +64,8 @@ function invalid(): NumberResult {
 /** More digits than any E.164 number (15) plus an `00` prefix: stop scanning early. */
 const MAX_DIGITS = 17;
 
-// Scan result flags, kept in module scope so the hot path allocates nothing but the answer.
+// Scan results, kept in module scope so the hot path allocates nothing but the answer.
+const codes = new Uint16Array(MAX_DIGITS);
 let scanPlus = false;
 let scanFirst = -1;
 let scanLast = -1;
@@ -72,9 +73,9 @@ let scanDigits = 0;
 let scanGap = false;
 
 /**
- * One pass over raw: counts digits, finds a leading `+`, notes whether formatting sits
- * between digits. Returns false for any character that is neither a digit, formatting,
- * a leading `+`, nor white space at either end.
+ * One pass over raw: collects the digits' char codes, finds a leading `+`, notes whether
+ * formatting sits between digits. Returns false for any character that is neither a
+ * digit, formatting, a leading `+`, nor white space at either end.
  */
 function scan(raw: string): boolean {
   const len = raw.length;
@@ -89,18 +90,18 @@ function scan(raw: string): boolean {
   for (let i = 0; i < len; i++) {
     const c = raw.charCodeAt(i);
     if (c >= 48 && c <= 57) {
-      if (edgeSpace) return false;
+      if (edgeSpace || digits === MAX_DIGITS) return false;
       if (first < 0) first = i;
       else if (last !== i - 1) gap = true;
       last = i;
-      if (++digits > MAX_DIGITS) return false;
+      codes[digits++] = c;
     } else if (c === 32 || c === 45 || c === 46 || c === 40 || c === 41) {
       // space - . ( )
       if (edgeSpace) return false;
     } else if (c === 43) {
       if (plus || first >= 0 || edgeSpace) return false;
       plus = true;
-    } else if (c === 0xa0 || c === 0x202f || c === 0x2007 || (c >= 0x2000 && c <= 0x200a) || c === 0x3000) {
+    } else if (c === 0xa0 || c === 0x202f || (c >= 0x2000 && c <= 0x200a) || c === 0x3000) {
       // NBSP and the other Unicode spaces spreadsheets and word processors put in numbers
       if (edgeSpace) return false;
     } else if ((c >= 9 && c <= 13) || c === 0xfeff || c === 0x2028 || c === 0x2029 || c === 0x1680) {
@@ -117,15 +118,40 @@ function scan(raw: string): boolean {
   return digits > 0;
 }
 
-function digitsOf(raw: string): string {
-  if (!scanGap)
-    return scanFirst === 0 && scanLast === raw.length - 1 ? raw : raw.slice(scanFirst, scanLast + 1);
-  let d = '';
-  for (let i = scanFirst; i <= scanLast; i++) {
-    const c = raw.charCodeAt(i);
-    if (c >= 48 && c <= 57) d += raw[i];
+/** The scanned digits as a string, skipping `skip` leading ones. */
+function digitsOf(raw: string, skip: number): string {
+  if (!scanGap) {
+    const from = scanFirst + skip;
+    return from === 0 && scanLast === raw.length - 1 ? raw : raw.slice(from, scanLast + 1);
   }
-  return d;
+  return String.fromCharCode.apply(null, codes.subarray(skip, scanDigits) as unknown as number[]);
+}
+
+/** Rule 1's sent form: 57 and the ten scanned digits, built in one call when formatted. */
+function co57(raw: string): string {
+  if (!scanGap) return '57' + digitsOf(raw, 0);
+  const k = codes;
+  return String.fromCharCode(53, 55, k[0]!, k[1]!, k[2]!, k[3]!, k[4]!, k[5]!, k[6]!, k[7]!, k[8]!, k[9]!);
+}
+
+/** Rule 3's digits: the twelve scanned digits. */
+function co12(raw: string): string {
+  if (!scanGap) return digitsOf(raw, 0);
+  const k = codes;
+  return String.fromCharCode(
+    k[0]!,
+    k[1]!,
+    k[2]!,
+    k[3]!,
+    k[4]!,
+    k[5]!,
+    k[6]!,
+    k[7]!,
+    k[8]!,
+    k[9]!,
+    k[10]!,
+    k[11]!,
+  );
 }
 
 function allow(country: string, number: string, rules: NumberRules): NumberResult {
@@ -167,21 +193,21 @@ function remember(cache: Map<string, Verdict>, key: string, v: Verdict): Verdict
 const BAD: Verdict = Object.freeze({ code: 'INVALID_NUMBER', number: '', country: '' });
 
 function judge(p: PhoneNumber | undefined, sent?: string): Verdict {
-  if (p === undefined || !p.isValid()) return BAD;
+  if (p === undefined) return BAD;
+  // With the max metadata, isValid() is exactly getType() !== undefined and costs the same
+  // again (several µs): one getType() call answers both.
+  const type = p.getType();
+  if (type === undefined) return BAD;
   const number = sent ?? p.number.slice(1);
   const country = p.country ?? NON_GEOGRAPHIC_COUNTRY;
-  const type = p.getType();
-  // A valid number whose type libphonenumber cannot tell may still be a mobile: accept it.
-  if (type === undefined || type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') {
-    return { code: 'OK', number, country };
-  }
+  if (type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') return { code: 'OK', number, country };
   if (type === 'FIXED_LINE') return { code: 'NOT_MOBILE', number, country };
   return BAD;
 }
 
 function judgeInternational(d: string): Verdict {
-  const p = parsePhoneNumberFromString('+' + d);
-  if (p?.isValid()) return judge(p);
+  const v = judge(parsePhoneNumberFromString('+' + d));
+  if (v !== BAD) return v;
   // Mexico dropped the mobile `1` after the country code in 2019 and libphonenumber no
   // longer accepts it, but FORMAT.md 5 names 5215512345678 as a valid sent number and
   // senders still write it: validate without the 1, send the digits as written.
@@ -232,23 +258,19 @@ function national(d: string, rules: NumberRules): NumberResult {
 export function normalizeNumber(raw: string, rules: NumberRules): NumberResult {
   if (!scan(raw)) return invalid();
   const n = scanDigits;
-  const d = digitsOf(raw);
-  const c0 = d.charCodeAt(0);
-  const c1 = n > 1 ? d.charCodeAt(1) : 0;
-  if (scanPlus) return international(d, rules);
-  if (c0 === 48 && c1 === 48) return international(d.slice(2), rules); // rule 4: 00
-  if (rules.defaultCountry === 'CO') {
-    if (n === 10) {
-      if (c0 === 51) return allow('CO', '57' + d, rules); // rule 1
-      if (c0 === 54 && c1 === 48) return { ok: false, code: 'NOT_MOBILE', number: '57' + d, country: 'CO' }; // rule 2
-      return invalid();
-    }
-    if (n === 12 && c0 === 53 && c1 === 55) return colombian12(d, rules); // rule 3
-  } else {
-    if (n === 12 && c0 === 53 && c1 === 55) return colombian12(d, rules); // rule 3
-    if (n <= 10 || c0 === 48) return national(d, rules);
+  const c0 = codes[0]!;
+  const c1 = n > 1 ? codes[1]! : 0;
+  if (scanPlus) return international(digitsOf(raw, 0), rules);
+  if (c0 === 48 && c1 === 48) return international(digitsOf(raw, 2), rules); // rule 4: 00
+  const co = rules.defaultCountry === 'CO';
+  if (co && n === 10) {
+    if (c0 === 51) return allow('CO', co57(raw), rules); // rule 1
+    if (c0 === 54 && c1 === 48) return { ok: false, code: 'NOT_MOBILE', number: co57(raw), country: 'CO' }; // rule 2
+    return invalid();
   }
+  if (n === 12 && c0 === 53 && c1 === 55) return colombian12(co12(raw), rules); // rule 3
+  if (!co && (n <= 10 || c0 === 48)) return national(digitsOf(raw, 0), rules);
   // rule 5: 11 to 15 digits not starting with 57
-  if (n >= 11 && n <= 15 && !(c0 === 53 && c1 === 55)) return international(d, rules);
+  if (n >= 11 && n <= 15 && !(c0 === 53 && c1 === 55)) return international(digitsOf(raw, 0), rules);
   return invalid(); // rule 6
 }
