@@ -2,7 +2,7 @@
 //
 // This runs once per recipient on files of millions of lines, so the Colombian cases
 // (rules 1 to 3) are decided by a single charCodeAt scan with no regex and no
-// libphonenumber call; libphonenumber-js (~6-10 µs a number) is reserved for the
+// libphonenumber call; libphonenumber-js (~5-20 µs a number here) is reserved for the
 // international rules 4 and 5, behind a small bounded cache.
 //
 // defaultCountry other than CO (our reading of "default country CO; configurable"):
