@@ -83,7 +83,8 @@ export async function sniff(
       const b: Uint8Array = carry ? Buffer.concat([carry, chunk]) : chunk;
       const cut = completeUtf8Length(b);
       validUtf8 = isUtf8(b.subarray(0, cut));
-      carry = cut < b.length ? b.slice(cut) : null;
+      // A copy: the chunk's buffer may be reused for the next read.
+      carry = cut < b.length ? Uint8Array.prototype.slice.call(b, cut) : null;
     }
   }
   if (carry) validUtf8 = false; // the file ends inside a UTF-8 sequence

@@ -13,8 +13,17 @@
 // pass the same mobile checks as rule 4. Rule 3 (12 digits starting 57), rule 4 (`+`,
 // `00`) and rule 5 (11 to 15 digits) apply whatever the default country.
 
+import { createRequire } from 'node:module';
 import type { CountryCode, PhoneNumber } from 'libphonenumber-js/max';
-import { isSupportedCountry, parsePhoneNumberFromString } from 'libphonenumber-js/max';
+
+// Loaded on first use: its metadata costs ~20 MB of memory and start-up time that a file of
+// Colombian numbers never needs.
+type PhoneLib = typeof import('libphonenumber-js/max');
+let phoneLib: PhoneLib | null = null;
+function lib(): PhoneLib {
+  phoneLib ??= createRequire(import.meta.url)('libphonenumber-js/max') as PhoneLib;
+  return phoneLib;
+}
 
 export interface NumberRules {
   /** ISO 3166 alpha-2, upper-case; default 'CO'. */
@@ -36,7 +45,7 @@ export const NON_GEOGRAPHIC_COUNTRY = '001';
 
 function checkCountry(code: string, what: string): string {
   const c = code.trim().toUpperCase();
-  if (!/^[A-Z]{2}$/.test(c) || !isSupportedCountry(c)) {
+  if (c !== 'CO' && (!/^[A-Z]{2}$/.test(c) || !lib().isSupportedCountry(c))) {
     throw new Error(`${what}: "${code}" is not an ISO 3166 alpha-2 country code (e.g. CO, MX, US)`);
   }
   return c;
@@ -206,13 +215,13 @@ function judge(p: PhoneNumber | undefined, sent?: string): Verdict {
 }
 
 function judgeInternational(d: string): Verdict {
-  const v = judge(parsePhoneNumberFromString('+' + d));
+  const v = judge(lib().parsePhoneNumberFromString('+' + d));
   if (v !== BAD) return v;
   // Mexico dropped the mobile `1` after the country code in 2019 and libphonenumber no
   // longer accepts it, but FORMAT.md 5 names 5215512345678 as a valid sent number and
   // senders still write it: validate without the 1, send the digits as written.
   if (d.length === 13 && d.startsWith('521')) {
-    const v = judge(parsePhoneNumberFromString('+52' + d.slice(3)), d);
+    const v = judge(lib().parsePhoneNumberFromString('+52' + d.slice(3)), d);
     if (v.code === 'OK') return v;
   }
   return BAD;
@@ -244,7 +253,7 @@ function national(d: string, rules: NumberRules): NumberResult {
   if (cache === undefined) nationalCaches.set(country, (cache = new Map()));
   let v = cache.get(d);
   if (v === undefined) {
-    const p = parsePhoneNumberFromString(d, { defaultCountry: country as CountryCode, extract: false });
+    const p = lib().parsePhoneNumberFromString(d, { defaultCountry: country as CountryCode, extract: false });
     v = remember(cache, d, judge(p));
   }
   return fromVerdict(v, rules);

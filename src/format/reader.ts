@@ -27,7 +27,7 @@ import {
   parseTrailer,
   splitNumbers,
 } from './records.ts';
-import { countSegments, type SegmentInfo } from './segments.ts';
+import { countSegments, isPlainGsm, type SegmentInfo } from './segments.ts';
 import type { SuppressionList } from './suppression.ts';
 
 export interface ReadOptions {
@@ -160,7 +160,7 @@ const MESSAGE_ID_MAX = 64;
 function prepareMessage(raw: string, quoted: boolean, hashText: boolean): PreparedMessage {
   const warnings: PreparedMessage['warnings'] = [];
   let text = quoted ? raw : raw.trim();
-  if (CONTROL.test(text)) {
+  if (!isPlainGsm(text) && CONTROL.test(text)) {
     text = text.replace(CONTROL_ALL, '');
     if (!quoted) text = text.trim();
     warnings.push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
@@ -178,11 +178,16 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean): Prepar
       const chars = segments.nonGsm.map((c) => `'${c}'`).join(', ');
       warnings.push({
         code: 'UCS2_MESSAGE',
-        message: `${chars} force UCS-2: ${segments.segments} segment(s) instead of ${segments.gsm7Segments} in GSM-7`,
+        message: `${chars} force UCS-2 (70 characters a segment instead of 160): ${segments.segments} segment(s), ${segments.gsm7Segments} in GSM-7`,
       });
     }
   }
   return { text, segments, hash: hashText ? hashString(text) || 1 : 0, warnings, empty };
+}
+
+/** A number, even one that cannot be sent (a landline, a country not allowed). */
+function isNumber(result: NumberResult): boolean {
+  return result.ok || result.code !== 'INVALID_NUMBER';
 }
 
 /** What the reader says about a number that does not normalise. */
@@ -274,6 +279,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   let batch: ReadItem[] = [];
   const emit = options.items ?? true;
+  const countries = new Map<string, number>();
   const recipients = new RecipientIndex(sniffed.lineEstimate);
   let messageIds: MessageIdIndex | null = null;
 
@@ -352,8 +358,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     summary.valid++;
     summary.segments += msg.segments.segments;
-    summary.encodings[msg.segments.encoding]++;
-    summary.countries[result.country] = (summary.countries[result.country] ?? 0) + 1;
+    if (msg.segments.encoding === 'gsm7') summary.encodings.gsm7++;
+    else summary.encodings.ucs2++;
+    countries.set(result.country, (countries.get(result.country) ?? 0) + 1);
     if (emit) {
       batch.push({
         kind: 'recipient',
@@ -467,7 +474,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       mode = 'records';
       // FORMAT.md 4.2: a first record that is itself a valid number list is no message.
       const tokens = splitNumbers(message);
-      if (!quoted && tokens.length > 0 && tokens.every((t) => normalizeNumber(t, rules).ok)) {
+      if (!quoted && tokens.length > 0 && tokens.every((t) => isNumber(normalizeNumber(t, rules)))) {
         noMessage();
         numbersRecord(line, text);
         return;
@@ -634,6 +641,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   }
   if (batch.length > 0) yield batch;
 
+  summary.countries = Object.fromEntries([...countries].sort((a, b) => b[1] - a[1]));
   if (summary.records === 0 && !summary.rejection) reject('EMPTY_FILE');
   const judged = summary.valid + summary.invalid;
   if (judged > 0 && summary.invalid / judged > maxInvalidRatio) {

@@ -23,7 +23,8 @@ describe('docs/errors.md', () => {
 
   it('every code used in src/ is in the tables (and so in the docs)', () => {
     const used = new Set<string>();
-    for (const file of sourceFiles(join(root, 'src'))) {
+    // src/sandbox/ stands in for the messaging service: its codes are that service's, not dropline's.
+    for (const file of sourceFiles(join(root, 'src')).filter((f) => !f.includes(join('src', 'sandbox')))) {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/\bcode:\s*'([A-Z][A-Z0-9_]+)'/g)) used.add(m[1]!);
       for (const m of text.matchAll(/'(DROPLINE_ERR_[A-Z0-9_]+)'/g)) used.add(m[1]!);

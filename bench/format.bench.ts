@@ -1,0 +1,104 @@
+// Issue 2: `dropline validate --json` as a whole process on 1M-line files, against a floor
+// measured in the same run (stream the file, split lines, regex-check the number), and
+// peak RSS at 1M and 5M lines (memory may grow only with the duplicate index).
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const out = join(root, 'bench', 'out');
+const RUNS = 3;
+
+async function generate(path: string, lines: number, kind: 'personalized' | 'bulk'): Promise<void> {
+  if (existsSync(path)) return;
+  const ws = createWriteStream(path);
+  if (kind === 'bulk')
+    ws.write('Recordatorio: su factura vence el viernes. Responda SALIR para no recibir mas.\n');
+  let buf = '';
+  for (let i = 0; i < lines; i++) {
+    const n = `3${String(i).padStart(9, '0')}`;
+    buf +=
+      kind === 'bulk'
+        ? `57${n}\n`
+        : `57${n};Hola cliente ${i}, su factura de este mes ya esta disponible en la app. Gracias.\n`;
+    if (buf.length > 1 << 20) {
+      if (!ws.write(buf)) await once(ws, 'drain');
+      buf = '';
+    }
+  }
+  ws.end(buf);
+  await once(ws, 'finish');
+}
+
+interface Run {
+  seconds: number;
+  rssMiB: number;
+}
+
+function run(args: string[]): Run {
+  const t = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, ['--import', join(root, 'bench', 'peak-rss.ts'), ...args], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
+  if (r.status !== 0 && r.status !== 1) throw new Error(`bench run failed: ${args.join(' ')}\n${r.stderr}`);
+  const m = /peak-rss-kib (\d+)/.exec(r.stderr);
+  return { seconds, rssMiB: m ? Number(m[1]) / 1024 : Number.NaN };
+}
+
+function median(runs: Run[]): Run {
+  const s = [...runs].sort((a, b) => a.seconds - b.seconds);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const cli = join(root, 'bin', 'dropline.js');
+const floor = join(root, 'bench', 'floor-read.ts');
+
+export default async function formatBench(): Promise<string> {
+  mkdirSync(out, { recursive: true });
+  const files = {
+    personalized1m: join(out, 'personalized-1m.txt'),
+    bulk1m: join(out, 'bulk-1m.txt'),
+    personalized5m: join(out, 'personalized-5m.txt'),
+  };
+  await generate(files.personalized1m, 1_000_000, 'personalized');
+  await generate(files.bulk1m, 1_000_000, 'bulk');
+  await generate(files.personalized5m, 5_000_000, 'personalized');
+
+  const rows: string[] = [];
+  const results: Record<string, { validate: Run; floor: Run }> = {};
+  for (const [name, path, kind] of [
+    ['personalized 1M', files.personalized1m, 'personalized'],
+    ['bulk 1M', files.bulk1m, 'bulk'],
+    ['personalized 5M', files.personalized5m, 'personalized'],
+  ] as const) {
+    const f: Run[] = [];
+    const v: Run[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      f.push(run([floor, path, kind]));
+      v.push(run([cli, 'validate', '--json', path]));
+    }
+    const validate = median(v);
+    const fl = median(f);
+    results[name] = { validate, floor: fl };
+    const mb = (statSync(path).size / 1e6).toFixed(0);
+    rows.push(
+      `| ${name} (${mb} MB) | ${fl.seconds.toFixed(2)} s | ${validate.seconds.toFixed(2)} s | ${(validate.seconds / fl.seconds).toFixed(2)}× | ${validate.rssMiB.toFixed(0)} MiB |`,
+    );
+  }
+  const growth = results['personalized 5M']!.validate.rssMiB - results['personalized 1M']!.validate.rssMiB;
+  return [
+    '`dropline validate --json` as a whole process (median of 3 runs), against the floor: the same',
+    'file streamed, split into lines and the number regex-checked (bench/floor-read.ts).',
+    'Goals: at most 3× the floor at 1M lines, peak RSS under 150 MB, and the 5M-line file within',
+    '70 MB of the 1M-line RSS.',
+    '',
+    '| file | floor | validate | ratio | validate peak RSS |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    `RSS growth from 1M to 5M lines: ${growth.toFixed(0)} MiB (${((growth * 2 ** 20) / 4e6).toFixed(1)} bytes per added recipient).`,
+  ].join('\n');
+}
