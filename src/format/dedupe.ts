@@ -19,6 +19,14 @@ function fmix32(h: number): number {
   return h >>> 0;
 }
 
+function mix(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  h ^= Math.imul(k, 0x1b873593);
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
 /**
  * murmur3 (32-bit) over the string's UTF-16 code units taken two at a time: the text of
  * every personalized recipient is hashed, so this is on the hot path.
@@ -27,35 +35,59 @@ export function hashString(s: string, seed = 0x811c9dc5): number {
   let h = seed;
   const n = s.length;
   let i = 0;
-  for (; i + 1 < n; i += 2) {
-    let k = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
-    k = Math.imul(k, 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    h ^= Math.imul(k, 0x1b873593);
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
-  if (i < n) {
-    let k = Math.imul(s.charCodeAt(i), 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    h ^= Math.imul(k, 0x1b873593);
-  }
+  for (; i + 1 < n; i += 2) h = mix(h, s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16));
+  if (i < n) h = mix(h, s.charCodeAt(i));
   return fmix32(h ^ n);
 }
 
+// The characters of segments.ts's isPlainGsm (LF, space to Z, _, a to z).
+const PLAIN = new Uint8Array(128);
+PLAIN[10] = 1;
+PLAIN[95] = 1;
+for (let c = 32; c <= 90; c++) PLAIN[c] = 1;
+for (let c = 97; c <= 122; c++) PLAIN[c] = 1;
+
+/** Set by scanText: whether the text was plain GSM (isPlainGsm) too. */
+export const textScan = { plain: false };
+
+/**
+ * hashString(s) and isPlainGsm(s) in one pass over the text, the answer to the second in
+ * `textScan.plain`: both are needed for every personalized message.
+ */
+export function scanText(s: string): number {
+  let h = 0x811c9dc5;
+  const n = s.length;
+  let bad = 0;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    const a = s.charCodeAt(i);
+    const b = s.charCodeAt(i + 1);
+    bad |= (a | b) > 127 ? 1 : (PLAIN[a]! & PLAIN[b]!) ^ 1;
+    h = mix(h, a | (b << 16));
+  }
+  if (i < n) {
+    const a = s.charCodeAt(i);
+    bad |= a > 127 ? 1 : PLAIN[a]! ^ 1;
+    h = mix(h, a);
+  }
+  textScan.plain = bad === 0;
+  return fmix32(h ^ n);
+}
+
+/**
+ * Slots of three 32-bit words [hi, lo, line] side by side in one array, so a probe costs
+ * one cache miss, not three: at millions of keys the table is far larger than the cache
+ * and those misses are most of its cost.
+ */
 export class FingerprintTable {
-  private hi: Uint32Array;
-  private lo: Uint32Array;
-  private lines: Uint32Array;
+  private slots: Uint32Array;
   private capacity: number;
   private count = 0;
 
   /** `expected`: an estimate of distinct keys; the table grows when it is exceeded. */
   constructor(expected: number) {
     this.capacity = Math.max(1024, Math.ceil(expected / MAX_LOAD) + 1);
-    this.hi = new Uint32Array(this.capacity);
-    this.lo = new Uint32Array(this.capacity);
-    this.lines = new Uint32Array(this.capacity);
+    this.slots = new Uint32Array(this.capacity * 3);
   }
 
   get size(): number {
@@ -63,36 +95,39 @@ export class FingerprintTable {
   }
 
   get bytes(): number {
-    return this.capacity * 12;
+    return this.slots.byteLength;
   }
 
   /** Adds the key with its line; returns 0 when new, else the line it was first seen on. */
   add(hi: number, lo: number, line: number): number {
+    hi >>>= 0;
+    lo >>>= 0;
     if (this.count + 1 > this.capacity * MAX_LOAD) this.grow();
-    const cap = this.capacity;
-    let i = fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % cap;
+    const slots = this.slots;
+    const end = slots.length;
+    let i = (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * 3;
     for (;;) {
-      const seen = this.lines[i]!;
+      const seen = slots[i + 2]!;
       if (seen === EMPTY) {
-        this.hi[i] = hi;
-        this.lo[i] = lo;
-        this.lines[i] = line;
+        slots[i] = hi;
+        slots[i + 1] = lo;
+        slots[i + 2] = line;
         this.count++;
         return 0;
       }
-      if (this.hi[i] === hi && this.lo[i] === lo) return seen;
-      i = i + 1 === cap ? 0 : i + 1;
+      if (slots[i] === hi && slots[i + 1] === lo) return seen;
+      i += 3;
+      if (i === end) i = 0;
     }
   }
 
   private grow(): void {
-    const { hi, lo, lines } = this;
+    const old = this.slots;
     this.capacity *= 2;
-    this.hi = new Uint32Array(this.capacity);
-    this.lo = new Uint32Array(this.capacity);
-    this.lines = new Uint32Array(this.capacity);
+    this.slots = new Uint32Array(this.capacity * 3);
     this.count = 0;
-    for (let i = 0; i < lines.length; i++) if (lines[i] !== EMPTY) this.add(hi[i]!, lo[i]!, lines[i]!);
+    for (let i = 0; i < old.length; i += 3)
+      if (old[i + 2] !== EMPTY) this.add(old[i]!, old[i + 1]!, old[i + 2]!);
   }
 }
 

@@ -6,7 +6,7 @@
 // plus the duplicate index (~12 bytes per distinct recipient); no record is kept.
 import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
-import { hashString, MessageIdIndex, RecipientIndex } from './dedupe.ts';
+import { MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
 import {
   chooseLayout,
   type Layout,
@@ -157,16 +157,25 @@ const NO_TEXT: PreparedMessage = {
 };
 const MESSAGE_ID_MAX = 64;
 
+/** The text's hash (0 when not wanted) and whether it is plain GSM, in one pass when hashing. */
+function hashAndClassify(text: string, hashText: boolean): [number, boolean] {
+  if (!hashText) return [0, isPlainGsm(text)];
+  const hash = scanText(text) || 1;
+  return [hash, textScan.plain];
+}
+
 function prepareMessage(raw: string, quoted: boolean, hashText: boolean): PreparedMessage {
   const warnings: PreparedMessage['warnings'] = [];
   let text = quoted ? raw : raw.trim();
-  if (!isPlainGsm(text) && CONTROL.test(text)) {
+  let [hash, plain] = hashAndClassify(text, hashText);
+  if (!plain && CONTROL.test(text)) {
     text = text.replace(CONTROL_ALL, '');
     if (!quoted) text = text.trim();
+    [hash, plain] = hashAndClassify(text, hashText);
     warnings.push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
   }
   const empty = text.trim().length === 0;
-  const segments = countSegments(text);
+  const segments = countSegments(text, plain);
   if (!empty) {
     if (text.length > LONG_MESSAGE_CHARS) {
       warnings.push({
@@ -182,7 +191,7 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean): Prepar
       });
     }
   }
-  return { text, segments, hash: hashText ? hashString(text) || 1 : 0, warnings, empty };
+  return { text, segments, hash, warnings, empty };
 }
 
 /** A number, even one that cannot be sent (a landline, a country not allowed). */
@@ -204,7 +213,7 @@ function numberProblem(result: Exclude<NumberResult, { ok: true }>, value: strin
 
 interface PendingRecord {
   startLine: number;
-  lines: { text: string; lineNo: number }[];
+  lines: { text: string; lineNo: number; tooLong: boolean }[];
   length: number;
 }
 
@@ -294,6 +303,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let lastRaw = '';
   let lastQuoted = false;
   let pending: PendingRecord | null = null;
+  /** Which fields of the last headed record were quoted (reused: no allocation per record). */
+  const csvQuoted: boolean[] = [];
   let heldTrailer: { text: string; lineNo: number; count: number | null } | null = null;
 
   const listIssue = (list: 'errors' | 'warnings', issue: Issue): void => {
@@ -460,7 +471,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const parseRecord = (text: string): Parsed<unknown> => {
     if (mode === 'message') return parseMessageRecord(text);
     if (layout === 'bulk') return splitNumbers(text);
-    return summary.header ? parseCsv(text, sep ?? ';') : parsePersonalized(text, sep);
+    return summary.header ? parseCsv(text, sep ?? ';', csvQuoted) : parsePersonalized(text, sep);
   };
 
   const finishRecord = (line: number, text: string, parsed: Exclude<Parsed<unknown>, typeof OPEN>): void => {
@@ -510,7 +521,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       line,
       fields[0] ?? '',
       messageCol >= 0 ? (fields[messageCol] ?? '') : '',
-      false,
+      messageCol >= 0 && csvQuoted[messageCol] === true,
       id.length > 0 ? id : null,
     );
   };
@@ -548,6 +559,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     if (tooLong) {
+      // A comment is never a record, however long (its first character is still known).
+      if (text.charCodeAt(0) === 35 /* # */) return;
       if (mode === 'start') startFile(text);
       if (mode === 'message') noMessage('the message record is longer than the line-length limit');
       flushTrailer();
@@ -575,7 +588,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     const parsed = parseRecord(text);
     if (parsed === OPEN) {
-      pending = { startLine: lineNo, lines: [{ text, lineNo }], length: text.length };
+      pending = { startLine: lineNo, lines: [{ text, lineNo, tooLong: false }], length: text.length };
       return;
     }
     finishRecord(lineNo, text, parsed);
@@ -592,31 +605,35 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   const continuePending = (text: string, lineNo: number, tooLong: boolean): void => {
     const p = pending!;
-    p.lines.push({ text, lineNo });
+    p.lines.push({ text, lineNo, tooLong });
     p.length += text.length + 1;
     if (!tooLong && p.length <= maxLine) {
       const joined = p.lines.map((l) => l.text).join('\n');
       const parsed = parseRecord(joined);
       if (parsed === OPEN) return;
+      if (parsed === MALFORMED) {
+        // The quote "closed" on a later line but text follows it: most often a quote never
+        // closed that met the next record's opening quote. Resynchronise like FORMAT.md 3.
+        abandonPending(REASONS.MALFORMED_QUOTE.message);
+        return;
+      }
       pending = null;
       finishRecord(p.startLine, joined, parsed);
       return;
     }
-    abandonPending();
+    abandonPending('a quoted field is never closed');
   };
 
   /** FORMAT.md 3: a quote never closed is an error for its record; parsing resumes at the next line. */
-  const abandonPending = (): void => {
+  const abandonPending = (message = 'a quoted field is never closed'): void => {
     const p = pending!;
     pending = null;
     if (mode === 'message') noMessage('the quoted message is never closed');
-    recordError(
-      p.startLine,
-      'MALFORMED_QUOTE',
-      'a quoted field is never closed',
-      p.lines[0]!.text.slice(0, 40),
-    );
-    for (const l of p.lines.slice(1)) onLine(l.text, l.lineNo, l.text.length > maxLine);
+    recordError(p.startLine, 'MALFORMED_QUOTE', message, p.lines[0]!.text.slice(0, 40));
+    for (let i = 1; i < p.lines.length; i++) {
+      const l = p.lines[i]!;
+      onLine(l.text, l.lineNo, l.tooLong);
+    }
   };
 
   const splitter = new LineSplitter(maxLine, onLine);

@@ -106,12 +106,12 @@ function ucs2PartsGreedy(text: string): number {
 }
 
 /**
- * Segments of one message. The empty text costs 0 parts (nothing is sent; FORMAT.md
+ * Segments of one message. `plain`: the caller already knows whether `isPlainGsm(text)`. The empty text costs 0 parts (nothing is sent; FORMAT.md
  * rejects it as EMPTY_MESSAGE before it gets here).
  */
-export function countSegments(text: string): SegmentInfo {
+export function countSegments(text: string, plain = isPlainGsm(text)): SegmentInfo {
   const len = text.length;
-  if (isPlainGsm(text)) {
+  if (plain) {
     const parts = len === 0 ? 0 : len <= GSM7_SINGLE ? 1 : Math.ceil(len / GSM7_MULTI);
     return { encoding: 'gsm7', segments: parts, gsm7Segments: parts, nonGsm: [] };
   }

@@ -1,0 +1,39 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FingerprintTable, hashString, RecipientIndex, scanText, textScan } from '../../src/format/dedupe.ts';
+import { isPlainGsm } from '../../src/format/segments.ts';
+
+describe('FORMAT 6: duplicate index', () => {
+  it('scanText hashes like hashString and classifies like isPlainGsm', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => {
+        expect(scanText(s)).toBe(hashString(s));
+        expect(textScan.plain).toBe(isPlainGsm(s));
+      }),
+    );
+    expect(scanText('Hola, su cita es el lunes')).toBe(hashString('Hola, su cita es el lunes'));
+    expect(textScan.plain).toBe(true);
+    scanText('Hola, mañana');
+    expect(textScan.plain).toBe(false);
+  });
+
+  it('the same number with the same text is a duplicate of its first line; another text is not', () => {
+    const index = new RecipientIndex(10);
+    const hola = hashString('Hola');
+    expect(index.add('573001234567', hola, 1)).toBe(0);
+    expect(index.add('573001234567', hashString('Adios'), 2)).toBe(0);
+    expect(index.add('573001234568', hola, 3)).toBe(0);
+    expect(index.add('573001234567', hola, 4)).toBe(1);
+    // bulk: the number alone
+    const bulk = new RecipientIndex(10);
+    expect(bulk.add('5215512345678', 0, 7)).toBe(0);
+    expect(bulk.add('5215512345678', 0, 9)).toBe(7);
+  });
+
+  it('keeps every key exactly when it grows far past its estimate', () => {
+    const table = new FingerprintTable(1);
+    for (let i = 1; i <= 50_000; i++) expect(table.add(i >>> 7, i * 2654435761, i)).toBe(0);
+    for (let i = 1; i <= 50_000; i++) expect(table.add(i >>> 7, i * 2654435761, 999_999)).toBe(i);
+    expect(table.size).toBe(50_000);
+  });
+});
