@@ -17,7 +17,8 @@ async function generate(path: string, lines: number, kind: 'personalized' | 'bul
     ws.write('Recordatorio: su factura vence el viernes. Responda SALIR para no recibir mas.\n');
   let buf = '';
   for (let i = 0; i < lines; i++) {
-    const n = `3${String(i).padStart(9, '0')}`;
+    // Distinct numbers in scattered order (7919 is coprime to 10^9), as in a real campaign.
+    const n = `3${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`;
     buf +=
       kind === 'bulk'
         ? `57${n}\n`
