@@ -56,7 +56,8 @@ export async function sniff(
   const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
   const hash: Hash | null = options.hash ? createHash('sha256') : null;
   let bytes = 0;
-  let first = true;
+  const head = [0, 0];
+  let headLength = 0;
   let utf16: 'utf-16le' | 'utf-16be' | null = null;
   let validUtf8 = true;
   let binary = false;
@@ -69,10 +70,13 @@ export async function sniff(
       return { bytes, encoding: 'utf-8', binary: false, lineEstimate: 0, sha256: null, tooLarge: true };
     }
     hash?.update(chunk);
-    if (first && chunk.byteLength > 0) {
-      first = false;
-      if (chunk[0] === 0xff && chunk[1] === 0xfe) utf16 = 'utf-16le';
-      else if (chunk[0] === 0xfe && chunk[1] === 0xff) utf16 = 'utf-16be';
+    // The BOM may arrive split across chunks (a stream is free to cut anywhere).
+    if (headLength < 2) {
+      for (let i = 0; i < chunk.byteLength && headLength < 2; i++) head[headLength++] = chunk[i]!;
+      if (headLength === 2) {
+        if (head[0] === 0xff && head[1] === 0xfe) utf16 = 'utf-16le';
+        else if (head[0] === 0xfe && head[1] === 0xff) utf16 = 'utf-16be';
+      }
     }
     lf += countByte(chunk, 0x0a);
     cr += countByte(chunk, 0x0d);
@@ -92,7 +96,8 @@ export async function sniff(
   return {
     bytes,
     encoding,
-    binary,
+    // A first chunk shorter than the BOM was checked before the BOM was known.
+    binary: binary && utf16 === null,
     lineEstimate: Math.max(lf, cr) + 1,
     sha256: hash ? hash.digest('hex') : null,
     tooLarge: false,

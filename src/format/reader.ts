@@ -471,6 +471,12 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const parseRecord = (text: string): Parsed<unknown> => {
     if (mode === 'message') return parseMessageRecord(text);
     if (layout === 'bulk') return splitNumbers(text);
+    if (sep === null && !summary.header) {
+      // The first data record had no SEP at all (a personalized layout chosen by
+      // configuration or name): the first record that has one decides (docs/format.md).
+      sep = detectSeparator(text);
+      summary.separator = sep;
+    }
     return summary.header ? parseCsv(text, sep ?? ';', csvQuoted) : parsePersonalized(text, sep);
   };
 

@@ -83,27 +83,34 @@ export function parsePersonalized(s: string, sep: string | null): Parsed<Persona
   return { number, message: s.slice(m, end), quoted: false };
 }
 
-/** FORMAT.md 4.1 with a header: strict CSV with SEP. */
-export function parseCsv(s: string, sep: string): Parsed<string[]> {
+/**
+ * FORMAT.md 4.1 with a header: strict CSV with SEP. `quoted`, when given, is filled with
+ * whether each field was quoted (a quoted message is kept exactly, docs/format.md).
+ */
+export function parseCsv(s: string, sep: string, quoted?: boolean[]): Parsed<string[]> {
   const fields: string[] = [];
   let i = 0;
   const n = s.length;
+  if (quoted) quoted.length = 0;
   for (;;) {
     if (s.charCodeAt(i) === QUOTE) {
       const q = scanQuoted(s, i);
       if (q === OPEN) return OPEN;
       fields.push(q.value);
+      quoted?.push(true);
       i = skipSpaces(s, q.end);
       if (i < n && s[i] !== sep) return MALFORMED;
     } else {
       const j = s.indexOf(sep, i);
       fields.push(j === -1 ? s.slice(i) : s.slice(i, j));
+      quoted?.push(false);
       i = j === -1 ? n : j;
     }
     if (i >= n) return fields;
     i++; // the separator
     if (i === n) {
       fields.push('');
+      quoted?.push(false);
       return fields;
     }
   }

@@ -85,6 +85,8 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
     throw err;
   }
   if (!summary) throw new Error('the reader ended without a summary');
+  // The reader stops counting at FILE_TOO_LARGE: the file's real size is known here.
+  summary.bytes = info.size;
   summary.sha256 = await sha256;
   return summary;
 }
@@ -219,7 +221,21 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     .option('--suppression-list <path>', 'file of opted-out numbers, one per line')
     .option('--max-line-length <chars>', 'longest physical line', positiveInt, DEFAULTS.maxLineLength)
     .action(async (file: string, opts: ValidateOptions) => {
-      const summary = await validateFile(file, opts);
+      let summary: ReadSummary;
+      try {
+        summary = await validateFile(file, opts);
+      } catch (err) {
+        // The issue's contract for validate: an unreadable file (or list) exits 2, like usage.
+        if (
+          err instanceof DroplineError &&
+          (err.code === 'DROPLINE_ERR_FILE_UNREADABLE' || err.code === 'DROPLINE_ERR_SUPPRESSION_LIST')
+        ) {
+          process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
+          setExit(2);
+          return;
+        }
+        throw err;
+      }
       process.stdout.write(
         opts.json ? `${JSON.stringify(toJson(file, summary), null, 2)}\n` : toText(file, summary),
       );
