@@ -1,0 +1,1337 @@
+// FORMAT.md sections 1-4, 6, 7 and 9 as the streaming reader decides them, fed from memory.
+// Every read goes through `read()`, which also feeds the same bytes in 1-byte and 7-byte
+// chunks and expects the very same items and summary: every test is a chunk-boundary test
+// too (CRLF, multi-byte UTF-8 and BOMs split across chunks).
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REASONS, type ReasonCode } from '../../src/errors.ts';
+import { makeNumberRules } from '../../src/format/numbers.ts';
+import {
+  type ReadBatch,
+  type ReadItem,
+  type ReadOptions,
+  type ReadSummary,
+  type RecipientItem,
+  readDropFile,
+  type SkippedItem,
+  type WarningItem,
+} from '../../src/format/reader.ts';
+import { loadSuppressionList, type SuppressionList } from '../../src/format/suppression.ts';
+
+const CO = makeNumberRules();
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'format');
+
+/** 'whole': one chunk; n: chunks of n bytes; [a, b, …]: chunks of those sizes, cycled. */
+type Chunking = 'whole' | number | readonly number[];
+
+function split(bytes: Uint8Array, chunking: Chunking): Uint8Array[] {
+  if (chunking === 'whole') return [bytes];
+  const sizes = typeof chunking === 'number' ? [chunking] : chunking;
+  const out: Uint8Array[] = [];
+  let i = 0;
+  let k = 0;
+  while (i < bytes.length) {
+    const n = Math.max(1, sizes[k++ % sizes.length]!);
+    out.push(bytes.subarray(i, i + n));
+    i += n;
+  }
+  return out;
+}
+
+const opener = (bytes: Uint8Array, chunking: Chunking) => () =>
+  (async function* () {
+    for (const c of split(bytes, chunking)) yield c;
+  })();
+
+type Options = Partial<ReadOptions>;
+
+interface Read {
+  items: ReadItem[];
+  summary: ReadSummary;
+  recipients: RecipientItem[];
+  skipped: SkippedItem[];
+  warnings: WarningItem[];
+}
+
+const bytesOf = (input: string | Uint8Array): Uint8Array =>
+  typeof input === 'string' ? new TextEncoder().encode(input) : input;
+
+/** One read; checks that the last batch, and only it, is `[summary]`. */
+async function readOnce(bytes: Uint8Array, options: Options, chunking: Chunking): Promise<Read> {
+  const batches: ReadBatch[] = [];
+  for await (const batch of readDropFile(opener(bytes, chunking), {
+    name: 'drop.txt',
+    numberRules: CO,
+    ...options,
+  })) {
+    batches.push(batch);
+  }
+  const last = batches.at(-1);
+  expect(last).toHaveLength(1);
+  const summary = last![0] as ReadSummary;
+  expect(summary.kind).toBe('summary');
+  const items = batches.slice(0, -1).flat() as (ReadItem | ReadSummary)[];
+  expect(items.some((i) => i.kind === 'summary')).toBe(false);
+  const plain = items as ReadItem[];
+  return {
+    items: plain,
+    summary,
+    recipients: plain.filter((i): i is RecipientItem => i.kind === 'recipient'),
+    skipped: plain.filter((i): i is SkippedItem => i.kind !== 'recipient' && i.kind !== 'warning'),
+    warnings: plain.filter((i): i is WarningItem => i.kind === 'warning'),
+  };
+}
+
+/** Reads whole, then in other chunkings, and expects the same items and summary. */
+async function read(
+  input: string | Uint8Array,
+  options: Options = {},
+  chunkings: readonly Chunking[] = [1, 7],
+): Promise<Read> {
+  const bytes = bytesOf(input);
+  const whole = await readOnce(bytes, options, 'whole');
+  for (const chunking of chunkings) {
+    const other = await readOnce(bytes, options, chunking);
+    expect(other.items, `items with chunking ${String(chunking)}`).toEqual(whole.items);
+    if (whole.summary.rejection?.code === 'FILE_TOO_LARGE') {
+      // The sniff stops at the chunk that went over the limit: `bytes` is where it stopped.
+      expect(other.summary.bytes).toBeGreaterThan(options.maxFileBytes ?? 0);
+      other.summary.bytes = whole.summary.bytes;
+    }
+    expect(other.summary, `summary with chunking ${String(chunking)}`).toEqual(whole.summary);
+  }
+  return whole;
+}
+
+/** [line, code] of every record or number not sent. */
+const problems = (r: Read) => r.skipped.map((s) => [s.line, s.code]);
+/** [line, sent number, text] of every recipient. */
+const sent = (r: Read) => r.recipients.map((s) => [s.line, s.number, s.text]);
+const counts = (s: ReadSummary) => ({
+  records: s.records,
+  valid: s.valid,
+  invalid: s.invalid,
+  duplicates: s.duplicates,
+  suppressed: s.suppressed,
+});
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dropline-reader-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function suppressionOf(lines: string): Promise<SuppressionList> {
+  const path = join(dir, `suppression-${Math.random().toString(36).slice(2)}.txt`);
+  await writeFile(path, lines);
+  return loadSuppressionList(path, CO);
+}
+
+describe('FORMAT 1: the file name (which files are picked up is the watcher’s; the reader uses the name for 4.3 only)', () => {
+  it('an upper-case .TXT name is read by content like any other', async () => {
+    const r = await read('3001234567;Hola\n', { name: 'CAMPAÑA.TXT' });
+    expect(r.summary.layout).toBe('personalized');
+    expect(sent(r)).toEqual([[1, '573001234567', 'Hola']]);
+  });
+
+  it('.BULK.TXT and .Personalized.Txt decide the layout in any case', async () => {
+    const bulk = await read('3001234567;Hola\n3109876543\n', { name: 'X.BULK.TXT' });
+    expect(bulk.summary.layout).toBe('bulk');
+    expect(bulk.summary.message).toBe('3001234567;Hola');
+    expect(sent(bulk)).toEqual([[2, '573109876543', '3001234567;Hola']]);
+    const pers = await read('Hola a todos\n3001234567;Hola\n', { name: 'x.Personalized.Txt' });
+    expect(pers.summary.layout).toBe('personalized');
+    expect(problems(pers)).toEqual([[1, 'INVALID_NUMBER']]);
+  });
+});
+
+describe('FORMAT 2: encodings (UTF-8 with or without BOM, UTF-16 with BOM, Windows-1252 fallback)', () => {
+  it('UTF-8 without BOM', async () => {
+    const r = await read('3001234567;Hola, mañana ☺\n');
+    expect(r.summary.encoding).toBe('utf-8');
+    expect(r.recipients[0]?.text).toBe('Hola, mañana ☺');
+  });
+
+  it('UTF-8 with BOM: the BOM is not part of the first field (the header is still recognised)', async () => {
+    const r = await read('\ufeffNúmero;Mensaje\n3001234567;Hola\n');
+    expect(r.summary.encoding).toBe('utf-8');
+    expect(r.summary.header).toBe(true);
+    expect(r.summary.columns).toEqual(['Número', 'Mensaje']);
+    expect(sent(r)).toEqual([[2, '573001234567', 'Hola']]);
+  });
+
+  it('UTF-16LE and UTF-16BE with BOM, the BOM split across chunks', async () => {
+    const text = '3001234567;Hola Sofía\r\n3109876543;Adiós 😀\r\n';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le);
+    for (let i = 0; i + 1 < be.length; i += 2) [be[i], be[i + 1]] = [be[i + 1]!, be[i]!];
+    for (const [bytes, encoding] of [
+      [le, 'utf-16le'],
+      [be, 'utf-16be'],
+    ] as const) {
+      const r = await read(bytes, {}, [1, 3, [1, 2, 5]]);
+      expect(r.summary.encoding).toBe(encoding);
+      expect(sent(r)).toEqual([
+        [1, '573001234567', 'Hola Sofía'],
+        [2, '573109876543', 'Adiós 😀'],
+      ]);
+    }
+  });
+
+  it('one byte that is not UTF-8, even the last one, makes the whole file Windows-1252', async () => {
+    // Line 1 is UTF-8 (ñ = C3 B1); line 2 has é as the single byte E9 (Windows-1252).
+    const bytes = Buffer.concat([Buffer.from('3001234567;mañana\n3109876543;Caf'), Buffer.from([0xe9])]);
+    const r = await read(bytes);
+    expect(r.summary.encoding).toBe('windows-1252');
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'maÃ±ana'],
+      [2, '573109876543', 'Café'],
+    ]);
+  });
+
+  it('Windows-1252 bytes: á is 0xE1, € is 0x80, ñ is 0xF1', async () => {
+    const bytes = Buffer.from([
+      ...Buffer.from('3001234567;est'),
+      0xe1,
+      ...Buffer.from(' en 50'),
+      0x80,
+      ...Buffer.from(' se'),
+      0xf1,
+      ...Buffer.from('or\n'),
+    ]);
+    const r = await read(bytes);
+    expect(r.summary.encoding).toBe('windows-1252');
+    expect(r.recipients[0]?.text).toBe('está en 50€ señor');
+  });
+
+  it('a multi-byte UTF-8 character split across chunks stays UTF-8', async () => {
+    const bytes = bytesOf('3001234567;😀 á € ñ\n');
+    for (const sizes of [[12], [13], [14], [1, 2, 3]] as const) {
+      const r = await readOnce(bytes, {}, sizes);
+      expect(r.summary.encoding).toBe('utf-8');
+      expect(r.recipients[0]?.text).toBe('😀 á € ñ');
+    }
+  });
+
+  it('a file that ends inside a UTF-8 sequence is Windows-1252', async () => {
+    const r = await read(Buffer.concat([Buffer.from('3001234567;Hola '), Buffer.from([0xc3])]));
+    expect(r.summary.encoding).toBe('windows-1252');
+    expect(r.recipients[0]?.text).toBe('Hola Ã');
+  });
+});
+
+describe('FORMAT 2: NUL bytes (BINARY_FILE)', () => {
+  it('a NUL byte in a file without a UTF-16 BOM rejects the whole file, nothing yielded', async () => {
+    const r = await read(Buffer.from('3001234567;Hola\n3109876543;Ho\0la\n'));
+    expect(r.items).toEqual([]);
+    expect(r.summary.accepted).toBe(false);
+    expect(r.summary.rejection?.code).toBe('BINARY_FILE');
+    expect(r.summary.encoding).toBe('utf-8');
+    expect(r.summary.records).toBe(0);
+  });
+
+  it('UTF-16 without a BOM has NUL bytes: BINARY_FILE', async () => {
+    const r = await read(Buffer.from('3001234567;Hola\n', 'utf16le'));
+    expect(r.summary.rejection?.code).toBe('BINARY_FILE');
+  });
+
+  it('NUL bytes inside a UTF-16 file with BOM are just the encoding', async () => {
+    const r = await read(
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('3001234567;Hola\n', 'utf16le')]),
+    );
+    expect(r.summary.accepted).toBe(true);
+    expect(r.summary.valid).toBe(1);
+  });
+});
+
+describe('FORMAT 2: line breaks LF, CRLF, lone CR', () => {
+  const lines = ['3001234567;Uno', '3109876543;Dos', '3151112233;Tres'];
+  const expected = [
+    [1, '573001234567', 'Uno'],
+    [2, '573109876543', 'Dos'],
+    [3, '573151112233', 'Tres'],
+  ];
+
+  it.each([
+    ['LF', '\n'],
+    ['CRLF', '\r\n'],
+    ['CR', '\r'],
+  ])('%s', async (_name, br) => {
+    expect(sent(await read(lines.join(br) + br))).toEqual(expected);
+    expect(sent(await read(lines.join(br)))).toEqual(expected); // no final break
+  });
+
+  it('mixed in one file, CRLF split across chunks at every position', async () => {
+    const text = `${lines[0]}\r\n${lines[1]}\r${lines[2]}\n`;
+    const bytes = bytesOf(text);
+    const cr = text.indexOf('\r');
+    // a chunk that ends exactly with the CR, the LF starting the next one
+    const r = await readOnce(bytes, {}, [cr + 1, 1, 100]);
+    expect(sent(r)).toEqual(expected);
+    expect(sent(await read(text, {}, [1, 2, 3, 5, [4, 1, 9]]))).toEqual(expected);
+  });
+
+  it('CR CR LF is two breaks (a blank line between), LF CR too', async () => {
+    const r = await read('3001234567;Uno\r\r\n3109876543;Dos\n\r3151112233;Tres');
+    expect(sent(r).map((s) => s[0])).toEqual([1, 3, 5]);
+  });
+});
+
+describe('FORMAT 2: blank lines and comments', () => {
+  it('blank lines (spaces, tabs, NBSP) are skipped but still count as physical lines', async () => {
+    const r = await read('\n   \n\t\n\u00a0\n3001234567;Hola\n \t \n3109876543;Chao\n\n');
+    expect(sent(r)).toEqual([
+      [5, '573001234567', 'Hola'],
+      [7, '573109876543', 'Chao'],
+    ]);
+    expect(r.summary.records).toBe(2);
+  });
+
+  it('a line whose first character is # is a comment; an indented # is data', async () => {
+    const r = await read('# campaña\n3001234567;Hola\n#3109876543;no\n  # not a comment\n');
+    expect(sent(r)).toEqual([[2, '573001234567', 'Hola']]);
+    expect(problems(r)).toEqual([[4, 'INVALID_NUMBER']]);
+    expect(r.summary.records).toBe(2);
+  });
+
+  it('a message that starts with # is written quoted (in bulk) or after the number', async () => {
+    const bulk = await read('"#Promo: 2x1 hoy"\n3001234567\n');
+    expect(bulk.summary.layout).toBe('bulk');
+    expect(bulk.summary.message).toBe('#Promo: 2x1 hoy');
+    const pers = await read('3001234567;"#Promo"\n3109876543;#Promo\n');
+    expect(sent(pers)).toEqual([
+      [1, '573001234567', '#Promo'],
+      [2, '573109876543', '#Promo'],
+    ]);
+  });
+
+  it('a comment before the header and the bulk message does not decide anything', async () => {
+    const headed = await read('# export\nNúmero;Mensaje\n# sep\n3001234567;Hola\n');
+    expect(headed.summary.header).toBe(true);
+    expect(sent(headed)).toEqual([[4, '573001234567', 'Hola']]);
+    const bulk = await read('# 3001234567;x\nHola a todos\n3001234567\n');
+    expect(bulk.summary.layout).toBe('bulk');
+    expect(bulk.summary.message).toBe('Hola a todos');
+  });
+});
+
+describe('FORMAT 2: LINE_TOO_LONG, processing continues with the next line', () => {
+  it('a line over the limit is an error for its record; exactly the limit is fine', async () => {
+    const ok = `3001234567;${'a'.repeat(39)}`; // 50 characters
+    const long = `3109876543;${'b'.repeat(40)}`; // 51
+    const r = await read(`${ok}\n${long}\n3151112233;Tres\n`, { maxLineLength: 50 });
+    expect(sent(r).map((s) => s[0])).toEqual([1, 3]);
+    expect(problems(r)).toEqual([[2, 'LINE_TOO_LONG']]);
+    expect(r.summary.errors[0]).toMatchObject({ line: 2, code: 'LINE_TOO_LONG' });
+    expect(r.summary.errors[0]?.message).toContain('50');
+    expect(counts(r.summary)).toEqual({ records: 3, valid: 2, invalid: 1, duplicates: 0, suppressed: 0 });
+  });
+
+  it('a 1 MB line with a small limit, in 64 KiB chunks: not kept, the next line still parses', async () => {
+    const big = `3001234567;${'x'.repeat(1024 * 1024)}`;
+    const text = `${big}\r\n3109876543;Dos\r\n${big}`;
+    const r = await read(text, { maxLineLength: 1000 }, [64 * 1024, [65_521, 1, 3]]);
+    expect(sent(r)).toEqual([[2, '573109876543', 'Dos']]);
+    expect(problems(r)).toEqual([
+      [1, 'LINE_TOO_LONG'],
+      [3, 'LINE_TOO_LONG'],
+    ]);
+    // What is shown of the line is a short prefix, not the megabyte.
+    for (const e of r.summary.errors) expect(e.value?.length).toBeLessThanOrEqual(100);
+  });
+
+  it('the default limit is 64 KiB (65,536 characters)', async () => {
+    const prefix = '3001234567;';
+    const fits = prefix + 'a'.repeat(65_536 - prefix.length);
+    const over = `3109876543;${'a'.repeat(65_537 - prefix.length)}`;
+    const r = await read(`${fits}\n${over}\n`, {}, [4096]);
+    expect(r.recipients.map((x) => x.line)).toEqual([1]);
+    expect(problems(r)).toEqual([[2, 'LINE_TOO_LONG']]);
+  });
+
+  it('is counted in characters, not bytes', async () => {
+    const r = await read(`3001234567;${'ñ'.repeat(9)}\n`, { maxLineLength: 20 });
+    expect(r.summary.valid).toBe(1); // 20 characters, 29 bytes
+  });
+
+  it('a too-long comment is still a comment (docs/format.md interpretation)', async () => {
+    const r = await read(`#${'x'.repeat(500)}\n3001234567;Hola\n`, { maxLineLength: 100 });
+    expect(r.summary.layout).toBe('personalized');
+    expect(sent(r)).toEqual([[2, '573001234567', 'Hola']]);
+    expect(r.summary.invalid).toBe(0);
+  });
+
+  it('a too-long line inside an open quote: the quote is reported, the long line too', async () => {
+    const r = await read(`3001234567;"never closed\n${'y'.repeat(300)}\n3151112233;Tres\n`, {
+      maxLineLength: 100,
+    });
+    expect(problems(r)).toEqual([
+      [1, 'MALFORMED_QUOTE'],
+      [2, 'LINE_TOO_LONG'],
+    ]);
+    expect(sent(r)).toEqual([[3, '573151112233', 'Tres']]);
+  });
+});
+
+describe('FORMAT 2: line numbers are the 1-based physical line where the record starts', () => {
+  it('after multi-line quoted records, blank lines, comments and CRLF', async () => {
+    const text =
+      'Número;Mensaje\r\n' +
+      '3001234567;"Hola\r\nsegunda\r\n\r\ncuarta"\r\n' + // lines 2-5
+      '# comentario\r\n' + // 6
+      '\r\n' + // 7
+      '3109876543;"uno\rdos"\r\n' + // 8-9 (a lone CR inside quotes)
+      '12;mal\r\n' + // 10
+      '3151112233;fin'; // 11
+    const r = await read(text);
+    expect(sent(r)).toEqual([
+      [2, '573001234567', 'Hola\nsegunda\n\ncuarta'],
+      [8, '573109876543', 'uno\ndos'],
+      [11, '573151112233', 'fin'],
+    ]);
+    expect(problems(r)).toEqual([[10, 'INVALID_NUMBER']]);
+    expect(r.summary.errors.map((e) => e.line)).toEqual([10]);
+  });
+});
+
+describe('FORMAT 2: recipient records (what `records` counts)', () => {
+  it('personalized with a header: the header is not a record', async () => {
+    const r = await read('numero;mensaje\n3001234567;a\n12;b\n');
+    expect(counts(r.summary)).toEqual({ records: 2, valid: 1, invalid: 1, duplicates: 0, suppressed: 0 });
+  });
+
+  it('bulk: the message is not a record; records are lines, valid/invalid count numbers', async () => {
+    const r = await read('Hola a todos\n3001234567;3109876543;12\n3151112233\n');
+    expect(counts(r.summary)).toEqual({ records: 2, valid: 3, invalid: 1, duplicates: 0, suppressed: 0 });
+  });
+});
+
+describe('FORMAT 3: separator is the first of ; TAB | , on the first data record', () => {
+  it.each([
+    [';', '3001234567;Hola, Ana|x'],
+    ['\t', '3001234567\tHola; Ana'],
+    ['|', '3001234567|Hola, Ana; x'],
+    [',', '3001234567,Hola; Ana|x'],
+  ])('%j', async (sep, line) => {
+    const r = await read(`${line}\n3109876543${sep}Dos\n`);
+    expect(r.summary.separator).toBe(sep);
+    expect(sent(r)).toEqual([
+      [1, '573001234567', line.slice(11).replaceAll('\t', '')],
+      [2, '573109876543', 'Dos'],
+    ]);
+  });
+
+  it('the first met from the left decides; later lines use it', async () => {
+    const r = await read('3001234567,Hola; Ana\n3109876543;Dos\n');
+    expect(r.summary.separator).toBe(',');
+    // line 2 has no ',' : the whole line is the number field, which is not a number
+    expect(problems(r)).toEqual([[2, 'INVALID_NUMBER']]);
+  });
+
+  it('bulk: the first numbers record decides, not the message', async () => {
+    const r = await read('Hola, amigos; hoy\n3001234567|3109876543\n3151112233,3204445566\n');
+    expect(r.summary.separator).toBe('|');
+    expect(r.summary.valid).toBe(4); // numbers may be separated by any of the four
+  });
+});
+
+describe('FORMAT 3: quoting', () => {
+  it('"" is one quote; SEP and line breaks are literal inside quotes', async () => {
+    const r = await read('3001234567;"Dijo ""sí""; luego\nse fue"\n');
+    expect(sent(r)).toEqual([[1, '573001234567', 'Dijo "sí"; luego\nse fue']]);
+  });
+
+  it('a quote anywhere but at the start of a field is an ordinary character', async () => {
+    const r = await read('3001234567;Dijo "hola" y 5"\n');
+    expect(r.recipients[0]?.text).toBe('Dijo "hola" y 5"');
+  });
+
+  it('a quoted number field', async () => {
+    const r = await read('"3001234567";Hola\n"310 987 6543";"Chao"\n', { layout: 'personalized' });
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'Hola'],
+      [2, '573109876543', 'Chao'],
+    ]);
+  });
+
+  it('a quoted message is kept exactly (spaces), an unquoted one trimmed (docs/format.md)', async () => {
+    const r = await read('3001234567;  Hola  \n3109876543;"  Hola  "\n');
+    expect(r.recipients.map((x) => x.text)).toEqual(['Hola', '  Hola  ']);
+  });
+});
+
+describe('FORMAT 3: MALFORMED_QUOTE resynchronises at the next line', () => {
+  it('a quote never closed: an error for its record, the next lines are read', async () => {
+    const r = await read('3001234567;Uno\n3109876543;"nunca se cierra\n3151112233;Tres\n3204445566;Cuatro\n');
+    expect(problems(r)).toEqual([[2, 'MALFORMED_QUOTE']]);
+    expect(sent(r).map((s) => s[0])).toEqual([1, 3, 4]);
+    expect(r.summary.errors[0]).toMatchObject({ line: 2, code: 'MALFORMED_QUOTE' });
+    expect(r.summary.errors[0]?.value).toContain('nunca');
+  });
+
+  it('the never-closed quote meets the next record’s quote: that record is still read', async () => {
+    const r = await read('3001234567;"nunca\n3109876543;"Dos"\n3151112233;Tres\n');
+    expect(problems(r)).toEqual([[1, 'MALFORMED_QUOTE']]);
+    expect(sent(r)).toEqual([
+      [2, '573109876543', 'Dos'],
+      [3, '573151112233', 'Tres'],
+    ]);
+  });
+
+  it('on the last line, and with a too-long record behind it', async () => {
+    const r = await read('3001234567;Uno\n3109876543;"nunca');
+    expect(problems(r)).toEqual([[2, 'MALFORMED_QUOTE']]);
+    expect(r.summary.records).toBe(2);
+  });
+
+  it('text after the closing quote', async () => {
+    const r = await read('3001234567;"Hola" mundo\n3109876543;Dos\n');
+    expect(problems(r)).toEqual([[1, 'MALFORMED_QUOTE']]);
+    expect(sent(r).map((s) => s[0])).toEqual([2]);
+  });
+
+  it('in a headed file', async () => {
+    const r = await read('numero;mensaje;id\n3001234567;"nunca;A1\n3109876543;Dos;A2\n');
+    expect(problems(r)).toEqual([[2, 'MALFORMED_QUOTE']]);
+    expect(r.recipients.map((x) => [x.line, x.messageId])).toEqual([[3, 'A2']]);
+  });
+
+  it('a bulk message whose quote never closes: NO_MESSAGE', async () => {
+    const r = await read('"Hola a todos\n3001234567\n');
+    expect(r.summary.rejection?.code).toBe('NO_MESSAGE');
+    expect(problems(r)[0]).toEqual([1, 'MALFORMED_QUOTE']);
+  });
+});
+
+describe('FORMAT 4.1: personalized without a header', () => {
+  it('the message is everything after the first SEP', async () => {
+    const r = await read('3001234567;Hola; Ana, llega hoy; 10:00\n');
+    expect(r.recipients[0]?.text).toBe('Hola; Ana, llega hoy; 10:00');
+  });
+
+  it('one trailing SEP at the end of the line is dropped, only one', async () => {
+    const r = await read('3001234567;Hola;\n3109876543;Hola;;\n3151112233;"Hola";\n');
+    expect(r.recipients.map((x) => x.text)).toEqual(['Hola', 'Hola;', 'Hola']);
+  });
+
+  it('a quoted message is unquoted and may span lines', async () => {
+    const r = await read('3001234567;"Pedido #123; llega hoy"\n3109876543;"línea 1\nlínea 2"\n');
+    expect(r.recipients.map((x) => x.text)).toEqual(['Pedido #123; llega hoy', 'línea 1\nlínea 2']);
+  });
+
+  it('formatting inside the number is removed', async () => {
+    const r = await read('+57 (300) 123-4567;Hola\n310.987.6543;Chao\n');
+    expect(r.recipients.map((x) => x.number)).toEqual(['573001234567', '573109876543']);
+  });
+});
+
+describe('FORMAT 4.1: personalized with a header', () => {
+  it.each([
+    'number',
+    'Numero',
+    'NÚMERO',
+    ' Número ',
+    'celular',
+    'Teléfono',
+    'MÓVIL',
+    'phone',
+    'msisdn',
+    'to',
+    'Destination',
+    '"Número"',
+  ])('number column %j', async (name) => {
+    const r = await read(`${name};Mensaje\n3001234567;Hola\n`);
+    expect(r.summary.header).toBe(true);
+    expect(r.summary.layout).toBe('personalized');
+    expect(sent(r)).toEqual([[2, '573001234567', 'Hola']]);
+  });
+
+  it.each(['message', 'Mensaje', 'TEXT', 'texto', 'sms'])('message column %j', async (name) => {
+    const r = await read(`numero;otro;${name}\n3001234567;x;Hola\n`);
+    expect(r.recipients[0]?.text).toBe('Hola');
+    expect(r.summary.columns).toEqual(['numero', 'otro', name]);
+  });
+
+  it.each(['messageId', 'message_id', 'ID', 'referencia', 'Reference'])(
+    'messageId column %j',
+    async (name) => {
+      const r = await read(`numero;mensaje;${name}\n3001234567;Hola; CRM-1 \n3109876543;Chao;\n`);
+      expect(r.recipients.map((x) => x.messageId)).toEqual(['CRM-1', null]);
+    },
+  );
+
+  it('strict CSV: an unquoted SEP in the message is TOO_MANY_FIELDS, with the hint to quote it', async () => {
+    const r = await read('numero;mensaje\n3001234567;Hola; Ana\n3109876543;"Hola; Ana"\n');
+    expect(problems(r)).toEqual([[2, 'TOO_MANY_FIELDS']]);
+    expect(r.summary.errors[0]?.hint).toBe(REASONS.TOO_MANY_FIELDS.hint);
+    expect(r.summary.errors[0]?.hint).toContain('quote the message');
+    expect(sent(r)).toEqual([[3, '573109876543', 'Hola; Ana']]);
+  });
+
+  it('one trailing SEP after the last column is ignored; extra columns are kept', async () => {
+    const r = await read('numero;mensaje;ciudad\n3001234567;Hola;Cali;\n3109876543;Chao;Bogotá\n');
+    expect(r.summary.columns).toEqual(['numero', 'mensaje', 'ciudad']);
+    expect(r.summary.invalid).toBe(0);
+    expect(r.summary.valid).toBe(2);
+  });
+
+  it('unquoted fields are trimmed, a quoted message is kept exactly (docs/format.md)', async () => {
+    const r = await read('numero;mensaje\n 3001234567 ;  Hola  \n3109876543;"  Hola\nAna  "\n');
+    expect(r.recipients.map((x) => x.text)).toEqual(['Hola', '  Hola\nAna  ']);
+  });
+
+  it('a missing message column makes every record EMPTY_MESSAGE (docs/format.md)', async () => {
+    const r = await read('telefono;nombre\n3001234567;Ana\n');
+    expect(problems(r)).toEqual([[2, 'EMPTY_MESSAGE']]);
+  });
+
+  it('INVALID_MESSAGE_ID: more than 64 characters; 64 is fine', async () => {
+    const r = await read(
+      `numero;mensaje;id\n3001234567;Hola;${'a'.repeat(64)}\n3109876543;Hola;${'b'.repeat(65)}\n`,
+    );
+    expect(problems(r)).toEqual([[3, 'INVALID_MESSAGE_ID']]);
+    expect(r.summary.errors[0]?.value).toBe('b'.repeat(65));
+  });
+
+  it('DUPLICATE_MESSAGE_ID names the line where the id was first used', async () => {
+    const r = await read('numero;mensaje;id\n3001234567;Uno;A-1\n3109876543;Dos;A-2\n3151112233;Tres;A-1\n');
+    expect(problems(r)).toEqual([[4, 'DUPLICATE_MESSAGE_ID']]);
+    expect(r.summary.errors[0]?.message).toContain('line 2');
+    expect(r.summary.invalid).toBe(1);
+  });
+
+  it('check order: the messageId before the number, the number before the message', async () => {
+    const r = await read('numero;mensaje;id\n3001234567;Uno;A\n12;;A\n12;;B\n3109876543;;C\n');
+    expect(problems(r)).toEqual([
+      [3, 'DUPLICATE_MESSAGE_ID'],
+      [4, 'INVALID_NUMBER'],
+      [5, 'EMPTY_MESSAGE'],
+    ]);
+  });
+});
+
+describe('FORMAT 4.2: bulk', () => {
+  it('the first record is the message (the whole line); numbers separated by ; , | TAB', async () => {
+    const r = await read(
+      'Recordatorio: su factura vence el viernes; responda SALIR.\n573001234567\n3109876543;3151112233,+57 320 444 5566|300-555-1234\t301 555 1234\n',
+    );
+    expect(r.summary.layout).toBe('bulk');
+    expect(r.summary.message).toBe('Recordatorio: su factura vence el viernes; responda SALIR.');
+    expect(r.recipients.map((x) => [x.line, x.k, x.number])).toEqual([
+      [2, 1, '573001234567'],
+      [3, 1, '573109876543'],
+      [3, 2, '573151112233'],
+      [3, 3, '573204445566'],
+      [3, 4, '573005551234'],
+      [3, 5, '573015551234'],
+    ]);
+    expect(new Set(r.recipients.map((x) => x.text))).toEqual(new Set([r.summary.message]));
+    expect(r.summary.records).toBe(2);
+  });
+
+  it('a quoted message may span lines', async () => {
+    const r = await read('"Hola,\nsu factura; vence hoy"\n3001234567\n');
+    expect(r.summary.message).toBe('Hola,\nsu factura; vence hoy');
+    expect(sent(r)).toEqual([[3, '573001234567', 'Hola,\nsu factura; vence hoy']]);
+  });
+
+  it('empty entries between separators are skipped (docs/format.md)', async () => {
+    const r = await read('Hola\n3001234567;;3109876543;\n');
+    expect(r.recipients.map((x) => x.k)).toEqual([1, 2]);
+    expect(r.summary.invalid).toBe(0);
+  });
+
+  it('NO_MESSAGE: a first record that is itself a valid number list', async () => {
+    for (const first of ['3001234567', '3001234567;3109876543', '+57 300 123 4567, 6015551234']) {
+      const r = await read(`${first}\n3151112233\n`, { layout: 'bulk' });
+      expect(r.summary.rejection?.code, first).toBe('NO_MESSAGE');
+      expect(r.summary.accepted).toBe(false);
+    }
+  });
+
+  it('a message with digits in it is still a message', async () => {
+    const r = await read('Llame al 3001234567 hoy\n3109876543\n');
+    expect(r.summary.accepted).toBe(true);
+    expect(r.summary.message).toBe('Llame al 3001234567 hoy');
+  });
+
+  it('an empty quoted message is no message', async () => {
+    const r = await read('""\n3001234567\n');
+    expect(r.summary.rejection?.code).toBe('NO_MESSAGE');
+  });
+});
+
+describe('FORMAT 4.3: layout choice', () => {
+  it('a personalized first record without SEP: the first record that has one decides (docs/format.md)', async () => {
+    const r = await read('3001234567\n3109876543|Hola, Ana\n', { layout: 'personalized' });
+    expect(r.summary.separator).toBe('|');
+    expect(problems(r)).toEqual([[1, 'EMPTY_MESSAGE']]);
+    expect(sent(r)).toEqual([[2, '573109876543', 'Hola, Ana']]);
+  });
+
+  it('the configured layout first, then the name, then the content', async () => {
+    const text = 'Hola a todos\n3001234567;Hola\n';
+    expect((await read(text, { layout: 'personalized', name: 'x.bulk.txt' })).summary.layout).toBe(
+      'personalized',
+    );
+    expect((await read(text, { layout: 'bulk', name: 'x.personalized.txt' })).summary.layout).toBe('bulk');
+    expect((await read(text, { name: 'x.personalized.txt' })).summary.layout).toBe('personalized');
+    expect((await read(text)).summary.layout).toBe('bulk');
+  });
+
+  it('a header line: personalized', async () => {
+    const r = await read('Celular|Texto\n3001234567|Hola\n');
+    expect(r.summary).toMatchObject({ layout: 'personalized', header: true, separator: '|' });
+  });
+
+  it.each([
+    ['3001234567;Hola', 'personalized'],
+    ['+57 (300) 123-45.67;Hola', 'personalized'],
+    ['3001234567 ;Hola', 'personalized'], // a space is part of the token
+    ['3001234567\tHola', 'personalized'],
+    ['3001234567,Hola', 'personalized'],
+    ['3001234567|Hola', 'personalized'],
+    ['1234567;Hola', 'personalized'], // 7 digits
+    ['123456;Hola', 'bulk'], // 6 digits
+    ['300\t1234567;Hola', 'bulk'], // a TAB is never part of the token
+    ['Tel 3001234567;Hola', 'bulk'],
+    ['3001234567x;Hola', 'bulk'],
+    ['3001234567', 'bulk'], // no SEP after it
+    ['Hola a todos', 'bulk'],
+  ])('%j is %s', async (first, layout) => {
+    const r = await read(`${first}\n3109876543;x\n`);
+    expect(r.summary.layout).toBe(layout);
+    expect(r.summary.header).toBe(false);
+  });
+
+  it('a header is recognised even when the layout is configured personalized, never when bulk', async () => {
+    expect((await read('numero;mensaje\n3001234567;Hola\n', { layout: 'personalized' })).summary.header).toBe(
+      true,
+    );
+    const bulk = await read('numero;mensaje\n3001234567\n', { layout: 'bulk' });
+    expect(bulk.summary).toMatchObject({ layout: 'bulk', header: false, message: 'numero;mensaje' });
+  });
+});
+
+describe('FORMAT 5 through the reader: number errors, SUPPRESSED, COUNTRY_NOT_ALLOWED', () => {
+  it('INVALID_NUMBER and NOT_MOBILE carry the value as written', async () => {
+    const r = await read('3001234567;ok\n57300123;Hola\n601 555 1234;Hola\n');
+    expect(problems(r)).toEqual([
+      [2, 'INVALID_NUMBER'],
+      [3, 'NOT_MOBILE'],
+    ]);
+    expect(r.summary.errors.map((e) => e.value)).toEqual(['57300123', '601 555 1234']);
+  });
+
+  it('SUPPRESSED: reported, not sent, not invalid, in any written form', async () => {
+    const suppression = await suppressionOf('573109876543\n+52 1 55 1234 5678\n');
+    const r = await read('3001234567;Uno\n310 987 6543;Dos\n5215512345678;Tres\n', { suppression });
+    expect(problems(r)).toEqual([
+      [2, 'SUPPRESSED'],
+      [3, 'SUPPRESSED'],
+    ]);
+    expect(r.skipped.map((s) => s.number)).toEqual(['573109876543', '5215512345678']);
+    expect(counts(r.summary)).toEqual({ records: 3, valid: 1, invalid: 0, duplicates: 0, suppressed: 2 });
+    expect(r.summary.errors).toEqual([]);
+    expect(r.summary.accepted).toBe(true);
+  });
+
+  it('SUPPRESSED in a bulk file', async () => {
+    const suppression = await suppressionOf('3109876543\n');
+    const r = await read('Hola\n3001234567;3109876543\n', { suppression });
+    expect(r.skipped.map((s) => [s.line, s.k, s.code])).toEqual([[2, 2, 'SUPPRESSED']]);
+  });
+
+  it('COUNTRY_NOT_ALLOWED', async () => {
+    const r = await read('3001234567;Hola\n+52 1 55 1234 5678;Hola\n', {
+      numberRules: makeNumberRules('CO', ['CO']),
+      maxInvalidRatio: 1,
+    });
+    expect(problems(r)).toEqual([[2, 'COUNTRY_NOT_ALLOWED']]);
+    expect(r.summary.errors[0]?.message).toContain('MX');
+    expect(r.summary.countries).toEqual({ CO: 1 });
+  });
+});
+
+describe('FORMAT 6: messages', () => {
+  it('EMPTY_MESSAGE: nothing, white space, or an empty quoted message', async () => {
+    const r = await read('3001234567;\n3109876543;   \n3151112233;""\n3204445566\n3005551234;" "\n', {
+      maxInvalidRatio: 1,
+    });
+    expect(problems(r)).toEqual([
+      [1, 'EMPTY_MESSAGE'],
+      [2, 'EMPTY_MESSAGE'],
+      [3, 'EMPTY_MESSAGE'],
+      [4, 'EMPTY_MESSAGE'],
+      [5, 'EMPTY_MESSAGE'],
+    ]);
+    expect(r.summary.records).toBe(5);
+  });
+
+  it('CONTROL_CHARS_REMOVED: C0 controls inside a quoted message removed, line breaks kept', async () => {
+    const r = await read('3001234567;"Ho\u0007la\r\nmun\u000cdo\u001b"\n3109876543;Sin nada\n');
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'Hola\nmundo'],
+      [3, '573109876543', 'Sin nada'],
+    ]);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([[1, 'CONTROL_CHARS_REMOVED']]);
+    expect(r.summary.warnings.map((w) => [w.line, w.code])).toEqual([[1, 'CONTROL_CHARS_REMOVED']]);
+  });
+
+  it('CONTROL_CHARS_REMOVED in a bulk message', async () => {
+    const r = await read('"Hola\u0007 a todos"\n3001234567\n');
+    expect(r.summary.message).toBe('Hola a todos');
+    expect(r.summary.warnings.map((w) => [w.line, w.code])).toEqual([[1, 'CONTROL_CHARS_REMOVED']]);
+  });
+
+  it('LONG_MESSAGE above 500 characters, sent all the same', async () => {
+    const r = await read(`3001234567;${'a'.repeat(500)}\n3109876543;${'b'.repeat(501)}\n`);
+    expect(r.summary.valid).toBe(2);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([[2, 'LONG_MESSAGE']]);
+    expect(r.warnings[0]?.message).toContain('501');
+    expect(r.recipients.map((x) => x.segments)).toEqual([4, 4]); // 500/153 and 501/153 → 4
+  });
+
+  it('segments: GSM-7 160/153 (extension characters count two), UCS-2 70/67', async () => {
+    const r = await read(
+      [
+        `3001234567;${'a'.repeat(160)}`,
+        `3109876543;${'a'.repeat(161)}`,
+        `3151112233;${'a'.repeat(159)}€`, // € counts two: 161 septets
+        `3204445566;${'a'.repeat(69)}á`,
+        `3005551234;${'a'.repeat(70)}á`,
+      ].join('\n'),
+    );
+    expect(r.recipients.map((x) => [x.segments, x.encoding])).toEqual([
+      [1, 'gsm7'],
+      [2, 'gsm7'],
+      [2, 'gsm7'],
+      [1, 'ucs2'],
+      [2, 'ucs2'],
+    ]);
+    expect(r.summary.segments).toBe(8);
+    expect(r.summary.encodings).toEqual({ gsm7: 3, ucs2: 2 });
+  });
+
+  it('UCS2_MESSAGE names the characters that forced it and the segments against GSM-7', async () => {
+    const r = await read(`3001234567;Hola Ana, mañana í ó 😀 ${'x'.repeat(100)}\n3109876543;Señor, ¿sí?\n`);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([
+      [1, 'UCS2_MESSAGE'],
+      [2, 'UCS2_MESSAGE'],
+    ]);
+    const first = r.warnings[0]!.message;
+    for (const ch of ['í', 'ó', '😀']) expect(first).toContain(ch);
+    expect(first).not.toContain('ñ'); // ñ is GSM-7
+    expect(first).toMatch(/2 segment\(s\), 1 in GSM-7/);
+    expect(r.warnings[1]!.message).toContain("'í'");
+    expect(r.warnings[1]!.message).not.toContain('¿');
+  });
+
+  it('warnings go with sent records only; an invalid record gets its error alone', async () => {
+    const r = await read('12;Hola á\n3001234567;Hola á\n3001234567;Hola á\n', { layout: 'personalized' });
+    expect(r.summary.warnings.map((w) => [w.line, w.code])).toEqual([[2, 'UCS2_MESSAGE']]);
+  });
+});
+
+describe('FORMAT 6: duplicates', () => {
+  it('personalized: the same sent number with the same text, reported with the first line', async () => {
+    const r = await read(
+      '3001234567;Hola\n573001234567;Hola\n+57 300 123 4567;Hola \n3001234567;Chao\n3109876543;Hola\n',
+    );
+    expect(r.skipped.map((s) => [s.line, s.code, s.firstLine, s.number])).toEqual([
+      [2, 'DUPLICATE', 1, '573001234567'],
+      [3, 'DUPLICATE', 1, '573001234567'],
+    ]);
+    expect(r.skipped[0]?.message).toContain('line 1');
+    expect(sent(r).map((s) => s[0])).toEqual([1, 4, 5]);
+    expect(counts(r.summary)).toEqual({ records: 5, valid: 3, invalid: 0, duplicates: 2, suppressed: 0 });
+    expect(r.summary.errors).toEqual([]);
+  });
+
+  it('the first line of a duplicate after a multi-line record is where that record starts', async () => {
+    const r = await read('\n3001234567;"Hola\nAna"\n3001234567;"Hola\nAna"\n');
+    expect(r.skipped.map((s) => [s.line, s.firstLine])).toEqual([[4, 2]]);
+  });
+
+  it('bulk: the same number, on a later line or the same one', async () => {
+    const r = await read('Hola\n3001234567;3109876543\n573001234567;310 987 6543;3001234567\n');
+    expect(r.skipped.map((s) => [s.line, s.k, s.code, s.firstLine])).toEqual([
+      [3, 1, 'DUPLICATE', 2],
+      [3, 2, 'DUPLICATE', 2],
+      [3, 3, 'DUPLICATE', 2],
+    ]);
+    expect(r.summary.duplicates).toBe(3);
+    expect(r.summary.valid).toBe(2);
+  });
+});
+
+describe('FORMAT 7: whole-file outcomes', () => {
+  it('EMPTY_FILE: no bytes, only comments and blanks, only a header, only a bulk message', async () => {
+    for (const text of ['', '\n\n  \n', '# nada\n', 'numero;mensaje\n', 'Hola a todos\n', '\ufeff']) {
+      const r = await read(text);
+      expect(r.summary.rejection?.code, JSON.stringify(text)).toBe('EMPTY_FILE');
+      expect(r.summary.accepted).toBe(false);
+    }
+  });
+
+  it('TOO_MANY_INVALID: invalid / (valid + invalid) above the ratio; exactly the ratio passes', async () => {
+    const file = (bad: number, good: number) =>
+      [
+        ...[3001234567, 3109876543, 3151112233, 3204445566].slice(0, good).map((n) => `${n};x`),
+        ...Array.from({ length: bad }, () => '12;x'),
+      ].join('\n');
+    const at = await read(file(1, 4)); // 0.2
+    expect(at.summary.accepted).toBe(true);
+    const over = await read(file(2, 3)); // 0.4
+    expect(over.summary.rejection?.code).toBe('TOO_MANY_INVALID');
+    expect(over.summary.rejection?.message).toContain('2 of 5');
+    expect((await read(file(1, 4), { maxInvalidRatio: 0.19 })).summary.rejection?.code).toBe(
+      'TOO_MANY_INVALID',
+    );
+    expect((await read(file(1, 1), { maxInvalidRatio: 0.5 })).summary.accepted).toBe(true);
+    expect((await read(file(1, 4), { maxInvalidRatio: 0 })).summary.accepted).toBe(false);
+    expect((await read(file(0, 1), { maxInvalidRatio: 0 })).summary.accepted).toBe(true);
+  });
+
+  it('TOO_MANY_INVALID does not count duplicates and suppressed', async () => {
+    const suppression = await suppressionOf('3109876543\n');
+    const text = '3001234567;x\n3001234567;x\n3001234567;x\n3109876543;x\n3109876543;y\n3151112233;x\n12;x\n';
+    const r = await read(text, { suppression, maxInvalidRatio: 0.34 });
+    expect(counts(r.summary)).toEqual({ records: 7, valid: 2, invalid: 1, duplicates: 2, suppressed: 2 });
+    expect(r.summary.accepted).toBe(true); // 1 / 3
+  });
+
+  it('FILE_TOO_LARGE: more bytes than maxFileBytes, nothing read', async () => {
+    const text = '3001234567;Hola\n'; // 16 bytes
+    expect((await read(text, { maxFileBytes: 16 })).summary.accepted).toBe(true);
+    const r = await read(text, { maxFileBytes: 15 });
+    expect(r.items).toEqual([]);
+    expect(r.summary.rejection?.code).toBe('FILE_TOO_LARGE');
+    expect(r.summary.rejection?.message).toContain('15');
+    expect(r.summary.records).toBe(0);
+  });
+
+  it('a rejected file still reports every record (the counts are complete)', async () => {
+    const r = await read('Hola\n3001234567\n3109876543;12;13\n');
+    expect(r.summary.rejection?.code).toBe('TOO_MANY_INVALID');
+    expect(r.summary.errors.map((e) => [e.line, e.code])).toEqual([
+      [3, 'INVALID_NUMBER'],
+      [3, 'INVALID_NUMBER'],
+    ]);
+  });
+});
+
+describe('FORMAT 7: trailer EOF / EOF;n', () => {
+  it.each(['EOF', 'eof', 'EOF;2', 'Eof|2', 'EOF\t2', 'eof,2', ' EOF ; 2 '])(
+    '%j is a trailer, not a record',
+    async (trailer) => {
+      const r = await read(`3001234567;Uno\n3109876543;Dos\n${trailer}\n`);
+      expect(r.summary.accepted).toBe(true);
+      expect(r.summary.records).toBe(2);
+      expect(r.summary.trailer?.line).toBe(3);
+      expect(r.summary.invalid).toBe(0);
+    },
+  );
+
+  it('any SEP, independent of the file’s separator', async () => {
+    const r = await read('3001234567|Uno\nEOF;1\n');
+    expect(r.summary.trailer).toEqual({ line: 2, count: 1 });
+    expect(r.summary.accepted).toBe(true);
+  });
+
+  it('TRAILER_MISMATCH when the count differs from the data records read', async () => {
+    const r = await read('3001234567;Uno\n3109876543;Dos\nEOF;3\n');
+    expect(r.summary.rejection?.code).toBe('TRAILER_MISMATCH');
+    expect(r.summary.rejection?.message).toContain('3');
+    expect(r.summary.trailer).toEqual({ line: 3, count: 3 });
+    expect(r.summary.valid).toBe(2);
+  });
+
+  it('the count includes invalid records, excludes the header, the bulk message and the trailer', async () => {
+    expect(
+      (await read('numero;mensaje\n3001234567;a\n12;b\nEOF;2\n', { maxInvalidRatio: 1 })).summary.accepted,
+    ).toBe(true);
+    // bulk: records, not numbers
+    expect((await read('Hola\n3001234567;3109876543;3151112233\n3204445566\neof|2\n')).summary.accepted).toBe(
+      true,
+    );
+    expect((await read('Hola\n3001234567;3109876543;3151112233\nEOF;3\n')).summary.rejection?.code).toBe(
+      'TRAILER_MISMATCH',
+    );
+  });
+
+  it('the last non-blank line that is not a comment; CRLF; blank lines and comments after it', async () => {
+    const r = await read('3001234567;Uno\r\nEOF;1\r\n\r\n# fin\r\n  \r\n');
+    expect(r.summary.trailer).toEqual({ line: 2, count: 1 });
+    expect(r.summary.accepted).toBe(true);
+  });
+
+  it('an EOF line followed by data is an ordinary line', async () => {
+    const r = await read('3001234567;Uno\nEOF;2\n3109876543;Dos\nEOF\n3151112233;Tres\n', {
+      maxInvalidRatio: 1,
+    });
+    expect(problems(r)).toEqual([
+      [2, 'INVALID_NUMBER'],
+      [4, 'INVALID_NUMBER'],
+    ]);
+    expect(r.summary.trailer).toBeNull();
+    expect(r.summary.records).toBe(5);
+    const bulk = await read('Hola\n3001234567\nEOF;1\n3109876543\nEOF;3\n');
+    expect(bulk.summary.trailer).toEqual({ line: 5, count: 3 });
+    // the first EOF;1 is an ordinary numbers record: 'EOF' and '1', two invalid numbers
+    expect(problems(bulk)).toEqual([
+      [3, 'INVALID_NUMBER'],
+      [3, 'INVALID_NUMBER'],
+    ]);
+    expect(bulk.summary.rejection?.code).toBe('TOO_MANY_INVALID');
+  });
+
+  it('EOF;0 on a file without recipients: the trailer matches, the file is still EMPTY_FILE', async () => {
+    const r = await read('numero;mensaje\nEOF;0\n');
+    expect(r.summary.rejection?.code).toBe('EMPTY_FILE');
+  });
+});
+
+describe('errors and warnings are listed up to maxListed, counts stay complete', () => {
+  it('errorsTruncated / warningsTruncated', async () => {
+    const lines = [
+      ...Array.from({ length: 5 }, (_, i) => `12${i};x`),
+      ...Array.from({ length: 4 }, (_, i) => `300123456${i};á`),
+    ];
+    const r = await read(lines.join('\n'), { maxListed: 2, maxInvalidRatio: 1, layout: 'personalized' });
+    expect(r.summary.errors).toHaveLength(2);
+    expect(r.summary.errors.map((e) => e.line)).toEqual([1, 2]);
+    expect(r.summary.errorsTruncated).toBe(true);
+    expect(r.summary.invalid).toBe(5);
+    expect(r.summary.errorCounts).toEqual({ INVALID_NUMBER: 5 });
+    expect(r.summary.warnings).toHaveLength(2);
+    expect(r.summary.warningsTruncated).toBe(true);
+    expect(r.summary.warningCounts).toEqual({ UCS2_MESSAGE: 4 });
+    expect(r.skipped).toHaveLength(5); // the items themselves are never capped
+  });
+
+  it('the default is 1000', async () => {
+    const lines = Array.from({ length: 1001 }, (_, i) => `${1000 + i};x`);
+    const r = await read(lines.join('\n'), { layout: 'personalized' }, []);
+    expect(r.summary.errors).toHaveLength(1000);
+    expect(r.summary.errorsTruncated).toBe(true);
+    expect(r.summary.invalid).toBe(1001);
+  });
+
+  it('not truncated when everything fits', async () => {
+    const r = await read('12;x\n', { maxListed: 1 });
+    expect(r.summary.errorsTruncated).toBe(false);
+  });
+
+  it('items: false yields only the summary, with the same counts', async () => {
+    const text = '3001234567;á\n12;x\n3001234567;á\n';
+    const full = await read(text, { maxInvalidRatio: 1 });
+    const quiet = await read(text, { maxInvalidRatio: 1, items: false });
+    expect(quiet.items).toEqual([]);
+    expect(quiet.summary).toEqual(full.summary);
+  });
+});
+
+describe('FORMAT 9: identifiers (what the reader gives the pipeline)', () => {
+  it('personalized recipients: line, k = 0, messageId from the column or null', async () => {
+    const r = await read('3001234567;Uno\n\n3109876543;Dos\n');
+    expect(r.recipients.map((x) => [x.line, x.k, x.messageId])).toEqual([
+      [1, 0, null],
+      [3, 0, null],
+    ]);
+    const headed = await read('numero;mensaje;id\n3001234567;Uno;CRM-1\n');
+    expect(headed.recipients[0]?.messageId).toBe('CRM-1');
+  });
+
+  it('bulk recipients: k is the 1-based position of the number on its line; (line, k) unique', async () => {
+    const r = await read('Hola\n3001234567;12;3109876543\n3151112233\n', { maxInvalidRatio: 1 });
+    expect(r.recipients.map((x) => `${x.line}-${x.k}`)).toEqual(['2-1', '2-3', '3-1']);
+    expect(r.skipped.map((x) => `${x.line}-${x.k}`)).toEqual(['2-2']);
+  });
+
+  it('hash: the sha256 of the content, the same for any chunking (fileId is derived from it)', async () => {
+    const text = '3001234567;Hola\r\n';
+    const r = await read(text, { hash: true });
+    expect(r.summary.sha256).toBe(createHash('sha256').update(text).digest('hex'));
+    expect(r.summary.bytes).toBe(17);
+  });
+});
+
+describe('fixtures in real encodings (test/fixtures/format)', () => {
+  const fixture = async (name: string) =>
+    read(await readFile(join(FIXTURES, name)), { name }, [1, 5, [3, 64]]);
+
+  it('windows-1252.txt: á 0xE1, € 0x80, ñ 0xF1', async () => {
+    const r = await fixture('windows-1252.txt');
+    expect(r.summary).toMatchObject({ encoding: 'windows-1252', layout: 'personalized', separator: ';' });
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'Hola María, su saldo está en 50€.'],
+      [2, '573109876543', 'Señor Gómez, su pedido llegó.'],
+    ]);
+  });
+
+  it('windows-1252-header.txt: Número;Mensaje in Windows-1252', async () => {
+    const r = await fixture('windows-1252-header.txt');
+    expect(r.summary).toMatchObject({
+      encoding: 'windows-1252',
+      header: true,
+      columns: ['Número', 'Mensaje'],
+    });
+    expect(sent(r)).toEqual([
+      [2, '573001234567', 'Hola Ana, su cita es mañana.'],
+      [3, '573109876543', 'Pedido en camino: 20€'],
+    ]);
+  });
+
+  it('utf8-header.txt and utf8-bom-header.txt: Número;Mensaje in UTF-8', async () => {
+    const plain = await fixture('utf8-header.txt');
+    expect(plain.summary).toMatchObject({ encoding: 'utf-8', header: true, columns: ['Número', 'Mensaje'] });
+    expect(sent(plain)).toEqual([
+      [2, '573001234567', 'Hola Ana, ¿confirma?'],
+      [3, '573109876543', 'Gracias'],
+    ]);
+    const bom = await fixture('utf8-bom-header.txt');
+    expect(bom.summary).toMatchObject({
+      encoding: 'utf-8',
+      header: true,
+      columns: ['Número', 'Mensaje', 'Id'],
+    });
+    expect(bom.recipients.map((x) => [x.line, x.text, x.messageId])).toEqual([
+      [2, 'Hola Ana', 'CRM-1'],
+      [3, 'Hola Juan; llega hoy', 'CRM-2'],
+    ]);
+  });
+
+  it('utf16le-bom.txt: a spreadsheet "Unicode text" export (TAB, CRLF, header)', async () => {
+    const r = await fixture('utf16le-bom.txt');
+    expect(r.summary).toMatchObject({ encoding: 'utf-16le', header: true, separator: '\t' });
+    expect(sent(r)).toEqual([
+      [2, '573001234567', 'Hola Ana, mañana a las 10.'],
+      [3, '573109876543', 'Café gratis hoy'],
+    ]);
+  });
+
+  it('utf16be-bom.txt: bulk', async () => {
+    const r = await fixture('utf16be-bom.txt');
+    expect(r.summary).toMatchObject({
+      encoding: 'utf-16be',
+      layout: 'bulk',
+      message: 'Recordatorio: su factura vence el viernes.',
+      records: 2,
+      valid: 3,
+    });
+  });
+
+  it('crlf.txt and cr-only.txt', async () => {
+    const crlf = await fixture('crlf.txt');
+    expect(sent(crlf).map((s) => [s[0], s[2]])).toEqual([
+      [1, 'Primera línea'],
+      [3, 'Segunda'],
+      [4, 'Tercera'],
+    ]);
+    const cr = await fixture('cr-only.txt');
+    expect(sent(cr).map((s) => [s[0], s[2]])).toEqual([
+      [1, 'Uno'],
+      [2, 'Dos'],
+      [3, 'Tres'],
+    ]);
+  });
+
+  it('quoted-multiline.txt: a quoted message over three lines with "" inside', async () => {
+    const r = await fixture('quoted-multiline.txt');
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'Hola Sofía,\nsu cita quedó para el viernes.\n"Gracias"'],
+      [4, '573109876543', 'Hola Juan'],
+    ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Every reason code of src/errors.ts produced by a minimal file.
+
+/** Decided by the pipeline (time-outs, earlier files, templates), never by the reader. */
+const NOT_THE_READERS = ['MISSING_TRAILER', 'DUPLICATE_FILE', 'MISSING_FIELD'] as const;
+type ReaderCode = Exclude<ReasonCode, (typeof NOT_THE_READERS)[number]>;
+
+const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
+  LINE_TOO_LONG: [`3001234567;${'a'.repeat(100)}\n`, { maxLineLength: 50 }],
+  MALFORMED_QUOTE: ['3001234567;"Hola\n'],
+  TOO_MANY_FIELDS: ['numero;mensaje\n3001234567;Hola;Ana\n'],
+  INVALID_MESSAGE_ID: [`numero;mensaje;id\n3001234567;Hola;${'x'.repeat(65)}\n`],
+  DUPLICATE_MESSAGE_ID: ['numero;mensaje;id\n3001234567;Hola;A\n3109876543;Hola;A\n'],
+  INVALID_NUMBER: ['300;Hola\n', { layout: 'personalized' }],
+  NOT_MOBILE: ['6015551234;Hola\n'],
+  COUNTRY_NOT_ALLOWED: ['+52 1 55 1234 5678;Hola\n', { numberRules: makeNumberRules('CO', ['CO']) }],
+  EMPTY_MESSAGE: ['3001234567;\n'],
+  DUPLICATE: ['3001234567;Hola\n3001234567;Hola\n'],
+  SUPPRESSED: ['3001234567;Hola\n'], // the list is added below
+  CONTROL_CHARS_REMOVED: ['3001234567;"Ho\u0007la"\n'],
+  LONG_MESSAGE: [`3001234567;${'a'.repeat(501)}\n`],
+  UCS2_MESSAGE: ['3001234567;Mañana sí\n'],
+  EMPTY_FILE: [''],
+  BINARY_FILE: [Buffer.from([0x33, 0x00, 0x0a])],
+  NO_MESSAGE: ['3001234567\n3109876543\n'],
+  TOO_MANY_INVALID: ['12;Hola\n', { layout: 'personalized' }],
+  FILE_TOO_LARGE: ['3001234567;Hola\n', { maxFileBytes: 10 }],
+  TRAILER_MISMATCH: ['3001234567;Hola\nEOF;5\n'],
+};
+
+describe('every reason code the reader decides is produced (src/errors.ts REASONS)', () => {
+  it('the table names every code except the pipeline’s', () => {
+    const expected = Object.keys(REASONS)
+      .filter((c) => !(NOT_THE_READERS as readonly string[]).includes(c))
+      .sort();
+    expect(Object.keys(CODE_EXAMPLES).sort()).toEqual(expected);
+  });
+
+  it.each(Object.entries(CODE_EXAMPLES))('%s', async (code, [input, options]) => {
+    const opts: Options = { ...options };
+    if (code === 'SUPPRESSED') opts.suppression = await suppressionOf('3001234567\n');
+    const r = await read(input, opts);
+    const seen = new Set<string>([
+      ...r.skipped.map((s) => s.code),
+      ...r.warnings.map((w) => w.code),
+      ...r.summary.errors.map((e) => e.code),
+      ...r.summary.warnings.map((w) => w.code),
+      ...(r.summary.rejection ? [r.summary.rejection.code] : []),
+    ]);
+    expect([...seen]).toContain(code);
+    const scope = REASONS[code as ReaderCode].scope;
+    if (scope === 'file') expect(r.summary.rejection?.code).toBe(code);
+    if (scope === 'record') expect(r.summary.errorCounts[code as ReaderCode]).toBeGreaterThan(0);
+    if (scope === 'warning') expect(r.summary.warningCounts[code as ReaderCode]).toBe(1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Properties.
+
+async function summaryOf(bytes: Uint8Array, chunking: Chunking, options: Options = {}): Promise<ReadSummary> {
+  return (await readOnce(bytes, options, chunking)).summary;
+}
+
+/** Chunk sizes to cut the same bytes differently. */
+const chunkingArb: fc.Arbitrary<Chunking> = fc.oneof(
+  fc.constant<Chunking>('whole'),
+  fc.integer({ min: 1, max: 16 }),
+  fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 6 }),
+);
+
+const NUMBERS = [
+  '3001234567',
+  '573109876543',
+  '+57 315 111 2233',
+  '(320) 444-5566',
+  '5215512345678',
+  '6015551234', // landline
+  '57300123', // too short
+  'abc',
+  '',
+  '+44 7911 123456',
+];
+const MESSAGES = [
+  'Hola',
+  'Hola; Ana',
+  'mañana sí',
+  '"citado; ""x"""',
+  '"dos\nlíneas"',
+  '',
+  '  ',
+  '"nunca',
+  'a,b|c',
+];
+
+/** A personalized line: a number, SEP and a message; or a blank, a comment, a quote. */
+const lineArb = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...NUMBERS), fc.constantFrom(...MESSAGES))
+      .map(([n, m]) => `${n};${m}`),
+  },
+  { weight: 1, arbitrary: fc.constantFrom('', '   ', '# comentario', '"', 'EOF;3', 'Hola') },
+);
+const personalizedArb = fc
+  .tuple(
+    fc.array(lineArb, { minLength: 1, maxLength: 25 }),
+    fc.constantFrom('\n', '\r\n', '\r'),
+    fc.boolean(),
+  )
+  .map(([lines, br, finalBreak]) => `3001234567;primera\n${lines.join(br)}${finalBreak ? br : ''}`);
+
+describe('properties (fast-check)', () => {
+  it('arbitrary bytes never throw and always end in exactly one summary as the last batch', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 200 }),
+          fc.string({ unit: 'binary', maxLength: 120 }).map((s) => bytesOf(s)),
+          fc
+            .tuple(
+              fc.constantFrom([0xff, 0xfe], [0xfe, 0xff], [0xef, 0xbb, 0xbf]),
+              fc.uint8Array({ maxLength: 100 }),
+            )
+            .map(([bom, rest]) => Uint8Array.from([...bom, ...rest])),
+        ),
+        chunkingArb,
+        fc.option(fc.constantFrom<'bulk' | 'personalized'>('bulk', 'personalized'), { nil: undefined }),
+        async (bytes, chunking, layout) => {
+          const r = await readOnce(bytes, { layout, maxLineLength: 50 }, chunking); // asserts the batches
+          expect(r.summary.bytes).toBe(bytes.length);
+          expect(r.summary.accepted).toBe(r.summary.rejection === null);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('personalized: records = valid + invalid + duplicates + suppressed; recipients = valid', async () => {
+    const suppression = await suppressionOf('573151112233\n');
+    await fc.assert(
+      fc.asyncProperty(personalizedArb, async (text) => {
+        const r = await readOnce(bytesOf(text), { suppression, layout: 'personalized' }, 'whole');
+        const s = r.summary;
+        expect(s.layout).toBe('personalized');
+        expect(s.records).toBe(s.valid + s.invalid + s.duplicates + s.suppressed);
+        expect(r.recipients).toHaveLength(s.valid);
+        expect(r.skipped.filter((x) => x.kind === 'invalid')).toHaveLength(s.invalid);
+        expect(r.skipped.filter((x) => x.kind === 'duplicate')).toHaveLength(s.duplicates);
+        expect(r.skipped.filter((x) => x.kind === 'suppressed')).toHaveLength(s.suppressed);
+        // one item per record, in line order
+        const lines = [...r.recipients, ...r.skipped].map((x) => x.line);
+        expect(new Set(lines).size).toBe(s.records);
+        expect(r.items.filter((x) => x.kind !== 'warning').map((x) => x.line)).toEqual(
+          [...lines].sort((a, b) => a - b),
+        );
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('chunking the same bytes differently gives the same summary', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          personalizedArb.map((t) => bytesOf(t)),
+          personalizedArb.map((t) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(t, 'utf16le')])),
+          personalizedArb.map((t) => Buffer.from(t, 'latin1')), // Windows-1252 when it has ñ or í
+          fc.uint8Array({ maxLength: 120 }),
+        ),
+        chunkingArb,
+        chunkingArb,
+        async (bytes, a, b) => {
+          expect(await summaryOf(bytes, a, { hash: true })).toEqual(
+            await summaryOf(bytes, b, { hash: true }),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
