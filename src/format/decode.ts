@@ -104,14 +104,27 @@ export async function sniff(
   };
 }
 
+/** A UTF-8 BOM (EF BB BF) read as Windows-1252. */
+const UTF8_BOM_AS_1252 = '\u00ef\u00bb\u00bf';
+
 /** Decodes byte chunks as `encoding` into text chunks; a BOM is dropped. */
 export async function* decodeText(chunks: ByteChunks, encoding: TextEncoding): AsyncGenerator<string> {
-  // WHATWG TextDecoder strips the BOM of its own encoding (ignoreBOM false).
+  // WHATWG TextDecoder strips the BOM of its own encoding (ignoreBOM false). A file that
+  // starts with a UTF-8 BOM but has a byte that is not UTF-8 further on is read as
+  // Windows-1252 (FORMAT.md 2): its BOM is dropped too, not read as "ï»¿" (docs/format.md).
   const decoder = new TextDecoder(encoding);
+  let head: string | null = encoding === 'windows-1252' ? '' : null;
+  const strip = (s: string): string => (s.startsWith(UTF8_BOM_AS_1252) ? s.slice(3) : s);
   for await (const chunk of chunks) {
-    const text = decoder.decode(chunk, { stream: true });
+    let text = decoder.decode(chunk, { stream: true });
+    if (head !== null) {
+      head += text;
+      if (head.length < UTF8_BOM_AS_1252.length) continue;
+      text = strip(head);
+      head = null;
+    }
     if (text.length > 0) yield text;
   }
-  const rest = decoder.decode();
+  const rest = head === null ? decoder.decode() : strip(head + decoder.decode());
   if (rest.length > 0) yield rest;
 }

@@ -210,6 +210,25 @@ describe('FORMAT 2: encodings (UTF-8 with or without BOM, UTF-16 with BOM, Windo
     expect(r.recipients[0]?.text).toBe('está en 50€ señor');
   });
 
+  it('a UTF-8 BOM on a file read as Windows-1252 is dropped, not read as ï»¿ (docs/format.md)', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('3001234567;Hola\n3109876543;Caf'),
+      Buffer.from([0xe9, 0x0a]),
+    ]);
+    const r = await read(bytes);
+    expect(r.summary).toMatchObject({ encoding: 'windows-1252', layout: 'personalized' });
+    expect(sent(r)).toEqual([
+      [1, '573001234567', 'Hola'],
+      [2, '573109876543', 'Café'],
+    ]);
+    // Windows-1252 text that merely starts with ï is kept.
+    const text = await read(
+      Buffer.from([0xef, 0x41, 0x0a, 0x33, 0x30, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37]),
+    );
+    expect(text.summary.message).toBe('ïA');
+  });
+
   it('a multi-byte UTF-8 character split across chunks stays UTF-8', async () => {
     const bytes = bytesOf('3001234567;😀 á € ñ\n');
     for (const sizes of [[12], [13], [14], [1, 2, 3]] as const) {
