@@ -169,6 +169,56 @@ export const ERRORS = {
     hint: 'check the suppressionList path: a text file, one number per line',
     retryable: false,
   },
+  DROPLINE_ERR_SERVICE_AUTH: {
+    message: 'the messaging service refused the credentials or the token',
+    hint: 'check api.username and api.password; another process logging in with the same account expires this one token',
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_FORBIDDEN: {
+    message: 'the messaging service forbids this account or IP address (403)',
+    hint: "the account is paused: ask the service's support to allow the account or this IP address, then resume",
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_REJECTED: {
+    message: 'the messaging service rejected the request as invalid (400)',
+    hint: 'the reason names the field; the other recipients of the chunk were sent',
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_TOO_LARGE: {
+    message: 'the messaging service refused a request of a single recipient as too large (413)',
+    hint: 'shorten the message text or the callbackData',
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_RATE_LIMITED: {
+    message: 'the messaging service kept answering 429 (too many requests)',
+    hint: 'lower api.ratePerSecond or api.concurrency, then use retry',
+    retryable: true,
+  },
+  DROPLINE_ERR_SERVICE_UNAVAILABLE: {
+    message: 'the messaging service stayed unreachable or kept failing (5xx) through every retry',
+    hint: 'nothing was sent for these recipients; use retry once the service is back',
+    retryable: true,
+  },
+  DROPLINE_ERR_SERVICE_IN_DOUBT: {
+    message: 'the request may have reached the messaging service but no answer came back',
+    hint: 'delivery reports settle it; otherwise retry resends the chunk (recipients may get the SMS twice)',
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_FAILED: {
+    message: 'the messaging service gave an unexpected answer',
+    hint: 'the message shows the HTTP status; check api.baseUrl',
+    retryable: false,
+  },
+  DROPLINE_ERR_SERVICE_BAD_CHUNK: {
+    message: 'a planned chunk cannot be sent as POST /mtmessage/massive',
+    hint: 'a chunk needs at least one destination and callbackData of at most 200 characters',
+    retryable: false,
+  },
+  DROPLINE_ERR_SANDBOX: {
+    message: 'the sandbox cannot start',
+    hint: 'pick another --port, or check the --accounts file',
+    retryable: false,
+  },
 } as const satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof ERRORS;

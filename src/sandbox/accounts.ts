@@ -1,0 +1,83 @@
+// Accounts and their tokens (service-interface.md 3 and 5): one active token per account, a new
+// token (by password or by refresh) expires the previous one, and a token lapses after its lifetime.
+// A refresh token stays good after its access token lapsed by time, but not once a newer token
+// was issued: that is how a second login locks out the first process.
+import { randomBytes } from 'node:crypto';
+
+export interface Account {
+  readonly username: string;
+  readonly password: string;
+}
+
+export interface IssuedToken {
+  readonly accessToken: string;
+  readonly refreshToken: string;
+  readonly expiresAt: number;
+}
+
+export type TokenCheck =
+  | { readonly ok: true; readonly username: string }
+  | { readonly ok: false; readonly reason: string };
+
+export class Accounts {
+  readonly #passwords = new Map<string, string>();
+  readonly #current = new Map<string, IssuedToken>();
+  readonly #byAccess = new Map<string, string>();
+  readonly #byRefresh = new Map<string, string>();
+  readonly #lifetimeMs: () => number;
+  readonly #now: () => number;
+
+  constructor(accounts: readonly Account[], lifetimeMs: () => number, now: () => number) {
+    for (const a of accounts) this.#passwords.set(a.username, a.password);
+    this.#lifetimeMs = lifetimeMs;
+    this.#now = now;
+  }
+
+  usernames(): string[] {
+    return [...this.#passwords.keys()];
+  }
+
+  checkPassword(username: string, password: string): boolean {
+    return this.#passwords.get(username) === password;
+  }
+
+  issue(username: string): IssuedToken {
+    this.revoke(username);
+    const token: IssuedToken = {
+      accessToken: randomBytes(24).toString('base64url'),
+      refreshToken: randomBytes(24).toString('base64url'),
+      expiresAt: this.#now() + this.#lifetimeMs(),
+    };
+    this.#current.set(username, token);
+    this.#byAccess.set(token.accessToken, username);
+    this.#byRefresh.set(token.refreshToken, username);
+    return token;
+  }
+
+  /** The account of a refresh token that belongs to the account's latest token, or null. */
+  refreshOwner(refreshToken: string): string | null {
+    return this.#byRefresh.get(refreshToken) ?? null;
+  }
+
+  check(accessToken: string): TokenCheck {
+    const username = this.#byAccess.get(accessToken);
+    if (username === undefined)
+      return { ok: false, reason: 'the token is unknown or was replaced by a newer one' };
+    const token = this.#current.get(username);
+    if (!token || token.expiresAt <= this.#now()) return { ok: false, reason: 'the token has expired' };
+    return { ok: true, username };
+  }
+
+  /** Expires the account's active token, as a login from elsewhere would. */
+  revoke(username: string): void {
+    const old = this.#current.get(username);
+    if (!old) return;
+    this.#byAccess.delete(old.accessToken);
+    this.#byRefresh.delete(old.refreshToken);
+    this.#current.delete(username);
+  }
+
+  revokeAll(): void {
+    for (const username of [...this.#current.keys()]) this.revoke(username);
+  }
+}

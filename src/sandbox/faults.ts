@@ -1,0 +1,138 @@
+// Fault injection (POST /_sandbox/faults). Per endpoint, a probability per fault; a rule may fire
+// only `times` times, which makes a test deterministic ("the next two requests answer 503").
+// One random draw per request walks the cumulative probabilities, so at most one fault fires.
+
+export const ENDPOINTS = ['token', 'massive'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+
+/**
+ * HTTP statuses answer at once without accepting anything. `timeout` and `reset` accept the
+ * request first (ledger and notifications, as a service that processed it would), then never
+ * answer, or destroy the connection. `revoke` expires the account's token, then answers 401.
+ */
+export const FAULT_KINDS = [
+  '400',
+  '403',
+  '413',
+  '429',
+  '500',
+  '502',
+  '503',
+  '504',
+  'timeout',
+  'reset',
+  'revoke',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface FaultRule {
+  readonly probability: number;
+  /** Fire at most this many times, then the rule is gone. */
+  times?: number | undefined;
+  /** For 429: the Retry-After header value, verbatim (default "1"). */
+  readonly retryAfter?: string | undefined;
+}
+
+export interface FaultsState {
+  token: Partial<Record<FaultKind, FaultRule>>;
+  massive: Partial<Record<FaultKind, FaultRule>>;
+  /** Bodies above this many bytes answer 413 (null: the sandbox's start-up limit). */
+  maxBodyBytes: number | null;
+}
+
+export interface Fired {
+  readonly kind: FaultKind;
+  readonly rule: FaultRule;
+}
+
+export class FaultConfigError extends Error {}
+
+export class Faults {
+  #state: FaultsState = { token: {}, massive: {}, maxBodyBytes: null };
+
+  get state(): FaultsState {
+    return this.#state;
+  }
+
+  /** Replaces every rule with those of `input` (an empty object clears them). */
+  set(input: unknown): FaultsState {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      throw new FaultConfigError('the body must be a JSON object such as {"massive":{"503":0.5}}');
+    }
+    const o = input as Record<string, unknown>;
+    const next: FaultsState = { token: {}, massive: {}, maxBodyBytes: null };
+    for (const key of Object.keys(o)) {
+      if (key === 'maxBodyBytes') {
+        const v = o[key];
+        if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) {
+          throw new FaultConfigError('maxBodyBytes must be a positive integer or null');
+        }
+        next.maxBodyBytes = v as number | null;
+        continue;
+      }
+      if (!(ENDPOINTS as readonly string[]).includes(key)) {
+        throw new FaultConfigError(`unknown endpoint "${key}": use ${ENDPOINTS.join(', ')} or maxBodyBytes`);
+      }
+      next[key as Endpoint] = parseRules(key, o[key]);
+    }
+    this.#state = next;
+    return next;
+  }
+
+  clear(): void {
+    this.#state = { token: {}, massive: {}, maxBodyBytes: null };
+  }
+
+  /** Draws once; returns the fault to apply to this request, if any. */
+  pick(endpoint: Endpoint, random: number): Fired | null {
+    const rules = this.#state[endpoint];
+    let acc = 0;
+    for (const kind of FAULT_KINDS) {
+      const rule = rules[kind];
+      if (!rule) continue;
+      acc += rule.probability;
+      if (random < acc) {
+        if (rule.times !== undefined && --rule.times <= 0) delete rules[kind];
+        return { kind, rule };
+      }
+    }
+    return null;
+  }
+}
+
+function parseRules(endpoint: string, value: unknown): Partial<Record<FaultKind, FaultRule>> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FaultConfigError(`${endpoint} must be an object of fault → probability`);
+  }
+  const rules: Partial<Record<FaultKind, FaultRule>> = {};
+  let sum = 0;
+  for (const [kind, raw] of Object.entries(value as Record<string, unknown>)) {
+    if (!(FAULT_KINDS as readonly string[]).includes(kind)) {
+      throw new FaultConfigError(`${endpoint}.${kind}: unknown fault; use ${FAULT_KINDS.join(', ')}`);
+    }
+    const r: Record<string, unknown> =
+      typeof raw === 'number'
+        ? { probability: raw }
+        : typeof raw === 'object' && raw !== null
+          ? (raw as Record<string, unknown>)
+          : {};
+    const p = r.probability;
+    if (typeof p !== 'number' || !(p >= 0 && p <= 1)) {
+      throw new FaultConfigError(`${endpoint}.${kind}: probability must be a number from 0 to 1`);
+    }
+    if (r.times !== undefined && (typeof r.times !== 'number' || !Number.isInteger(r.times) || r.times < 1)) {
+      throw new FaultConfigError(`${endpoint}.${kind}: times must be a positive integer`);
+    }
+    if (r.retryAfter !== undefined && typeof r.retryAfter !== 'string') {
+      throw new FaultConfigError(`${endpoint}.${kind}: retryAfter must be a string (the header value)`);
+    }
+    sum += p;
+    rules[kind as FaultKind] = {
+      probability: p,
+      times: r.times as number | undefined,
+      retryAfter: r.retryAfter as string | undefined,
+    };
+  }
+  if (sum > 1 + 1e-9) throw new FaultConfigError(`${endpoint}: the probabilities add up to more than 1`);
+  return rules;
+}

@@ -1,0 +1,416 @@
+// The sandbox: a stand-in for the messaging service (service-interface.md), faithful in what
+// dropline relies on, plus a test surface under /_sandbox/. Its own choices where the spec says
+// "not shown" are written down in docs/sandbox.md.
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Account, Accounts } from './accounts.ts';
+import { FaultConfigError, Faults, type Fired } from './faults.ts';
+import { Ledger } from './ledger.ts';
+import { type NotificationJob, Notifier } from './notifier.ts';
+import { checkMassive, smsSegments } from './validate.ts';
+
+export interface SandboxOptions {
+  /** Default 0: a free port. */
+  readonly port?: number | undefined;
+  /** Default 127.0.0.1. */
+  readonly host?: string | undefined;
+  /** Default `demo` / `demo`. */
+  readonly accounts?: readonly Account[] | undefined;
+  /** Multiplies every sandbox delay and the notification retry schedule (default 1). */
+  readonly timeScale?: number | undefined;
+  /** Time from acceptance to the status notification, before timeScale (default 1000). */
+  readonly deliveryDelayMs?: number | undefined;
+  /** Share of NO_SUCCESS reports, 0 to 1 (default 0). */
+  readonly failureRatio?: number | undefined;
+  /** Token lifetime in seconds, reported as expires_in (default 14400). Not scaled. */
+  readonly tokenLifetimeS?: number | undefined;
+  /** false: accept and record, but send no status notification (benchmarks of the send path). */
+  readonly notify?: boolean | undefined;
+  /** Notification requests in flight at once (default 256). */
+  readonly notifyConcurrency?: number | undefined;
+  /** Per notification attempt, not scaled (default 10000). */
+  readonly notifyTimeoutMs?: number | undefined;
+  /** Bodies above this answer 413 (default 64 MiB). */
+  readonly maxBodyBytes?: number | undefined;
+  /** Clock for token expiry (tests move it). */
+  readonly now?: (() => number) | undefined;
+  /** Source of fault draws and delivery outcomes, in [0, 1). */
+  readonly random?: (() => number) | undefined;
+}
+
+export interface RequestRecord {
+  readonly endpoint: string;
+  readonly status: number;
+  /** For /token: the grant type. */
+  readonly grant?: string | undefined;
+  /** For /mtmessage/massive: destinations in the body (0 when unreadable). */
+  readonly destinations?: number | undefined;
+  readonly fault?: string | undefined;
+  readonly at: number;
+}
+
+export interface Sandbox {
+  readonly url: string;
+  readonly port: number;
+  readonly ledger: Ledger;
+  readonly notifier: Notifier;
+  readonly faults: Faults;
+  readonly accounts: Accounts;
+  /** Requests to the service endpoints (not /_sandbox/), oldest first. */
+  readonly requests: readonly RequestRecord[];
+  /** Clears ledger, notifications, faults, request log and every token. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** Reads `--accounts <file>`: `[{"username","password"}]` or `{"<username>": "<password>"}`. */
+export function readAccountsFile(path: string): Account[] {
+  const raw: unknown = JSON.parse(readFileSync(path, 'utf8'));
+  const list = Array.isArray(raw)
+    ? raw
+    : typeof raw === 'object' && raw !== null
+      ? Object.entries(raw).map(([username, password]) => ({ username, password }))
+      : null;
+  if (!list || list.length === 0) throw new Error('expected a non-empty array or object of accounts');
+  return list.map((a, i) => {
+    const o = a as Record<string, unknown>;
+    if (typeof o?.username !== 'string' || typeof o.password !== 'string' || o.username === '') {
+      throw new Error(`account ${i}: username and password must be text`);
+    }
+    return { username: o.username, password: o.password };
+  });
+}
+
+const MAX_REQUEST_LOG = 100_000;
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const timeScale = options.timeScale ?? 1;
+  const deliveryDelayMs = (options.deliveryDelayMs ?? 1000) * timeScale;
+  const failureRatio = options.failureRatio ?? 0;
+  const tokenLifetimeS = options.tokenLifetimeS ?? 14_400;
+  const notifyEnabled = options.notify ?? true;
+  const defaultMaxBody = options.maxBodyBytes ?? 64 * 2 ** 20;
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+
+  const accounts = new Accounts(
+    options.accounts ?? [{ username: 'demo', password: 'demo' }],
+    () => tokenLifetimeS * 1000,
+    now,
+  );
+  const ledger = new Ledger();
+  const faults = new Faults();
+  const notifier = new Notifier({
+    timeScale,
+    concurrency: options.notifyConcurrency,
+    timeoutMs: options.notifyTimeoutMs,
+  });
+  let requests: RequestRecord[] = [];
+  const logRequest = (r: RequestRecord): void => {
+    if (requests.length >= MAX_REQUEST_LOG) requests.splice(0, requests.length - MAX_REQUEST_LOG + 1);
+    requests.push(r);
+  };
+
+  // 28 digits: 13 of the start time, then a counter, so numbers are unique within a sandbox run
+  // and do not repeat across restarts.
+  const txnPrefix = String(Date.now()).padStart(13, '0') + String(randomInt(100)).padStart(2, '0');
+  let txnCounter = 0;
+  const nextTransactionNumber = (): string => txnPrefix + String(++txnCounter).padStart(13, '0');
+
+  const reset = (): void => {
+    ledger.clear();
+    notifier.reset();
+    faults.clear();
+    accounts.revokeAll();
+    requests = [];
+  };
+
+  function handleToken(req: IncomingMessage, res: ServerResponse, raw: Buffer) {
+    const form = parseTokenForm(raw, req.headers['content-type']);
+    const grant = typeof form.grant_type === 'string' ? form.grant_type : undefined;
+    const fired = faults.pick('token', random());
+    const done = (status: number, body: unknown, fault?: string) => {
+      logRequest({ endpoint: '/token', status, grant, fault, at: Date.now() });
+      sendJson(res, status, body);
+    };
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+
+    let username: string | null = null;
+    if (grant === 'password') {
+      const basic = parseBasic(req.headers.authorization);
+      if (!basic || !accounts.checkPassword(basic.username, basic.password)) {
+        return done(401, {
+          error: 'invalid_client',
+          error_description: 'wrong or missing Basic credentials',
+        });
+      }
+      username = basic.username;
+    } else if (grant === 'refresh_token') {
+      const refresh = typeof form.refresh_token === 'string' ? form.refresh_token : '';
+      username = accounts.refreshOwner(refresh);
+      if (!username) {
+        return done(400, {
+          error: 'invalid_grant',
+          error_description: 'the refresh token is unknown or was replaced',
+        });
+      }
+    } else {
+      return done(400, {
+        error: 'unsupported_grant_type',
+        error_description: 'grant_type must be password or refresh_token',
+      });
+    }
+    const token = accounts.issue(username);
+    const body = {
+      access_token: token.accessToken,
+      token_type: 'bearer',
+      expires_in: tokenLifetimeS,
+      refresh_token: token.refreshToken,
+    };
+    if (fired?.kind === 'timeout')
+      return logRequest({ endpoint: '/token', status: 0, grant, fault: 'timeout', at: Date.now() });
+    if (fired?.kind === 'reset') {
+      logRequest({ endpoint: '/token', status: 0, grant, fault: 'reset', at: Date.now() });
+      req.socket.destroy();
+      return;
+    }
+    done(200, body);
+  }
+
+  function handleMassive(req: IncomingMessage, res: ServerResponse, raw: Buffer | null, bytes: number) {
+    let parsed: unknown;
+    let destinations = 0;
+    if (raw) {
+      try {
+        parsed = JSON.parse(raw.toString('utf8'));
+        destinations = countBodyDestinations(parsed);
+      } catch {
+        parsed = undefined;
+      }
+    }
+    const done = (status: number, body: unknown, fault?: string) => {
+      logRequest({ endpoint: '/mtmessage/massive', status, destinations, fault, at: Date.now() });
+      sendJson(res, status, body);
+    };
+    const fired = faults.pick('massive', random());
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+
+    const auth = req.headers.authorization ?? '';
+    const bearer = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+    if (!bearer) return done(401, { message: 'a Bearer token is required' });
+    const check = accounts.check(bearer);
+    if (!check.ok) return done(401, { message: check.reason });
+    if (fired?.kind === 'revoke') {
+      accounts.revoke(check.username);
+      return done(401, { message: 'the token is unknown or was replaced by a newer one' }, 'revoke');
+    }
+    const maxBody = faults.state.maxBodyBytes ?? defaultMaxBody;
+    if (raw === null || bytes > maxBody) {
+      return done(413, { message: `the body is larger than ${maxBody} bytes` });
+    }
+    if (parsed === undefined) return done(400, { message: 'the body is not valid JSON' });
+    const checked = checkMassive(parsed);
+    if (!checked.ok) return done(400, { message: checked.reason });
+
+    const transactionNumber = nextTransactionNumber();
+    const answer: { to: string; messageId: string; status: number }[] = [];
+    for (const m of checked.messages) {
+      const smsCount = notifyEnabled && m.notifyUrl ? smsSegments(m.text) : 0;
+      for (const d of m.destinations) {
+        const messageId = d.messageId ?? '';
+        ledger.record(checked.bulkId, messageId, d.to, m.text, transactionNumber);
+        answer.push({ to: d.to, messageId, status: 0 });
+        if (notifyEnabled && m.notifyUrl) {
+          const job: NotificationJob = {
+            url: m.notifyUrl,
+            contentType: m.notifyContentType,
+            transactionNumber,
+            to: d.to,
+            messageId,
+            callbackData: m.callbackData,
+            bulkId: checked.bulkId,
+            smsCount,
+            statusName: random() < failureRatio ? 'NO_SUCCESS' : 'DELIVERED_TO_HANDSET',
+          };
+          notifier.schedule(job, deliveryDelayMs);
+        }
+      }
+    }
+    // timeout and reset model a service that processed the request and whose answer was lost.
+    if (fired?.kind === 'timeout') {
+      logRequest({
+        endpoint: '/mtmessage/massive',
+        status: 0,
+        destinations,
+        fault: 'timeout',
+        at: Date.now(),
+      });
+      return;
+    }
+    if (fired?.kind === 'reset') {
+      logRequest({ endpoint: '/mtmessage/massive', status: 0, destinations, fault: 'reset', at: Date.now() });
+      req.socket.destroy();
+      return;
+    }
+    done(200, { transactionNumber, bulkId: checked.bulkId, status: 0, destinations: answer });
+  }
+
+  function handleSandbox(req: IncomingMessage, res: ServerResponse, url: URL, raw: Buffer | null) {
+    const path = url.pathname;
+    if (path === '/_sandbox/ledger' && req.method === 'GET') {
+      const entries = [
+        ...ledger.entries({
+          bulkId: url.searchParams.get('bulkId') ?? undefined,
+          messageId: url.searchParams.get('messageId') ?? undefined,
+        }),
+      ];
+      return sendJson(res, 200, {
+        destinations: ledger.size,
+        accepted: ledger.accepted,
+        duplicates: ledger.duplicates,
+        entries,
+      });
+    }
+    if (path === '/_sandbox/notifications' && req.method === 'GET') {
+      const messageId = url.searchParams.get('messageId');
+      const attempts = messageId
+        ? notifier.attempts.filter((a) => a.messageId === messageId)
+        : notifier.attempts;
+      return sendJson(res, 200, { pending: notifier.pending, attempts });
+    }
+    if (path === '/_sandbox/requests' && req.method === 'GET') {
+      return sendJson(res, 200, { requests });
+    }
+    if (path === '/_sandbox/faults') {
+      if (req.method === 'GET') return sendJson(res, 200, faults.state);
+      if (req.method === 'POST') {
+        try {
+          const body: unknown = raw?.length ? JSON.parse(raw.toString('utf8')) : {};
+          return sendJson(res, 200, faults.set(body));
+        } catch (err) {
+          const message = err instanceof FaultConfigError ? err.message : 'the body is not valid JSON';
+          return sendJson(res, 400, { message });
+        }
+      }
+    }
+    if (path === '/_sandbox/reset' && req.method === 'POST') {
+      reset();
+      return sendJson(res, 200, { reset: true });
+    }
+    sendJson(res, 404, { message: `no ${req.method} ${path} in the sandbox` });
+  }
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const limit = Math.max(faults.state.maxBodyBytes ?? 0, defaultMaxBody);
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      // Past the limit the body is drained, not kept: the answer is 413 anyway.
+      if (bytes <= limit) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      const raw = bytes <= limit ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)) : null;
+      const url = new URL(req.url ?? '/', 'http://sandbox');
+      try {
+        if (url.pathname.startsWith('/_sandbox/')) return handleSandbox(req, res, url, raw);
+        if (req.method === 'POST' && url.pathname === '/token')
+          return handleToken(req, res, raw ?? Buffer.alloc(0));
+        if (req.method === 'POST' && url.pathname === '/mtmessage/massive')
+          return handleMassive(req, res, raw, bytes);
+        sendJson(res, 404, { message: `no ${req.method} ${url.pathname} in the sandbox` });
+      } catch (err) {
+        sendJson(res, 500, { message: err instanceof Error ? err.message : 'internal error' });
+      }
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  // A held (timeout-fault) request must stay open until the client gives up.
+  server.requestTimeout = 0;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '127.0.0.1';
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  return {
+    url,
+    port,
+    ledger,
+    notifier,
+    faults,
+    accounts,
+    get requests() {
+      return requests;
+    },
+    reset,
+    async close() {
+      await notifier.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** Answers the HTTP-status faults; returns false for the ones applied later (timeout, reset, revoke). */
+function applyStatusFault(
+  fired: Fired,
+  res: ServerResponse,
+  done: (status: number, body: unknown) => void,
+): boolean {
+  const status = Number(fired.kind);
+  if (!Number.isInteger(status)) return false;
+  if (status === 429) res.setHeader('retry-after', fired.rule.retryAfter ?? '1');
+  done(status, { message: `injected fault ${fired.kind}` });
+  return true;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function parseBasic(header: string | undefined): { username: string; password: string } | null {
+  const m = /^Basic\s+(\S+)$/i.exec(header ?? '');
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon === -1) return null;
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/** 2.2 says JSON; OAuth clients send a form. Both are accepted. */
+function parseTokenForm(raw: Buffer, contentType: string | undefined): Record<string, unknown> {
+  const text = raw.toString('utf8');
+  if (!/x-www-form-urlencoded/i.test(contentType ?? '')) {
+    try {
+      const v: unknown = JSON.parse(text);
+      if (typeof v === 'object' && v !== null) return v as Record<string, unknown>;
+    } catch {
+      // fall through to the form reading
+    }
+  }
+  return Object.fromEntries(new URLSearchParams(text));
+}
+
+function countBodyDestinations(body: unknown): number {
+  const messages = (body as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) return 0;
+  let n = 0;
+  for (const m of messages) {
+    const d = (m as { destinations?: unknown } | null)?.destinations;
+    if (Array.isArray(d)) n += d.length;
+  }
+  return n;
+}

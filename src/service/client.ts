@@ -1,0 +1,670 @@
+// The messaging-service client: the only I/O of src/service/. One keep-alive undici Pool per
+// service host; every POST /mtmessage/massive body is serialised once per part and reused across
+// retries, so a resend is byte-identical.
+//
+// Retry policy in one place (docs/service.md):
+// - a request that never left (refused, connect timeout, reset before the body was written) and
+//   500/502/503/504 are retried with exponential backoff and jitter, at most `maxAttempts` tries;
+// - once the body may have reached the service (written, then reset or timed out) the part is
+//   `in_doubt` and never resent here: the service has no idempotency key (DESIGN-NOTES 1);
+// - 400 bisects until the offending destinations are isolated, 413 halves, 429 waits Retry-After,
+//   401 renews the token once, 403 stops and reports the service's message.
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit, { type LimitFunction } from 'p-limit';
+import { type Dispatcher, Pool } from 'undici';
+import { DroplineError, type ErrorCode } from '../errors.ts';
+import { redactText, redactUrl } from './redact.ts';
+import { type TokenAnswer, TokenManager } from './token.ts';
+import {
+  type BackoffPolicy,
+  backoffDelay,
+  type ChunkPart,
+  checkChunk,
+  countDestinations,
+  type Destination,
+  massiveBody,
+  type PlannedChunk,
+  parseBody,
+  parseRetryAfter,
+  parseTokenResponse,
+  partDestinations,
+  reasonOf,
+  subPart,
+  type TokenGrant,
+  tokenRequestBody,
+  transactionNumberOf,
+  wholePart,
+} from './wire.ts';
+
+/** diagnostics_channel names; the client also emits the same objects as 'attempt' and 'token' events. */
+export const ATTEMPT_CHANNEL = 'dropline:service:attempt';
+export const TOKEN_CHANNEL = 'dropline:service:token';
+
+export interface RetryOptions {
+  /** First backoff delay (default 5 s); doubles each retry. */
+  readonly baseMs: number;
+  /** Backoff ceiling (default 5 min). */
+  readonly maxMs: number;
+  /** Tries in all, the first included, for 5xx and requests that never left (default 8). */
+  readonly maxAttempts: number;
+  /** 429 answers tolerated per part before it fails (default 20); they do not use up maxAttempts. */
+  readonly maxRateLimited: number;
+  /** Longest Retry-After honoured (default 15 min); longer ones are cut to this. */
+  readonly maxRetryAfterMs: number;
+}
+
+export interface TokenOptions {
+  /** Milliseconds per unit of `expires_in` (default 1000: seconds; the spec does not show the unit). */
+  readonly expiresInUnitMs: number;
+  /** Cap on the token lifetime whatever `expires_in` says (default 14400 s: the documented 4 h). */
+  readonly maxLifetimeS: number;
+  /** Renew this long before expiry (default 60 s; at most half the lifetime). */
+  readonly renewBeforeS: number;
+}
+
+export interface ServiceClientOptions {
+  /** Origin of the service (`https://host[:port]`, an optional path prefix is kept). */
+  readonly baseUrl: string;
+  readonly username: string;
+  readonly password: string;
+  /** Receiver URL for status notifications, used exactly as given (its query string carries a token). */
+  readonly notifyUrl?: string | undefined;
+  readonly notifyContentType?: string | undefined;
+  /** Requests in flight at once (default 4). */
+  readonly concurrency?: number | undefined;
+  /** Destinations per second across all requests, retries included; 0 = unlimited (default). */
+  readonly ratePerSecond?: number | undefined;
+  /** Pool sockets (default concurrency + 1, so a token request never queues behind sends). */
+  readonly connections?: number | undefined;
+  readonly connectTimeoutMs?: number | undefined;
+  /** Default for both headersTimeoutMs and bodyTimeoutMs (default 30 s). */
+  readonly timeoutMs?: number | undefined;
+  readonly headersTimeoutMs?: number | undefined;
+  readonly bodyTimeoutMs?: number | undefined;
+  readonly keepAliveTimeoutMs?: number | undefined;
+  readonly retry?: Partial<RetryOptions> | undefined;
+  readonly token?: Partial<TokenOptions> | undefined;
+  /** Clock for token expiry (tests move it); sleeps use real timers. */
+  readonly now?: (() => number) | undefined;
+  /** Source of jitter in [0, 1). */
+  readonly random?: (() => number) | undefined;
+}
+
+export type FailureKind = 'rejected' | 'forbidden' | 'unauthorized' | 'failed' | 'in_doubt';
+
+export type SendOutcome =
+  | {
+      readonly kind: 'accepted';
+      readonly status: number;
+      /** Parsed when JSON, text otherwise, null when empty or unreadable. */
+      readonly body: unknown;
+      readonly transactionNumber: string | null;
+      readonly attempts: number;
+    }
+  | {
+      /**
+       * rejected: 400 for this (isolated) part, nothing of it was accepted;
+       * forbidden: 403, pause the account with `reason` (the service's message);
+       * unauthorized: credentials refused or a second 401, pause the account;
+       * failed: retries exhausted or an unexpected answer, nothing of it was accepted;
+       * in_doubt: the body may have reached the service, no answer came back.
+       */
+      readonly kind: FailureKind;
+      readonly code: ErrorCode;
+      /** HTTP status of the last answer, null when there was none. */
+      readonly status: number | null;
+      /** Human-readable, with phone numbers masked and URL query strings removed. */
+      readonly reason: string;
+      readonly retryable: boolean;
+      readonly attempts: number;
+    };
+
+/** One slice [start, end) of the chunk's destinations (counted across its messages in order). */
+export interface PartResult {
+  readonly partId: string;
+  readonly start: number;
+  readonly end: number;
+  readonly destinations: readonly Destination[];
+  readonly outcome: SendOutcome;
+}
+
+/** Every destination of the chunk is in exactly one part; parts are ordered by `start`. */
+export interface SendResult {
+  readonly chunkId: string;
+  readonly destinations: number;
+  readonly parts: readonly PartResult[];
+}
+
+export type AttemptResult =
+  | 'accepted'
+  | 'rejected'
+  | 'bisect'
+  | 'split'
+  | 'retry'
+  | 'rate_limited'
+  | 'reauth'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'failed'
+  | 'in_doubt';
+
+/** Published for every HTTP attempt of POST /mtmessage/massive. No numbers, no tokens. */
+export interface AttemptEvent {
+  readonly chunkId: string;
+  readonly partId: string;
+  /** 1-based count of requests made for this part. */
+  readonly attempt: number;
+  readonly destinations: number;
+  /** HTTP status, 0 when no answer came. */
+  readonly status: number;
+  readonly latencyMs: number;
+  readonly result: AttemptResult;
+  /** Whether the body was handed to the socket (only meaningful when status is 0). */
+  readonly written: boolean;
+  readonly error?: string | undefined;
+  /** Wait before the next attempt, for retry and rate_limited. */
+  readonly delayMs?: number | undefined;
+}
+
+export interface TokenEvent {
+  readonly grant: TokenGrant['grant'];
+  readonly attempt: number;
+  readonly status: number;
+  readonly latencyMs: number;
+  readonly error?: string | undefined;
+}
+
+type HttpAnswer =
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly headers: Record<string, string | string[] | undefined>;
+      readonly text: string;
+      readonly bodyError: boolean;
+    }
+  | { readonly ok: false; readonly written: boolean; readonly error: Error };
+
+const attemptChannel = diagnosticsChannel.channel(ATTEMPT_CHANNEL);
+const tokenChannel = diagnosticsChannel.channel(TOKEN_CHANNEL);
+
+const RETRYABLE_STATUS = new Set([500, 502, 503, 504]);
+
+export class ServiceClient extends EventEmitter {
+  readonly #pool: Pool;
+  readonly #basePath: string;
+  readonly #basic: string;
+  readonly #notify: { notifyUrl?: string | undefined; notifyContentType?: string | undefined };
+  readonly #limit: LimitFunction;
+  readonly #gate: RateGate;
+  readonly #retry: RetryOptions;
+  readonly #backoff: BackoffPolicy;
+  readonly #random: () => number;
+  readonly #tokens: TokenManager;
+  readonly #headersTimeout: number;
+  readonly #bodyTimeout: number;
+  readonly #closing = new AbortController();
+
+  constructor(opts: ServiceClientOptions) {
+    super();
+    let url: URL;
+    try {
+      url = new URL(opts.baseUrl);
+    } catch {
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `api.baseUrl is not a URL: ${redactUrl(opts.baseUrl)}`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'api.baseUrl must start with https:// or http://');
+    }
+    const concurrency = opts.concurrency ?? 4;
+    const timeout = opts.timeoutMs ?? 30_000;
+    this.#headersTimeout = opts.headersTimeoutMs ?? timeout;
+    this.#bodyTimeout = opts.bodyTimeoutMs ?? timeout;
+    this.#pool = new Pool(url.origin, {
+      connections: opts.connections ?? concurrency + 1,
+      pipelining: 1,
+      connectTimeout: opts.connectTimeoutMs ?? 10_000,
+      headersTimeout: this.#headersTimeout,
+      bodyTimeout: this.#bodyTimeout,
+      keepAliveTimeout: opts.keepAliveTimeoutMs ?? 4_000,
+    });
+    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#basic = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
+    this.#notify = { notifyUrl: opts.notifyUrl, notifyContentType: opts.notifyContentType };
+    this.#limit = pLimit(concurrency);
+    this.#gate = new RateGate(opts.ratePerSecond ?? 0);
+    this.#retry = {
+      baseMs: opts.retry?.baseMs ?? 5_000,
+      maxMs: opts.retry?.maxMs ?? 300_000,
+      maxAttempts: Math.max(1, opts.retry?.maxAttempts ?? 8),
+      maxRateLimited: opts.retry?.maxRateLimited ?? 20,
+      maxRetryAfterMs: opts.retry?.maxRetryAfterMs ?? 15 * 60_000,
+    };
+    this.#backoff = { baseMs: this.#retry.baseMs, maxMs: this.#retry.maxMs };
+    this.#random = opts.random ?? Math.random;
+    const now = opts.now ?? Date.now;
+    const tokenOpts: TokenOptions = {
+      expiresInUnitMs: opts.token?.expiresInUnitMs ?? 1000,
+      maxLifetimeS: opts.token?.maxLifetimeS ?? 14_400,
+      renewBeforeS: opts.token?.renewBeforeS ?? 60,
+    };
+    this.#tokens = new TokenManager({
+      now,
+      renewBeforeMs: tokenOpts.renewBeforeS * 1000,
+      request: (grant) => this.#requestToken(grant, tokenOpts),
+    });
+  }
+
+  /**
+   * Sends one planned chunk. Resolves (never rejects for service trouble) with one result per
+   * part: the whole chunk, or the pieces a 400 bisection or a 413 split made of it.
+   */
+  async sendChunk(chunk: PlannedChunk, options?: { signal?: AbortSignal }): Promise<SendResult> {
+    checkChunk(chunk);
+    const signal = options?.signal
+      ? AbortSignal.any([options.signal, this.#closing.signal])
+      : this.#closing.signal;
+    const parts = await this.#sendPart(wholePart(chunk), signal);
+    parts.sort((a, b) => a.start - b.start);
+    return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
+  }
+
+  /** Waits for requests in flight, then closes the sockets; pending waits end as `failed`. */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    await this.#pool.close();
+  }
+
+  async #sendPart(part: ChunkPart, signal: AbortSignal): Promise<PartResult[]> {
+    const body = Buffer.from(massiveBody(part, this.#notify));
+    const size = part.end - part.start;
+    let attempts = 0;
+    let tries = 0;
+    let rateLimited = 0;
+    let reauthorised = false;
+    const result = (outcome: SendOutcome): PartResult[] => [
+      {
+        partId: part.partId,
+        start: part.start,
+        end: part.end,
+        destinations: partDestinations(part),
+        outcome,
+      },
+    ];
+    const failure = (
+      kind: FailureKind,
+      code: ErrorCode,
+      status: number | null,
+      reason: string,
+      retryable = false,
+    ): PartResult[] => result({ kind, code, status, reason, retryable, attempts });
+
+    for (;;) {
+      let token: string;
+      try {
+        if (signal.aborted) throw signal.reason;
+        token = await this.#tokens.get();
+        await this.#gate.take(size, signal);
+      } catch (err) {
+        if (err instanceof DroplineError) {
+          if (err.code === 'DROPLINE_ERR_SERVICE_AUTH')
+            return failure('unauthorized', err.code, null, err.message);
+          if (err.code === 'DROPLINE_ERR_SERVICE_FORBIDDEN')
+            return failure('forbidden', err.code, 403, err.message);
+          return failure('failed', err.code, null, err.message, err.retryable);
+        }
+        return failure(
+          'failed',
+          'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+          null,
+          'stopped before the request was sent',
+          true,
+        );
+      }
+      attempts++;
+      const started = performance.now();
+      const answer = await this.#limit(() =>
+        this.#post('/mtmessage/massive', body, {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          authorization: `Bearer ${token}`,
+        }),
+      );
+      const latencyMs = performance.now() - started;
+      const observe = (result: AttemptResult, extra?: { error?: string; delayMs?: number }): void =>
+        this.#publishAttempt({
+          chunkId: part.chunkId,
+          partId: part.partId,
+          attempt: attempts,
+          destinations: size,
+          status: answer.ok ? answer.status : 0,
+          latencyMs,
+          result,
+          written: answer.ok || answer.written,
+          error: extra?.error,
+          delayMs: extra?.delayMs,
+        });
+
+      if (!answer.ok) {
+        const reason = describeError(answer.error);
+        if (answer.written) {
+          observe('in_doubt', { error: reason });
+          return failure(
+            'in_doubt',
+            'DROPLINE_ERR_SERVICE_IN_DOUBT',
+            null,
+            `${reason} after the request was sent`,
+          );
+        }
+        tries++;
+        if (tries >= this.#retry.maxAttempts) {
+          observe('failed', { error: reason });
+          return failure(
+            'failed',
+            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+            null,
+            `${reason} (${tries} tries)`,
+            true,
+          );
+        }
+        const delayMs = backoffDelay(tries, this.#backoff, this.#random());
+        observe('retry', { error: reason, delayMs });
+        if (!(await this.#wait(delayMs, signal))) {
+          return failure(
+            'failed',
+            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+            null,
+            `${reason}; stopped before retrying`,
+            true,
+          );
+        }
+        continue;
+      }
+
+      const { status } = answer;
+      if (status >= 200 && status < 300) {
+        const parsed = answer.bodyError
+          ? null
+          : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
+        observe('accepted');
+        return result({
+          kind: 'accepted',
+          status,
+          body: parsed,
+          transactionNumber: transactionNumberOf(parsed),
+          attempts,
+        });
+      }
+      const reason = reasonOf(parseBody(answer.text, headerOf(answer.headers, 'content-type')), status);
+      if (status === 400) {
+        if (size > 1) {
+          observe('bisect', { error: reason });
+          return this.#halves(part, signal);
+        }
+        observe('rejected', { error: reason });
+        return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, reason);
+      }
+      if (status === 413) {
+        if (size > 1) {
+          observe('split', { error: reason });
+          return this.#halves(part, signal);
+        }
+        observe('failed', { error: reason });
+        return failure('failed', 'DROPLINE_ERR_SERVICE_TOO_LARGE', status, reason);
+      }
+      if (status === 401) {
+        this.#tokens.invalidate(token);
+        if (reauthorised) {
+          observe('unauthorized', { error: reason });
+          return failure(
+            'unauthorized',
+            'DROPLINE_ERR_SERVICE_AUTH',
+            status,
+            `a renewed token was refused too (401): ${reason}`,
+          );
+        }
+        reauthorised = true;
+        observe('reauth', { error: reason });
+        continue;
+      }
+      if (status === 403) {
+        observe('forbidden', { error: reason });
+        return failure('forbidden', 'DROPLINE_ERR_SERVICE_FORBIDDEN', status, reason);
+      }
+      if (status === 429) {
+        rateLimited++;
+        if (rateLimited > this.#retry.maxRateLimited) {
+          observe('failed', { error: reason });
+          return failure('failed', 'DROPLINE_ERR_SERVICE_RATE_LIMITED', status, reason, true);
+        }
+        const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+        const delayMs = Math.min(
+          hinted ?? backoffDelay(rateLimited, this.#backoff, this.#random()),
+          this.#retry.maxRetryAfterMs,
+        );
+        // A rate limit is the account's, not this request's: hold every send, not only this one.
+        this.#gate.block(Date.now() + delayMs);
+        observe('rate_limited', { error: reason, delayMs });
+        if (!(await this.#wait(delayMs, signal))) {
+          return failure(
+            'failed',
+            'DROPLINE_ERR_SERVICE_RATE_LIMITED',
+            status,
+            `${reason}; stopped before retrying`,
+            true,
+          );
+        }
+        continue;
+      }
+      if (RETRYABLE_STATUS.has(status)) {
+        tries++;
+        if (tries >= this.#retry.maxAttempts) {
+          observe('failed', { error: reason });
+          return failure(
+            'failed',
+            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+            status,
+            `HTTP ${status} (${tries} tries): ${reason}`,
+            true,
+          );
+        }
+        const delayMs = backoffDelay(tries, this.#backoff, this.#random());
+        observe('retry', { error: reason, delayMs });
+        if (!(await this.#wait(delayMs, signal))) {
+          return failure(
+            'failed',
+            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+            status,
+            `HTTP ${status}; stopped before retrying`,
+            true,
+          );
+        }
+        continue;
+      }
+      observe('failed', { error: reason });
+      return failure('failed', 'DROPLINE_ERR_SERVICE_FAILED', status, `unexpected HTTP ${status}: ${reason}`);
+    }
+  }
+
+  async #halves(part: ChunkPart, signal: AbortSignal): Promise<PartResult[]> {
+    const mid = part.start + Math.ceil((part.end - part.start) / 2);
+    const [left, right] = await Promise.all([
+      this.#sendPart(subPart(part, part.start, mid), signal),
+      this.#sendPart(subPart(part, mid, part.end), signal),
+    ]);
+    return [...left, ...right];
+  }
+
+  async #wait(ms: number, signal: AbortSignal): Promise<boolean> {
+    try {
+      await sleep(ms, undefined, { signal });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #requestToken(grant: TokenGrant, policy: TokenOptions): Promise<TokenAnswer> {
+    const body = Buffer.from(tokenRequestBody(grant));
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+    };
+    // The refresh grant is the spec's "renewal without credentials" (5.3).
+    if (grant.grant === 'password') headers.authorization = this.#basic;
+    let tries = 0;
+    let lastReason = '';
+    while (tries < this.#retry.maxAttempts) {
+      tries++;
+      const started = performance.now();
+      const answer = await this.#post('/token', body, headers);
+      const latencyMs = performance.now() - started;
+      const status = answer.ok ? answer.status : 0;
+      let reason: string | undefined;
+      if (answer.ok) {
+        const parsed = parseBody(answer.text, headerOf(answer.headers, 'content-type'));
+        if (status >= 200 && status < 300) {
+          const token = parseTokenResponse(parsed, {
+            expiresInUnitMs: policy.expiresInUnitMs,
+            maxLifetimeMs: policy.maxLifetimeS * 1000,
+          });
+          this.#publishToken({ grant: grant.grant, attempt: tries, status, latencyMs });
+          if (token) return { kind: 'ok', token };
+          return { kind: 'unavailable', reason: `HTTP ${status} without an access_token` };
+        }
+        reason = reasonOf(parsed, status);
+        this.#publishToken({ grant: grant.grant, attempt: tries, status, latencyMs, error: reason });
+        if (status === 400 || status === 401) return { kind: 'refused', status, reason };
+        if (status === 403) return { kind: 'forbidden', reason };
+        if (status === 429) {
+          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+          lastReason = `HTTP 429: ${reason}`;
+          if (
+            !(await this.#wait(
+              Math.min(hinted ?? this.#retry.baseMs, this.#retry.maxRetryAfterMs),
+              this.#closing.signal,
+            ))
+          )
+            break;
+          continue;
+        }
+        if (!RETRYABLE_STATUS.has(status))
+          return { kind: 'unavailable', reason: `unexpected HTTP ${status}: ${reason}` };
+        lastReason = `HTTP ${status}: ${reason}`;
+      } else {
+        // Safe to repeat even when the request was written: a login that reached the service only
+        // expires a token this process never received.
+        lastReason = describeError(answer.error);
+        this.#publishToken({ grant: grant.grant, attempt: tries, status, latencyMs, error: lastReason });
+      }
+      if (tries >= this.#retry.maxAttempts) break;
+      if (!(await this.#wait(backoffDelay(tries, this.#backoff, this.#random()), this.#closing.signal)))
+        break;
+    }
+    return { kind: 'unavailable', reason: `${lastReason} (${tries} tries)` };
+  }
+
+  #post(path: string, body: Buffer, headers: Record<string, string>): Promise<HttpAnswer> {
+    return new Promise((resolve) => {
+      let written = false;
+      let status = 0;
+      let resHeaders: Record<string, string | string[] | undefined> = {};
+      const chunks: Buffer[] = [];
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart() {},
+        onRequestSent() {
+          written = true;
+        },
+        onResponseStart(_controller, statusCode, h) {
+          status = statusCode;
+          resHeaders = h;
+        },
+        onResponseData(_controller, chunk) {
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          resolve({
+            ok: true,
+            status,
+            headers: resHeaders,
+            text: Buffer.concat(chunks).toString('utf8'),
+            bodyError: false,
+          });
+        },
+        onResponseError(_controller, error) {
+          // Once the status line arrived the service has answered: the outcome follows the status.
+          if (status !== 0) resolve({ ok: true, status, headers: resHeaders, text: '', bodyError: true });
+          else resolve({ ok: false, written, error });
+        },
+      };
+      try {
+        this.#pool.dispatch(
+          {
+            method: 'POST',
+            path: this.#basePath + path,
+            headers,
+            body,
+            headersTimeout: this.#headersTimeout,
+            bodyTimeout: this.#bodyTimeout,
+          },
+          handler,
+        );
+      } catch (error) {
+        resolve({ ok: false, written: false, error: error as Error });
+      }
+    });
+  }
+
+  #publishAttempt(event: AttemptEvent): void {
+    if (attemptChannel.hasSubscribers) attemptChannel.publish(event);
+    this.emit('attempt', event);
+  }
+
+  #publishToken(event: TokenEvent): void {
+    if (tokenChannel.hasSubscribers) tokenChannel.publish(event);
+    this.emit('token', event);
+  }
+}
+
+function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** An error as a short, secret-free line: its code and message, URLs without their query. */
+function describeError(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  const text = typeof code === 'string' ? `${code}: ${error.message}` : error.message || error.name;
+  return redactText(text);
+}
+
+/**
+ * Paces requests by destinations per second (a chunk of 1000 at 500/s holds the next request
+ * 2 s), and holds everyone while a 429's Retry-After runs.
+ */
+class RateGate {
+  readonly #rate: number;
+  #next = 0;
+  #blockedUntil = 0;
+
+  constructor(ratePerSecond: number) {
+    this.#rate = ratePerSecond;
+  }
+
+  async take(destinations: number, signal: AbortSignal): Promise<void> {
+    let now = Date.now();
+    while (this.#blockedUntil > now) {
+      await sleep(this.#blockedUntil - now, undefined, { signal });
+      now = Date.now();
+    }
+    if (this.#rate <= 0) return;
+    const at = Math.max(now, this.#next);
+    this.#next = at + (destinations * 1000) / this.#rate;
+    if (at > now) await sleep(at - now, undefined, { signal });
+  }
+
+  block(until: number): void {
+    this.#blockedUntil = Math.max(this.#blockedUntil, until);
+  }
+}

@@ -1,0 +1,241 @@
+// DTO ⇄ domain for the messaging service (service-interface.md 2.1, 2.2, 2.4). Pure: no I/O,
+// no clock; every function here is a value in, value out.
+import { DroplineError } from '../errors.ts';
+import { redactText } from './redact.ts';
+
+export interface Destination {
+  readonly to: string;
+  readonly messageId: string;
+}
+
+export interface PlannedMessage {
+  readonly text: string;
+  readonly destinations: readonly Destination[];
+}
+
+/** What the planner hands to the client: one POST /mtmessage/massive worth of recipients. */
+export interface PlannedChunk {
+  readonly chunkId: string;
+  readonly bulkId: string;
+  readonly messages: readonly PlannedMessage[];
+  /** Already JSON text (2.4: "a JSON object must be sent as escaped text"), at most 200 characters. */
+  readonly callbackData?: string | undefined;
+}
+
+export interface NotifySettings {
+  /** Used exactly as given; its query string carries the receiver token. */
+  readonly notifyUrl?: string | undefined;
+  readonly notifyContentType?: string | undefined;
+}
+
+export const MAX_CALLBACK_DATA_CHARS = 200;
+
+/** A contiguous slice [start, end) of a chunk's destinations, counted across its messages in order. */
+export interface ChunkPart {
+  readonly chunkId: string;
+  /** `chunkId` for the whole chunk, `chunkId#start-end` for a split or bisected part. */
+  readonly partId: string;
+  readonly start: number;
+  readonly end: number;
+  readonly chunk: PlannedChunk;
+}
+
+export function countDestinations(chunk: PlannedChunk): number {
+  let n = 0;
+  for (const m of chunk.messages) n += m.destinations.length;
+  return n;
+}
+
+export function wholePart(chunk: PlannedChunk): ChunkPart {
+  return { chunkId: chunk.chunkId, partId: chunk.chunkId, start: 0, end: countDestinations(chunk), chunk };
+}
+
+export function subPart(part: ChunkPart, start: number, end: number): ChunkPart {
+  return { chunkId: part.chunkId, partId: `${part.chunkId}#${start}-${end}`, start, end, chunk: part.chunk };
+}
+
+/** The part's messages, each keeping only the destinations inside [start, end). */
+export function partMessages(part: ChunkPart): PlannedMessage[] {
+  const out: PlannedMessage[] = [];
+  let offset = 0;
+  for (const m of part.chunk.messages) {
+    const from = Math.max(part.start - offset, 0);
+    const to = Math.min(part.end - offset, m.destinations.length);
+    if (from < to) {
+      out.push(
+        from === 0 && to === m.destinations.length
+          ? m
+          : { text: m.text, destinations: m.destinations.slice(from, to) },
+      );
+    }
+    offset += m.destinations.length;
+    if (offset >= part.end) break;
+  }
+  return out;
+}
+
+export function partDestinations(part: ChunkPart): Destination[] {
+  return partMessages(part).flatMap((m) => m.destinations);
+}
+
+/** Throws DROPLINE_ERR_SERVICE_BAD_CHUNK when the chunk cannot become a valid 2.4 body. */
+export function checkChunk(chunk: PlannedChunk): void {
+  if (countDestinations(chunk) === 0) {
+    throw new DroplineError('DROPLINE_ERR_SERVICE_BAD_CHUNK', `chunk ${chunk.chunkId} has no destination`);
+  }
+  if (chunk.callbackData !== undefined && chunk.callbackData.length > MAX_CALLBACK_DATA_CHARS) {
+    throw new DroplineError(
+      'DROPLINE_ERR_SERVICE_BAD_CHUNK',
+      `chunk ${chunk.chunkId}: callbackData has ${chunk.callbackData.length} characters, at most ${MAX_CALLBACK_DATA_CHARS} are allowed`,
+    );
+  }
+}
+
+/** Turns a callback object into the escaped JSON text 2.4 asks for, refusing more than 200 characters. */
+export function encodeCallbackData(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined || text.length > MAX_CALLBACK_DATA_CHARS) {
+    throw new DroplineError(
+      'DROPLINE_ERR_SERVICE_BAD_CHUNK',
+      `callbackData must be JSON of at most ${MAX_CALLBACK_DATA_CHARS} characters`,
+    );
+  }
+  return text;
+}
+
+/**
+ * The JSON text of POST /mtmessage/massive for a part. Objects are built with a fixed key order
+ * so the same part always gives the same bytes (a resend is recognisable byte for byte).
+ */
+export function massiveBody(part: ChunkPart, notify: NotifySettings): string {
+  const messages = partMessages(part).map((m) => {
+    const msg: Record<string, unknown> = {
+      destinations: m.destinations.map((d) => ({ to: d.to, messageId: d.messageId })),
+      text: m.text,
+    };
+    if (notify.notifyUrl !== undefined) msg.notifyUrl = notify.notifyUrl;
+    if (notify.notifyContentType !== undefined) msg.notifyContentType = notify.notifyContentType;
+    if (part.chunk.callbackData !== undefined) msg.callbackData = part.chunk.callbackData;
+    return msg;
+  });
+  return JSON.stringify({ bulkId: part.chunk.bulkId, messages });
+}
+
+// ---- token (2.1, 2.2) ----
+
+export type TokenGrant =
+  | { readonly grant: 'password' }
+  | { readonly grant: 'refresh_token'; readonly refreshToken: string };
+
+export function tokenRequestBody(grant: TokenGrant): string {
+  return grant.grant === 'password'
+    ? JSON.stringify({ grant_type: 'password' })
+    : JSON.stringify({ grant_type: 'refresh_token', refresh_token: grant.refreshToken });
+}
+
+export interface TokenPolicy {
+  /** Milliseconds per unit of `expires_in` (the spec does not show the unit; default 1000: seconds). */
+  readonly expiresInUnitMs: number;
+  /** Upper bound on a token's lifetime whatever `expires_in` says (default 4 h, spec 5.2). */
+  readonly maxLifetimeMs: number;
+}
+
+export interface Token {
+  readonly accessToken: string;
+  readonly refreshToken: string | null;
+  readonly tokenType: string;
+  /** Lifetime as understood by the client after the unit and cap are applied. */
+  readonly lifetimeMs: number;
+}
+
+/** Parses a /token answer; null when it carries no usable access_token. */
+export function parseTokenResponse(body: unknown, policy: TokenPolicy): Token | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const o = body as Record<string, unknown>;
+  if (typeof o.access_token !== 'string' || o.access_token === '') return null;
+  const raw = typeof o.expires_in === 'string' ? Number(o.expires_in) : o.expires_in;
+  const lifetimeMs =
+    typeof raw === 'number' && Number.isFinite(raw) && raw > 0
+      ? Math.min(raw * policy.expiresInUnitMs, policy.maxLifetimeMs)
+      : policy.maxLifetimeMs;
+  return {
+    accessToken: o.access_token,
+    refreshToken: typeof o.refresh_token === 'string' && o.refresh_token !== '' ? o.refresh_token : null,
+    tokenType: typeof o.token_type === 'string' ? o.token_type : 'bearer',
+    lifetimeMs,
+  };
+}
+
+// ---- responses ----
+
+/** Parses a response body as JSON when it looks like JSON; otherwise keeps the text (or null when empty). */
+export function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text === '') return null;
+  const looksJson = /\bjson\b/i.test(contentType ?? '') || /^\s*[[{"]/.test(text);
+  if (looksJson) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/** The transaction number of an accepted send, when the body carries one (the spec does not show it). */
+export function transactionNumberOf(body: unknown): string | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const o = body as Record<string, unknown>;
+  for (const key of ['transactionNumber', 'TransactionNumber', 'transactionId']) {
+    const v = o[key];
+    if (typeof v === 'string' && v !== '') return v;
+    if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+  }
+  return null;
+}
+
+const REASON_KEYS = ['message', 'Message', 'MessageText', 'error_description', 'reason', 'error', 'detail'];
+
+/** A human-readable reason out of an error answer, masked and at most 500 characters. */
+export function reasonOf(body: unknown, status: number): string {
+  let reason: string | null = null;
+  if (typeof body === 'string') reason = body.trim();
+  else if (typeof body === 'object' && body !== null) {
+    const o = body as Record<string, unknown>;
+    for (const key of REASON_KEYS) {
+      const v = o[key];
+      if (typeof v === 'string' && v.trim() !== '') {
+        reason = v.trim();
+        break;
+      }
+    }
+    reason ??= JSON.stringify(body);
+  }
+  if (!reason) reason = `HTTP ${status} without a body`;
+  const masked = redactText(reason);
+  return masked.length > 500 ? `${masked.slice(0, 497)}...` : masked;
+}
+
+/** Retry-After as milliseconds from `now`: delta-seconds (fractions allowed) or an HTTP date. */
+export function parseRetryAfter(value: string | undefined, now: number): number | null {
+  if (value === undefined) return null;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+export interface BackoffPolicy {
+  readonly baseMs: number;
+  readonly maxMs: number;
+}
+
+/**
+ * Delay before retry number `retry` (1 = first retry): base doubling up to max, with "equal
+ * jitter" (half fixed, half random) so a fleet retrying together spreads out but never
+ * retries sooner than half the schedule.
+ */
+export function backoffDelay(retry: number, policy: BackoffPolicy, random: number): number {
+  const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, retry - 1));
+  return Math.round(exp / 2 + (exp / 2) * random);
+}
