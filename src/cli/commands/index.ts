@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerSandbox } from './sandbox.ts';
 import { registerValidate } from './validate.ts';
 
 /** Each command sets the process exit code through `setExit`. */
@@ -6,4 +7,5 @@ export type SetExit = (code: number) => void;
 
 export function registerCommands(program: Command, setExit: SetExit): void {
   registerValidate(program, setExit);
+  registerSandbox(program, setExit);
 }

@@ -1,0 +1,98 @@
+// `dropline sandbox`: the messaging-service sandbox alone (CONTRACT.md, section Sandbox), until
+// SIGINT or SIGTERM.
+import { type Command, InvalidArgumentError } from 'commander';
+import { DroplineError } from '../../errors.ts';
+import { readAccountsFile, startSandbox } from '../../sandbox/server.ts';
+import type { SetExit } from './index.ts';
+
+function number(min: number, max: number, integer = false): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (
+      value.trim() === '' ||
+      !Number.isFinite(n) ||
+      n < min ||
+      n > max ||
+      (integer && !Number.isInteger(n))
+    ) {
+      throw new InvalidArgumentError(`expected ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+    }
+    return n;
+  };
+}
+
+interface SandboxFlags {
+  port: number;
+  accounts?: string;
+  timeScale: number;
+  deliveryDelayMs: number;
+  failureRatio: number;
+  tokenLifetimeS: number;
+  notifications: boolean;
+  json?: boolean;
+}
+
+export function registerSandbox(program: Command, setExit: SetExit): void {
+  program
+    .command('sandbox')
+    .description('run the messaging-service sandbox (token, /mtmessage/massive, status notifications)')
+    .option('--port <n>', 'port on 127.0.0.1 (0: a free one)', number(0, 65535, true), 0)
+    .option(
+      '--accounts <file>',
+      'JSON accounts: [{"username","password"}] or {"user":"password"} (default demo/demo)',
+    )
+    .option(
+      '--time-scale <x>',
+      'multiplies every sandbox delay and the notification retry schedule',
+      number(0, 1000),
+      1,
+    )
+    .option(
+      '--delivery-delay-ms <ms>',
+      'from acceptance to the status notification (× time scale)',
+      number(0, 86_400_000),
+      1000,
+    )
+    .option('--failure-ratio <r>', 'share of NO_SUCCESS reports, 0 to 1', number(0, 1), 0)
+    .option(
+      '--token-lifetime-s <s>',
+      'token lifetime, reported as expires_in',
+      number(0.001, 10 * 365 * 86_400),
+      14_400,
+    )
+    .option('--no-notifications', 'accept and record, but send no status notification')
+    .option('--json', 'print the listening line as JSON')
+    .action(async (flags: SandboxFlags) => {
+      let accounts: { username: string; password: string }[] | undefined;
+      if (flags.accounts !== undefined) {
+        try {
+          accounts = readAccountsFile(flags.accounts);
+        } catch (err) {
+          const why = err instanceof Error ? err.message : String(err);
+          throw new DroplineError('DROPLINE_ERR_CONFIG', `--accounts ${flags.accounts}: ${why}`);
+        }
+      }
+      const sandbox = await startSandbox({
+        port: flags.port,
+        accounts,
+        timeScale: flags.timeScale,
+        deliveryDelayMs: flags.deliveryDelayMs,
+        failureRatio: flags.failureRatio,
+        tokenLifetimeS: flags.tokenLifetimeS,
+        notify: flags.notifications,
+      }).catch((err: NodeJS.ErrnoException) => {
+        throw new DroplineError('DROPLINE_ERR_SANDBOX', `port ${flags.port}: ${err.code ?? err.message}`);
+      });
+      process.stdout.write(
+        flags.json
+          ? `${JSON.stringify({ listening: sandbox.url })}\n`
+          : `sandbox listening on ${sandbox.url}\n`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await sandbox.close();
+      setExit(0);
+    });
+}
