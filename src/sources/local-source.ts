@@ -1,0 +1,244 @@
+// A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { watch as chokidarWatch } from 'chokidar';
+import { readFileChunks } from '../format/file-chunks.ts';
+import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+
+export interface LocalSourceOptions {
+  name: string;
+  path: string;
+}
+
+/** Change events closer together than this wake the pipeline once. */
+export const WATCH_COALESCE_MS = 50;
+
+/** Strings from an async iterable are gathered up to this size per write(2). */
+const WRITE_BATCH_CHARS = 64 * 1024;
+
+function errCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | null)?.code;
+}
+
+export class LocalSource implements Source {
+  readonly name: string;
+  readonly kind = 'local' as const;
+  readonly root: string;
+  readonly #stops = new Set<() => void>();
+
+  constructor(options: LocalSourceOptions) {
+    this.name = options.name;
+    this.root = resolve(options.path);
+  }
+
+  async start(): Promise<void> {
+    for (const folder of FOLDERS) await mkdir(join(this.root, folder), { recursive: true });
+  }
+
+  async close(): Promise<void> {
+    for (const stop of [...this.#stops]) stop();
+  }
+
+  async ping(): Promise<void> {
+    const st = await stat(join(this.root, 'inbox'));
+    if (!st.isDirectory()) throw new Error(`${this.name}: ${join(this.root, 'inbox')} is not a directory`);
+  }
+
+  async list(): Promise<SourceEntry[]> {
+    const dir = join(this.root, 'inbox');
+    const dirents = await readdir(dir, { withFileTypes: true });
+    const out: SourceEntry[] = [];
+    for (const d of dirents) {
+      if (!d.isFile() || !isDropFileName(d.name)) continue;
+      try {
+        const st = await stat(join(dir, d.name));
+        // The name may have been replaced by something else between readdir and stat.
+        if (!st.isFile()) continue;
+        out.push({ name: d.name, path: `inbox/${d.name}`, size: st.size, mtimeMs: st.mtimeMs });
+      } catch (err) {
+        // Claimed or deleted between readdir and stat: not in the inbox any more.
+        if (errCode(err) !== 'ENOENT') throw err;
+      }
+    }
+    return out;
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await stat(this.#abs(path));
+      return true;
+    } catch (err) {
+      if (errCode(err) === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  open(path: string): AsyncIterable<Uint8Array> {
+    return readFileChunks(this.#abs(path));
+  }
+
+  async readTail(path: string, bytes: number): Promise<string> {
+    const fh = await open(this.#abs(path), 'r');
+    try {
+      const { size } = await fh.stat();
+      const n = Math.max(0, Math.min(bytes, size));
+      const buf = Buffer.alloc(n);
+      let got = 0;
+      while (got < n) {
+        const { bytesRead } = await fh.read(buf, got, n - got, size - n + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.toString('latin1', 0, got);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async move(from: string, to: string): Promise<boolean> {
+    const src = this.#abs(from);
+    const dst = this.#abs(to);
+    if (src === dst) throw new Error(`${this.name}: cannot move ${from} onto itself`);
+    // rename(2) silently replaces an existing target; link(2) refuses with EEXIST, so the
+    // "target exists" check and the move are one atomic step.
+    try {
+      await link(src, dst);
+    } catch (err) {
+      const code = errCode(err);
+      if (code === 'ENOENT') {
+        if (!(await this.#existsAbs(src))) return false;
+        throw err; // the target's folder is missing
+      }
+      if (code === 'EEXIST') {
+        // A concurrent mover of the same file may have linked it and not yet unlinked the
+        // source: that is "someone else claimed it", not a conflicting target.
+        const [s, d] = await Promise.all([statOrNull(src), statOrNull(dst)]);
+        if (s === null) return false;
+        if (d !== null && s.ino === d.ino && s.dev === d.dev) return false;
+        throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`, { cause: err });
+      }
+      if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'EXDEV') {
+        return this.#moveWithoutLinks(src, dst, from, to);
+      }
+      throw err;
+    }
+    try {
+      await unlink(src);
+      return true;
+    } catch (err) {
+      // Two movers both linked (to different targets) and the other unlinked first: it won.
+      if (errCode(err) === 'ENOENT') {
+        await unlink(dst).catch(() => {});
+        return false;
+      }
+      throw err;
+    }
+  }
+
+  /** Filesystems without hard links (FAT, some network mounts): check, then rename. */
+  async #moveWithoutLinks(src: string, dst: string, from: string, to: string): Promise<boolean> {
+    if (await this.#existsAbs(dst))
+      throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`);
+    try {
+      await rename(src, dst);
+      return true;
+    } catch (err) {
+      if (errCode(err) === 'ENOENT' && !(await this.#existsAbs(src))) return false;
+      throw err;
+    }
+  }
+
+  async remove(path: string): Promise<void> {
+    try {
+      await unlink(this.#abs(path));
+    } catch (err) {
+      // Already gone is what the caller wanted (a resumed cleanup after a crash).
+      if (errCode(err) !== 'ENOENT') throw err;
+    }
+  }
+
+  async write(path: string, content: string | AsyncIterable<string>): Promise<void> {
+    const dst = this.#abs(path);
+    // A dot-name in the same folder: never a drop file, and rename(2) within one
+    // filesystem is atomic, so a reader sees the old file or the whole new one.
+    const tmp = join(dirname(dst), `.${basename(dst)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+    const fh = await open(tmp, 'wx');
+    let ok = false;
+    try {
+      if (typeof content === 'string') {
+        await fh.writeFile(content, 'utf8');
+      } else {
+        let pending = '';
+        for await (const piece of content) {
+          pending += piece;
+          if (pending.length >= WRITE_BATCH_CHARS) {
+            await fh.write(pending, null, 'utf8');
+            pending = '';
+          }
+        }
+        if (pending.length > 0) await fh.write(pending, null, 'utf8');
+      }
+      // Without it a crash right after the rename can leave an empty report in place.
+      await fh.datasync();
+      ok = true;
+    } finally {
+      await fh.close();
+      if (!ok) await unlink(tmp).catch(() => {});
+    }
+    try {
+      await rename(tmp, dst);
+    } catch (err) {
+      await unlink(tmp).catch(() => {});
+      throw err;
+    }
+  }
+
+  watch(onChange: () => void): () => void {
+    const watcher = chokidarWatch(join(this.root, 'inbox'), { depth: 0, ignoreInitial: true });
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    // Coalesce a burst, but never postpone past WATCH_COALESCE_MS: a file that is
+    // written continuously must not keep the pipeline asleep.
+    const wake = (): void => {
+      if (stopped || timer !== undefined) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (!stopped) onChange();
+      }, WATCH_COALESCE_MS);
+    };
+    watcher.on('add', wake).on('change', wake).on('unlink', wake);
+    // An 'error' without a listener would throw; the periodic rescan covers what is missed.
+    watcher.on('error', () => {});
+    const stop = (): void => {
+      if (stopped) return;
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      this.#stops.delete(stop);
+      void watcher.close().catch(() => {});
+    };
+    this.#stops.add(stop);
+    return stop;
+  }
+
+  #abs(path: string): string {
+    const parts = path.split('/');
+    if (isAbsolute(path) || parts.some((p) => p === '..' || p === '' || p === '.')) {
+      throw new Error(`${this.name}: invalid source path ${JSON.stringify(path)}`);
+    }
+    return join(this.root, ...parts);
+  }
+
+  async #existsAbs(abs: string): Promise<boolean> {
+    return (await statOrNull(abs)) !== null;
+  }
+}
+
+async function statOrNull(abs: string) {
+  try {
+    return await stat(abs);
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
