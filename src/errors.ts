@@ -219,6 +219,11 @@ export const ERRORS = {
     hint: 'pick another --port, or check the --accounts file',
     retryable: false,
   },
+  DROPLINE_ERR_NOTIFY_LISTEN: {
+    message: 'the delivery-report receiver cannot listen on notify.listen',
+    hint: 'another process holds the port, or the address is not on this machine: change notify.listen',
+    retryable: false,
+  },
 } as const satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,0 +1,366 @@
+// The delivery-report receiver (CONTRACT.md "Notification receiver", DESIGN-NOTES 2).
+//
+// The service retries only on 503 and loses a report on any other answer or on a timeout, so:
+// - 200 only once the event is committed. Requests queue their events; one batch per commit
+//   (every `batchMs` after its first event waits, or at `maxBatch` events), one
+//   store.recordDeliveries call (one transaction), then every request of the batch is answered.
+//   One commit at a time: while it runs the next batch fills up, which is what keeps the
+//   number of transactions far below the number of requests under load.
+// - A failed commit answers the whole batch 503. A commit that hangs past `commitTimeoutMs`
+//   answers 503 too (the store is idempotent, so a retry of an event that did commit in the end
+//   is a harmless duplicate), and until it settles new requests get 503 at once.
+// - A full queue answers 503 at once rather than letting the service time out.
+// - Never log the query string (the token) or a body; numbers are masked.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Logger, pino } from 'pino';
+import { DroplineError } from '../errors.ts';
+import { maskNumber, redactText } from '../service/redact.ts';
+import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
+import { decodeNotification } from './decode.ts';
+
+export interface ReceiverOptions {
+  /** `host:port` (notify.listen); port 0 picks a free one. */
+  readonly listen: string;
+  /** The path of notify.publicUrl, e.g. `/notify`. */
+  readonly path: string;
+  /** notify.token: the `token` query parameter every notification must carry. */
+  readonly token: string;
+  readonly store: Store;
+  /** Longest wait of an event before its batch is committed (default 5 ms). */
+  readonly batchMs?: number | undefined;
+  /** Events per commit (default 2000). */
+  readonly maxBatch?: number | undefined;
+  /** Events waiting for a commit beyond which requests are answered 503 at once (default 10 × maxBatch). */
+  readonly maxQueue?: number | undefined;
+  /** A commit still running after this long answers its batch 503 (default 5000 ms). */
+  readonly commitTimeoutMs?: number | undefined;
+  /** Bodies above this are answered 413 (default 64 KiB). */
+  readonly maxBodyBytes?: number | undefined;
+  /** Default: silent. */
+  readonly logger?: Logger | undefined;
+  /** After a commit that changed recipients of these files (the pipeline checks completion). */
+  readonly onDelivered?: ((fileIds: string[]) => void) | undefined;
+  readonly now?: (() => Date) | undefined;
+}
+
+export interface ReceiverStats {
+  /** Requests on the receiver's path. */
+  requests: number;
+  /** Answers by HTTP status. */
+  answered: Record<number, number>;
+  /** Transactions run (successful or not). */
+  commits: number;
+  failedCommits: number;
+  /** Events committed (recorded + duplicates + orphans are parts of it). */
+  events: number;
+  recorded: number;
+  duplicates: number;
+  orphans: number;
+  /** Largest batch committed, in events. */
+  largestBatch: number;
+  /** Events waiting for a commit now. */
+  queued: number;
+}
+
+export interface Receiver {
+  /** `http://host:port/path`, without the token. */
+  readonly url: string;
+  readonly port: number;
+  stats(): ReceiverStats;
+  /** Stops accepting, commits what is queued, answers everyone, then closes the connections. */
+  close(): Promise<void>;
+}
+
+interface Waiter {
+  readonly events: DeliveryEvent[];
+  readonly res: ServerResponse;
+  /** performance.now() when queued. */
+  readonly at: number;
+  answered: boolean;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' } as const;
+const OK_BODY = '{"status":"ok"}';
+const UNAVAILABLE_BODY = '{"status":"unavailable","reason":"the report could not be recorded yet"}';
+const BUSY_BODY = '{"status":"unavailable","reason":"too many reports waiting"}';
+
+/** `127.0.0.1:8081`, `[::1]:8081`, `:8081` or `8081` (all interfaces). */
+export function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen) ?? /^()()(\d{1,5})$/.exec(listen);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(port >= 0 && port <= 65_535)) {
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `notify.listen must be host:port, got "${listen}"`);
+  }
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+export async function startReceiver(options: ReceiverOptions): Promise<Receiver> {
+  const { store, path } = options;
+  if (options.token === '') {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      'notify.token must not be empty: anyone could post reports',
+    );
+  }
+  if (!path.startsWith('/'))
+    throw new DroplineError('DROPLINE_ERR_CONFIG', 'the receiver path must start with /');
+  const batchMs = options.batchMs ?? 5;
+  const maxBatch = Math.max(1, options.maxBatch ?? 2000);
+  const maxQueue = Math.max(maxBatch, options.maxQueue ?? 10 * maxBatch);
+  const commitTimeoutMs = options.commitTimeoutMs ?? 5000;
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
+  const now = options.now ?? (() => new Date());
+  const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'notify' });
+  // Hashing both sides gives equal-length buffers, so neither the comparison's time nor an early
+  // length mismatch says anything about the token.
+  const expected = sha256(options.token);
+  const { host, port: wantedPort } = parseListen(options.listen);
+
+  const stats: ReceiverStats = {
+    requests: 0,
+    answered: {},
+    commits: 0,
+    failedCommits: 0,
+    events: 0,
+    recorded: 0,
+    duplicates: 0,
+    orphans: 0,
+    largestBatch: 0,
+    queued: 0,
+  };
+
+  let pending: Waiter[] = [];
+  let pendingEvents = 0;
+  let committing = false;
+  /** The running commit overran commitTimeoutMs: the store is treated as unavailable until it settles. */
+  let stalled = false;
+  let timer: NodeJS.Timeout | null = null;
+  let closing = false;
+  let idle: (() => void) | null = null;
+
+  const reply = (res: ServerResponse, status: number, body: string, close = false): void => {
+    stats.answered[status] = (stats.answered[status] ?? 0) + 1;
+    if (res.writableEnded || res.destroyed) return;
+    res.writeHead(status, close ? { ...JSON_HEADERS, connection: 'close' } : JSON_HEADERS);
+    res.end(body);
+  };
+  const answer = (w: Waiter, status: number, body: string): void => {
+    if (w.answered) return;
+    w.answered = true;
+    reply(w.res, status, body);
+  };
+
+  const schedule = () => {
+    if (committing || pending.length === 0) {
+      if (!committing && idle) idle();
+      return;
+    }
+    if (pendingEvents >= maxBatch || closing) return flush();
+    if (timer) return;
+    const wait = Math.max(0, pending[0]!.at + batchMs - performance.now());
+    timer = setTimeout(flush, wait);
+  };
+
+  function flush(): void {
+    if (timer) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    if (committing || pending.length === 0) return;
+    // Whole requests, up to maxBatch events (one oversized request still goes alone).
+    let take = 0;
+    let n = 0;
+    while (take < pending.length) {
+      const size = pending[take]!.events.length;
+      if (n > 0 && n + size > maxBatch) break;
+      n += size;
+      take++;
+    }
+    const batch = pending.slice(0, take);
+    pending = pending.slice(take);
+    pendingEvents -= n;
+    stats.queued = pendingEvents;
+    const events = batch.length === 1 ? batch[0]!.events : batch.flatMap((w) => w.events);
+    committing = true;
+    stats.commits++;
+    if (n > stats.largestBatch) stats.largestBatch = n;
+    const started = performance.now();
+    const watchdog = setTimeout(() => {
+      stalled = true;
+      log.error(
+        { events: n, ms: commitTimeoutMs },
+        'notify: the store did not commit in time; answering 503',
+      );
+      for (const w of batch) answer(w, 503, UNAVAILABLE_BODY);
+      for (const w of pending) answer(w, 503, UNAVAILABLE_BODY);
+      pending = [];
+      pendingEvents = 0;
+      stats.queued = 0;
+      if (closing && idle) idle();
+    }, commitTimeoutMs);
+    let commit: Promise<DeliveryResult>;
+    try {
+      commit = store.recordDeliveries(events);
+    } catch (err) {
+      commit = Promise.reject(err);
+    }
+    commit.then(
+      (result) => {
+        clearTimeout(watchdog);
+        stats.events += n;
+        stats.recorded += result.recorded;
+        stats.duplicates += result.duplicates;
+        stats.orphans += result.orphans;
+        for (const w of batch) answer(w, 200, OK_BODY);
+        if (log.isLevelEnabled('debug')) {
+          log.debug(
+            { events: n, requests: batch.length, ms: performance.now() - started, ...result },
+            'notify: committed',
+          );
+        }
+        if (result.orphans > 0 && log.isLevelEnabled('debug')) {
+          for (const e of events)
+            log.debug({ messageId: e.messageId, to: maskNumber(e.to) }, 'notify: report');
+        }
+        settled();
+        if (result.fileIds.length > 0 && options.onDelivered) {
+          try {
+            options.onDelivered(result.fileIds);
+          } catch (err) {
+            log.error({ err: errorText(err) }, 'notify: onDelivered failed');
+          }
+        }
+      },
+      (err: unknown) => {
+        clearTimeout(watchdog);
+        stats.failedCommits++;
+        log.error(
+          { events: n, err: errorText(err) },
+          'notify: commit failed; answering 503 (the service retries)',
+        );
+        for (const w of batch) answer(w, 503, UNAVAILABLE_BODY);
+        settled();
+      },
+    );
+  }
+
+  function settled(): void {
+    committing = false;
+    stalled = false;
+    schedule();
+  }
+
+  const enqueue = (events: DeliveryEvent[], res: ServerResponse) => {
+    if (closing || stalled) return reply(res, 503, UNAVAILABLE_BODY);
+    if (pendingEvents + events.length > maxQueue) return reply(res, 503, BUSY_BODY);
+    pending.push({ events, res, at: performance.now(), answered: false });
+    pendingEvents += events.length;
+    stats.queued = pendingEvents;
+    schedule();
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q === -1 ? url : url.slice(0, q);
+    if (pathname !== path) return reply(res, 404, '{"status":"not found"}');
+    stats.requests++;
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      return reply(res, 405, '{"status":"method not allowed"}');
+    }
+    const given = q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('token');
+    if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
+      log.warn(
+        { remote: req.socket.remoteAddress, token: given === null ? 'missing' : 'wrong' },
+        'notify: refused',
+      );
+      return reply(res, 401, '{"status":"unauthorized"}');
+    }
+    const declared = Number(req.headers['content-length']);
+    if (declared > maxBodyBytes) return reply(res, 413, '{"status":"too large"}', true);
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      bytes += chunk.length;
+      if (bytes > maxBodyBytes) {
+        tooLarge = true;
+        chunks.length = 0;
+        reply(res, 413, '{"status":"too large"}', true);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (tooLarge) return;
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const decoded = decodeNotification(body, now().toISOString());
+      if (!decoded.ok) {
+        log.warn({ reason: decoded.reason, bytes }, 'notify: malformed report');
+        return reply(res, 400, JSON.stringify({ status: 'malformed', reason: decoded.reason }));
+      }
+      enqueue(decoded.events, res);
+    });
+    // A client that goes away mid-body gets no answer; its report was not queued.
+    req.on('error', () => {});
+  };
+
+  const server: Server = createServer(handle);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        new DroplineError('DROPLINE_ERR_NOTIFY_LISTEN', `${options.listen}: ${err.code ?? err.message}`, {
+          cause: err,
+        }),
+      );
+    server.once('error', onError);
+    server.listen(wantedPort, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  // A wildcard address is not something a client can dial: name the loopback instead.
+  const dial = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const url = `http://${dial.includes(':') ? `[${dial}]` : dial}:${port}${path}`;
+  log.info({ url, batchMs, maxBatch, maxQueue }, 'notify: receiver listening');
+
+  let closed: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    stats: () => ({ ...stats, answered: { ...stats.answered } }),
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        // Everything already queued is committed and answered; a hung store is not waited for
+        // (the watchdog has answered its requests 503).
+        if (committing || pending.length > 0) {
+          await new Promise<void>((resolve) => {
+            idle = resolve;
+            if (stalled) resolve();
+            else schedule();
+          });
+        }
+        if (timer) clearTimeout(timer);
+        server.closeAllConnections();
+        await stopped;
+        log.info(stats, 'notify: receiver closed');
+      })();
+      return closed;
+    },
+  };
+}
+
+function errorText(err: unknown): string {
+  return redactText(err instanceof Error ? err.message : String(err));
+}
