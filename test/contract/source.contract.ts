@@ -1,0 +1,277 @@
+// The conformance suite every Source passes (src/sources/source.ts): local folder, SFTP,
+// S3. A backend's test file calls sourceContract with a factory; `put` drops a file through
+// the backend's own protocol, the way a partner would, so the suite never assumes a disk.
+import { createHash, randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FOLDERS, type Source } from '../../src/sources/source.ts';
+
+export interface SourceHarness {
+  /** Not started: the suite calls start(). */
+  source: Source;
+  /** Writes a file at a source-relative path (`inbox/x.txt`), as a partner's upload would. */
+  put(path: string, content: string | Buffer): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+async function readAll(source: Source, path: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  // Chunks may be views of one reused buffer: copy each before asking for the next.
+  for await (const chunk of source.open(path)) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
+}
+
+async function readText(source: Source, path: string): Promise<string> {
+  return (await readAll(source, path)).toString('utf8');
+}
+
+/** An async iterable that stops before piece `at` until `release()` is called. */
+function gatedPieces(pieces: string[], at: number) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const atGate = new Promise<void>((r) => (reached = r));
+  async function* gen(): AsyncGenerator<string> {
+    for (let i = 0; i < pieces.length; i++) {
+      if (i === at) {
+        reached();
+        await gate;
+      }
+      yield pieces[i]!;
+    }
+  }
+  return { iterable: gen(), atGate, release };
+}
+
+export function sourceContract(name: string, factory: () => Promise<SourceHarness>): void {
+  describe(`Source contract: ${name}`, () => {
+    let h: SourceHarness;
+    let source: Source;
+
+    beforeEach(async () => {
+      h = await factory();
+      source = h.source;
+      await source.start();
+    });
+
+    afterEach(async () => {
+      await source.close();
+      await h.cleanup();
+    });
+
+    describe('start and ping', () => {
+      it('creates every folder; a second start is harmless; ping answers', async () => {
+        await source.start();
+        await source.ping();
+        for (const folder of FOLDERS) {
+          await source.write(`${folder}/.probe`, folder);
+          expect(await source.exists(`${folder}/.probe`)).toBe(true);
+          expect(await readText(source, `${folder}/.probe`)).toBe(folder);
+          await source.remove(`${folder}/.probe`);
+        }
+        expect(await source.list()).toEqual([]);
+      });
+    });
+
+    describe('list (FORMAT.md 1)', () => {
+      it('shows drop-file names only, any case of .txt, with size and mtime', async () => {
+        const shown = ['a.txt', 'B.TXT', 'c.Txt', 'with space.txt', 'ñandú.txt'];
+        const hidden = [
+          '.x.txt',
+          '~x.txt',
+          'x.txt.part',
+          'x.filepart',
+          'x.txt.done',
+          'x.tmp',
+          'x.txt.tmp',
+          'x.partial',
+          'x.crdownload',
+          'x.csv',
+          'x.txt.filepart',
+        ];
+        for (const n of [...shown, ...hidden]) await h.put(`inbox/${n}`, `content of ${n}\n`);
+        await h.put('processing/p.txt', 'claimed\n');
+        await h.put('done/d.txt', 'done\n');
+        const listed = (await source.list()).sort((x, y) => (x.name < y.name ? -1 : 1));
+        expect(listed.map((e) => e.name)).toEqual([...shown].sort());
+        for (const e of listed) {
+          expect(e.path).toBe(`inbox/${e.name}`);
+          expect(e.size).toBe(Buffer.byteLength(`content of ${e.name}\n`));
+          expect(Number.isFinite(e.mtimeMs)).toBe(true);
+          expect(e.mtimeMs).toBeGreaterThan(0);
+        }
+      });
+
+      it('size follows a file that grows', async () => {
+        await h.put('inbox/g.txt', 'a');
+        expect((await source.list())[0]?.size).toBe(1);
+        await h.put('inbox/g.txt', 'abc');
+        expect((await source.list())[0]?.size).toBe(3);
+      });
+    });
+
+    describe('open', () => {
+      it('streams the exact bytes of a 3 MB file, from the start on every call', async () => {
+        const bytes = randomBytes(3 * 1024 * 1024 + 17);
+        await h.put('inbox/big.txt', bytes);
+        const want = createHash('sha256').update(bytes).digest('hex');
+        for (let round = 0; round < 2; round++) {
+          const hash = createHash('sha256');
+          let total = 0;
+          for await (const chunk of source.open('inbox/big.txt')) {
+            hash.update(chunk);
+            total += chunk.byteLength;
+          }
+          expect(total).toBe(bytes.length);
+          expect(hash.digest('hex')).toBe(want);
+        }
+        expect((await readAll(source, 'inbox/big.txt')).equals(bytes)).toBe(true);
+      });
+
+      it('an empty file yields no bytes; a missing file fails', async () => {
+        await h.put('inbox/empty.txt', '');
+        expect((await readAll(source, 'inbox/empty.txt')).length).toBe(0);
+        await expect(readAll(source, 'inbox/missing.txt')).rejects.toThrow();
+      });
+    });
+
+    describe('readTail', () => {
+      it('returns the last bytes, the whole file when shorter, decoded as latin1', async () => {
+        await h.put('inbox/t.txt', '3001234567;hola\r\nEOF;1\r\n');
+        expect(await source.readTail('inbox/t.txt', 7)).toBe('EOF;1\r\n');
+        expect(await source.readTail('inbox/t.txt', 4096)).toBe('3001234567;hola\r\nEOF;1\r\n');
+        await h.put('inbox/l.txt', Buffer.from([0x61, 0xe9, 0xff]));
+        expect(await source.readTail('inbox/l.txt', 2)).toBe('\u00e9\u00ff');
+        await h.put('inbox/e.txt', '');
+        expect(await source.readTail('inbox/e.txt', 10)).toBe('');
+      });
+
+      it('reads the tail of a file larger than one chunk', async () => {
+        const big = Buffer.alloc(1024 * 1024, 0x61);
+        big.write('EOF;9\n', big.length - 6, 'latin1');
+        await h.put('inbox/big.txt', big);
+        expect(await source.readTail('inbox/big.txt', 6)).toBe('EOF;9\n');
+      });
+    });
+
+    describe('exists', () => {
+      it('answers for files, markers beside them, and missing names', async () => {
+        await h.put('inbox/a.txt', 'x');
+        expect(await source.exists('inbox/a.txt')).toBe(true);
+        expect(await source.exists('inbox/a.txt.done')).toBe(false);
+        await h.put('inbox/a.txt.done', '');
+        expect(await source.exists('inbox/a.txt.done')).toBe(true);
+        expect(await source.exists('done/a.txt')).toBe(false);
+      });
+    });
+
+    describe('move', () => {
+      it('moves a file between folders, keeping its bytes', async () => {
+        await h.put('inbox/a.txt', 'payload\n');
+        expect(await source.move('inbox/a.txt', 'processing/a.txt')).toBe(true);
+        expect(await source.exists('inbox/a.txt')).toBe(false);
+        expect(await readText(source, 'processing/a.txt')).toBe('payload\n');
+        expect(await source.list()).toEqual([]);
+        expect(await source.move('processing/a.txt', 'done/a.txt')).toBe(true);
+        expect(await readText(source, 'done/a.txt')).toBe('payload\n');
+      });
+
+      it('resolves false when the source is gone', async () => {
+        expect(await source.move('inbox/never.txt', 'processing/never.txt')).toBe(false);
+        await h.put('inbox/a.txt', 'x');
+        expect(await source.move('inbox/a.txt', 'processing/a.txt')).toBe(true);
+        expect(await source.move('inbox/a.txt', 'processing/a.txt')).toBe(false);
+      });
+
+      it('fails when the target exists, and leaves both files as they were', async () => {
+        await h.put('inbox/a.txt', 'new\n');
+        await h.put('done/a.txt', 'old\n');
+        await expect(source.move('inbox/a.txt', 'done/a.txt')).rejects.toThrow();
+        expect(await readText(source, 'inbox/a.txt')).toBe('new\n');
+        expect(await readText(source, 'done/a.txt')).toBe('old\n');
+      });
+
+      it('callers moving the same file at once: exactly one wins', async () => {
+        for (let i = 0; i < 30; i++) {
+          await h.put(`inbox/c${i}.txt`, `race ${i}\n`);
+          const results = await Promise.all(
+            [1, 2, 3, 4].map(() => source.move(`inbox/c${i}.txt`, `processing/c${i}.txt`)),
+          );
+          expect(results.filter(Boolean)).toHaveLength(1);
+          expect(await source.exists(`inbox/c${i}.txt`)).toBe(false);
+          expect(await readText(source, `processing/c${i}.txt`)).toBe(`race ${i}\n`);
+        }
+      });
+
+      it('two callers moving the same file to different folders: exactly one wins, one copy remains', async () => {
+        for (let i = 0; i < 10; i++) {
+          await h.put(`inbox/d${i}.txt`, `race ${i}\n`);
+          const results = await Promise.all([
+            source.move(`inbox/d${i}.txt`, `processing/d${i}.txt`),
+            source.move(`inbox/d${i}.txt`, `failed/d${i}.txt`),
+          ]);
+          expect(results.filter(Boolean)).toHaveLength(1);
+          const winner = results[0] ? `processing/d${i}.txt` : `failed/d${i}.txt`;
+          const loser = results[0] ? `failed/d${i}.txt` : `processing/d${i}.txt`;
+          expect(await source.exists(`inbox/d${i}.txt`)).toBe(false);
+          expect(await readText(source, winner)).toBe(`race ${i}\n`);
+          expect(await source.exists(loser)).toBe(false);
+        }
+      });
+    });
+
+    describe('write', () => {
+      it('writes a string and replaces it with a streamed async iterable', async () => {
+        await source.write('reports/a.report.csv', 'line;status\n');
+        expect(await readText(source, 'reports/a.report.csv')).toBe('line;status\n');
+        const pieces: string[] = ['line;status\n'];
+        for (let i = 1; i <= 20_000; i++) pieces.push(`${i};DELIVERED ñ€\n`);
+        async function* gen(): AsyncGenerator<string> {
+          yield* pieces;
+        }
+        await source.write('reports/a.report.csv', gen());
+        expect(await readText(source, 'reports/a.report.csv')).toBe(pieces.join(''));
+      });
+
+      it('a reader sees the old file or the whole new one, never a part', async () => {
+        await source.write('reports/a.report.csv', 'old\n');
+        const pieces = Array.from({ length: 100 }, (_, i) => `${i};${'x'.repeat(2000)}\n`);
+        const g = gatedPieces(pieces, 50);
+        const writing = source.write('reports/a.report.csv', g.iterable);
+        await g.atGate;
+        expect(await readText(source, 'reports/a.report.csv')).toBe('old\n');
+        g.release();
+        await writing;
+        expect(await readText(source, 'reports/a.report.csv')).toBe(pieces.join(''));
+      });
+
+      it('a half-written file in the inbox is never listed', async () => {
+        const g = gatedPieces(['3001234567;hola\n', '3001234568;hola\n'], 1);
+        const writing = source.write('inbox/w.txt', g.iterable);
+        await g.atGate;
+        expect(await source.list()).toEqual([]);
+        g.release();
+        await writing;
+        expect((await source.list()).map((e) => e.name)).toEqual(['w.txt']);
+      });
+
+      it('a failing iterable leaves the old file untouched', async () => {
+        await source.write('reports/a.report.csv', 'old\n');
+        async function* broken(): AsyncGenerator<string> {
+          yield 'new\n';
+          throw new Error('store went away');
+        }
+        await expect(source.write('reports/a.report.csv', broken())).rejects.toThrow('store went away');
+        expect(await readText(source, 'reports/a.report.csv')).toBe('old\n');
+      });
+    });
+
+    describe('remove', () => {
+      it('removes a file; removing a missing one is not an error', async () => {
+        await h.put('inbox/a.txt.done', '');
+        await source.remove('inbox/a.txt.done');
+        expect(await source.exists('inbox/a.txt.done')).toBe(false);
+        await source.remove('inbox/a.txt.done');
+      });
+    });
+  });
+}
