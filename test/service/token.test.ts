@@ -1,0 +1,146 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { ServiceClient, type ServiceClientOptions, type TokenEvent } from '../../src/service/client.ts';
+import { getJson, makeChunk, postJson } from './helpers.ts';
+
+let sandbox: Sandbox;
+let sandboxClock = 0;
+const clients: ServiceClient[] = [];
+
+beforeEach(async () => {
+  sandboxClock = 0;
+  sandbox = await startSandbox({ timeScale: 0.001, notify: false, now: () => Date.now() + sandboxClock });
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await sandbox.close();
+});
+
+function client(opts: Partial<ServiceClientOptions> = {}): ServiceClient {
+  const c = new ServiceClient({
+    baseUrl: sandbox.url,
+    username: 'demo',
+    password: 'demo',
+    retry: { baseMs: 5, maxMs: 50 },
+    ...opts,
+  });
+  clients.push(c);
+  return c;
+}
+
+async function requests(endpoint: string): Promise<RequestRecord[]> {
+  const { requests } = await getJson<{ requests: RequestRecord[] }>(`${sandbox.url}/_sandbox/requests`);
+  return requests.filter((r) => r.endpoint === endpoint);
+}
+
+describe('token', () => {
+  it('50 concurrent sends on a cold client make exactly one POST /token', async () => {
+    const c = client({ concurrency: 8 });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => c.sendChunk(makeChunk(3, { chunkId: `c${i}`, bulkId: `b${i}` }))),
+    );
+    expect(results.every((r) => r.parts.length === 1 && r.parts[0]!.outcome.kind === 'accepted')).toBe(true);
+    const tokens = await requests('/token');
+    expect(tokens.map((r) => [r.grant, r.status])).toEqual([['password', 200]]);
+    expect((await requests('/mtmessage/massive')).length).toBe(50);
+  });
+
+  it('renews a token revoked by a second login, and the send succeeds', async () => {
+    const c = client();
+    const events: TokenEvent[] = [];
+    c.on('token', (e: TokenEvent) => events.push(e));
+    expect((await c.sendChunk(makeChunk(2, { chunkId: 'a' }))).parts[0]!.outcome.kind).toBe('accepted');
+
+    // Someone else logs in with the same account: the client's token now answers 401.
+    const login = await postJson(
+      `${sandbox.url}/token`,
+      { grant_type: 'password' },
+      {
+        authorization: `Basic ${Buffer.from('demo:demo').toString('base64')}`,
+      },
+    );
+    expect(login.status).toBe(200);
+
+    const result = await c.sendChunk(makeChunk(2, { chunkId: 'b', bulkId: 'b2' }));
+    expect(result.parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 2 });
+    const massive = await requests('/mtmessage/massive');
+    expect(massive.map((r) => r.status)).toEqual([200, 401, 200]);
+    // The refresh token died with the revoked token, so the client falls back to its credentials.
+    expect(events.map((e) => [e.grant, e.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 400],
+      ['password', 200],
+    ]);
+  });
+
+  it('renews with the refresh_token before expiry, without logging in again', async () => {
+    let clock = Date.now();
+    const c = client({ now: () => clock });
+    await c.sendChunk(makeChunk(1, { chunkId: 'a' }));
+    clock += 4 * 3600_000 - 30_000; // inside the renew-before margin of a 4 h token
+    const result = await c.sendChunk(makeChunk(1, { chunkId: 'b', bulkId: 'b2' }));
+    expect(result.parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 1 });
+    expect((await requests('/token')).map((r) => [r.grant, r.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+    ]);
+    expect((await requests('/mtmessage/massive')).map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  it('caps the lifetime at 4 h whatever expires_in says, and renews at the cap', async () => {
+    await sandbox.close();
+    sandbox = await startSandbox({ notify: false, tokenLifetimeS: 30 * 86_400 });
+    let clock = Date.now();
+    const c = client({ now: () => clock });
+    await c.sendChunk(makeChunk(1, { chunkId: 'a' }));
+    clock += 4 * 3600_000;
+    await c.sendChunk(makeChunk(1, { chunkId: 'b', bulkId: 'b2' }));
+    expect((await requests('/token')).map((r) => r.grant)).toEqual(['password', 'refresh_token']);
+  });
+
+  it('an expired token answered 401 is refreshed once and the send retried', async () => {
+    const c = client();
+    await c.sendChunk(makeChunk(1, { chunkId: 'a' }));
+    sandboxClock = 5 * 3600_000; // the service's clock passes the 4 h lifetime; the client's does not
+    const result = await c.sendChunk(makeChunk(1, { chunkId: 'b', bulkId: 'b2' }));
+    expect(result.parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 2 });
+    expect((await requests('/token')).map((r) => [r.grant, r.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+    ]);
+    expect((await requests('/mtmessage/massive')).map((r) => r.status)).toEqual([200, 401, 200]);
+  });
+
+  it('a second 401 is an authentication error, with no secret in its reason', async () => {
+    await postJson(`${sandbox.url}/_sandbox/faults`, { massive: { revoke: 1 } });
+    const c = client();
+    const result = await c.sendChunk(makeChunk(2));
+    const outcome = result.parts[0]!.outcome;
+    expect(outcome).toMatchObject({ kind: 'unauthorized', code: 'DROPLINE_ERR_SERVICE_AUTH', status: 401 });
+    expect(outcome.kind !== 'accepted' && outcome.reason).toMatch(/401/);
+    expect((await requests('/mtmessage/massive')).length).toBe(2);
+  });
+
+  it('wrong credentials give an authentication error without the password', async () => {
+    const c = client({ password: 'hunter2-secret' });
+    const results = await Promise.all([
+      c.sendChunk(makeChunk(1, { chunkId: 'a' })),
+      c.sendChunk(makeChunk(1, { chunkId: 'b' })),
+    ]);
+    for (const r of results) {
+      expect(r.parts[0]!.outcome).toMatchObject({ kind: 'unauthorized', code: 'DROPLINE_ERR_SERVICE_AUTH' });
+      expect(JSON.stringify(r)).not.toContain('hunter2');
+    }
+    // Both sends shared the one failed login.
+    expect((await requests('/token')).length).toBe(1);
+    expect((await requests('/mtmessage/massive')).length).toBe(0);
+  });
+
+  it('retries a failing token endpoint with backoff', async () => {
+    await postJson(`${sandbox.url}/_sandbox/faults`, { token: { '503': { probability: 1, times: 2 } } });
+    const c = client();
+    const result = await c.sendChunk(makeChunk(1));
+    expect(result.parts[0]!.outcome.kind).toBe('accepted');
+    expect((await requests('/token')).map((r) => r.status)).toEqual([503, 503, 200]);
+  });
+});

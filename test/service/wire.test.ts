@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { maskNumber, redactText, redactUrl } from '../../src/service/redact.ts';
+import {
+  backoffDelay,
+  encodeCallbackData,
+  massiveBody,
+  parseRetryAfter,
+  parseTokenResponse,
+  partDestinations,
+  subPart,
+  wholePart,
+} from '../../src/service/wire.ts';
+
+const policy = { expiresInUnitMs: 1000, maxLifetimeMs: 14_400_000 };
+
+describe('wire', () => {
+  it('reads expires_in as seconds, capped at 4 h; both configurable', () => {
+    expect(parseTokenResponse({ access_token: 'a', expires_in: 3600 }, policy)?.lifetimeMs).toBe(3_600_000);
+    expect(parseTokenResponse({ access_token: 'a', expires_in: '600' }, policy)?.lifetimeMs).toBe(600_000);
+    expect(parseTokenResponse({ access_token: 'a', expires_in: 86_400 }, policy)?.lifetimeMs).toBe(
+      14_400_000,
+    );
+    expect(parseTokenResponse({ access_token: 'a' }, policy)?.lifetimeMs).toBe(14_400_000);
+    expect(
+      parseTokenResponse({ access_token: 'a', expires_in: 5 }, { ...policy, expiresInUnitMs: 60_000 })
+        ?.lifetimeMs,
+    ).toBe(300_000);
+    expect(parseTokenResponse({ expires_in: 5 }, policy)).toBeNull();
+  });
+
+  it('backs off exponentially with equal jitter, up to the ceiling', () => {
+    const p = { baseMs: 5000, maxMs: 300_000 };
+    expect([1, 2, 3].map((r) => backoffDelay(r, p, 0))).toEqual([2500, 5000, 10_000]);
+    expect([1, 2, 3].map((r) => backoffDelay(r, p, 1))).toEqual([5000, 10_000, 20_000]);
+    expect(backoffDelay(20, p, 1)).toBe(300_000);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    expect(parseRetryAfter('3', 0)).toBe(3000);
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4000)).toBe(6000);
+    expect(parseRetryAfter('soon', 0)).toBeNull();
+    expect(parseRetryAfter(undefined, 0)).toBeNull();
+  });
+
+  it('slices parts across messages and builds deterministic bodies', () => {
+    const chunk = {
+      chunkId: 'c',
+      bulkId: 'b',
+      messages: [
+        {
+          text: 'one',
+          destinations: [
+            { to: '573000000001', messageId: '1' },
+            { to: '573000000002', messageId: '2' },
+          ],
+        },
+        { text: 'two', destinations: [{ to: '573000000003', messageId: '3' }] },
+      ],
+    };
+    const part = subPart(wholePart(chunk), 1, 3);
+    expect(part.partId).toBe('c#1-3');
+    expect(partDestinations(part).map((d) => d.messageId)).toEqual(['2', '3']);
+    const body = massiveBody(part, { notifyUrl: 'https://h/n?token=t' });
+    expect(body).toBe(
+      '{"bulkId":"b","messages":[{"destinations":[{"to":"573000000002","messageId":"2"}],"text":"one","notifyUrl":"https://h/n?token=t"},{"destinations":[{"to":"573000000003","messageId":"3"}],"text":"two","notifyUrl":"https://h/n?token=t"}]}',
+    );
+    expect(massiveBody(part, { notifyUrl: 'https://h/n?token=t' })).toBe(body);
+  });
+
+  it('refuses callbackData above 200 characters', () => {
+    expect(encodeCallbackData({ a: 1 })).toBe('{"a":1}');
+    expect(() => encodeCallbackData({ a: 'x'.repeat(200) })).toThrow(/200/);
+  });
+
+  it('masks numbers and redacts query strings', () => {
+    expect(maskNumber('573001234567')).toBe('57300****567');
+    expect(redactUrl('https://h/notify?token=s3cret')).toBe('https://h/notify?<redacted>');
+    expect(
+      redactText('to 573001234567 via http://h:1/n?token=abc failed; txn 1234567890123456789012345678'),
+    ).toBe('to 57300****567 via http://h:1/n?<redacted> failed; txn 1234567890123456789012345678');
+  });
+});
