@@ -224,6 +224,11 @@ export const ERRORS = {
     hint: 'another process holds the port, or the address is not on this machine: change notify.listen',
     retryable: false,
   },
+  DROPLINE_ERR_STORE: {
+    message: 'the store cannot be used',
+    hint: "check the store setting, the database file's directory (permissions, free disk space) and that its schema is not newer than this dropline",
+    retryable: true,
+  },
 } as const satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof ERRORS;

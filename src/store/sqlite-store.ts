@@ -1,0 +1,881 @@
+// The Store on node:sqlite. Several dropline processes (a `run` daemon, a `send` command)
+// may open one database file: WAL lets readers run beside the one writer, busy_timeout
+// makes a writer wait for the lock instead of failing, and every multi-statement write is
+// BEGIN IMMEDIATE so it takes the write lock up front (a deferred transaction that reads
+// first and then writes can fail with SQLITE_BUSY_SNAPSHOT without waiting at all).
+//
+// The work is synchronous: each method runs to completion inside one call, so no
+// transaction stays open across an await.
+
+import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
+import { DroplineError } from '../errors.ts';
+import { loadMigrations, type Migration } from './migrations.ts';
+import {
+  type ChunkInsert,
+  type ChunkRecord,
+  type ChunkResult,
+  type ChunkState,
+  DELIVERED,
+  type DeliveryEvent,
+  type DeliveryResult,
+  type FileCounts,
+  type FilePatch,
+  type FileRecord,
+  type FileState,
+  type ListedIssue,
+  type ListFilesOptions,
+  type NewFile,
+  PENDING_DELIVERY,
+  type RecipientInsert,
+  type RecipientOutcome,
+  type RecipientRecord,
+  type Store,
+  UNKNOWN_DELIVERY,
+} from './store.ts';
+
+export interface SqliteStoreOptions {
+  /** Database file, or `:memory:`. */
+  path: string;
+  /** The clock for timestamps, lease expiry and since-checks (tests move it). */
+  now?: () => Date;
+  /** How long a writer waits for another connection's write lock (ms). */
+  busyTimeoutMs?: number;
+  /** Rows per page when iterating recipients. */
+  pageSize?: number;
+  /** Migrations to apply (tests); the numbered files in ./migrations by default. */
+  migrations?: Migration[];
+}
+
+type Row = Record<string, SQLOutputValue>;
+
+const DEFAULT_PAGE = 5000;
+
+function str(v: SQLOutputValue | undefined): string {
+  return typeof v === 'string' ? v : String(v);
+}
+function strOrNull(v: SQLOutputValue | undefined): string | null {
+  return v === null || v === undefined ? null : str(v);
+}
+function num(v: SQLOutputValue | undefined): number {
+  return typeof v === 'number' ? v : Number(v);
+}
+function numOrNull(v: SQLOutputValue | undefined): number | null {
+  return v === null || v === undefined ? null : num(v);
+}
+function changes(r: { changes: number | bigint }): number {
+  return Number(r.changes);
+}
+
+function toFile(r: Row): FileRecord {
+  const rejectionCode = strOrNull(r.rejection_code);
+  return {
+    fileId: str(r.file_id),
+    source: str(r.source),
+    name: str(r.name),
+    path: str(r.path),
+    sha256: str(r.sha256),
+    bytes: num(r.bytes),
+    state: str(r.state) as FileState,
+    layout: strOrNull(r.layout) as FileRecord['layout'],
+    encoding: strOrNull(r.encoding),
+    separator: strOrNull(r.separator),
+    header: num(r.header) === 1,
+    counts: {
+      records: num(r.records),
+      valid: num(r.valid),
+      invalid: num(r.invalid),
+      duplicates: num(r.duplicates),
+      suppressed: num(r.suppressed),
+      segments: num(r.segments),
+    },
+    rejection:
+      rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
+    reason: strOrNull(r.reason),
+    forced: num(r.forced) === 1,
+    possibleDuplicates: num(r.possible_duplicates),
+    errors: JSON.parse(str(r.errors)) as ListedIssue[],
+    createdAt: str(r.created_at),
+    updatedAt: str(r.updated_at),
+    timestamps: JSON.parse(str(r.timestamps)) as FileRecord['timestamps'],
+    deliveryDeadline: strOrNull(r.delivery_deadline),
+    leaseOwner: strOrNull(r.lease_owner),
+    leaseUntil: strOrNull(r.lease_until),
+  };
+}
+
+function toChunk(r: Row): ChunkRecord {
+  return {
+    fileId: str(r.file_id),
+    seq: num(r.seq),
+    size: num(r.size),
+    state: str(r.state) as ChunkState,
+    attempts: num(r.attempts),
+    transactionNumber: strOrNull(r.transaction_number),
+    errorCode: strOrNull(r.error_code),
+    errorMessage: strOrNull(r.error_message),
+    updatedAt: str(r.updated_at),
+  };
+}
+
+function toRecipient(r: Row): RecipientRecord {
+  return {
+    fileId: str(r.file_id),
+    idx: num(r.idx),
+    line: num(r.line),
+    k: num(r.k),
+    number: strOrNull(r.number),
+    value: strOrNull(r.value),
+    messageId: strOrNull(r.message_id),
+    text: strOrNull(r.text),
+    chunkSeq: numOrNull(r.chunk_seq),
+    outcome: str(r.outcome) as RecipientOutcome,
+    code: strOrNull(r.code),
+    detail: strOrNull(r.detail),
+    smsCount: numOrNull(r.sms_count),
+    status: str(r.status),
+    transactionNumber: strOrNull(r.transaction_number),
+    updatedAt: str(r.updated_at),
+  };
+}
+
+/** Lists travel as one JSON parameter (`IN (SELECT value FROM json_each(?))`): one cached statement for any length. */
+function list(values: readonly string[] | undefined): string | null {
+  return values === undefined ? null : JSON.stringify(values);
+}
+
+// One statement for every transition and update: each patch field has a "set" flag, so
+// the statement is prepared once whatever the patch holds, and the precondition (state,
+// lease owner) sits in the same UPDATE as the change.
+const PATCH_SQL = `
+UPDATE files SET
+  state = coalesce(:to, state),
+  timestamps = CASE WHEN :to IS NULL THEN timestamps ELSE json_insert(timestamps, '$.' || :to, :now) END,
+  path = CASE WHEN :set_path THEN :path ELSE path END,
+  layout = CASE WHEN :set_layout THEN :layout ELSE layout END,
+  encoding = CASE WHEN :set_encoding THEN :encoding ELSE encoding END,
+  separator = CASE WHEN :set_separator THEN :separator ELSE separator END,
+  header = CASE WHEN :set_header THEN :header ELSE header END,
+  records = CASE WHEN :set_counts THEN :records ELSE records END,
+  valid = CASE WHEN :set_counts THEN :valid ELSE valid END,
+  invalid = CASE WHEN :set_counts THEN :invalid ELSE invalid END,
+  duplicates = CASE WHEN :set_counts THEN :duplicates ELSE duplicates END,
+  suppressed = CASE WHEN :set_counts THEN :suppressed ELSE suppressed END,
+  segments = CASE WHEN :set_counts THEN :segments ELSE segments END,
+  rejection_code = CASE WHEN :set_rejection THEN :rejection_code ELSE rejection_code END,
+  rejection_message = CASE WHEN :set_rejection THEN :rejection_message ELSE rejection_message END,
+  reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
+  errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
+  delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
+  possible_duplicates = possible_duplicates + :add_pd,
+  updated_at = :now
+WHERE file_id = :file_id
+  AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))
+  AND (:owner IS NULL OR lease_owner = :owner)
+RETURNING *`;
+
+function patchParams(patch: FilePatch | undefined): Record<string, SQLInputValue> {
+  const p = patch ?? {};
+  const flag = (v: unknown): number => (v === undefined ? 0 : 1);
+  return {
+    set_path: flag(p.path),
+    path: p.path ?? null,
+    set_layout: flag(p.layout),
+    layout: p.layout ?? null,
+    set_encoding: flag(p.encoding),
+    encoding: p.encoding ?? null,
+    set_separator: flag(p.separator),
+    separator: p.separator ?? null,
+    set_header: flag(p.header),
+    header: p.header ? 1 : 0,
+    set_counts: flag(p.counts),
+    records: p.counts?.records ?? 0,
+    valid: p.counts?.valid ?? 0,
+    invalid: p.counts?.invalid ?? 0,
+    duplicates: p.counts?.duplicates ?? 0,
+    suppressed: p.counts?.suppressed ?? 0,
+    segments: p.counts?.segments ?? 0,
+    set_rejection: flag(p.rejection),
+    rejection_code: p.rejection?.code ?? null,
+    rejection_message: p.rejection?.message ?? null,
+    set_reason: flag(p.reason),
+    reason: p.reason ?? null,
+    set_errors: flag(p.errors),
+    errors: JSON.stringify(p.errors ?? []),
+    set_deadline: flag(p.deliveryDeadline),
+    deadline: p.deliveryDeadline ?? null,
+    add_pd: p.addPossibleDuplicates ?? 0,
+  };
+}
+
+export class SqliteStore implements Store {
+  readonly path: string;
+  /** Explicit transactions committed by this instance (batching is observable in tests). */
+  transactions = 0;
+  private readonly db: DatabaseSync;
+  private readonly clock: () => Date;
+  private readonly pageSize: number;
+  private readonly migrations: Migration[] | undefined;
+  private readonly statements = new Map<string, StatementSync>();
+
+  constructor(options: SqliteStoreOptions) {
+    this.path = options.path;
+    this.clock = options.now ?? (() => new Date());
+    this.pageSize = options.pageSize ?? DEFAULT_PAGE;
+    this.migrations = options.migrations;
+    const busy = options.busyTimeoutMs ?? 10_000;
+    try {
+      this.db = new DatabaseSync(options.path, { timeout: busy, enableForeignKeyConstraints: true });
+      this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busy)}`);
+      this.db.exec('PRAGMA journal_mode = WAL');
+      // NORMAL in WAL mode: a power loss may lose the last commits, never corrupt the file;
+      // an application crash loses nothing.
+      this.db.exec('PRAGMA synchronous = NORMAL');
+      this.db.exec('PRAGMA foreign_keys = ON');
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_STORE',
+        `cannot open ${options.path}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  private now(): string {
+    return this.clock().toISOString();
+  }
+
+  private stmt(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  private tx<T>(fn: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = fn();
+      this.db.exec('COMMIT');
+      this.transactions++;
+      return result;
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  async migrate(): Promise<void> {
+    const migrations = this.migrations ?? loadMigrations();
+    try {
+      this.tx(() =>
+        this.db.exec(
+          'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+        ),
+      );
+      const newest = migrations.at(-1)?.version ?? 0;
+      for (const m of migrations) {
+        // Checked inside the transaction: another process may be migrating the same file.
+        this.tx(() => {
+          const done = this.db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
+          if (done) return;
+          this.db.exec(m.sql);
+          this.db
+            .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+            .run(m.version, m.name, this.now());
+        });
+      }
+      const applied = this.db.prepare('SELECT max(version) AS v FROM schema_migrations').get();
+      const version = numOrNull(applied?.v) ?? 0;
+      if (version > newest) {
+        throw new Error(
+          `the database is at schema version ${version}, newer than this dropline knows (${newest}): upgrade dropline`,
+        );
+      }
+    } catch (err) {
+      if (err instanceof DroplineError) throw err;
+      throw new DroplineError('DROPLINE_ERR_STORE', `migrating ${this.path}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  async ping(): Promise<void> {
+    try {
+      this.stmt('SELECT count(*) AS n FROM schema_migrations').get();
+    } catch (err) {
+      throw new DroplineError('DROPLINE_ERR_STORE', `${this.path}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.isOpen) return;
+    this.statements.clear();
+    this.db.close();
+  }
+
+  // ---- files ----
+
+  async registerFile(file: NewFile): Promise<{ file: FileRecord; created: boolean }> {
+    const now = this.now();
+    const inserted = this.stmt(
+      `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, created_at, updated_at, timestamps)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+       ON CONFLICT DO NOTHING RETURNING *`,
+    ).get(
+      file.fileId,
+      file.source,
+      file.name,
+      file.path,
+      file.sha256,
+      file.bytes,
+      file.state,
+      file.forced ? 1 : 0,
+      now,
+      now,
+      file.state,
+      now,
+    );
+    if (inserted) return { file: toFile(inserted), created: true };
+    // Same content at the same place, or the same fileId (the same bytes dropped again).
+    const existing = this.stmt(
+      `SELECT * FROM files WHERE (source = ? AND path = ? AND sha256 = ?) OR file_id = ?
+       ORDER BY file_id = ? LIMIT 1`,
+    ).get(file.source, file.path, file.sha256, file.fileId, file.fileId);
+    if (!existing)
+      throw new DroplineError('DROPLINE_ERR_STORE', `registering ${file.fileId}: conflict without a row`);
+    return { file: toFile(existing), created: false };
+  }
+
+  async getFile(fileId: string): Promise<FileRecord | null> {
+    const r = this.stmt('SELECT * FROM files WHERE file_id = ?').get(fileId);
+    return r ? toFile(r) : null;
+  }
+
+  async listFiles(options: ListFilesOptions = {}): Promise<FileRecord[]> {
+    // rowid breaks ties between files registered within one millisecond (insertion order).
+    return this.stmt(
+      `SELECT * FROM files
+       WHERE (:source IS NULL OR source = :source)
+         AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+       ORDER BY created_at DESC, rowid DESC LIMIT :limit`,
+    )
+      .all({ source: options.source ?? null, states: list(options.states), limit: options.limit ?? -1 })
+      .map(toFile);
+  }
+
+  async findCompleted(
+    source: string,
+    sha256: string,
+    since: string,
+    excludeFileId?: string,
+  ): Promise<FileRecord | null> {
+    const r = this.stmt(
+      `SELECT * FROM files
+       WHERE source = :source AND sha256 = :sha AND file_id <> :exclude
+         AND state IN ('submitted', 'completed')
+         AND (json_extract(timestamps, '$.submitted') >= :since OR json_extract(timestamps, '$.completed') >= :since)
+       ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+    ).get({ source, sha: sha256, exclude: excludeFileId ?? '', since });
+    return r ? toFile(r) : null;
+  }
+
+  async countBySha(source: string, sha256: string): Promise<number> {
+    const r = this.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?').get(
+      source,
+      sha256,
+    );
+    return num(r?.n);
+  }
+
+  async transition(
+    fileId: string,
+    to: FileState,
+    options: { from?: readonly FileState[]; owner?: string; patch?: FilePatch } = {},
+  ): Promise<FileRecord | null> {
+    const r = this.stmt(PATCH_SQL).get({
+      ...patchParams(options.patch),
+      to,
+      now: this.now(),
+      file_id: fileId,
+      from: list(options.from),
+      owner: options.owner ?? null,
+    });
+    return r ? toFile(r) : null;
+  }
+
+  async updateFile(fileId: string, patch: FilePatch): Promise<void> {
+    this.stmt(PATCH_SQL).get({
+      ...patchParams(patch),
+      to: null,
+      now: this.now(),
+      file_id: fileId,
+      from: null,
+      owner: null,
+    });
+  }
+
+  // ---- leases ----
+
+  async acquireFile(
+    owner: string,
+    states: readonly FileState[],
+    leaseMs: number,
+  ): Promise<FileRecord | null> {
+    const now = this.clock();
+    // One statement: the pick and the take cannot be split by another writer. The repeated
+    // lease condition in the outer WHERE is what keeps it atomic under READ COMMITTED
+    // (PostgreSQL); SQLite serialises writers anyway.
+    const r = this.stmt(
+      `UPDATE files SET lease_owner = :owner, lease_until = :until
+       WHERE file_id = (
+           SELECT file_id FROM files
+           WHERE state IN (SELECT value FROM json_each(:states))
+             AND (lease_owner IS NULL OR lease_until <= :now)
+           ORDER BY updated_at, file_id LIMIT 1)
+         AND (lease_owner IS NULL OR lease_until <= :now)
+       RETURNING *`,
+    ).get({
+      owner,
+      until: new Date(now.getTime() + leaseMs).toISOString(),
+      states: JSON.stringify(states),
+      now: now.toISOString(),
+    });
+    return r ? toFile(r) : null;
+  }
+
+  async takeLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const now = this.clock();
+    const r = this.stmt(
+      `UPDATE files SET lease_owner = :owner, lease_until = :until
+       WHERE file_id = :file_id AND (lease_owner IS NULL OR lease_until <= :now OR lease_owner = :owner)`,
+    ).run({
+      owner,
+      until: new Date(now.getTime() + leaseMs).toISOString(),
+      file_id: fileId,
+      now: now.toISOString(),
+    });
+    return changes(r) === 1;
+  }
+
+  async renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const until = new Date(this.clock().getTime() + leaseMs).toISOString();
+    const r = this.stmt('UPDATE files SET lease_until = ? WHERE file_id = ? AND lease_owner = ?').run(
+      until,
+      fileId,
+      owner,
+    );
+    return changes(r) === 1;
+  }
+
+  async releaseLease(fileId: string, owner: string): Promise<void> {
+    this.stmt(
+      'UPDATE files SET lease_owner = NULL, lease_until = NULL WHERE file_id = ? AND lease_owner = ?',
+    ).run(fileId, owner);
+  }
+
+  // ---- ingest ----
+
+  async clearRecipients(fileId: string): Promise<void> {
+    this.tx(() => {
+      this.stmt('DELETE FROM recipients WHERE file_id = ?').run(fileId);
+      this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
+    });
+  }
+
+  async insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    const now = this.now();
+    const insert = this.stmt(
+      `INSERT INTO recipients (file_id, idx, line, k, number, value, message_id, text, chunk_seq, outcome, code,
+         detail, sms_count, status, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.tx(() => {
+      for (const r of rows) {
+        insert.run(
+          fileId,
+          r.idx,
+          r.line,
+          r.k,
+          r.number,
+          r.value,
+          r.messageId,
+          r.text,
+          r.chunkSeq,
+          r.outcome,
+          r.code,
+          r.detail,
+          r.smsCount,
+          PENDING_DELIVERY,
+          now,
+        );
+      }
+    });
+  }
+
+  async insertChunks(fileId: string, chunks: readonly ChunkInsert[]): Promise<void> {
+    if (chunks.length === 0) return;
+    const now = this.now();
+    const insert = this.stmt(
+      `INSERT INTO chunks (file_id, seq, size, state, attempts, updated_at) VALUES (?, ?, ?, 'pending', 0, ?)`,
+    );
+    this.tx(() => {
+      for (const c of chunks) insert.run(fileId, c.seq, c.size, now);
+    });
+  }
+
+  // ---- sending ----
+
+  async listChunks(fileId: string, states?: readonly ChunkState[]): Promise<ChunkRecord[]> {
+    return this.stmt(
+      `SELECT * FROM chunks WHERE file_id = :file_id
+         AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+       ORDER BY seq`,
+    )
+      .all({ file_id: fileId, states: list(states) })
+      .map(toChunk);
+  }
+
+  async chunkRecipients(
+    fileId: string,
+    seq: number,
+    outcomes?: readonly RecipientOutcome[],
+  ): Promise<RecipientRecord[]> {
+    return this.stmt(
+      `SELECT * FROM recipients WHERE file_id = :file_id AND chunk_seq = :seq
+         AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
+       ORDER BY idx`,
+    )
+      .all({ file_id: fileId, seq, outcomes: list(outcomes) })
+      .map(toRecipient);
+  }
+
+  async setChunkState(
+    fileId: string,
+    seq: number,
+    to: ChunkState,
+    from: readonly ChunkState[],
+  ): Promise<boolean> {
+    const r = this.stmt(
+      `UPDATE chunks SET state = :to, attempts = attempts + (:to = 'inflight'), updated_at = :now
+       WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))`,
+    ).run({ to, now: this.now(), file_id: fileId, seq, from: JSON.stringify(from) });
+    return changes(r) === 1;
+  }
+
+  async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
+    const now = this.now();
+    const reported = this.stmt(
+      `SELECT 1 FROM recipients WHERE file_id = :file_id AND chunk_seq = :seq
+         AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
+         AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+    );
+    const setPart = this.stmt(
+      `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
+         transaction_number = coalesce(:tn, transaction_number), updated_at = :now
+       WHERE file_id = :file_id AND chunk_seq = :seq
+         AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
+         AND (:only_pending = 0 OR outcome = 'pending')`,
+    );
+    return this.tx(() => {
+      // A delivery report already in for a recipient of an in-doubt part proves that part's
+      // request reached the service (DESIGN-NOTES 1). Checked per part, not per chunk: the
+      // reports of a bisected chunk's accepted part prove nothing about its other parts.
+      const doubtParts = result.parts.filter((p) => p.outcome === 'in_doubt' && p.messageIds.length > 0);
+      const parts = [...result.parts];
+      if (result.state === 'in_doubt' && doubtParts.length === 0) {
+        // A chunk in doubt without in-doubt parts: the whole chunk's unanswered recipients are.
+        parts.push({
+          messageIds: [],
+          outcome: 'in_doubt',
+          code: result.errorCode,
+          detail: result.errorMessage,
+        });
+      }
+      let settled = false;
+      let doubtful = false;
+      for (const part of parts) {
+        const whole = part.messageIds.length === 0;
+        if (whole && part.outcome !== 'in_doubt') continue;
+        const ids = whole ? null : JSON.stringify(part.messageIds);
+        let outcome: RecipientOutcome = part.outcome;
+        if (outcome === 'in_doubt') {
+          if (reported.get({ file_id: fileId, seq, ids })) {
+            outcome = 'sent';
+            settled = true;
+          } else {
+            doubtful = true;
+          }
+        }
+        const proven = outcome === 'sent' && part.outcome === 'in_doubt';
+        setPart.run({
+          outcome,
+          code: proven ? null : (part.code ?? null),
+          detail: proven ? null : (part.detail ?? null),
+          tn: part.transactionNumber ?? null,
+          now,
+          file_id: fileId,
+          seq,
+          ids,
+          only_pending: whole ? 1 : 0,
+        });
+      }
+      const state: ChunkState =
+        result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
+      const cleared = state !== result.state;
+      this.stmt(
+        `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
+           error_code = :code, error_message = :message, updated_at = :now
+         WHERE file_id = :file_id AND seq = :seq`,
+      ).run({
+        state,
+        attempts: result.attempts,
+        tn: result.transactionNumber ?? null,
+        code: cleared ? null : (result.errorCode ?? null),
+        message: cleared ? null : (result.errorMessage ?? null),
+        now,
+        file_id: fileId,
+        seq,
+      });
+      return state;
+    });
+  }
+
+  async markInflightInDoubt(fileId: string): Promise<number> {
+    const now = this.now();
+    return this.tx(() => {
+      const inflight = this.stmt(
+        `SELECT seq FROM chunks WHERE file_id = ? AND state = 'inflight' ORDER BY seq`,
+      ).all(fileId);
+      for (const row of inflight) {
+        const seq = num(row.seq);
+        // A report that came in before the worker died already proves the chunk was accepted;
+        // left in doubt, nothing would ever settle it (its reports are not sent again).
+        const proven =
+          this.stmt(
+            `SELECT 1 FROM recipients WHERE file_id = ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+          ).get(fileId, seq) !== undefined;
+        const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
+        const outcome: RecipientOutcome = proven ? 'sent' : 'in_doubt';
+        this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
+          chunkState,
+          now,
+          fileId,
+          seq,
+        );
+        this.stmt(
+          `UPDATE recipients SET outcome = ?, updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending'`,
+        ).run(outcome, now, fileId, seq);
+      }
+      return inflight.length;
+    });
+  }
+
+  async requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number> {
+    const now = this.now();
+    // Only recipients the service did not take go back: a failed chunk may hold sent ones.
+    const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
+    return this.tx(() => {
+      this.stmt(
+        `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
+         WHERE file_id = :file_id
+           AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id
+                               AND state IN (SELECT value FROM json_each(:states)))
+           AND outcome IN (SELECT value FROM json_each(:outcomes))`,
+      ).run({ now, file_id: fileId, states: JSON.stringify(states), outcomes: JSON.stringify(outcomes) });
+      const r = this.stmt(
+        `UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = :now
+         WHERE file_id = :file_id AND state IN (SELECT value FROM json_each(:states))`,
+      ).run({ now, file_id: fileId, states: JSON.stringify(states) });
+      return changes(r);
+    });
+  }
+
+  // ---- delivery reports ----
+
+  async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
+    const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
+    if (events.length === 0) return result;
+    const now = this.now();
+    const insert = this.stmt(
+      `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data, sms_count,
+         status, received_at, recorded_at, orphan)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+       ON CONFLICT (transaction_number, to_number) DO NOTHING`,
+    );
+    // chunk_seq IS NOT NULL: invalid and duplicate rows may carry a messageId but were never sent.
+    const apply = this.stmt(
+      `UPDATE recipients SET status = :status, sms_count = coalesce(:sms, sms_count),
+         transaction_number = coalesce(transaction_number, :tn), updated_at = :now
+       WHERE file_id = :file_id AND message_id = :message_id AND chunk_seq IS NOT NULL
+       RETURNING chunk_seq, outcome`,
+    );
+    const orphan = this.stmt(
+      'UPDATE delivery_events SET orphan = 1 WHERE transaction_number = ? AND to_number = ?',
+    );
+    const acceptChunk = this.stmt(
+      `UPDATE chunks SET state = 'accepted', error_code = NULL, error_message = NULL, updated_at = ?
+       WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
+    );
+    const sendDoubtful = this.stmt(
+      `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
+    );
+    const files = new Set<string>();
+    this.tx(() => {
+      for (const e of events) {
+        const fresh = insert.run(
+          e.transactionNumber,
+          e.to,
+          e.messageId,
+          e.bulkId,
+          e.callbackData,
+          e.smsCount,
+          e.status,
+          e.receivedAt,
+          now,
+        );
+        if (changes(fresh) === 0) {
+          result.duplicates++;
+          continue;
+        }
+        result.recorded++;
+        const matched = apply.all({
+          status: e.status,
+          sms: e.smsCount,
+          tn: e.transactionNumber,
+          now,
+          file_id: e.bulkId,
+          message_id: e.messageId,
+        });
+        if (matched.length === 0) {
+          orphan.run(e.transactionNumber, e.to);
+          result.orphans++;
+          continue;
+        }
+        files.add(e.bulkId);
+        for (const m of matched) {
+          // The report proves the request that carried this recipient reached the service.
+          // Recipients already `sent` (an accepted part of a mixed chunk) prove nothing more.
+          if (str(m.outcome) !== 'in_doubt' || m.chunk_seq === null) continue;
+          const seq = num(m.chunk_seq);
+          acceptChunk.run(now, e.bulkId, seq);
+          sendDoubtful.run(now, e.bulkId, seq);
+        }
+      }
+    });
+    result.fileIds = [...files];
+    return result;
+  }
+
+  async expireDeliveries(fileId: string): Promise<number> {
+    const r = this.stmt(
+      `UPDATE recipients SET status = ?, updated_at = ? WHERE file_id = ? AND outcome = 'sent' AND status = ?`,
+    ).run(UNKNOWN_DELIVERY, this.now(), fileId, PENDING_DELIVERY);
+    return changes(r);
+  }
+
+  // ---- progress and reports ----
+
+  async counts(fileId: string): Promise<FileCounts> {
+    const file = this.stmt(
+      'SELECT records, valid, invalid, duplicates, suppressed, segments FROM files WHERE file_id = ?',
+    ).get(fileId);
+    const c: FileCounts = {
+      records: num(file?.records ?? 0),
+      valid: num(file?.valid ?? 0),
+      invalid: num(file?.invalid ?? 0),
+      duplicates: num(file?.duplicates ?? 0),
+      suppressed: num(file?.suppressed ?? 0),
+      segments: num(file?.segments ?? 0),
+      chunks: 0,
+      chunksPending: 0,
+      chunksInflight: 0,
+      chunksAccepted: 0,
+      chunksRejected: 0,
+      chunksFailed: 0,
+      chunksInDoubt: 0,
+      submitted: 0,
+      rejected: 0,
+      failed: 0,
+      inDoubt: 0,
+      delivered: 0,
+      undelivered: 0,
+      unknown: 0,
+      pendingDelivery: 0,
+    };
+    for (const r of this.stmt('SELECT state, count(*) AS n FROM chunks WHERE file_id = ? GROUP BY state').all(
+      fileId,
+    )) {
+      const n = num(r.n);
+      c.chunks += n;
+      switch (str(r.state) as ChunkState) {
+        case 'pending':
+          c.chunksPending += n;
+          break;
+        case 'inflight':
+          c.chunksInflight += n;
+          break;
+        case 'accepted':
+          c.chunksAccepted += n;
+          break;
+        case 'rejected':
+          c.chunksRejected += n;
+          break;
+        case 'failed':
+          c.chunksFailed += n;
+          break;
+        case 'in_doubt':
+          c.chunksInDoubt += n;
+          break;
+      }
+    }
+    // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
+    // the ingest counts above. Delivery counts are per status whatever the outcome, so a
+    // report that arrived before its chunk's result still shows.
+    for (const r of this.stmt(
+      `SELECT outcome, status, count(*) AS n FROM recipients
+       WHERE file_id = ? AND chunk_seq IS NOT NULL GROUP BY outcome, status`,
+    ).all(fileId)) {
+      const n = num(r.n);
+      const outcome = str(r.outcome) as RecipientOutcome;
+      const status = str(r.status);
+      if (outcome === 'sent') c.submitted += n;
+      else if (outcome === 'rejected') c.rejected += n;
+      else if (outcome === 'failed') c.failed += n;
+      else if (outcome === 'in_doubt') c.inDoubt += n;
+      if (status === PENDING_DELIVERY) {
+        if (outcome === 'sent') c.pendingDelivery += n;
+      } else if (status === DELIVERED) {
+        c.delivered += n;
+      } else {
+        c.undelivered += n;
+        if (status === UNKNOWN_DELIVERY) c.unknown += n;
+      }
+    }
+    return c;
+  }
+
+  async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {
+    const page = this.stmt(
+      `SELECT * FROM recipients WHERE file_id = :file_id AND idx > :after
+         AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
+       ORDER BY idx LIMIT :limit`,
+    );
+    const filter = list(outcomes);
+    let after = Number.MIN_SAFE_INTEGER;
+    for (;;) {
+      // Keyset paging: each page is its own short read, so no read transaction (and no
+      // WAL checkpoint block) is held while the consumer writes a report.
+      const rows = page.all({ file_id: fileId, after, outcomes: filter, limit: this.pageSize });
+      for (const r of rows) yield toRecipient(r);
+      if (rows.length < this.pageSize) return;
+      after = num(rows.at(-1)!.idx);
+    }
+  }
+}

@@ -1,0 +1,348 @@
+// The store: the truth about every file, chunk, recipient and delivery report
+// (CONTRACT.md: "The store, not the folder, is the truth about a file").
+//
+// One interface, several implementations (SQLite now, PostgreSQL next, several workers
+// sharing it). Rules every implementation keeps, and test/contract/store.contract.ts checks:
+// - Every state change is one atomic statement or transaction with its precondition in it
+//   (compare-and-set on the current state, and on the lease owner where one is given):
+//   never read-then-write in application code.
+// - Batched writes (recipients, chunk results, delivery reports) are one transaction per
+//   call, so a 1M-recipient file costs ~100 transactions, not 1M.
+// - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
+
+export type FileState =
+  | 'waiting'
+  | 'validating'
+  | 'rejected'
+  | 'duplicate'
+  | 'scheduled'
+  | 'sending'
+  | 'paused'
+  | 'submitted'
+  | 'completed'
+  | 'partial'
+  | 'cancelled';
+
+/** States a file does not leave by itself (retry/resume/cancel may still act on partial). */
+export const FINAL_FILE_STATES: readonly FileState[] = ['rejected', 'duplicate', 'completed', 'cancelled'];
+
+export type ChunkState = 'pending' | 'inflight' | 'accepted' | 'rejected' | 'failed' | 'in_doubt';
+
+/**
+ * What became of one record of the file. `pending`: valid, not sent yet; `in_doubt`: its
+ * request may have reached the service (no answer). The report shows these names.
+ */
+export type RecipientOutcome =
+  | 'pending'
+  | 'sent'
+  | 'invalid'
+  | 'duplicate'
+  | 'suppressed'
+  | 'rejected'
+  | 'failed'
+  | 'in_doubt';
+
+/** Delivery status of a recipient: `pending`, `UNKNOWN`, or the status name received. */
+export const PENDING_DELIVERY = 'pending';
+export const UNKNOWN_DELIVERY = 'UNKNOWN';
+export const DELIVERED = 'DELIVERED_TO_HANDSET';
+
+export interface IngestCounts {
+  records: number;
+  valid: number;
+  invalid: number;
+  duplicates: number;
+  suppressed: number;
+  segments: number;
+}
+
+export interface ListedIssue {
+  line: number;
+  code: string;
+  message: string;
+  value?: string | undefined;
+}
+
+export interface FileRecord {
+  fileId: string;
+  /** Source name from the configuration. */
+  source: string;
+  /** File name as dropped (`x.txt`). */
+  name: string;
+  /** Where the original is now, relative to the source root (`inbox/x.txt`, `processing/x.txt`, `done/x.txt`). */
+  path: string;
+  sha256: string;
+  bytes: number;
+  state: FileState;
+  layout: 'personalized' | 'bulk' | null;
+  encoding: string | null;
+  separator: string | null;
+  header: boolean;
+  counts: IngestCounts;
+  rejection: { code: string; message: string } | null;
+  /** Why the file is paused, partial or cancelled (shown by `status`). */
+  reason: string | null;
+  /** Sent with `send --force` despite DUPLICATE_FILE. */
+  forced: boolean;
+  /** Recipients resent after an in-doubt grace period: possible duplicates (api.inDoubt "resend"). */
+  possibleDuplicates: number;
+  /** First errors of the file, for the manifest (the report has all of them). */
+  errors: ListedIssue[];
+  createdAt: string;
+  updatedAt: string;
+  /** The first time the file entered each state. */
+  timestamps: Partial<Record<FileState, string>>;
+  /** After this instant recipients still without a final delivery status become UNKNOWN. */
+  deliveryDeadline: string | null;
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+}
+
+export interface NewFile {
+  fileId: string;
+  source: string;
+  name: string;
+  path: string;
+  sha256: string;
+  bytes: number;
+  forced?: boolean;
+  /** Initial state; `validating` when the pipeline claims a ready file. */
+  state: FileState;
+}
+
+/** Fields a transition or update may set (undefined = unchanged). */
+export interface FilePatch {
+  path?: string;
+  layout?: 'personalized' | 'bulk' | null;
+  encoding?: string | null;
+  separator?: string | null;
+  header?: boolean;
+  counts?: IngestCounts;
+  rejection?: { code: string; message: string } | null;
+  reason?: string | null;
+  errors?: ListedIssue[];
+  deliveryDeadline?: string | null;
+  /** Added to possibleDuplicates. */
+  addPossibleDuplicates?: number;
+}
+
+export interface RecipientInsert {
+  /** 1-based order of the row in the file (the report's order). */
+  idx: number;
+  line: number;
+  /** Position on a bulk line (1-based), 0 in personalized files. */
+  k: number;
+  /** The sent form when the number was valid, else null. */
+  number: string | null;
+  /** The raw value from the file (for invalid rows and errors.csv). */
+  value: string | null;
+  messageId: string | null;
+  /** Personalized text of a valid recipient; null for bulk files (the text is the file's message). */
+  text: string | null;
+  /** The chunk a valid recipient is planned into. */
+  chunkSeq: number | null;
+  outcome: RecipientOutcome;
+  /** FORMAT.md reason code (invalid, duplicate, suppressed) or API error code. */
+  code: string | null;
+  /** Human-readable detail of the code. */
+  detail: string | null;
+  smsCount: number | null;
+}
+
+export interface RecipientRecord extends RecipientInsert {
+  fileId: string;
+  /** Delivery status (PENDING_DELIVERY, a status name, or UNKNOWN_DELIVERY). */
+  status: string;
+  transactionNumber: string | null;
+  updatedAt: string;
+}
+
+export interface ChunkInsert {
+  seq: number;
+  /** Destinations in the chunk. */
+  size: number;
+}
+
+export interface ChunkRecord {
+  fileId: string;
+  seq: number;
+  size: number;
+  state: ChunkState;
+  attempts: number;
+  transactionNumber: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  updatedAt: string;
+}
+
+/** The outcome of one part of a chunk (the client may split or bisect a chunk). */
+export interface PartOutcome {
+  /** The messageIds of the part's destinations. */
+  messageIds: string[];
+  outcome: 'sent' | 'rejected' | 'failed' | 'in_doubt' | 'pending';
+  transactionNumber?: string | null;
+  code?: string | null;
+  detail?: string | null;
+}
+
+export interface ChunkResult {
+  /**
+   * The chunk's state after the request(s): `accepted` when every part was accepted or
+   * rejected with at least one accepted; `pending` puts it back (403: the file pauses).
+   */
+  state: ChunkState;
+  attempts: number;
+  transactionNumber?: string | null;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  parts: PartOutcome[];
+}
+
+/** service-interface.md 2.6, one element of `results`, as received. */
+export interface DeliveryEvent {
+  transactionNumber: string;
+  to: string;
+  messageId: string;
+  bulkId: string;
+  callbackData: string | null;
+  smsCount: number | null;
+  status: string;
+  receivedAt: string;
+}
+
+export interface DeliveryResult {
+  /** Events new to the store (not seen before with the same transactionNumber + to). */
+  recorded: number;
+  /** Events already recorded: changed nothing. */
+  duplicates: number;
+  /** New events whose bulkId + messageId match no recipient: kept, not applied. */
+  orphans: number;
+  /** Files whose recipients changed status (to check for completion). */
+  fileIds: string[];
+}
+
+export interface FileCounts extends IngestCounts {
+  chunks: number;
+  chunksPending: number;
+  chunksInflight: number;
+  chunksAccepted: number;
+  chunksRejected: number;
+  chunksFailed: number;
+  chunksInDoubt: number;
+  /** Recipients accepted by the service. */
+  submitted: number;
+  /** Recipients rejected (400) or failed for good. */
+  rejected: number;
+  failed: number;
+  inDoubt: number;
+  delivered: number;
+  /** A final status other than DELIVERED_TO_HANDSET (NO_SUCCESS and others) or UNKNOWN. */
+  undelivered: number;
+  unknown: number;
+  /** Submitted recipients without a final status yet. */
+  pendingDelivery: number;
+}
+
+export interface ListFilesOptions {
+  source?: string;
+  states?: readonly FileState[];
+  limit?: number;
+}
+
+export interface Store {
+  /** Applies pending migrations. Idempotent. */
+  migrate(): Promise<void>;
+  /** Throws when the store cannot be used (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  // ---- files ----
+  /**
+   * Records a file, unique on (source, path, sha256); when it exists already the existing
+   * record is returned with `created: false`. Also unique on fileId.
+   */
+  registerFile(file: NewFile): Promise<{ file: FileRecord; created: boolean }>;
+  getFile(fileId: string): Promise<FileRecord | null>;
+  /** Newest first. */
+  listFiles(options?: ListFilesOptions): Promise<FileRecord[]>;
+  /** A file from `source` with this content that reached `completed` (or `submitted`) at or after `since`. */
+  findCompleted(
+    source: string,
+    sha256: string,
+    since: string,
+    excludeFileId?: string,
+  ): Promise<FileRecord | null>;
+  /** How many files from this source have this sha256 (to derive a forced resend's fileId). */
+  countBySha(source: string, sha256: string): Promise<number>;
+  /**
+   * Compare-and-set: moves the file to `to` when its state is one of `from` (any state when
+   * omitted) and, when `owner` is given, its lease is held by `owner`. Sets timestamps[to]
+   * when first entered, applies the patch, and returns the new record, or null when the
+   * precondition did not hold.
+   */
+  transition(
+    fileId: string,
+    to: FileState,
+    options?: { from?: readonly FileState[]; owner?: string; patch?: FilePatch },
+  ): Promise<FileRecord | null>;
+  updateFile(fileId: string, patch: FilePatch): Promise<void>;
+
+  // ---- leases: which worker drives a file ----
+  /**
+   * Takes the lease of a file whose state is in `states` and whose lease is free or expired
+   * (oldest updated first), for `leaseMs`. Atomic: two workers never get the same file.
+   */
+  acquireFile(owner: string, states: readonly FileState[], leaseMs: number): Promise<FileRecord | null>;
+  /** Takes the lease of this file when free, expired or already ours. */
+  takeLease(fileId: string, owner: string, leaseMs: number): Promise<boolean>;
+  renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean>;
+  releaseLease(fileId: string, owner: string): Promise<void>;
+
+  // ---- ingest ----
+  /** Deletes the recipients and chunks of a file (before ingesting it again after a crash). */
+  clearRecipients(fileId: string): Promise<void>;
+  /** One transaction per call. */
+  insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void>;
+  insertChunks(fileId: string, chunks: readonly ChunkInsert[]): Promise<void>;
+
+  // ---- sending ----
+  listChunks(fileId: string, states?: readonly ChunkState[]): Promise<ChunkRecord[]>;
+  /** The chunk's recipients in idx order; `outcomes` filters (e.g. failed ones for retry). */
+  chunkRecipients(
+    fileId: string,
+    seq: number,
+    outcomes?: readonly RecipientOutcome[],
+  ): Promise<RecipientRecord[]>;
+  /** Compare-and-set on the chunk state; `inflight` also increments attempts. */
+  setChunkState(fileId: string, seq: number, to: ChunkState, from: readonly ChunkState[]): Promise<boolean>;
+  /**
+   * One transaction: the chunk's state, and every part's recipients' outcome, code and
+   * transactionNumber. An `in_doubt` result whose chunk already has a delivery report for
+   * one of its messageIds is recorded as accepted (the report proves it).
+   */
+  recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState>;
+  /**
+   * Called by a worker right after it takes a file's lease: chunks of that file still
+   * `inflight` were left by a worker that died mid-request, so they become `in_doubt`
+   * (their pending recipients too). Returns how many chunks changed.
+   */
+  markInflightInDoubt(fileId: string): Promise<number>;
+  /** Puts the failed (and, with `inDoubt`, in-doubt) chunks of a file back to pending, their recipients too. */
+  requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number>;
+
+  // ---- delivery reports ----
+  /**
+   * One transaction, idempotent on (transactionNumber, to): new events are kept; the
+   * recipient with bulkId = fileId and the event's messageId gets its status, smsCount and
+   * transactionNumber; an in-doubt chunk with such a report becomes accepted (its in-doubt
+   * recipients sent). Events matching no recipient are kept as orphans.
+   */
+  recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult>;
+  /** Recipients of the file still pending delivery become UNKNOWN. Returns how many. */
+  expireDeliveries(fileId: string): Promise<number>;
+
+  // ---- progress and reports ----
+  counts(fileId: string): Promise<FileCounts>;
+  /** Every record of the file in idx order, read in pages (flat memory on millions of rows). */
+  recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;
+}
