@@ -224,6 +224,16 @@ export const ERRORS = {
     hint: 'another process holds the port, or the address is not on this machine: change notify.listen',
     retryable: false,
   },
+  DROPLINE_ERR_UNKNOWN_FILE: {
+    message: 'no file with this fileId in the store',
+    hint: 'dropline status lists the files and their fileIds',
+    retryable: false,
+  },
+  DROPLINE_ERR_FILE_STATE: {
+    message: 'the file is not in a state this command applies to',
+    hint: 'dropline status <fileId> shows its state',
+    retryable: false,
+  },
   DROPLINE_ERR_STORE: {
     message: 'the store cannot be used',
     hint: "check the store setting, the database file's directory (permissions, free disk space) and that its schema is not newer than this dropline",

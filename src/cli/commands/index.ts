@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
+import { registerFileCommands } from './files.ts';
+import { registerRun } from './run.ts';
 import { registerSandbox } from './sandbox.ts';
+import { registerSend } from './send.ts';
 import { registerValidate } from './validate.ts';
 
 /** Each command sets the process exit code through `setExit`. */
@@ -7,5 +10,8 @@ export type SetExit = (code: number) => void;
 
 export function registerCommands(program: Command, setExit: SetExit): void {
   registerValidate(program, setExit);
+  registerRun(program, setExit);
+  registerSend(program, setExit);
+  registerFileCommands(program, setExit);
   registerSandbox(program, setExit);
 }

@@ -1,0 +1,171 @@
+// status, report, retry, pause, resume, cancel: acting on files the store knows.
+
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import type { Command } from 'commander';
+import { DroplineError } from '../../errors.ts';
+import { type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
+import type { Runtime } from '../../pipeline/runtime.ts';
+import type { FileState } from '../../store/store.ts';
+import { withRuntime } from './context.ts';
+import type { SetExit } from './index.ts';
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+const PAST = { pause: 'paused', resume: 'resumed', cancel: 'cancelled' } as const;
+
+/** The states a command ends in successfully. */
+export function successState(state: string): boolean {
+  return state === 'submitted' || state === 'completed' || state === 'sending';
+}
+
+export function progressLine(m: Manifest): string {
+  const c = m.counts;
+  return `${m.name} ${m.state}: ${fmt(c.records)} records, ${fmt(c.valid)} valid · chunks ${fmt(c.chunksAccepted)}/${fmt(c.chunks)} accepted · ${fmt(c.submitted)} submitted · ${fmt(c.delivered)} delivered, ${fmt(c.undelivered)} undelivered, ${fmt(c.pendingDelivery)} pending`;
+}
+
+export function printManifest(m: Manifest, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(m, null, 2)}\n`);
+    return;
+  }
+  const lines = [`${progressLine(m)}`, `  fileId ${m.fileId} · source ${m.source} · ${m.path}`];
+  const c = m.counts;
+  if (c.invalid + c.duplicates + c.suppressed > 0) {
+    lines.push(
+      `  not sent: ${fmt(c.invalid)} invalid, ${fmt(c.duplicates)} duplicate, ${fmt(c.suppressed)} suppressed`,
+    );
+  }
+  if (c.rejected + c.failed + c.inDoubt > 0) {
+    lines.push(
+      `  ${fmt(c.rejected)} rejected by the service, ${fmt(c.failed)} failed, ${fmt(c.inDoubt)} in doubt`,
+    );
+  }
+  if (c.possibleDuplicates > 0)
+    lines.push(`  ${fmt(c.possibleDuplicates)} resent after being in doubt (possible duplicates)`);
+  if (m.rejection) lines.push(`  ${m.rejection.code}: ${m.rejection.message}`);
+  else if (m.reason) lines.push(`  ${m.reason}`);
+  for (const e of m.errors.slice(0, 10)) lines.push(`  line ${e.line}: ${e.code} ${e.message}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
+  const m = await manifestOf(rt.store, fileId);
+  if (!m) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
+  return m;
+}
+
+/** Drives the file here when no other process holds it (a running daemon would). */
+async function driveIfFree(rt: Runtime, fileId: string): Promise<void> {
+  if (await rt.store.takeLease(fileId, rt.owner, rt.loaded.config.leaseMs)) await rt.pipeline.drive(fileId);
+}
+
+async function act(
+  rt: Runtime,
+  fileId: string,
+  to: FileState,
+  from: readonly FileState[],
+  verb: string,
+): Promise<Manifest> {
+  const before = await mustManifest(rt, fileId);
+  const file = await rt.store.transition(fileId, to, { from, patch: { reason: `${verb} by a user` } });
+  if (!file) {
+    throw new DroplineError(
+      'DROPLINE_ERR_FILE_STATE',
+      `${fileId} is ${before.state}; ${verb} applies to a file that is ${from.join(' or ')}`,
+    );
+  }
+  rt.logger.info({ fileId, from: before.state, to }, `file ${verb}`);
+  return mustManifest(rt, fileId);
+}
+
+export function registerFileCommands(program: Command, setExit: SetExit): void {
+  program
+    .command('status')
+    .description('files and their progress')
+    .argument('[fileId]')
+    .option('--json', 'manifests as JSON')
+    .option('--limit <n>', 'newest files shown', '50')
+    .action(async (fileId: string | undefined, opts: { json?: boolean; limit: string }, cmd: Command) => {
+      await withRuntime(cmd, {}, async (rt) => {
+        if (fileId) {
+          printManifest(await mustManifest(rt, fileId), opts.json ?? false);
+          return;
+        }
+        const files = await rt.store.listFiles({ limit: Number(opts.limit) || 50 });
+        const manifests: Manifest[] = [];
+        for (const f of files) manifests.push(await mustManifest(rt, f.fileId));
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
+          return;
+        }
+        if (manifests.length === 0) process.stdout.write('no files yet\n');
+        for (const m of manifests) {
+          const c = m.counts;
+          process.stdout.write(
+            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}\n`,
+          );
+        }
+      });
+      setExit(0);
+    });
+
+  program
+    .command('report')
+    .description('per-recipient CSV report')
+    .argument('<fileId>')
+    .option('--out <path>', 'write to a file instead of stdout')
+    .action(async (fileId: string, opts: { out?: string }, cmd: Command) => {
+      await withRuntime(cmd, {}, async (rt) => {
+        await mustManifest(rt, fileId);
+        const out = opts.out ? createWriteStream(opts.out) : process.stdout;
+        for await (const chunk of reportCsv(rt.store, fileId)) {
+          if (!out.write(chunk)) await once(out, 'drain');
+        }
+        if (opts.out) {
+          out.end();
+          await once(out, 'finish');
+        }
+      });
+      setExit(0);
+    });
+
+  program
+    .command('retry')
+    .description('resend only the chunks that failed for good or are held in doubt')
+    .argument('<fileId>')
+    .option('--json')
+    .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
+      await withRuntime(cmd, {}, async (rt) => {
+        await mustManifest(rt, fileId);
+        const requeued = await rt.pipeline.retry(fileId);
+        if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
+        await driveIfFree(rt, fileId);
+        const m = await mustManifest(rt, fileId);
+        printManifest(m, opts.json ?? false);
+        setExit(successState(m.state) ? 0 : 1);
+      });
+    });
+
+  for (const [verb, to, from, drive] of [
+    ['pause', 'paused', ['sending'], false],
+    ['resume', 'sending', ['paused'], true],
+    ['cancel', 'cancelled', ['waiting', 'validating', 'scheduled', 'sending', 'paused', 'partial'], false],
+  ] as const) {
+    program
+      .command(verb)
+      .description(`${verb} a file between chunks`)
+      .argument('<fileId>')
+      .option('--json')
+      .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
+        await withRuntime(cmd, {}, async (rt) => {
+          let m = await act(rt, fileId, to, from, PAST[verb]);
+          if (drive) {
+            await driveIfFree(rt, fileId);
+            m = await mustManifest(rt, fileId);
+          } else await rt.pipeline.writeReports(fileId);
+          printManifest(m, opts.json ?? false);
+        });
+        setExit(0);
+      });
+  }
+}

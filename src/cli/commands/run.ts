@@ -1,0 +1,52 @@
+// `dropline run`: the daemon on every configured source (or the embedded default).
+import type { Command } from 'commander';
+import { createLogger } from '../../log.ts';
+import { startDaemon } from '../../pipeline/daemon.ts';
+import { openRuntime } from '../../pipeline/runtime.ts';
+import { configOf } from './context.ts';
+import type { SetExit } from './index.ts';
+
+export function registerRun(program: Command, setExit: SetExit): void {
+  program
+    .command('run')
+    .description('the daemon: every source, the delivery-report receiver, the ops server')
+    .action(async (_opts: unknown, cmd: Command) => {
+      const loaded = configOf(cmd);
+      const logger = createLogger();
+      const rt = await openRuntime(loaded, { logger, sandbox: 'embed' });
+      const daemon = await startDaemon(rt);
+      const { config } = loaded;
+      const lines = [
+        `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
+        `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : rt.serviceUrl}`,
+        `  store:    ${config.store}`,
+        `  reports:  delivery reports received at ${daemon.receiver.url}`,
+        `  ops:      ${daemon.ops.url}/api/files  ${daemon.ops.url}/healthz  ${daemon.ops.url}/readyz`,
+        ...config.sources.map((s) =>
+          s.type === 'local'
+            ? `  source ${s.name}: drop files into ${s.path}/inbox/`
+            : `  source ${s.name} (${s.type})`,
+        ),
+      ];
+      const first = config.sources.find((s) => s.type === 'local');
+      if (first) {
+        lines.push(
+          '',
+          'Try it:',
+          `  cp samples/bulk.txt ${first.path}/inbox/`,
+          '  npx dropline status',
+          `  cat ${first.path}/reports/bulk.report.csv`,
+          'Stop with Ctrl-C.',
+        );
+      }
+      process.stdout.write(`${lines.join('\n')}\n`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      logger.info('stopping');
+      await daemon.close();
+      await rt.close();
+      setExit(0);
+    });
+}

@@ -1,0 +1,123 @@
+// `dropline send <file> [--wait] [--force]`: one file through the whole pipeline now.
+import { copyFile, stat } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { DroplineError } from '../../errors.ts';
+import { type Receiver, startReceiver } from '../../notify/receiver.ts';
+import { manifestOf } from '../../pipeline/reports.ts';
+import { type Runtime, receiverListening } from '../../pipeline/runtime.ts';
+import { isDropFileName } from '../../sources/source.ts';
+import { commandLogger, localSource, withRuntime } from './context.ts';
+import { printManifest, progressLine, successState } from './files.ts';
+import type { SetExit } from './index.ts';
+
+interface SendOptions {
+  wait?: boolean;
+  force?: boolean;
+  json?: boolean;
+  source?: string;
+}
+
+async function waitForDeliveries(rt: Runtime, fileId: string, show: (line: string) => void): Promise<void> {
+  for (;;) {
+    const file = await rt.store.getFile(fileId);
+    if (file?.state !== 'submitted') return;
+    const after = await rt.pipeline.checkProgress(file);
+    if (after.state !== 'submitted') return;
+    const m = await manifestOf(rt.store, fileId);
+    if (m) show(progressLine(m));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export function registerSend(program: Command, setExit: SetExit): void {
+  program
+    .command('send')
+    .description('send one file through the whole pipeline now (for scheduled jobs)')
+    .argument('<file>', 'the .txt drop file')
+    .option('--wait', 'also wait for the final delivery states (or deliveryTimeout)')
+    .option('--force', 'send even when the same content was already sent (DUPLICATE_FILE)')
+    .option(
+      '--source <name>',
+      'the local source whose folders and settings to use (default: the first local one)',
+    )
+    .option('--json', 'print the manifest as JSON')
+    .action(async (path: string, opts: SendOptions, cmd: Command) => {
+      const info = await stat(path).catch(() => null);
+      if (!info?.isFile()) throw new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: no such file`);
+      const name = basename(path);
+      if (!isDropFileName(name))
+        throw new DroplineError('DROPLINE_ERR_USAGE', `${name}: a drop file name ends in .txt`);
+      const logger = commandLogger();
+      await withRuntime(cmd, { logger, sandbox: 'share' }, async (rt) => {
+        const source = localSource(rt, opts.source);
+        const cfg = rt.pipeline.sourceConfig(source.name);
+        if (cfg.type !== 'local')
+          throw new DroplineError('DROPLINE_ERR_USAGE', 'send works with a local source');
+        // Straight into processing/: a daemon watching inbox/ never sees it.
+        let target = `processing/${name}`;
+        if (await source.exists(target)) target = `processing/${Date.now()}-${name}`;
+        await copyFile(path, join(resolve(cfg.path), target));
+
+        const tty = process.stderr.isTTY && !opts.json;
+        const show = (line: string) => {
+          if (tty) process.stderr.write(`\r\x1b[2K${line}`);
+        };
+        let receiver: Receiver | null = null;
+        const listening = await receiverListening(rt.loaded);
+        if (!listening && opts.wait) {
+          receiver = await startReceiver({
+            listen: rt.loaded.config.notify.listen,
+            path: new URL(rt.loaded.notifyUrl).pathname,
+            token: rt.loaded.secrets.notifyToken,
+            store: rt.store,
+            logger,
+          });
+        } else if (!listening) {
+          process.stderr.write(
+            `warning: nothing listens on notify.listen (${rt.loaded.config.notify.listen}). Delivery reports for this file ` +
+              'go to the dropline process serving it (a running `dropline run`); a report the service cannot deliver is lost for good. ' +
+              'Start `dropline run`, or use --wait.\n',
+          );
+        }
+        try {
+          const timer = tty
+            ? setInterval(() => {
+                void rt.store
+                  .listFiles({ source: source.name, limit: 1 })
+                  .then(async ([f]) => {
+                    const m = f ? await manifestOf(rt.store, f.fileId) : null;
+                    if (m) show(progressLine(m));
+                  })
+                  .catch(() => {});
+              }, 200)
+            : null;
+          let fileId: string;
+          try {
+            const file = await rt.pipeline.claim(
+              source,
+              { name, path: target, size: info.size, mtimeMs: info.mtimeMs },
+              { force: opts.force ?? false },
+            );
+            if (!file)
+              throw new DroplineError(
+                'DROPLINE_ERR_USAGE',
+                `${name} is already being sent by another dropline process`,
+              );
+            fileId = file.fileId;
+            if (file.state === 'validating' || file.state === 'sending') await rt.pipeline.drive(fileId);
+            if (opts.wait) await waitForDeliveries(rt, fileId, show);
+          } finally {
+            if (timer) clearInterval(timer);
+            if (tty) process.stderr.write('\r\x1b[2K');
+          }
+          const manifest = (await manifestOf(rt.store, fileId))!;
+          await rt.pipeline.writeReports(fileId);
+          printManifest(manifest, opts.json ?? false);
+          setExit(successState(manifest.state) ? 0 : 1);
+        } finally {
+          await receiver?.close();
+        }
+      });
+    });
+}

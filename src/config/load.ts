@@ -1,0 +1,140 @@
+// Configuration: the file (when there is one) + environment → a validated, frozen Config,
+// with secrets resolved from `…File` paths and DROPLINE_* variables.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { z } from 'zod';
+import { DroplineError } from '../errors.ts';
+import { type Config, configSchema } from './schema.ts';
+
+export const DEFAULT_CONFIG_PATH = './dropline.config.json';
+
+export interface LoadedConfig {
+  config: Config;
+  /** The file read, or null for the embedded default. */
+  path: string | null;
+  /** Secrets, kept apart so nothing that prints the config can print them. */
+  secrets: { apiPassword: string; notifyToken: string };
+  /** The URL the service posts delivery reports to (token in the query string). */
+  notifyUrl: string;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const key = issue.path.length > 0 ? issue.path.join('.') : '(root)';
+  return `${key}: ${issue.message}`;
+}
+
+function readSecretFile(path: string, key: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`,
+    );
+  }
+}
+
+/** The notify token of the embedded default: generated once, kept beside the store. */
+function localNotifyToken(stateDir: string): string {
+  const path = resolve(stateDir, 'notify-token');
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  mkdirSync(stateDir, { recursive: true });
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+export function parseConfig(raw: unknown): Config {
+  const result = configSchema.safeParse(raw);
+  if (!result.success) {
+    throw new DroplineError('DROPLINE_ERR_CONFIG', result.error.issues.map(describeIssue).join('; '));
+  }
+  const config = result.data;
+  const names = new Set<string>();
+  for (const s of config.sources) {
+    if (names.has(s.name))
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `sources: the name "${s.name}" is used twice`);
+    names.add(s.name);
+  }
+  return config;
+}
+
+export function loadConfig(
+  options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {},
+): LoadedConfig {
+  const env = options.env ?? process.env;
+  let path: string | null = null;
+  let raw: unknown = {};
+  const explicit = options.path;
+  const candidate = explicit ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : null);
+  if (candidate !== null) {
+    path = resolve(candidate);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `cannot read ${candidate} (${(err as NodeJS.ErrnoException).code})`,
+      );
+    }
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `${candidate} is not valid JSON: ${(err as Error).message}`,
+      );
+    }
+  }
+  const config = parseConfig(raw);
+
+  const apiPassword =
+    env.DROPLINE_API_PASSWORD ??
+    (config.api.passwordFile
+      ? readSecretFile(config.api.passwordFile, 'api.passwordFile')
+      : config.api.password) ??
+    (config.api.baseUrl === 'sandbox' ? 'demo' : undefined);
+  if (apiPassword === undefined) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      'api.password: required for a real service (or api.passwordFile, or DROPLINE_API_PASSWORD)',
+    );
+  }
+  const storeDir = config.store.startsWith('sqlite:')
+    ? dirname(resolve(config.store.slice(7)))
+    : resolve('.dropline');
+  const notifyToken =
+    env.DROPLINE_NOTIFY_TOKEN ??
+    (config.notify.tokenFile
+      ? readSecretFile(config.notify.tokenFile, 'notify.tokenFile')
+      : config.notify.token) ??
+    localNotifyToken(storeDir);
+
+  const [host, port] = splitListen(config.notify.listen, 'notify.listen');
+  const publicUrl =
+    config.notify.publicUrl ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/notify`;
+  const url = new URL(publicUrl);
+  url.searchParams.set('token', notifyToken);
+
+  return {
+    config: Object.freeze(config),
+    path,
+    secrets: { apiPassword, notifyToken },
+    notifyUrl: url.toString(),
+  };
+}
+
+/** `host:port` → [host, port]. */
+export function splitListen(listen: string, key: string): [string, number] {
+  const i = listen.lastIndexOf(':');
+  const port = Number(listen.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${key}: "${listen}" is not host:port (e.g. 127.0.0.1:8080)`,
+    );
+  }
+  return [listen.slice(0, i), port];
+}

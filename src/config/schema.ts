@@ -1,0 +1,125 @@
+// dropline.config.json (CONTRACT.md "Configuration"): parsed once into a frozen Config.
+// Unknown keys are errors: a typo must not silently fall back to a default.
+import { z } from 'zod';
+
+const duration = z.number().int().nonnegative();
+
+const sourceCommon = {
+  name: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ - only'),
+  layout: z.enum(['personalized', 'bulk']).nullable().default(null),
+  readiness: z.enum(['stable', 'marker', 'trailer']).default('stable'),
+  stableMs: duration.optional(),
+  pollMs: duration.optional(),
+  /** How long a file may wait for its marker or trailer before it is MISSING_TRAILER. */
+  incompleteTimeoutMs: duration.default(60 * 60_000),
+  maxInvalidRatio: z.number().min(0).max(1).default(0.2),
+  maxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(2 * 1024 ** 3),
+  allowedCountries: z.array(z.string().length(2)).nullable().default(null),
+  defaultCountry: z.string().length(2).default('CO'),
+  account: z.string().optional(),
+};
+
+const localSource = z
+  .object({
+    ...sourceCommon,
+    type: z.literal('local'),
+    path: z.string().min(1),
+  })
+  .strict();
+
+const sftpSource = z
+  .object({
+    ...sourceCommon,
+    type: z.literal('sftp'),
+    host: z.string().min(1),
+    port: z.number().int().positive().default(22),
+    username: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+    privateKeyPath: z.string().optional(),
+    passphrase: z.string().optional(),
+    passphraseFile: z.string().optional(),
+    hostKeySha256: z.string().optional(),
+    insecureSkipHostKeyCheck: z.boolean().default(false),
+    path: z.string().min(1),
+  })
+  .strict();
+
+const s3Source = z
+  .object({
+    ...sourceCommon,
+    type: z.literal('s3'),
+    bucket: z.string().min(1),
+    prefix: z.string().default(''),
+    region: z.string().default('us-east-1'),
+    endpoint: z.string().url().optional(),
+    forcePathStyle: z.boolean().default(false),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    api: z
+      .object({
+        baseUrl: z.union([z.literal('sandbox'), z.string().url()]).default('sandbox'),
+        username: z.string().default('demo'),
+        password: z.string().optional(),
+        passwordFile: z.string().optional(),
+        chunkSize: z.number().int().min(1).max(100_000).default(1000),
+        concurrency: z.number().int().min(1).max(256).default(4),
+        ratePerSecond: z.number().nonnegative().default(0),
+        timeoutMs: duration.default(30_000),
+        inDoubt: z.enum(['hold', 'resend']).default('hold'),
+        inDoubtGraceMs: duration.default(10 * 60_000),
+        retry: z
+          .object({
+            baseMs: duration.default(5000),
+            maxMs: duration.default(5 * 60_000),
+            maxAttempts: z.number().int().min(1).default(8),
+          })
+          .strict()
+          .default({ baseMs: 5000, maxMs: 5 * 60_000, maxAttempts: 8 }),
+        /** Milliseconds per unit of the token's expires_in (the spec does not show the unit). */
+        tokenExpiresInUnitMs: z.number().positive().default(1000),
+        tokenMaxLifetimeS: z.number().positive().default(14_400),
+      })
+      .strict()
+      .prefault({}),
+    notify: z
+      .object({
+        publicUrl: z.string().url().optional(),
+        listen: z.string().default('127.0.0.1:8081'),
+        token: z.string().optional(),
+        tokenFile: z.string().optional(),
+      })
+      .strict()
+      .prefault({}),
+    store: z.string().default('sqlite:./.dropline/state.db'),
+    ops: z
+      .object({ listen: z.string().default('127.0.0.1:8080') })
+      .strict()
+      .prefault({}),
+    sendWindow: z.null().default(null),
+    suppressionList: z.string().nullable().default(null),
+    deliveryTimeoutMs: duration.default(72 * 3600_000),
+    duplicateWindowMs: duration.default(7 * 24 * 3600_000),
+    /** How long a worker holds a file before another may take it over (crash recovery). */
+    leaseMs: duration.default(30_000),
+    sources: z
+      .array(z.discriminatedUnion('type', [localSource, sftpSource, s3Source]))
+      .min(1)
+      .prefault([{ name: 'local', type: 'local', path: './drop' }]),
+  })
+  .strict();
+
+export type RawConfig = z.input<typeof configSchema>;
+export type Config = z.output<typeof configSchema>;
+export type SourceConfig = Config['sources'][number];
+export type LocalSourceConfig = z.output<typeof localSource>;

@@ -1,0 +1,162 @@
+// `dropline run`: every source polled (and watched), ready files claimed and driven, files
+// left by a dead worker taken over when their lease expires, delivery reports received,
+// progress checked, the ops server up.
+import { type Receiver, startReceiver } from '../notify/receiver.ts';
+import { type OpsServer, startOpsServer } from '../ops/server.ts';
+import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
+import type { Source, SourceEntry } from '../sources/source.ts';
+import { DRIVEN_STATES } from './pipeline.ts';
+import type { Runtime } from './runtime.ts';
+
+export interface Daemon {
+  receiver: Receiver;
+  ops: OpsServer;
+  /** Resolves when the current work is done and no ready file waits (tests, send --wait). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const WORK_INTERVAL_MS = 1000;
+const PROGRESS_INTERVAL_MS = 2000;
+
+export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = {}): Promise<Daemon> {
+  const { config, secrets } = rt.loaded;
+  const log = rt.logger;
+  const pipeline = rt.pipeline;
+  let closing = false;
+  const timers: NodeJS.Timeout[] = [];
+  const unwatch: (() => void)[] = [];
+
+  // One queue of work so files are driven one after the other (each sends its chunks
+  // concurrently); a failure in one step is logged and never stops the daemon.
+  let queue: Promise<void> = Promise.resolve();
+  const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
+    queue = queue.then(async () => {
+      if (closing) return;
+      try {
+        await fn();
+      } catch (err) {
+        log.error({ err: (err as Error).message, stack: (err as Error).stack }, `${what} failed`);
+      }
+    });
+    return queue;
+  };
+
+  const progressDue = new Set<string>();
+  const receiver = await startReceiver({
+    listen: config.notify.listen,
+    path: new URL(rt.loaded.notifyUrl).pathname,
+    token: secrets.notifyToken,
+    store: rt.store,
+    logger: log,
+    onDelivered: (fileIds) => {
+      for (const id of fileIds) progressDue.add(id);
+    },
+  });
+  log.info({ url: receiver.url }, 'delivery-report receiver listening');
+
+  let ops: OpsServer | null = null;
+  if (options.withOps !== false) {
+    ops = await startOpsServer({
+      listen: config.ops.listen,
+      store: rt.store,
+      sources: rt.sources,
+      logger: log,
+    });
+    log.info({ url: ops.url }, 'ops server listening');
+  }
+
+  // ---- sources: readiness, claim, drive ----
+  const scanning = new Map<string, boolean>();
+  const scan = async (source: Source, tracker: ReadinessTracker): Promise<void> => {
+    if (scanning.get(source.name) || closing) return;
+    scanning.set(source.name, true);
+    try {
+      let listing: SourceEntry[];
+      try {
+        listing = await source.list();
+      } catch (err) {
+        log.warn({ source: source.name, err: (err as Error).message }, 'cannot list the inbox');
+        return;
+      }
+      const { ready, timedOut } = await tracker.observe(listing, Date.now(), sourceProbes(source));
+      for (const entry of timedOut) {
+        await enqueue(`reject ${entry.name}`, async () => {
+          await pipeline.rejectIncomplete(source, entry);
+          tracker.forget(entry.path);
+        });
+      }
+      for (const entry of ready) {
+        await enqueue(`claim ${entry.name}`, async () => {
+          try {
+            const file = await pipeline.claim(source, entry);
+            if (file && (file.state === 'validating' || file.state === 'sending'))
+              await pipeline.drive(file.fileId);
+          } finally {
+            tracker.forget(entry.path);
+          }
+        });
+      }
+    } finally {
+      scanning.set(source.name, false);
+    }
+  };
+
+  for (const cfg of config.sources) {
+    const source = rt.sources.get(cfg.name)!;
+    const tracker = new ReadinessTracker({
+      mode: cfg.readiness,
+      stableMs: cfg.stableMs ?? (cfg.type === 'local' ? 2000 : 15_000),
+      incompleteTimeoutMs: cfg.incompleteTimeoutMs,
+    });
+    const pollMs = cfg.pollMs ?? (cfg.type === 'local' ? 1000 : 10_000);
+    const tick = () => void scan(source, tracker);
+    tick();
+    timers.push(setInterval(tick, pollMs));
+    if (source.watch) unwatch.push(source.watch(tick));
+  }
+
+  // ---- files left by others (crashed workers, resume, retry) ----
+  const work = async (): Promise<void> => {
+    for (;;) {
+      if (closing) return;
+      const file = await rt.store.acquireFile(rt.owner, DRIVEN_STATES, config.leaseMs);
+      if (!file) return;
+      log.info({ fileId: file.fileId, state: file.state }, `taking over ${file.name}`);
+      await pipeline.drive(file.fileId);
+    }
+  };
+  timers.push(setInterval(() => void enqueue('take over', work), WORK_INTERVAL_MS));
+  void enqueue('take over', work);
+
+  // ---- progress: completion, delivery timeout, in-doubt settlement ----
+  const progress = async (all: boolean): Promise<void> => {
+    const ids = new Set(progressDue);
+    progressDue.clear();
+    if (all)
+      for (const f of await rt.store.listFiles({ states: ['submitted', 'partial'] })) ids.add(f.fileId);
+    for (const id of ids) {
+      const file = await rt.store.getFile(id);
+      if (file && (file.state === 'submitted' || file.state === 'partial'))
+        await pipeline.checkProgress(file);
+    }
+  };
+  let rounds = 0;
+  timers.push(
+    setInterval(() => void enqueue('progress', () => progress(rounds++ % 5 === 0)), PROGRESS_INTERVAL_MS / 4),
+  );
+
+  return {
+    receiver,
+    ops: ops ?? { url: '', close: async () => {} },
+    idle: () => queue,
+    async close() {
+      closing = true;
+      for (const t of timers) clearInterval(t);
+      for (const u of unwatch) u();
+      await queue.catch(() => {});
+      await receiver.close();
+      await ops?.close();
+    },
+  };
+}

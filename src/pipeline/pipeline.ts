@@ -1,0 +1,610 @@
+// One file's way through dropline: claim → ingest (read, validate, record every line) →
+// send (write-ahead per chunk) → delivery reports → completed. The store is the truth at
+// every step, so a process killed at any moment is resumed by the next one that takes the
+// file's lease (DESIGN-NOTES 1).
+import type { Config, SourceConfig } from '../config/schema.ts';
+import { sniff } from '../format/decode.ts';
+import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
+import { type ReadSummary, readDropFile } from '../format/reader.ts';
+import type { SuppressionList } from '../format/suppression.ts';
+import type { Logger } from '../log.ts';
+import { planChunk } from '../plan/chunks.ts';
+import { fileIdFor, messageIdFor } from '../plan/ids.ts';
+import type { SendResult, ServiceClient } from '../service/client.ts';
+import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
+import type {
+  ChunkResult,
+  ChunkState,
+  FilePatch,
+  FileRecord,
+  FileState,
+  PartOutcome,
+  RecipientInsert,
+  Store,
+} from '../store/store.ts';
+import { errorsCsv, manifestOf, reportCsv } from './reports.ts';
+
+const INSERT_BATCH = 10_000;
+
+export interface PipelineOptions {
+  config: Config;
+  store: Store;
+  client: ServiceClient;
+  sources: ReadonlyMap<string, Source>;
+  logger: Logger;
+  /** This worker's lease owner id. */
+  owner: string;
+  suppression?: SuppressionList | null;
+  now?: () => Date;
+}
+
+/** The states in which a worker drives a file (holding its lease). */
+export const DRIVEN_STATES: readonly FileState[] = ['validating', 'sending'];
+
+export class Pipeline {
+  readonly store: Store;
+  readonly config: Config;
+  private readonly client: ServiceClient;
+  private readonly sources: ReadonlyMap<string, Source>;
+  private readonly log: Logger;
+  private readonly owner: string;
+  private readonly suppression: SuppressionList | null;
+  private readonly now: () => Date;
+  private readonly rules = new Map<string, NumberRules>();
+  /** Files this process is driving now: never driven twice at once. */
+  private readonly driving = new Set<string>();
+
+  constructor(options: PipelineOptions) {
+    this.store = options.store;
+    this.config = options.config;
+    this.client = options.client;
+    this.sources = options.sources;
+    this.log = options.logger;
+    this.owner = options.owner;
+    this.suppression = options.suppression ?? null;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  sourceConfig(name: string): SourceConfig {
+    const cfg = this.config.sources.find((s) => s.name === name);
+    if (!cfg) throw new Error(`unknown source ${name}`);
+    return cfg;
+  }
+
+  source(name: string): Source {
+    const s = this.sources.get(name);
+    if (!s) throw new Error(`source ${name} is not started`);
+    return s;
+  }
+
+  private numberRules(cfg: SourceConfig): NumberRules {
+    let r = this.rules.get(cfg.name);
+    if (!r) {
+      r = makeNumberRules(cfg.defaultCountry, cfg.allowedCountries);
+      this.rules.set(cfg.name, r);
+    }
+    return r;
+  }
+
+  private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
+    this.log.info(
+      { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
+      `file ${file.name} ${from} → ${file.state}`,
+    );
+  }
+
+  private async transition(
+    fileId: string,
+    to: FileState,
+    from: readonly FileState[],
+    patch?: FilePatch,
+  ): Promise<FileRecord | null> {
+    const before = await this.store.getFile(fileId);
+    const file = await this.store.transition(fileId, to, { from, ...(patch ? { patch } : {}) });
+    if (file) this.transitionLog(file, before?.state ?? '?');
+    return file;
+  }
+
+  // ---- claim ----------------------------------------------------------------------------
+
+  /**
+   * Claims a ready inbox file: hashes it, records it (unique per source, path and content),
+   * then moves it to processing/. Returns the file when this worker holds it now, null when
+   * another worker does.
+   */
+  async claim(
+    source: Source,
+    entry: SourceEntry,
+    options: { force?: boolean } = {},
+  ): Promise<FileRecord | null> {
+    const sniffed = await sniff(source.open(entry.path), { hash: true });
+    const sha256 = sniffed.sha256!;
+    const leaseMs = this.config.leaseMs;
+    const prior = await this.store.countBySha(source.name, sha256);
+    let duplicateOf: FileRecord | null = null;
+    if (prior > 0 && !options.force) {
+      const since = new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString();
+      duplicateOf = await this.store.findCompleted(source.name, sha256, since);
+      duplicateOf ??= await this.inProgress(source.name, sha256);
+    }
+    const fileId = fileIdFor(source.name, sha256, prior + 1);
+    const { file, created } = await this.store.registerFile({
+      fileId,
+      source: source.name,
+      name: entry.name,
+      path: entry.path,
+      sha256,
+      bytes: sniffed.bytes,
+      forced: options.force ?? false,
+      state: duplicateOf ? 'duplicate' : 'validating',
+    });
+    if (!created) {
+      // Recorded before (a crash between recording and moving): whoever holds the lease goes on.
+      return file.state === 'validating' && (await this.store.takeLease(file.fileId, this.owner, leaseMs))
+        ? file
+        : null;
+    }
+    this.log.info(
+      { fileId, source: source.name, file: entry.name, bytes: sniffed.bytes, state: file.state },
+      `claimed ${entry.name}`,
+    );
+    if (duplicateOf) {
+      const rejection = {
+        code: 'DUPLICATE_FILE',
+        message: `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`,
+      };
+      await this.store.updateFile(fileId, { rejection, reason: rejection.message });
+      await this.finishFailed(await this.mustGet(fileId), source);
+      return this.mustGet(fileId);
+    }
+    if (!(await this.store.takeLease(fileId, this.owner, leaseMs))) return null;
+    await this.toProcessing(await this.mustGet(fileId), source);
+    return this.mustGet(fileId);
+  }
+
+  /**
+   * A file that never became complete (no trailer, or no marker, before incompleteTimeout):
+   * rejected MISSING_TRAILER, moved to failed/ with its errors.csv.
+   */
+  async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
+    const cfg = this.sourceConfig(source.name);
+    const sniffed = await sniff(source.open(entry.path), { hash: true });
+    const sha256 = sniffed.sha256!;
+    const prior = await this.store.countBySha(source.name, sha256);
+    const { file, created } = await this.store.registerFile({
+      fileId: fileIdFor(source.name, sha256, prior + 1),
+      source: source.name,
+      name: entry.name,
+      path: entry.path,
+      sha256,
+      bytes: sniffed.bytes,
+      state: 'rejected',
+    });
+    if (!created) return null;
+    const waited = cfg.readiness === 'marker' ? `its marker ${entry.name}.done` : 'a trailer line (EOF;<n>)';
+    const rejection = {
+      code: 'MISSING_TRAILER',
+      message: `the source waits for ${waited}, and none came within ${Math.round(cfg.incompleteTimeoutMs / 1000)} s`,
+    };
+    await this.store.updateFile(file.fileId, { rejection, reason: rejection.message });
+    this.log.warn({ fileId: file.fileId, file: entry.name }, rejection.message);
+    await this.finishFailed(await this.mustGet(file.fileId), source);
+    return this.mustGet(file.fileId);
+  }
+
+  /** A file with this content from this source that is being sent now. */
+  private async inProgress(source: string, sha256: string): Promise<FileRecord | null> {
+    const active = await this.store.listFiles({
+      source,
+      states: ['validating', 'scheduled', 'sending', 'paused', 'submitted', 'partial'],
+    });
+    return active.find((f) => f.sha256 === sha256) ?? null;
+  }
+
+  private async mustGet(fileId: string): Promise<FileRecord> {
+    const f = await this.store.getFile(fileId);
+    if (!f) throw new Error(`file ${fileId} vanished from the store`);
+    return f;
+  }
+
+  /** Moves a file into `folder/`, under a name of its own when that one is taken. */
+  private async moveTo(file: FileRecord, source: Source, folder: string): Promise<string> {
+    if (file.path.startsWith(`${folder}/`)) return file.path;
+    let target = `${folder}/${file.name}`;
+    try {
+      if (await source.exists(target)) target = `${folder}/${file.fileId}-${file.name}`;
+      const moved = await source.move(file.path, target);
+      if (!moved) {
+        this.log.warn({ fileId: file.fileId, path: file.path }, 'original already moved away');
+        return file.path;
+      }
+    } catch (err) {
+      this.log.warn(
+        { fileId: file.fileId, err: (err as Error).message },
+        `could not move the original to ${folder}/`,
+      );
+      return file.path;
+    }
+    await this.store.updateFile(file.fileId, { path: target });
+    return target;
+  }
+
+  private async toProcessing(file: FileRecord, source: Source): Promise<void> {
+    if (file.path.startsWith('inbox/')) await this.moveTo(file, source, 'processing');
+  }
+
+  // ---- drive ----------------------------------------------------------------------------
+
+  /** Drives a file this worker holds the lease of as far as it goes now. */
+  async drive(fileId: string): Promise<FileRecord> {
+    if (this.driving.has(fileId)) return this.mustGet(fileId);
+    this.driving.add(fileId);
+    const renew = setInterval(
+      () => {
+        void this.store.renewLease(fileId, this.owner, this.config.leaseMs).catch(() => {});
+      },
+      Math.max(200, Math.floor(this.config.leaseMs / 3)),
+    );
+    try {
+      await this.store.markInflightInDoubt(fileId);
+      for (;;) {
+        const file = await this.mustGet(fileId);
+        if (file.state === 'validating') await this.ingest(file);
+        else if (file.state === 'sending') {
+          const after = await this.send(file);
+          if (after.state === 'sending') return after; // lost the lease or stopped
+        } else return await this.checkProgress(file);
+      }
+    } finally {
+      clearInterval(renew);
+      this.driving.delete(fileId);
+      await this.store.releaseLease(fileId, this.owner).catch(() => {});
+    }
+  }
+
+  // ---- ingest ---------------------------------------------------------------------------
+
+  private async ingest(file: FileRecord): Promise<void> {
+    const source = this.source(file.source);
+    const cfg = this.sourceConfig(file.source);
+    await this.toProcessing(file, source);
+    file = await this.mustGet(file.fileId);
+    await this.store.clearRecipients(file.fileId);
+    const chunkSize = this.config.api.chunkSize;
+    let rows: RecipientInsert[] = [];
+    let idx = 0;
+    let valid = 0;
+    let summary: ReadSummary | null = null;
+    let bulkTextStored = false;
+    for await (const batch of readDropFile(() => source.open(file.path), {
+      name: file.name,
+      layout: cfg.layout,
+      numberRules: this.numberRules(cfg),
+      suppression: this.suppression,
+      maxInvalidRatio: cfg.maxInvalidRatio,
+      maxFileBytes: cfg.maxFileBytes,
+    })) {
+      for (const item of batch) {
+        switch (item.kind) {
+          case 'recipient': {
+            valid++;
+            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+            if (item.k > 0) bulkTextStored = true;
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: null,
+              messageId: item.messageId ?? messageIdFor(file.fileId, item.line, item.k),
+              text,
+              chunkSeq: Math.ceil(valid / chunkSize),
+              outcome: 'pending',
+              code: null,
+              detail: null,
+              smsCount: item.segments,
+            });
+            break;
+          }
+          case 'invalid':
+          case 'duplicate':
+          case 'suppressed':
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: item.value,
+              messageId: null,
+              text: null,
+              chunkSeq: null,
+              outcome: item.kind,
+              code: item.code,
+              detail: item.message,
+              smsCount: null,
+            });
+            break;
+          case 'summary':
+            summary = item;
+            break;
+          default:
+            break;
+        }
+      }
+      if (rows.length >= INSERT_BATCH) {
+        await this.store.insertRecipients(file.fileId, rows);
+        rows = [];
+      }
+    }
+    if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
+    if (!summary) throw new Error('the reader ended without a summary');
+
+    const patch = {
+      layout: summary.layout,
+      encoding: summary.encoding,
+      separator: summary.separator,
+      header: summary.header,
+      counts: {
+        records: summary.records,
+        valid: summary.valid,
+        invalid: summary.invalid,
+        duplicates: summary.duplicates,
+        suppressed: summary.suppressed,
+        segments: summary.segments,
+      },
+      errors: summary.errors
+        .slice(0, 100)
+        .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),
+    };
+    if (!summary.accepted) {
+      const rejection = { code: summary.rejection!.code, message: summary.rejection!.message };
+      const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
+        ...patch,
+        rejection,
+        reason: rejection.message,
+      });
+      if (rejected) await this.finishFailed(rejected, source);
+      return;
+    }
+    const chunks = Math.ceil(summary.valid / chunkSize);
+    await this.store.insertChunks(
+      file.fileId,
+      Array.from({ length: chunks }, (_, i) => ({
+        seq: i + 1,
+        size: i + 1 < chunks ? chunkSize : summary.valid - chunkSize * (chunks - 1),
+      })),
+    );
+    await this.transition(file.fileId, 'sending', ['validating'], patch);
+    await this.writeReports(file.fileId);
+  }
+
+  /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
+  private async finishFailed(file: FileRecord, source: Source): Promise<void> {
+    await this.moveTo(file, source, 'failed');
+    try {
+      await source.write(`failed/${baseName(file.name)}.errors.csv`, errorsCsv(this.store, file));
+    } catch (err) {
+      this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write errors.csv');
+    }
+    await this.writeReports(file.fileId);
+  }
+
+  // ---- send -----------------------------------------------------------------------------
+
+  private bulkTexts = new Map<string, string>();
+
+  private async bulkText(fileId: string): Promise<string | null> {
+    const cached = this.bulkTexts.get(fileId);
+    if (cached !== undefined) return cached;
+    for await (const r of this.store.recipients(fileId, [
+      'pending',
+      'sent',
+      'rejected',
+      'failed',
+      'in_doubt',
+    ])) {
+      if (r.text !== null) {
+        this.bulkTexts.set(fileId, r.text);
+        return r.text;
+      }
+    }
+    return null;
+  }
+
+  /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
+  private async send(file: FileRecord): Promise<FileRecord> {
+    const fileId = file.fileId;
+    const pending = await this.store.listChunks(fileId, ['pending']);
+    const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
+    let stop = false;
+    const worker = async (): Promise<void> => {
+      for (let chunk = pending.shift(); chunk && !stop; chunk = pending.shift()) {
+        const current = await this.store.getFile(fileId);
+        if (
+          current?.state !== 'sending' ||
+          !(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))
+        ) {
+          stop = true;
+          return;
+        }
+        if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending']))) continue;
+        const rows = await this.store.chunkRecipients(fileId, chunk.seq, ['pending']);
+        const planned = planChunk(
+          fileId,
+          chunk.seq,
+          rows.map((r) => ({ number: r.number!, messageId: r.messageId!, text: r.text })),
+          bulkText,
+        );
+        const result = await this.client.sendChunk(planned);
+        const chunkResult = toChunkResult(result);
+        const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
+        this.log.info(
+          {
+            fileId,
+            chunk: chunk.seq,
+            destinations: rows.length,
+            state,
+            attempts: chunkResult.attempts,
+            ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
+          },
+          `chunk ${chunk.seq} ${state}`,
+        );
+        const blocked = result.parts.find(
+          (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
+        );
+        if (blocked && blocked.outcome.kind !== 'accepted') {
+          stop = true;
+          await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
+    const after = await this.mustGet(fileId);
+    if (after.state !== 'sending' || stop) return after;
+    const counts = await this.store.counts(fileId);
+    if (counts.chunksPending + counts.chunksInflight > 0) return after;
+    if (counts.chunksFailed + counts.chunksInDoubt > 0) {
+      const reason = `${counts.chunksFailed} chunk(s) failed, ${counts.chunksInDoubt} in doubt: dropline retry ${fileId} resends them`;
+      const partial = await this.transition(fileId, 'partial', ['sending'], { reason });
+      await this.writeReports(fileId);
+      return partial ?? after;
+    }
+    return this.submitted(fileId, ['sending']);
+  }
+
+  private async submitted(fileId: string, from: readonly FileState[]): Promise<FileRecord> {
+    const deadline = new Date(this.now().getTime() + this.config.deliveryTimeoutMs).toISOString();
+    const file = await this.transition(fileId, 'submitted', from, {
+      reason: null,
+      deliveryDeadline: deadline,
+    });
+    if (!file) return this.mustGet(fileId);
+    await this.moveTo(file, this.source(file.source), 'done');
+    await this.writeReports(fileId);
+    return this.checkProgress(await this.mustGet(fileId));
+  }
+
+  // ---- progress -------------------------------------------------------------------------
+
+  /**
+   * Submitted: completed when every submitted recipient has a final status, or at the
+   * delivery deadline (the rest UNKNOWN). Partial: submitted once delivery reports have
+   * settled every in-doubt chunk; in-doubt chunks resent after the grace period when
+   * `api.inDoubt` is "resend".
+   */
+  async checkProgress(file: FileRecord): Promise<FileRecord> {
+    const fileId = file.fileId;
+    if (file.state === 'partial') {
+      const counts = await this.store.counts(fileId);
+      if (counts.chunksFailed + counts.chunksInDoubt === 0) return this.submitted(fileId, ['partial']);
+      if (this.config.api.inDoubt === 'resend' && counts.chunksFailed === 0 && counts.chunksInDoubt > 0) {
+        const chunks = await this.store.listChunks(fileId, ['in_doubt']);
+        const graceOver = chunks.every(
+          (c) => this.now().getTime() - Date.parse(c.updatedAt) >= this.config.api.inDoubtGraceMs,
+        );
+        if (graceOver) return this.resendInDoubt(file);
+      }
+      return file;
+    }
+    if (file.state !== 'submitted') return file;
+    const counts = await this.store.counts(fileId);
+    if (counts.pendingDelivery > 0) {
+      if (!file.deliveryDeadline || this.now().getTime() < Date.parse(file.deliveryDeadline)) return file;
+      const expired = await this.store.expireDeliveries(fileId);
+      this.log.info({ fileId, expired }, 'delivery timeout: recipients without a report are UNKNOWN');
+    }
+    const done = await this.transition(fileId, 'completed', ['submitted']);
+    if (done) await this.writeReports(fileId);
+    return done ?? this.mustGet(fileId);
+  }
+
+  /** api.inDoubt "resend": in-doubt chunks go out again, counted as possible duplicates. */
+  private async resendInDoubt(file: FileRecord): Promise<FileRecord> {
+    const counts = await this.store.counts(file.fileId);
+    const requeued = await this.store.requeueChunks(file.fileId, ['in_doubt']);
+    if (requeued === 0) return file;
+    this.log.warn(
+      { fileId: file.fileId, chunks: requeued, recipients: counts.inDoubt },
+      'resending in-doubt chunks: their recipients may get the message twice',
+    );
+    await this.store.updateFile(file.fileId, { addPossibleDuplicates: counts.inDoubt });
+    return (await this.transition(file.fileId, 'sending', ['partial'])) ?? file;
+  }
+
+  /** `retry`: failed and in-doubt chunks back to pending, the file back to sending. */
+  async retry(fileId: string): Promise<number> {
+    const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt']);
+    if (requeued > 0) await this.transition(fileId, 'sending', ['partial', 'sending']);
+    return requeued;
+  }
+
+  // ---- reports --------------------------------------------------------------------------
+
+  /** reports/<name>.manifest.json and reports/<name>.report.csv, rewritten at milestones. */
+  async writeReports(fileId: string): Promise<void> {
+    const manifest = await manifestOf(this.store, fileId);
+    if (!manifest) return;
+    const source = this.sources.get(manifest.source);
+    if (!source) return;
+    const base = baseName(manifest.name);
+    try {
+      await source.write(`reports/${base}.manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      await source.write(`reports/${base}.report.csv`, reportCsv(this.store, fileId));
+    } catch (err) {
+      this.log.error({ fileId, err: (err as Error).message }, 'could not write the reports');
+    }
+  }
+}
+
+/** The client's per-part outcomes → what the store records for the chunk. */
+export function toChunkResult(result: SendResult): ChunkResult {
+  const parts: PartOutcome[] = [];
+  let attempts = 0;
+  let accepted = 0;
+  let rejected = 0;
+  let failed = 0;
+  let inDoubt = 0;
+  let blocked = 0;
+  let transactionNumber: string | null = null;
+  let errorCode: string | null = null;
+  let errorMessage: string | null = null;
+  for (const p of result.parts) {
+    const o = p.outcome;
+    attempts += o.attempts;
+    const messageIds = p.destinations.map((d) => d.messageId);
+    if (o.kind === 'accepted') {
+      accepted++;
+      transactionNumber ??= o.transactionNumber;
+      parts.push({ messageIds, outcome: 'sent', transactionNumber: o.transactionNumber });
+      continue;
+    }
+    errorCode ??= o.code;
+    errorMessage ??= o.reason;
+    switch (o.kind) {
+      case 'rejected':
+        rejected++;
+        parts.push({ messageIds, outcome: 'rejected', code: o.code, detail: o.reason });
+        break;
+      case 'in_doubt':
+        inDoubt++;
+        parts.push({ messageIds, outcome: 'in_doubt', code: o.code, detail: o.reason });
+        break;
+      case 'forbidden':
+      case 'unauthorized':
+        blocked++;
+        parts.push({ messageIds, outcome: 'pending', code: o.code, detail: o.reason });
+        break;
+      default:
+        failed++;
+        parts.push({ messageIds, outcome: 'failed', code: o.code, detail: o.reason });
+    }
+  }
+  let state: ChunkState;
+  if (inDoubt > 0) state = 'in_doubt';
+  else if (failed > 0) state = 'failed';
+  else if (blocked > 0) state = 'pending';
+  else if (accepted === 0 && rejected > 0) state = 'rejected';
+  else state = 'accepted';
+  return { state, attempts, transactionNumber, errorCode, errorMessage, parts };
+}

@@ -1,0 +1,155 @@
+// What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
+// the store, streamed: a report of millions of rows never sits in memory.
+import type { FileCounts, FileRecord, RecipientRecord, Store } from '../store/store.ts';
+
+export interface Manifest {
+  fileId: string;
+  source: string;
+  path: string;
+  name: string;
+  sha256: string;
+  bytes: number;
+  bulkId: string;
+  layout: string | null;
+  encoding: string | null;
+  separator: string | null;
+  header: boolean;
+  state: string;
+  reason: string | null;
+  forced: boolean;
+  counts: {
+    records: number;
+    valid: number;
+    invalid: number;
+    duplicates: number;
+    suppressed: number;
+    chunks: number;
+    chunksAccepted: number;
+    chunksRejected: number;
+    chunksFailed: number;
+    chunksInDoubt: number;
+    chunksPending: number;
+    submitted: number;
+    rejected: number;
+    failed: number;
+    inDoubt: number;
+    delivered: number;
+    undelivered: number;
+    unknown: number;
+    pendingDelivery: number;
+    possibleDuplicates: number;
+    segments: number;
+  };
+  rejection: { code: string; message: string } | null;
+  timestamps: Record<string, string>;
+  deliveryDeadline: string | null;
+  errors: { line: number; code: string; message: string; value?: string | undefined }[];
+}
+
+export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
+  return {
+    fileId: file.fileId,
+    source: file.source,
+    path: file.path,
+    name: file.name,
+    sha256: file.sha256,
+    bytes: file.bytes,
+    bulkId: file.fileId,
+    layout: file.layout,
+    encoding: file.encoding,
+    separator: file.separator,
+    header: file.header,
+    state: file.state,
+    reason: file.reason,
+    forced: file.forced,
+    counts: {
+      records: file.counts.records,
+      valid: file.counts.valid,
+      invalid: file.counts.invalid,
+      duplicates: file.counts.duplicates,
+      suppressed: file.counts.suppressed,
+      chunks: c.chunks,
+      chunksAccepted: c.chunksAccepted,
+      chunksRejected: c.chunksRejected,
+      chunksFailed: c.chunksFailed,
+      chunksInDoubt: c.chunksInDoubt,
+      chunksPending: c.chunksPending + c.chunksInflight,
+      submitted: c.submitted,
+      rejected: c.rejected,
+      failed: c.failed,
+      inDoubt: c.inDoubt,
+      delivered: c.delivered,
+      undelivered: c.undelivered,
+      unknown: c.unknown,
+      pendingDelivery: c.pendingDelivery,
+      possibleDuplicates: file.possibleDuplicates,
+      segments: file.counts.segments,
+    },
+    rejection: file.rejection,
+    timestamps: file.timestamps as Record<string, string>,
+    deliveryDeadline: file.deliveryDeadline,
+    errors: file.errors,
+  };
+}
+
+export async function manifestOf(store: Store, fileId: string): Promise<Manifest | null> {
+  const file = await store.getFile(fileId);
+  if (!file) return null;
+  return buildManifest(file, await store.counts(fileId));
+}
+
+export function csvCell(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  const s = String(value);
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+export const REPORT_HEADER = 'line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt';
+export const ERRORS_HEADER = 'line,code,message,value';
+
+function reportLine(r: RecipientRecord): string {
+  const status = r.outcome === 'sent' || r.outcome === 'in_doubt' ? r.status : '';
+  return [
+    r.line,
+    csvCell(r.number ?? r.value),
+    csvCell(r.messageId),
+    r.outcome,
+    csvCell(r.code),
+    csvCell(status),
+    csvCell(r.transactionNumber),
+    r.smsCount ?? '',
+    r.updatedAt,
+  ].join(',');
+}
+
+/** `<name>.report.csv`: one row per record of the file, in file order. */
+export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
+  yield `${REPORT_HEADER}\n`;
+  let buf = '';
+  for await (const r of store.recipients(fileId)) {
+    buf += `${reportLine(r)}\n`;
+    if (buf.length > 64 * 1024) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf) yield buf;
+}
+
+/**
+ * `<name>.errors.csv`: the file-level rejection first (line 0) when there is one, then
+ * every invalid record.
+ */
+export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator<string> {
+  yield `${ERRORS_HEADER}\n`;
+  if (file.rejection) yield `0,${file.rejection.code},${csvCell(file.rejection.message)},\n`;
+  let buf = '';
+  for await (const r of store.recipients(file.fileId, ['invalid'])) {
+    buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
+    if (buf.length > 64 * 1024) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf) yield buf;
+}

@@ -1,0 +1,60 @@
+// Where drop files come from: a local folder, an SFTP site, an S3 prefix. One interface,
+// one conformance suite (test/contract/source.contract.ts) for every implementation.
+//
+// Paths are relative to the source root and use `/`: `inbox/x.txt`, `processing/x.txt`,
+// `done/x.txt`, `failed/x.txt`, `failed/x.errors.csv`, `reports/x.report.csv`.
+
+export const FOLDERS = ['inbox', 'processing', 'done', 'failed', 'reports'] as const;
+export type Folder = (typeof FOLDERS)[number];
+
+export interface SourceEntry {
+  /** File name (`x.txt`). */
+  name: string;
+  /** `inbox/x.txt`. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+  /** A content version when the backend has one (S3 ETag). */
+  etag?: string | undefined;
+}
+
+export interface Source {
+  readonly name: string;
+  readonly kind: 'local' | 'sftp' | 's3';
+  /** Connects and creates the folders when missing. A backend that is down is not an error here: ping says so. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** Throws when the backend cannot be reached (readiness). */
+  ping(): Promise<void>;
+  /** The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names). */
+  list(): Promise<SourceEntry[]>;
+  /** Whether a file exists (the `<name>.done` marker). */
+  exists(path: string): Promise<boolean>;
+  /** Streams a file's bytes. Each call starts from the beginning. */
+  open(path: string): AsyncIterable<Uint8Array>;
+  /** The last `bytes` bytes of a file (trailer readiness), decoded as latin1 (the trailer is ASCII). */
+  readTail(path: string, bytes: number): Promise<string>;
+  /**
+   * Moves a file inside the source. Resolves false when `from` is gone (another worker
+   * moved it first): not an error. Fails when `to` already exists.
+   */
+  move(from: string, to: string): Promise<boolean>;
+  remove(path: string): Promise<void>;
+  /** Writes (replaces) a file, e.g. reports/x.report.csv; streamed for big reports. */
+  write(path: string, content: string | AsyncIterable<string>): Promise<void>;
+  /** Optional wake-up when the inbox changes (chokidar locally); listing stays the truth. */
+  watch?(onChange: () => void): () => void;
+}
+
+/** FORMAT.md 1: which names in an inbox are drop files. */
+export function isDropFileName(name: string): boolean {
+  const lower = name.toLowerCase();
+  if (!lower.endsWith('.txt')) return false;
+  if (lower.startsWith('.') || lower.startsWith('~')) return false;
+  return true;
+}
+
+/** `x.txt` → `x` (report names: `<name>.report.csv`). */
+export function baseName(name: string): string {
+  return name.replace(/\.txt$/i, '');
+}
