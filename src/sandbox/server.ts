@@ -215,12 +215,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (!checked.ok) return done(400, { message: checked.reason });
 
     const transactionNumber = nextTransactionNumber();
+    ledger.recordBatch(checked.bulkId, transactionNumber, checked.messages);
     const answer: { to: string; messageId: string; status: number }[] = [];
     for (const m of checked.messages) {
       const smsCount = notifyEnabled && m.notifyUrl ? smsSegments(m.text) : 0;
       for (const d of m.destinations) {
         const messageId = d.messageId ?? '';
-        ledger.record(checked.bulkId, messageId, d.to, m.text, transactionNumber);
         answer.push({ to: d.to, messageId, status: 0 });
         if (notifyEnabled && m.notifyUrl) {
           const job: NotificationJob = {

@@ -3,7 +3,8 @@
 
 export interface AcceptedMessage {
   readonly text: string;
-  readonly destinations: readonly { readonly to: string; readonly messageId: string }[];
+  /** messageId is optional in 2.4: absent means an empty messageId. */
+  readonly destinations: readonly { readonly to: string; readonly messageId?: string | undefined }[];
   readonly notifyUrl: string | null;
   readonly notifyContentType: string;
   readonly callbackData: string;
