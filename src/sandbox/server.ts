@@ -215,7 +215,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (!checked.ok) return done(400, { message: checked.reason });
 
     const transactionNumber = nextTransactionNumber();
-    ledger.recordBatch(checked.bulkId, transactionNumber, checked.messages);
+    ledger.recordBatch(transactionNumber, raw);
     const answer: { to: string; messageId: string; status: number }[] = [];
     for (const m of checked.messages) {
       const smsCount = notifyEnabled && m.notifyUrl ? smsSegments(m.text) : 0;
