@@ -1,0 +1,404 @@
+// The delivery-report receiver over real HTTP on a real SQLite store (CONTRACT.md "Notification
+// receiver", DESIGN-NOTES 2), and with the sandbox delivering to it through its 503-only retries.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/notify/receiver.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
+import { createStore } from '../../src/store/index.ts';
+import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../../src/store/store.ts';
+
+const TOKEN = 'r3ceiver-t0ken';
+const FILE = 'f-notify';
+
+let dir: string;
+let store: Store;
+const agent = new Agent({ connections: 256 });
+
+/** The real store with recordDeliveries counted, and failing or held while the test says so. */
+interface Wrapped {
+  store: Store;
+  calls: number;
+  results: DeliveryResult[];
+  /** Keys (transactionNumber|to) of events whose commit has resolved. */
+  committed: Set<string>;
+  /** Calls left that throw. */
+  failNext: number;
+  /** While set, commits wait for it. */
+  gate: Promise<void> | null;
+}
+
+function wrap(real: Store): Wrapped {
+  const w: Wrapped = {
+    store: real,
+    calls: 0,
+    results: [],
+    committed: new Set(),
+    failNext: 0,
+    gate: null,
+  };
+  const recordDeliveries = async (events: readonly DeliveryEvent[]): Promise<DeliveryResult> => {
+    w.calls++;
+    if (w.gate) await w.gate;
+    if (w.failNext > 0) {
+      w.failNext--;
+      throw new Error('SQLITE_BUSY: database is locked');
+    }
+    const result = await real.recordDeliveries(events);
+    w.results.push(result);
+    for (const e of events) w.committed.add(`${e.transactionNumber}|${e.to}`);
+    return result;
+  };
+  w.store = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'recordDeliveries') return recordDeliveries;
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  return w;
+}
+
+const sum = (w: Wrapped, k: 'recorded' | 'duplicates' | 'orphans') => w.results.reduce((n, r) => n + r[k], 0);
+
+function body(over: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    results: [
+      {
+        bulkId: FILE,
+        messageId: 'm-1',
+        to: '573001000001',
+        transactionNumber: '1000000000000000000000000001',
+        callbackData: '',
+        smsCount: 1,
+        status: { name: 'DELIVERED_TO_HANDSET' },
+        ...over,
+      },
+    ],
+  });
+}
+
+async function post(url: string, text: string, token: string | null = TOKEN) {
+  const u = new URL(url);
+  if (token !== null) u.searchParams.set('token', token);
+  const res = await request(u, {
+    method: 'POST',
+    body: text,
+    headers: { 'content-type': 'application/json' },
+    dispatcher: agent,
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A file in `sending` with `n` recipients m-1…m-n, all sent in chunk 1. */
+async function registerFile(fileId: string, n: number): Promise<void> {
+  await store.registerFile({
+    fileId,
+    source: 'local',
+    name: `${fileId}.txt`,
+    path: `processing/${fileId}.txt`,
+    sha256: fileId,
+    bytes: 100,
+    state: 'sending',
+  });
+  const rows: RecipientInsert[] = Array.from({ length: n }, (_, i) => ({
+    idx: i + 1,
+    line: i + 1,
+    k: 0,
+    number: `5730010${String(i + 1).padStart(5, '0')}`,
+    value: `5730010${String(i + 1).padStart(5, '0')}`,
+    messageId: `m-${i + 1}`,
+    text: 'hola',
+    chunkSeq: 1,
+    outcome: 'pending',
+    code: null,
+    detail: null,
+    smsCount: 1,
+  }));
+  await store.insertRecipients(fileId, rows);
+  await store.insertChunks(fileId, [{ seq: 1, size: n }]);
+  await store.setChunkState(fileId, 1, 'inflight', ['pending']);
+  await store.recordChunkResult(fileId, 1, {
+    state: 'accepted',
+    attempts: 1,
+    transactionNumber: '1000000000000000000000000001',
+    parts: [{ messageIds: rows.map((r) => r.messageId!), outcome: 'sent' }],
+  });
+}
+
+const statusOf = async (fileId: string) =>
+  new Map((await store.chunkRecipients(fileId, 1)).map((r) => [r.messageId, r]));
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dropline-notify-'));
+  store = await createStore(`sqlite:${join(dir, 'state.db')}`);
+  await store.migrate();
+  await registerFile(FILE, 300);
+});
+
+afterAll(async () => {
+  await store.close();
+  await agent.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('notification receiver', () => {
+  let w: Wrapped;
+  let receiver: Receiver;
+  const start = async (over: Partial<ReceiverOptions> = {}) => {
+    receiver = await startReceiver({
+      listen: '127.0.0.1:0',
+      path: '/notify',
+      token: TOKEN,
+      store: w.store,
+      ...over,
+    });
+    return receiver;
+  };
+  beforeEach(() => {
+    w = wrap(store);
+  });
+  afterEach(async () => {
+    w.gate = null;
+    await receiver?.close();
+  });
+
+  it('401 for a missing or wrong token, before reading the report', async () => {
+    const r = await start();
+    expect((await post(r.url, body(), null)).status).toBe(401);
+    expect((await post(r.url, body(), 'x')).status).toBe(401);
+    expect((await post(r.url, body(), `${TOKEN.slice(0, -1)}X`)).status).toBe(401);
+    expect((await post(r.url, body(), `${TOKEN}${TOKEN}`)).status).toBe(401);
+    expect(w.calls).toBe(0);
+    expect(r.url).not.toContain(TOKEN);
+  });
+
+  it('400 with a reason for a malformed body; 404 elsewhere; 413 above the size limit', async () => {
+    const r = await start({ maxBodyBytes: 1024 });
+    const bad = await post(r.url, '{"results":[]}');
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text)).toMatchObject({ reason: 'results must not be empty' });
+    expect((await post(r.url, 'not json')).status).toBe(400);
+    expect((await post(r.url, body({ status: undefined }))).status).toBe(400);
+    expect((await post(r.url.replace('/notify', '/other'), body())).status).toBe(404);
+    expect((await post(r.url, JSON.stringify({ results: [{ pad: 'x'.repeat(2000) }] }))).status).toBe(413);
+    expect(w.calls).toBe(0);
+    expect(r.stats().answered).toMatchObject({ 400: 3, 404: 1, 413: 1 });
+  });
+
+  it('a valid report: 200 once it is in the store, recipient status updated', async () => {
+    const r = await start();
+    const res = await post(
+      r.url,
+      body({
+        messageId: 'm-1',
+        to: '573001000001',
+        smsCount: '2',
+        transactionNumber: '1000000000000000000000000011',
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(w.committed.has('1000000000000000000000000011|573001000001')).toBe(true);
+    const m1 = (await statusOf(FILE)).get('m-1');
+    expect(m1).toMatchObject({ status: 'DELIVERED_TO_HANDSET', smsCount: 2 });
+    expect(sum(w, 'recorded')).toBe(1);
+  });
+
+  it('a duplicate (same transactionNumber + to) is answered 200 and recorded once', async () => {
+    const r = await start();
+    const b = body({
+      messageId: 'm-2',
+      to: '573001000002',
+      transactionNumber: '1000000000000000000000000012',
+    });
+    expect((await post(r.url, b)).status).toBe(200);
+    const again = body({
+      messageId: 'm-2',
+      to: '573001000002',
+      transactionNumber: '1000000000000000000000000012',
+      status: { name: 'NO_SUCCESS' },
+    });
+    expect((await post(r.url, again)).status).toBe(200);
+    expect(sum(w, 'recorded')).toBe(1);
+    expect(sum(w, 'duplicates')).toBe(1);
+    // The duplicate changed nothing.
+    expect((await statusOf(FILE)).get('m-2')?.status).toBe('DELIVERED_TO_HANDSET');
+  });
+
+  it('a report for an unknown messageId is answered 200 and kept as an orphan', async () => {
+    const r = await start();
+    const res = await post(
+      r.url,
+      body({ bulkId: 'someone-else', messageId: 'zz', transactionNumber: '1000000000000000000000000013' }),
+    );
+    expect(res.status).toBe(200);
+    expect(sum(w, 'orphans')).toBe(1);
+    expect(r.stats()).toMatchObject({ orphans: 1, recorded: 1 });
+  });
+
+  it('200 concurrent reports: far fewer transactions than requests, each answered after its commit', async () => {
+    // A wide window: the client shares this thread and this busy machine, so its 200 requests
+    // trickle in over several ms; the point is that those arriving together commit together.
+    const r = await start({ batchMs: 20 });
+    const n = 200;
+    const seen: boolean[] = [];
+    await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const to = `5730010${String(i + 50).padStart(5, '0')}`;
+        const txn = `2000000000000000000000000${String(i).padStart(3, '0')}`;
+        const res = await post(r.url, body({ messageId: `m-${i + 50}`, to, transactionNumber: txn }));
+        expect(res.status).toBe(200);
+        seen.push(w.committed.has(`${txn}|${to}`));
+      }),
+    );
+    expect(seen).toHaveLength(n);
+    expect(seen.every(Boolean)).toBe(true);
+    expect(sum(w, 'recorded')).toBe(n);
+    expect(w.calls).toBeLessThan(n / 4);
+    expect(r.stats().largestBatch).toBeGreaterThan(1);
+  });
+
+  it('503 while the store fails, 200 once it recovers', async () => {
+    const r = await start();
+    const b = body({
+      messageId: 'm-3',
+      to: '573001000003',
+      transactionNumber: '1000000000000000000000000014',
+    });
+    w.failNext = 2;
+    expect((await post(r.url, b)).status).toBe(503);
+    expect((await post(r.url, b)).status).toBe(503);
+    expect((await post(r.url, b)).status).toBe(200);
+    expect(sum(w, 'recorded')).toBe(1);
+    expect((await statusOf(FILE)).get('m-3')?.status).toBe('DELIVERED_TO_HANDSET');
+  });
+
+  it('a full queue answers 503 at once; the queued ones still get 200 after the commit', async () => {
+    let open!: () => void;
+    w.gate = new Promise((resolve) => (open = resolve));
+    const r = await start({ maxBatch: 1, maxQueue: 1, batchMs: 0 });
+    const first = post(
+      r.url,
+      body({ messageId: 'm-4', to: '573001000004', transactionNumber: '1000000000000000000000000015' }),
+    );
+    await waitFor('the first commit to start', () => w.calls === 1);
+    const second = post(
+      r.url,
+      body({ messageId: 'm-5', to: '573001000005', transactionNumber: '1000000000000000000000000016' }),
+    );
+    await waitFor('the second report to queue', () => r.stats().queued === 1);
+    const third = await post(
+      r.url,
+      body({ messageId: 'm-6', to: '573001000006', transactionNumber: '1000000000000000000000000017' }),
+    );
+    expect(third.status).toBe(503);
+    open();
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+  });
+
+  it('a commit that hangs is answered 503 rather than left to time out', async () => {
+    w.gate = new Promise(() => {});
+    const r = await start({ commitTimeoutMs: 100 });
+    const res = await post(
+      r.url,
+      body({ messageId: 'm-7', to: '573001000007', transactionNumber: '1000000000000000000000000018' }),
+    );
+    expect(res.status).toBe(503);
+    // Still stuck: new reports are refused at once.
+    expect((await post(r.url, body({ transactionNumber: '1000000000000000000000000019' }))).status).toBe(503);
+  });
+});
+
+describe('with the sandbox delivering (503-only retries)', () => {
+  it('reports are retried through store failures and each recorded exactly once', async () => {
+    const fileId = 'f-sandbox';
+    const n = 40;
+    await registerFile(fileId, n);
+    const w = wrap(store);
+    w.failNext = 2;
+    const receiver = await startReceiver({
+      listen: '127.0.0.1:0',
+      path: '/notify',
+      token: TOKEN,
+      store: w.store,
+    });
+    // 10/20/30/40/50 s × 0.001: the retry schedule in tens of milliseconds.
+    const sandbox = await startSandbox({ timeScale: 0.001, deliveryDelayMs: 1000 });
+    try {
+      const auth = await request(`${sandbox.url}/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from('demo:demo').toString('base64')}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ grant_type: 'password' }),
+        dispatcher: agent,
+      });
+      const { access_token } = (await auth.body.json()) as { access_token: string };
+      const notifyUrl = `${receiver.url}?token=${encodeURIComponent(TOKEN)}`;
+      const sent = await request(`${sandbox.url}/mtmessage/massive`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          bulkId: fileId,
+          messages: [
+            {
+              text: 'hola',
+              notifyUrl,
+              notifyContentType: 'application/json',
+              destinations: Array.from({ length: n }, (_, i) => ({
+                to: `5730010${String(i + 1).padStart(5, '0')}`,
+                messageId: `m-${i + 1}`,
+              })),
+            },
+          ],
+        }),
+        dispatcher: agent,
+      });
+      expect(sent.statusCode).toBe(200);
+      await sent.body.dump();
+
+      await waitFor(
+        'every notification to be settled',
+        () => sandbox.notifier.pending === 0 && w.committed.size >= n,
+      );
+
+      const res = await request(`${sandbox.url}/_sandbox/notifications`, { dispatcher: agent });
+      const { attempts } = (await res.body.json()) as {
+        attempts: { transactionNumber: string; to: string; attempt: number; code: number; url: string }[];
+      };
+      const byKey = new Map<string, number[]>();
+      for (const a of [...attempts].sort((x, y) => x.attempt - y.attempt)) {
+        const k = `${a.transactionNumber}|${a.to}`;
+        byKey.set(k, [...(byKey.get(k) ?? []), a.code]);
+      }
+      expect(byKey.size).toBe(n);
+      for (const codes of byKey.values()) {
+        expect(codes.at(-1)).toBe(200);
+        expect(codes.slice(0, -1).every((c) => c === 503)).toBe(true);
+      }
+      // The failing commits did make the service retry.
+      expect(attempts.some((a) => a.code === 503)).toBe(true);
+      expect(attempts.every((a) => !a.url.includes(TOKEN))).toBe(true);
+      expect(sum(w, 'recorded')).toBe(n);
+      expect(sum(w, 'duplicates')).toBe(0);
+      const recipients = await statusOf(fileId);
+      expect([...recipients.values()].filter((r) => r.status === 'DELIVERED_TO_HANDSET')).toHaveLength(n);
+      expect(await store.counts(fileId)).toMatchObject({ delivered: n, pendingDelivery: 0 });
+    } finally {
+      await sandbox.close();
+      await receiver.close();
+    }
+  });
+});
