@@ -10,6 +10,8 @@ import type { Manifest } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
+import { createStore } from '../../src/store/index.ts';
+import type { ChunkRecord, FileRecord } from '../../src/store/store.ts';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const BIN = join(REPO, 'bin/dropline.js');
@@ -317,6 +319,29 @@ export class PipelineHarness {
       body: JSON.stringify(body),
     });
     if (res.status !== 200) throw new Error(`faults answered ${res.status}: ${await res.text()}`);
+  }
+
+  /** The store's own view of a file and its chunks (lease holder, chunks in flight). */
+  async stored(fileId: string): Promise<{ file: FileRecord | null; chunks: ChunkRecord[] }> {
+    const store = createStore(`sqlite:${join(this.dir, 'state.db')}`);
+    try {
+      return { file: await store.getFile(fileId), chunks: await store.listChunks(fileId) };
+    } finally {
+      await store.close();
+    }
+  }
+
+  /**
+   * Waits until no worker drives the file (its lease released) and none of its chunks is in
+   * flight: what the ledger holds for it then stays.
+   */
+  async waitIdle(fileId: string): Promise<Manifest> {
+    await waitFor(`${fileId} idle`, async () => {
+      const { file, chunks } = await this.stored(fileId);
+      return file !== null && file.leaseOwner === null && chunks.every((c) => c.state !== 'inflight');
+    });
+    const r = await this.opsGet(`/api/files/${fileId}`);
+    return r.body as Manifest;
   }
 
   async readDrop(path: string): Promise<string> {
