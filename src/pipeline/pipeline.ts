@@ -532,10 +532,22 @@ export class Pipeline {
     return (await this.transition(file.fileId, 'sending', ['partial'])) ?? file;
   }
 
-  /** `retry`: failed and in-doubt chunks back to pending, the file back to sending. */
+  /**
+   * `retry`: failed and in-doubt chunks back to pending, the file back to sending. In-doubt
+   * recipients may have been accepted already: they are counted as possible duplicates.
+   */
   async retry(fileId: string): Promise<number> {
+    const { inDoubt } = await this.store.counts(fileId);
     const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt']);
-    if (requeued > 0) await this.transition(fileId, 'sending', ['partial', 'sending']);
+    if (requeued === 0) return 0;
+    if (inDoubt > 0) {
+      this.log.warn(
+        { fileId, recipients: inDoubt },
+        'retry resends in-doubt chunks: their recipients may get the message twice',
+      );
+      await this.store.updateFile(fileId, { addPossibleDuplicates: inDoubt });
+    }
+    await this.transition(fileId, 'sending', ['partial', 'sending']);
     return requeued;
   }
 
