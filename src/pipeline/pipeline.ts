@@ -561,8 +561,9 @@ export class Pipeline {
     if (!source) return;
     const base = baseName(manifest.name);
     try {
-      await source.write(`reports/${base}.manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      // The manifest last: whoever sees its state sees a report.csv at least as recent.
       await source.write(`reports/${base}.report.csv`, reportCsv(this.store, fileId));
+      await source.write(`reports/${base}.manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`);
     } catch (err) {
       this.log.error({ fileId, err: (err as Error).message }, 'could not write the reports');
     }

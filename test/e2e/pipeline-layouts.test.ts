@@ -31,7 +31,10 @@ beforeAll(async () => {
   });
   await h.start();
   for (const [name, f] of Object.entries(files)) await h.dropFile(name, f.content);
-  for (const name of Object.keys(files)) manifests[name] = await h.waitForState(name, 'completed');
+  for (const name of Object.keys(files)) {
+    manifests[name] = await h.waitForState(name, 'completed');
+    await h.waitForReport(name, 'completed');
+  }
 }, 60_000);
 
 afterAll(async () => {

@@ -344,6 +344,19 @@ export class PipelineHarness {
     return r.body as Manifest;
   }
 
+  /**
+   * Waits until `reports/<base>.manifest.json` shows one of `states`: the reports are written
+   * after the original was moved and its errors.csv written, so the folders are complete then.
+   */
+  async waitForReport(name: string, states: string | readonly string[]): Promise<Manifest> {
+    const wanted = typeof states === 'string' ? [states] : states;
+    const base = name.replace(/\.txt$/i, '');
+    return waitFor(`reports/${base}.manifest.json in ${wanted.join('|')}`, async () => {
+      const m = JSON.parse(await this.readDrop(`reports/${base}.manifest.json`)) as Manifest;
+      return wanted.includes(m.state) ? m : undefined;
+    });
+  }
+
   async readDrop(path: string): Promise<string> {
     return readFile(join(this.drop, path), 'utf8');
   }
