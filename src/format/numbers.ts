@@ -180,7 +180,8 @@ function colombian12(d: string, rules: NumberRules): NumberResult {
 
 /** Cached verdict before allowedCountries, which is per source and checked afterwards. */
 interface Verdict {
-  readonly code: 'OK' | 'INVALID_NUMBER' | 'NOT_MOBILE';
+  /** null: a mobile number. */
+  readonly code: null | 'INVALID_NUMBER' | 'NOT_MOBILE';
   readonly number: string;
   readonly country: string;
 }
@@ -209,7 +210,7 @@ function judge(p: PhoneNumber | undefined, sent?: string): Verdict {
   if (type === undefined) return BAD;
   const number = sent ?? p.number.slice(1);
   const country = p.country ?? NON_GEOGRAPHIC_COUNTRY;
-  if (type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') return { code: 'OK', number, country };
+  if (type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') return { code: null, number, country };
   if (type === 'FIXED_LINE') return { code: 'NOT_MOBILE', number, country };
   return BAD;
 }
@@ -222,13 +223,13 @@ function judgeInternational(d: string): Verdict {
   // senders still write it: validate without the 1, send the digits as written.
   if (d.length === 13 && d.startsWith('521')) {
     const v = judge(lib().parsePhoneNumberFromString('+52' + d.slice(3)), d);
-    if (v.code === 'OK') return v;
+    if (v.code === null) return v;
   }
   return BAD;
 }
 
 function fromVerdict(v: Verdict, rules: NumberRules): NumberResult {
-  if (v.code === 'OK') return allow(v.country, v.number, rules);
+  if (v.code === null) return allow(v.country, v.number, rules);
   if (v.code === 'NOT_MOBILE') return { ok: false, code: 'NOT_MOBILE', number: v.number, country: v.country };
   return invalid();
 }

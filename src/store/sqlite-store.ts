@@ -548,7 +548,7 @@ export class SqliteStore implements Store {
     outcomes?: readonly RecipientOutcome[],
   ): Promise<RecipientRecord[]> {
     return this.stmt(
-      `SELECT * FROM recipients WHERE file_id = :file_id AND chunk_seq = :seq
+      `SELECT * FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
          AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
        ORDER BY idx`,
     )
@@ -572,12 +572,12 @@ export class SqliteStore implements Store {
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const now = this.now();
     const reported = this.stmt(
-      `SELECT 1 FROM recipients WHERE file_id = :file_id AND chunk_seq = :seq
+      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
          AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
          AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
     const setPart = this.stmt(
-      `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
+      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
        WHERE file_id = :file_id AND chunk_seq = :seq
          AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
@@ -659,7 +659,7 @@ export class SqliteStore implements Store {
         // left in doubt, nothing would ever settle it (its reports are not sent again).
         const proven =
           this.stmt(
-            `SELECT 1 FROM recipients WHERE file_id = ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+            `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
           ).get(fileId, seq) !== undefined;
         const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
         const outcome: RecipientOutcome = proven ? 'sent' : 'in_doubt';
@@ -670,7 +670,7 @@ export class SqliteStore implements Store {
           seq,
         );
         this.stmt(
-          `UPDATE recipients SET outcome = ?, updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending'`,
+          `UPDATE recipients INDEXED BY recipients_chunk SET outcome = ?, updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending'`,
         ).run(outcome, now, fileId, seq);
       }
       return inflight.length;
@@ -711,7 +711,9 @@ export class SqliteStore implements Store {
     );
     // chunk_seq IS NOT NULL: invalid and duplicate rows may carry a messageId but were never sent.
     const apply = this.stmt(
-      `UPDATE recipients SET status = :status, sms_count = coalesce(:sms, sms_count),
+      // INDEXED BY: without statistics SQLite picks the primary key (file_id) and scans every
+      // recipient of the file for each report (~20 ms a report at 100k recipients).
+      `UPDATE recipients INDEXED BY recipients_message SET status = :status, sms_count = coalesce(:sms, sms_count),
          transaction_number = coalesce(transaction_number, :tn), updated_at = :now
        WHERE file_id = :file_id AND message_id = :message_id AND chunk_seq IS NOT NULL
        RETURNING chunk_seq, outcome`,
@@ -724,7 +726,7 @@ export class SqliteStore implements Store {
        WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
     );
     const sendDoubtful = this.stmt(
-      `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
+      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'sent', updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
     );
     const files = new Set<string>();
     this.tx(() => {
