@@ -683,7 +683,7 @@ export class SqliteStore implements Store {
     const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
     return this.tx(() => {
       this.stmt(
-        `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
+        `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
          WHERE file_id = :file_id
            AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id
                                AND state IN (SELECT value FROM json_each(:states)))

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { createStore } from '../../src/store/index.ts';
@@ -77,6 +78,33 @@ describe('SqliteStore', () => {
     let n = 0;
     for await (const _ of store.recipients('f1')) n++;
     expect(n).toBe(100_000);
+  });
+
+  it('four connections in four threads claim 200 files: each file exactly once', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const store = open(path);
+    await store.migrate();
+    for (let i = 0; i < 200; i++) await store.registerFile(newFile({ fileId: `f${i}`, state: 'sending' }));
+    const results = await Promise.all(
+      ['w1', 'w2', 'w3', 'w4'].map(
+        (owner) =>
+          new Promise<string[]>((resolve, reject) => {
+            const worker = new Worker(new URL('./sqlite-acquire-worker.ts', import.meta.url), {
+              workerData: { path, owner },
+            });
+            worker.once('message', resolve);
+            worker.once('error', reject);
+          }),
+      ),
+    );
+    const all = results.flat();
+    expect(all).toHaveLength(200);
+    expect(new Set(all).size).toBe(200);
+    for (const [i, owner] of ['w1', 'w2', 'w3', 'w4'].entries()) {
+      for (const id of results[i]!) expect((await store.getFile(id))?.leaseOwner).toBe(owner);
+    }
   });
 
   it('one delivery batch and one chunk result are one transaction each', async () => {
