@@ -5,6 +5,15 @@ import { Command, CommanderError } from 'commander';
 import { DroplineError } from '../errors.ts';
 import { registerCommands } from './commands/index.ts';
 
+/** Errors that mean the command could not be used as given: exit 2. */
+const USAGE_CODES = new Set<string>([
+  'DROPLINE_ERR_USAGE',
+  'DROPLINE_ERR_CONFIG',
+  'DROPLINE_ERR_FILE_UNREADABLE',
+  'DROPLINE_ERR_SUPPRESSION_LIST',
+  'DROPLINE_ERR_UNKNOWN_FILE',
+]);
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('dropline')
     .description('Drop-folder SMS campaigns for the messaging service')
@@ -25,7 +34,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof DroplineError) {
       process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
-      return err.code === 'DROPLINE_ERR_USAGE' || err.code === 'DROPLINE_ERR_CONFIG' ? 2 : 1;
+      return USAGE_CODES.has(err.code) ? 2 : 1;
     }
     process.stderr.write(`dropline: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`);
     return 1;

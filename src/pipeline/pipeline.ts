@@ -376,7 +376,8 @@ export class Pipeline {
       })),
     );
     await this.transition(file.fileId, 'sending', ['validating'], patch);
-    await this.writeReports(file.fileId);
+    // The manifest only: every row of the report would still say pending.
+    await this.writeReports(file.fileId, { report: false });
   }
 
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
@@ -553,8 +554,11 @@ export class Pipeline {
 
   // ---- reports --------------------------------------------------------------------------
 
-  /** reports/<name>.manifest.json and reports/<name>.report.csv, rewritten at milestones. */
-  async writeReports(fileId: string): Promise<void> {
+  /**
+   * reports/<name>.manifest.json and reports/<name>.report.csv, rewritten at milestones. A
+   * report of a million rows costs seconds, so it is written only where its rows changed.
+   */
+  async writeReports(fileId: string, options: { report?: boolean } = {}): Promise<void> {
     const manifest = await manifestOf(this.store, fileId);
     if (!manifest) return;
     const source = this.sources.get(manifest.source);
@@ -562,7 +566,8 @@ export class Pipeline {
     const base = baseName(manifest.name);
     try {
       // The manifest last: whoever sees its state sees a report.csv at least as recent.
-      await source.write(`reports/${base}.report.csv`, reportCsv(this.store, fileId));
+      if (options.report !== false)
+        await source.write(`reports/${base}.report.csv`, reportCsv(this.store, fileId));
       await source.write(`reports/${base}.manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`);
     } catch (err) {
       this.log.error({ fileId, err: (err as Error).message }, 'could not write the reports');

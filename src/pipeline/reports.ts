@@ -125,15 +125,11 @@ function reportLine(r: RecipientRecord): string {
 /** `<name>.report.csv`: one row per record of the file, in file order. */
 export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
   yield `${REPORT_HEADER}\n`;
-  let buf = '';
-  for await (const r of store.recipients(fileId)) {
-    buf += `${reportLine(r)}\n`;
-    if (buf.length > 64 * 1024) {
-      yield buf;
-      buf = '';
-    }
+  for await (const page of store.recipientPages(fileId)) {
+    let buf = '';
+    for (const r of page) buf += `${reportLine(r)}\n`;
+    yield buf;
   }
-  if (buf) yield buf;
 }
 
 /**
@@ -143,13 +139,9 @@ export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<s
 export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator<string> {
   yield `${ERRORS_HEADER}\n`;
   if (file.rejection) yield `0,${file.rejection.code},${csvCell(file.rejection.message)},\n`;
-  let buf = '';
-  for await (const r of store.recipients(file.fileId, ['invalid'])) {
-    buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
-    if (buf.length > 64 * 1024) {
-      yield buf;
-      buf = '';
-    }
+  for await (const page of store.recipientPages(file.fileId, ['invalid'])) {
+    let buf = '';
+    for (const r of page) buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
+    yield buf;
   }
-  if (buf) yield buf;
 }

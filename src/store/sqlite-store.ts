@@ -864,6 +864,13 @@ export class SqliteStore implements Store {
   }
 
   async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {
+    for await (const page of this.recipientPages(fileId, outcomes)) yield* page;
+  }
+
+  async *recipientPages(
+    fileId: string,
+    outcomes?: readonly RecipientOutcome[],
+  ): AsyncGenerator<RecipientRecord[]> {
     const page = this.stmt(
       `SELECT * FROM recipients WHERE file_id = :file_id AND idx > :after
          AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
@@ -875,7 +882,7 @@ export class SqliteStore implements Store {
       // Keyset paging: each page is its own short read, so no read transaction (and no
       // WAL checkpoint block) is held while the consumer writes a report.
       const rows = page.all({ file_id: fileId, after, outcomes: filter, limit: this.pageSize });
-      for (const r of rows) yield toRecipient(r);
+      if (rows.length > 0) yield rows.map(toRecipient);
       if (rows.length < this.pageSize) return;
       after = num(rows.at(-1)!.idx);
     }

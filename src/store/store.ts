@@ -345,4 +345,6 @@ export interface Store {
   counts(fileId: string): Promise<FileCounts>;
   /** Every record of the file in idx order, read in pages (flat memory on millions of rows). */
   recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;
+  /** The same in pages (a few thousand rows each): cheaper for reports of millions of rows. */
+  recipientPages(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord[]>;
 }

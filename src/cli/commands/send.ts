@@ -112,7 +112,6 @@ export function registerSend(program: Command, setExit: SetExit): void {
             if (tty) process.stderr.write('\r\x1b[2K');
           }
           const manifest = (await manifestOf(rt.store, fileId))!;
-          await rt.pipeline.writeReports(fileId);
           printManifest(manifest, opts.json ?? false);
           setExit(successState(manifest.state) ? 0 : 1);
         } finally {

@@ -1,0 +1,131 @@
+// Issue 4: end to end to the sandbox: `dropline send` of 1M-recipient files (bulk and
+// personalized) as a whole process, against a floor measured in the same run (read the file
+// and post the same chunk bodies with a bare undici Pool: bench/floor-send.ts). The sandbox
+// runs in its own process without notifications, so this measures the send path. Peak RSS
+// of `dropline send` is read by bench/peak-rss.ts.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const out = join(root, 'bench', 'out');
+const cli = join(root, 'bin', 'dropline.js');
+const LINES = Number(process.env.PIPELINE_BENCH_LINES ?? 1_000_000);
+const CHUNK = 1000;
+const CONCURRENCY = 4;
+
+async function generate(path: string, kind: 'bulk' | 'personalized'): Promise<void> {
+  if (existsSync(path)) return;
+  const ws = createWriteStream(path);
+  if (kind === 'bulk')
+    ws.write('Recordatorio: su factura vence el viernes. Responda SALIR para no recibir mas.\n');
+  let buf = '';
+  for (let i = 0; i < LINES; i++) {
+    const n = `573${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`;
+    buf +=
+      kind === 'bulk'
+        ? `${n}\n`
+        : `${n};Hola cliente ${i}, su factura de este mes ya esta disponible en la app.\n`;
+    if (buf.length > 1 << 20) {
+      if (!ws.write(buf)) await once(ws, 'drain');
+      buf = '';
+    }
+  }
+  ws.end(buf);
+  await once(ws, 'finish');
+}
+
+async function startSandbox(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [cli, 'sandbox', '--port', '0', '--no-notifications'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      text += d.toString();
+      const m = /sandbox listening on (http:\/\/\S+)/.exec(text);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', () => reject(new Error('sandbox exited')));
+  });
+  return { url, child };
+}
+
+function timed(args: string[], cwd: string): { seconds: number; rssMiB: number; stdout: string } {
+  const t = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, ['--import', join(root, 'bench', 'peak-rss.ts'), ...args], {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
+  if (r.status !== 0) throw new Error(`failed: ${args.join(' ')}\n${r.stderr.slice(-2000)}`);
+  const m = /peak-rss-kib (\d+)/.exec(r.stderr);
+  return { seconds, rssMiB: m ? Number(m[1]) / 1024 : Number.NaN, stdout: r.stdout };
+}
+
+export default async function pipelineBench(): Promise<string> {
+  mkdirSync(out, { recursive: true });
+  const files = {
+    bulk: join(out, `pipeline-bulk-${LINES}.bulk.txt`),
+    personalized: join(out, `pipeline-personalized-${LINES}.personalized.txt`),
+  };
+  await generate(files.bulk, 'bulk');
+  await generate(files.personalized, 'personalized');
+  const rows: string[] = [];
+  for (const kind of ['bulk', 'personalized'] as const) {
+    const sandbox = await startSandbox();
+    try {
+      const floor = timed(
+        [
+          join(root, 'bench', 'floor-send.ts'),
+          files[kind],
+          kind,
+          sandbox.url,
+          String(CHUNK),
+          String(CONCURRENCY),
+        ],
+        root,
+      );
+      const work = join(out, `pipeline-${kind}`);
+      rmSync(work, { recursive: true, force: true });
+      mkdirSync(work, { recursive: true });
+      writeFileSync(
+        join(work, 'dropline.config.json'),
+        JSON.stringify({
+          api: {
+            baseUrl: sandbox.url,
+            username: 'demo',
+            password: 'demo',
+            chunkSize: CHUNK,
+            concurrency: CONCURRENCY,
+          },
+          notify: { listen: '127.0.0.1:0', token: 'bench' },
+          store: 'sqlite:./state.db',
+          sources: [{ name: 'local', type: 'local', path: './drop' }],
+        }),
+      );
+      const run = timed([cli, 'send', '--json', files[kind]], work);
+      const manifest = JSON.parse(run.stdout) as { state: string; counts: { submitted: number } };
+      if (manifest.counts.submitted !== LINES)
+        throw new Error(`submitted ${manifest.counts.submitted} of ${LINES}`);
+      rows.push(
+        `| ${kind} ${LINES.toLocaleString('en-US')} | ${floor.seconds.toFixed(2)} s | ${run.seconds.toFixed(2)} s | ${(run.seconds / floor.seconds).toFixed(2)}× | ${run.rssMiB.toFixed(0)} MiB | ${manifest.state} |`,
+      );
+    } finally {
+      sandbox.child.kill('SIGTERM');
+    }
+  }
+  return [
+    '`dropline send --json <file>` (read, validate, record every line in SQLite, plan, send every',
+    'chunk write-ahead, record every outcome) as a whole process against the floor: the same file',
+    'read and the same chunk bodies posted with a bare undici Pool (bench/floor-send.ts), both to',
+    `a sandbox process without notifications; chunks of ${CHUNK}, ${CONCURRENCY} in flight.`,
+    'Goals: at most 3× the floor, peak RSS under 300 MB.',
+    '',
+    '| file | floor | dropline send | ratio | peak RSS | state |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
