@@ -15,6 +15,7 @@ import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
 import type {
   ChunkResult,
   ChunkState,
+  FileCounts,
   FilePatch,
   FileRecord,
   FileState,
@@ -22,7 +23,7 @@ import type {
   RecipientInsert,
   Store,
 } from '../store/store.ts';
-import { errorsCsv, manifestOf, reportCsv } from './reports.ts';
+import { errorsCsv, type Manifest, manifestOf, reportCsv } from './reports.ts';
 
 const INSERT_BATCH = 10_000;
 
@@ -53,6 +54,8 @@ export class Pipeline {
   private readonly rules = new Map<string, NumberRules>();
   /** Files this process is driving now: never driven twice at once. */
   private readonly driving = new Set<string>();
+  /** Records read so far of the files this process is reading (progress before the counts exist). */
+  readonly reading = new Map<string, number>();
 
   constructor(options: PipelineOptions) {
     this.store = options.store;
@@ -334,9 +337,11 @@ export class Pipeline {
       }
       if (rows.length >= INSERT_BATCH) {
         await this.store.insertRecipients(file.fileId, rows);
+        this.reading.set(file.fileId, idx);
         rows = [];
       }
     }
+    this.reading.delete(file.fileId);
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
     if (!summary) throw new Error('the reader ended without a summary');
 
@@ -398,6 +403,12 @@ export class Pipeline {
   private async bulkText(fileId: string): Promise<string | null> {
     const cached = this.bulkTexts.get(fileId);
     if (cached !== undefined) return cached;
+    // The text is kept on the file's first valid recipient, the first of chunk 1.
+    const first = (await this.store.chunkRecipients(fileId, 1)).find((r) => r.text !== null);
+    if (first?.text != null) {
+      this.bulkTexts.set(fileId, first.text);
+      return first.text;
+    }
     for await (const r of this.store.recipients(fileId, [
       'pending',
       'sent',
@@ -430,13 +441,8 @@ export class Pipeline {
           return;
         }
         if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending']))) continue;
-        const rows = await this.store.chunkRecipients(fileId, chunk.seq, ['pending']);
-        const planned = planChunk(
-          fileId,
-          chunk.seq,
-          rows.map((r) => ({ number: r.number!, messageId: r.messageId!, text: r.text })),
-          bulkText,
-        );
+        const rows = await this.store.chunkDestinations(fileId, chunk.seq);
+        const planned = planChunk(fileId, chunk.seq, rows, bulkText);
         const result = await this.client.sendChunk(planned);
         const chunkResult = toChunkResult(result);
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
@@ -463,10 +469,12 @@ export class Pipeline {
     await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
     const after = await this.mustGet(fileId);
     if (after.state !== 'sending' || stop) return after;
-    const counts = await this.store.counts(fileId);
-    if (counts.chunksPending + counts.chunksInflight > 0) return after;
-    if (counts.chunksFailed + counts.chunksInDoubt > 0) {
-      const reason = `${counts.chunksFailed} chunk(s) failed, ${counts.chunksInDoubt} in doubt: dropline retry ${fileId} resends them`;
+    // Chunk states only: the chunks table, not a count over every recipient of the file.
+    const open = await this.store.listChunks(fileId, ['pending', 'inflight', 'failed', 'in_doubt']);
+    if (open.some((c) => c.state === 'pending' || c.state === 'inflight')) return after;
+    if (open.length > 0) {
+      const failed = open.filter((c) => c.state === 'failed').length;
+      const reason = `${failed} chunk(s) failed, ${open.length - failed} in doubt: dropline retry ${fileId} resends them`;
       const partial = await this.transition(fileId, 'partial', ['sending'], { reason });
       await this.writeReports(fileId);
       return partial ?? after;
@@ -482,8 +490,10 @@ export class Pipeline {
     });
     if (!file) return this.mustGet(fileId);
     await this.moveTo(file, this.source(file.source), 'done');
-    await this.writeReports(fileId);
-    return this.checkProgress(await this.mustGet(fileId));
+    const manifest = await this.writeReports(fileId);
+    // The manifest's counts were read after the file became submitted: good enough for
+    // checkProgress (pending deliveries only go down), one count of the file fewer.
+    return this.checkProgress(await this.mustGet(fileId), manifest?.counts);
   }
 
   // ---- progress -------------------------------------------------------------------------
@@ -494,7 +504,7 @@ export class Pipeline {
    * settled every in-doubt chunk; in-doubt chunks resent after the grace period when
    * `api.inDoubt` is "resend".
    */
-  async checkProgress(file: FileRecord): Promise<FileRecord> {
+  async checkProgress(file: FileRecord, known?: Pick<FileCounts, 'pendingDelivery'>): Promise<FileRecord> {
     const fileId = file.fileId;
     if (file.state === 'partial') {
       const counts = await this.store.counts(fileId);
@@ -509,7 +519,7 @@ export class Pipeline {
       return file;
     }
     if (file.state !== 'submitted') return file;
-    const counts = await this.store.counts(fileId);
+    const counts = known ?? (await this.store.counts(fileId));
     if (counts.pendingDelivery > 0) {
       if (!file.deliveryDeadline || this.now().getTime() < Date.parse(file.deliveryDeadline)) return file;
       const expired = await this.store.expireDeliveries(fileId);
@@ -558,11 +568,11 @@ export class Pipeline {
    * reports/<name>.manifest.json and reports/<name>.report.csv, rewritten at milestones. A
    * report of a million rows costs seconds, so it is written only where its rows changed.
    */
-  async writeReports(fileId: string, options: { report?: boolean } = {}): Promise<void> {
+  async writeReports(fileId: string, options: { report?: boolean } = {}): Promise<Manifest | null> {
     const manifest = await manifestOf(this.store, fileId);
-    if (!manifest) return;
+    if (!manifest) return null;
     const source = this.sources.get(manifest.source);
-    if (!source) return;
+    if (!source) return manifest;
     const base = baseName(manifest.name);
     try {
       // The manifest last: whoever sees its state sees a report.csv at least as recent.
@@ -572,6 +582,7 @@ export class Pipeline {
     } catch (err) {
       this.log.error({ fileId, err: (err as Error).message }, 'could not write the reports');
     }
+    return manifest;
   }
 }
 
@@ -591,10 +602,13 @@ export function toChunkResult(result: SendResult): ChunkResult {
     const o = p.outcome;
     attempts += o.attempts;
     const messageIds = p.destinations.map((d) => d.messageId);
+    // One part carrying every destination of the request: the store may record it by chunk.
+    const whole = result.parts.length === 1 && p.destinations.length === result.destinations;
+    const scope = whole ? { messageIds, wholeChunk: true } : { messageIds };
     if (o.kind === 'accepted') {
       accepted++;
       transactionNumber ??= o.transactionNumber;
-      parts.push({ messageIds, outcome: 'sent', transactionNumber: o.transactionNumber });
+      parts.push({ ...scope, outcome: 'sent', transactionNumber: o.transactionNumber });
       continue;
     }
     errorCode ??= o.code;
@@ -602,20 +616,20 @@ export function toChunkResult(result: SendResult): ChunkResult {
     switch (o.kind) {
       case 'rejected':
         rejected++;
-        parts.push({ messageIds, outcome: 'rejected', code: o.code, detail: o.reason });
+        parts.push({ ...scope, outcome: 'rejected', code: o.code, detail: o.reason });
         break;
       case 'in_doubt':
         inDoubt++;
-        parts.push({ messageIds, outcome: 'in_doubt', code: o.code, detail: o.reason });
+        parts.push({ ...scope, outcome: 'in_doubt', code: o.code, detail: o.reason });
         break;
       case 'forbidden':
       case 'unauthorized':
         blocked++;
-        parts.push({ messageIds, outcome: 'pending', code: o.code, detail: o.reason });
+        parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
         break;
       default:
         failed++;
-        parts.push({ messageIds, outcome: 'failed', code: o.code, detail: o.reason });
+        parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
     }
   }
   let state: ChunkState;

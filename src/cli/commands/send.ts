@@ -61,7 +61,8 @@ export function registerSend(program: Command, setExit: SetExit): void {
 
         const tty = process.stderr.isTTY && !opts.json;
         const show = (line: string) => {
-          if (tty) process.stderr.write(`\r\x1b[2K${line}`);
+          // One line, cut to the terminal's width: a wrapped line cannot be redrawn with \r.
+          if (tty) process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 80) - 1)}`);
         };
         let receiver: Receiver | null = null;
         const listening = await receiverListening(rt.loaded);
@@ -81,18 +82,20 @@ export function registerSend(program: Command, setExit: SetExit): void {
           );
         }
         try {
+          let fileId = '';
           const timer = tty
             ? setInterval(() => {
-                void rt.store
-                  .listFiles({ source: source.name, limit: 1 })
-                  .then(async ([f]) => {
-                    const m = f ? await manifestOf(rt.store, f.fileId) : null;
-                    if (m) show(progressLine(m));
-                  })
+                if (!fileId) return;
+                const read = rt.pipeline.reading.get(fileId);
+                if (read !== undefined) {
+                  show(`${name} validating: ${read.toLocaleString('en-US')} records read`);
+                  return;
+                }
+                void manifestOf(rt.store, fileId)
+                  .then((m) => m && show(progressLine(m)))
                   .catch(() => {});
               }, 200)
             : null;
-          let fileId: string;
           try {
             const file = await rt.pipeline.claim(
               source,
