@@ -1,6 +1,6 @@
 // What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
-import type { FileCounts, FileRecord, RecipientRecord, Store } from '../store/store.ts';
+import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
 export interface Manifest {
   fileId: string;
@@ -107,7 +107,7 @@ export function csvCell(value: string | number | null | undefined): string {
 export const REPORT_HEADER = 'line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt';
 export const ERRORS_HEADER = 'line,code,message,value';
 
-function reportLine(r: RecipientRecord): string {
+function reportLine(r: ReportRow): string {
   const status = r.outcome === 'sent' || r.outcome === 'in_doubt' ? r.status : '';
   return [
     r.line,
@@ -125,7 +125,7 @@ function reportLine(r: RecipientRecord): string {
 /** `<name>.report.csv`: one row per record of the file, in file order. */
 export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
   yield `${REPORT_HEADER}\n`;
-  for await (const page of store.recipientPages(fileId)) {
+  for await (const page of store.reportPages(fileId)) {
     let buf = '';
     for (const r of page) buf += `${reportLine(r)}\n`;
     yield buf;

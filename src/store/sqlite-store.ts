@@ -11,6 +11,7 @@ import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSy
 import { DroplineError } from '../errors.ts';
 import { loadMigrations, type Migration } from './migrations.ts';
 import {
+  type ChunkDestination,
   type ChunkInsert,
   type ChunkRecord,
   type ChunkResult,
@@ -29,6 +30,7 @@ import {
   type RecipientInsert,
   type RecipientOutcome,
   type RecipientRecord,
+  type ReportRow,
   type Store,
   UNKNOWN_DELIVERY,
 } from './store.ts';
@@ -250,6 +252,17 @@ export class SqliteStore implements Store {
     let s = this.statements.get(sql);
     if (!s) {
       s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** A cached statement whose rows come back as arrays (no per-row object with 16 keys). */
+  private arrays(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      s.setReturnArrays(true);
       this.statements.set(sql, s);
     }
     return s;
@@ -556,6 +569,19 @@ export class SqliteStore implements Store {
       .map(toRecipient);
   }
 
+  async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
+    const rows = this.arrays(
+      `SELECT number, message_id, text FROM recipients INDEXED BY recipients_chunk
+       WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY idx`,
+    ).all(fileId, seq) as unknown as SQLOutputValue[][];
+    const out: ChunkDestination[] = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      out[i] = { number: str(r[0]), messageId: str(r[1]), text: strOrNull(r[2]) };
+    }
+    return out;
+  }
+
   async setChunkState(
     fileId: string,
     seq: number,
@@ -583,11 +609,24 @@ export class SqliteStore implements Store {
          AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
          AND (:only_pending = 0 OR outcome = 'pending')`,
     );
+    // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
+    // chunk's unsettled ones, found by the chunk index without a list to match.
+    const reportedWhole = this.stmt(
+      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
+         AND outcome IN ('pending', 'in_doubt') AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+    );
+    const setWhole = this.stmt(
+      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
+         transaction_number = coalesce(:tn, transaction_number), updated_at = :now
+       WHERE file_id = :file_id AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
+    );
     return this.tx(() => {
       // A delivery report already in for a recipient of an in-doubt part proves that part's
       // request reached the service (DESIGN-NOTES 1). Checked per part, not per chunk: the
       // reports of a bisected chunk's accepted part prove nothing about its other parts.
-      const doubtParts = result.parts.filter((p) => p.outcome === 'in_doubt' && p.messageIds.length > 0);
+      const doubtParts = result.parts.filter(
+        (p) => p.outcome === 'in_doubt' && (p.wholeChunk === true || p.messageIds.length > 0),
+      );
       const parts = [...result.parts];
       if (result.state === 'in_doubt' && doubtParts.length === 0) {
         // A chunk in doubt without in-doubt parts: the whole chunk's unanswered recipients are.
@@ -601,6 +640,28 @@ export class SqliteStore implements Store {
       let settled = false;
       let doubtful = false;
       for (const part of parts) {
+        if (part.wholeChunk === true) {
+          let outcome: RecipientOutcome = part.outcome;
+          if (outcome === 'in_doubt') {
+            if (reportedWhole.get({ file_id: fileId, seq })) {
+              outcome = 'sent';
+              settled = true;
+            } else {
+              doubtful = true;
+            }
+          }
+          const proven = outcome === 'sent' && part.outcome === 'in_doubt';
+          setWhole.run({
+            outcome,
+            code: proven ? null : (part.code ?? null),
+            detail: proven ? null : (part.detail ?? null),
+            tn: part.transactionNumber ?? null,
+            now,
+            file_id: fileId,
+            seq,
+          });
+          continue;
+        }
         const whole = part.messageIds.length === 0;
         if (whole && part.outcome !== 'in_doubt') continue;
         const ids = whole ? null : JSON.stringify(part.messageIds);
@@ -861,6 +922,39 @@ export class SqliteStore implements Store {
       }
     }
     return c;
+  }
+
+  async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
+    const page = this.arrays(
+      `SELECT idx, line, number, value, message_id, outcome, code, status, transaction_number, sms_count, updated_at
+       FROM recipients WHERE file_id = ? AND idx > ? ORDER BY idx LIMIT ?`,
+    );
+    let after = Number.MIN_SAFE_INTEGER;
+    for (;;) {
+      // Keyset paging, as recipientPages.
+      const rows = page.all(fileId, after, this.pageSize) as unknown as SQLOutputValue[][];
+      if (rows.length > 0) {
+        const out: ReportRow[] = new Array(rows.length);
+        for (let i = 0; i < rows.length; i++) {
+          const r = rows[i]!;
+          out[i] = {
+            line: num(r[1]),
+            number: strOrNull(r[2]),
+            value: strOrNull(r[3]),
+            messageId: strOrNull(r[4]),
+            outcome: str(r[5]) as RecipientOutcome,
+            code: strOrNull(r[6]),
+            status: str(r[7]),
+            transactionNumber: strOrNull(r[8]),
+            smsCount: numOrNull(r[9]),
+            updatedAt: str(r[10]),
+          };
+        }
+        yield out;
+        after = num(rows.at(-1)![0]);
+      }
+      if (rows.length < this.pageSize) return;
+    }
   }
 
   async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {

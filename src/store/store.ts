@@ -157,6 +157,29 @@ export interface RecipientRecord extends RecipientInsert {
   updatedAt: string;
 }
 
+/** What a request needs of one recipient (chunkDestinations). */
+export interface ChunkDestination {
+  number: string;
+  messageId: string;
+  /** null in bulk files: the file's message. */
+  text: string | null;
+}
+
+/** What one row of the report needs (reportPages). */
+export type ReportRow = Pick<
+  RecipientRecord,
+  | 'line'
+  | 'number'
+  | 'value'
+  | 'messageId'
+  | 'outcome'
+  | 'code'
+  | 'status'
+  | 'transactionNumber'
+  | 'smsCount'
+  | 'updatedAt'
+>;
+
 export interface ChunkInsert {
   seq: number;
   /** Destinations in the chunk. */
@@ -179,6 +202,13 @@ export interface ChunkRecord {
 export interface PartOutcome {
   /** The messageIds of the part's destinations. */
   messageIds: string[];
+  /**
+   * The part is the whole request: `messageIds` are every recipient of the chunk that was
+   * pending when it was planned (chunkDestinations). The store may then find them by the
+   * chunk instead of by the list: the chunk's recipients still `pending`, or `in_doubt`
+   * (markInflightInDoubt by a worker that took the lease meanwhile).
+   */
+  wholeChunk?: boolean;
   outcome: 'sent' | 'rejected' | 'failed' | 'in_doubt' | 'pending';
   transactionNumber?: string | null;
   code?: string | null;
@@ -313,6 +343,11 @@ export interface Store {
     seq: number,
     outcomes?: readonly RecipientOutcome[],
   ): Promise<RecipientRecord[]>;
+  /**
+   * The chunk's `pending` recipients in idx order, with only what a request needs: the
+   * send path's lean form of chunkRecipients(fileId, seq, ['pending']).
+   */
+  chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
   /** Compare-and-set on the chunk state; `inflight` also increments attempts. */
   setChunkState(fileId: string, seq: number, to: ChunkState, from: readonly ChunkState[]): Promise<boolean>;
   /**
@@ -347,4 +382,6 @@ export interface Store {
   recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;
   /** The same in pages (a few thousand rows each): cheaper for reports of millions of rows. */
   recipientPages(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord[]>;
+  /** Every record of the file in idx order and in pages, with only the report's columns. */
+  reportPages(fileId: string): AsyncIterable<ReportRow[]>;
 }

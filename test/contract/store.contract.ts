@@ -503,7 +503,138 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
       });
     });
 
+    describe('chunkDestinations', () => {
+      it("the chunk's pending recipients in idx order: number, messageId and text only", async () => {
+        await store.registerFile(newFile());
+        const rows = validRows(5, 5);
+        rows[3] = { ...rows[3]!, text: null };
+        // inserted out of order: the store orders by idx
+        await store.insertRecipients('f1', [rows[4]!, rows[2]!, rows[0]!]);
+        await store.insertRecipients('f1', [rows[3]!, rows[1]!]);
+        await store.insertRecipients(
+          'f1',
+          validRows(2, 2, 6).map((r) => ({ ...r, chunkSeq: 2 })),
+        );
+        await store.insertChunks('f1', [
+          { seq: 1, size: 5 },
+          { seq: 2, size: 2 },
+        ]);
+        expect(await store.chunkDestinations('f1', 1)).toEqual([
+          { number: '573000000001', messageId: 'm1', text: 'hello 1' },
+          { number: '573000000002', messageId: 'm2', text: 'hello 2' },
+          { number: '573000000003', messageId: 'm3', text: 'hello 3' },
+          { number: '573000000004', messageId: 'm4', text: null },
+          { number: '573000000005', messageId: 'm5', text: 'hello 5' },
+        ]);
+        // only pending ones: a retried chunk resends what the service did not take
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'failed',
+          attempts: 1,
+          parts: [
+            { messageIds: ['m1', 'm3'], outcome: 'sent', transactionNumber: 'T1' },
+            { messageIds: ['m2', 'm4', 'm5'], outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+          ],
+        });
+        expect(await store.chunkDestinations('f1', 1)).toEqual([]);
+        await store.requeueChunks('f1', ['failed']);
+        expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual(['m2', 'm4', 'm5']);
+        expect((await store.chunkDestinations('f1', 2)).map((d) => d.messageId)).toEqual(['m6', 'm7']);
+        expect(await store.chunkDestinations('f1', 3)).toEqual([]);
+        expect(await store.chunkDestinations('f2', 1)).toEqual([]);
+      });
+    });
+
     describe('chunk results', () => {
+      it("a whole-chunk part records the chunk's unsettled recipients, not the ones settled before", async () => {
+        await sendingFile('f1', 4, 4);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'failed',
+          attempts: 1,
+          parts: [
+            { messageIds: ['m1'], outcome: 'sent', transactionNumber: 'T1' },
+            { messageIds: ['m2'], outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
+            { messageIds: ['m3', 'm4'], outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+          ],
+        });
+        await store.requeueChunks('f1', ['failed']);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        h.clock.advance(500);
+        expect(
+          await store.recordChunkResult('f1', 1, {
+            state: 'accepted',
+            attempts: 2,
+            transactionNumber: 'T2',
+            parts: [{ messageIds: ['m3', 'm4'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T2' }],
+          }),
+        ).toBe('accepted');
+        const rs = await store.chunkRecipients('f1', 1);
+        expect(rs.map((r) => [r.messageId, r.outcome, r.code, r.transactionNumber])).toEqual([
+          ['m1', 'sent', null, 'T1'],
+          ['m2', 'rejected', 'DROPLINE_ERR_SERVICE_REJECTED', null],
+          ['m3', 'sent', null, 'T2'],
+          ['m4', 'sent', null, 'T2'],
+        ]);
+        expect(rs.map((r) => r.updatedAt)).toEqual([at(0), at(0), at(500), at(500)]);
+        expect(await store.counts('f1')).toMatchObject({ chunksAccepted: 1, submitted: 3, rejected: 1 });
+      });
+
+      it('a whole-chunk part also settles recipients another worker marked in doubt meanwhile', async () => {
+        await sendingFile('f1', 2, 2);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        // the lease expired mid-request: the next worker found the chunk inflight
+        await store.markInflightInDoubt('f1');
+        expect(
+          await store.recordChunkResult('f1', 1, {
+            state: 'accepted',
+            attempts: 1,
+            transactionNumber: 'T1',
+            parts: [{ messageIds: ['m1', 'm2'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' }],
+          }),
+        ).toBe('accepted');
+        expect((await store.chunkRecipients('f1', 1)).map((r) => [r.outcome, r.transactionNumber])).toEqual([
+          ['sent', 'T1'],
+          ['sent', 'T1'],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ chunksAccepted: 1, inDoubt: 0, submitted: 2 });
+      });
+
+      it('a whole-chunk in-doubt part: a report proves it accepted, none leaves it in doubt', async () => {
+        await sendingFile('f1', 4, 2);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        await store.setChunkState('f1', 2, 'inflight', ['pending']);
+        await store.recordDeliveries([event('f1', 'm2', { status: 'NO_SUCCESS' })]);
+        const doubt = (ids: string[]) => ({
+          state: 'in_doubt' as const,
+          attempts: 1,
+          errorCode: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+          errorMessage: 'no answer',
+          parts: [
+            {
+              messageIds: ids,
+              wholeChunk: true,
+              outcome: 'in_doubt' as const,
+              code: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+              detail: 'no answer',
+            },
+          ],
+        });
+        expect(await store.recordChunkResult('f1', 1, doubt(['m1', 'm2']))).toBe('accepted');
+        expect(await store.recordChunkResult('f1', 2, doubt(['m3', 'm4']))).toBe('in_doubt');
+        expect((await store.listChunks('f1')).map((c) => [c.state, c.errorCode])).toEqual([
+          ['accepted', null],
+          ['in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT'],
+        ]);
+        expect((await collect(store.recipients('f1'))).map((r) => [r.outcome, r.code, r.status])).toEqual([
+          ['sent', null, PENDING_DELIVERY],
+          ['sent', null, 'NO_SUCCESS'],
+          ['in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT', PENDING_DELIVERY],
+          ['in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT', PENDING_DELIVERY],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ chunksInDoubt: 1, inDoubt: 2, submitted: 2 });
+      });
+
       it('records mixed parts: sent with a transactionNumber, rejected with a code, failed', async () => {
         await sendingFile('f1', 6, 6);
         await store.setChunkState('f1', 1, 'inflight', ['pending']);
@@ -981,6 +1112,72 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
       it('counts of an unknown file are zero', async () => {
         const c = await store.counts('missing');
         expect(Object.values(c).every((v) => v === 0)).toBe(true);
+      });
+
+      it('reportPages: every record in idx order, in pages, with the report columns', async () => {
+        await store.registerFile(newFile());
+        await store.registerFile(newFile({ fileId: 'f2' }));
+        await store.insertRecipients('f2', validRows(10, 10));
+        const rows = validRows(12_000, 1000);
+        rows[11_999] = {
+          ...rows[11_999]!,
+          number: null,
+          messageId: null,
+          chunkSeq: null,
+          outcome: 'invalid',
+          code: 'INVALID_NUMBER',
+          detail: 'not a number',
+          smsCount: null,
+        };
+        for (let i = 0; i < rows.length; i += 5000)
+          await store.insertRecipients('f1', rows.slice(i, i + 5000));
+        await store.insertChunks('f1', chunksFor(11_999, 1000));
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        h.clock.advance(1000);
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 1,
+          transactionNumber: 'T1',
+          parts: [{ messageIds: ['m1', 'm2'], outcome: 'sent', transactionNumber: 'T1' }],
+        });
+        await store.recordDeliveries([event('f1', 'm2')]);
+        const pages = await collect(store.reportPages('f1'));
+        expect(pages.length).toBeGreaterThan(1);
+        const all = pages.flat();
+        expect(all.map((r) => r.line)).toEqual(rows.map((r) => r.line));
+        const full = await collect(store.recipients('f1'));
+        const pick = (r: (typeof full)[number]) => ({
+          line: r.line,
+          number: r.number,
+          value: r.value,
+          messageId: r.messageId,
+          outcome: r.outcome,
+          code: r.code,
+          status: r.status,
+          transactionNumber: r.transactionNumber,
+          smsCount: r.smsCount,
+          updatedAt: r.updatedAt,
+        });
+        expect(all).toEqual(full.map(pick));
+        expect(all[1]).toEqual({
+          line: 3,
+          number: '573000000002',
+          value: '3000000002',
+          messageId: 'm2',
+          outcome: 'sent',
+          code: null,
+          status: DELIVERED,
+          transactionNumber: 'T1',
+          smsCount: 1,
+          updatedAt: at(1000),
+        });
+        expect(all[11_999]).toMatchObject({
+          outcome: 'invalid',
+          number: null,
+          code: 'INVALID_NUMBER',
+          smsCount: null,
+        });
+        expect(await collect(store.reportPages('missing'))).toEqual([]);
       });
 
       it('recipients() pages over 12,000 rows in idx order', async () => {
