@@ -8,7 +8,7 @@
 // part alone. messageIds use two independent 32-bit hashes of the id.
 
 const EMPTY = 0;
-const MAX_LOAD = 0.75;
+const MAX_LOAD = 0.8;
 
 function fmix32(h: number): number {
   h ^= h >>> 16;
