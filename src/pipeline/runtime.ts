@@ -12,7 +12,7 @@ import { loadSuppressionList, type SuppressionList } from '../format/suppression
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
-import { LocalSource } from '../sources/local-source.ts';
+import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { createStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
@@ -120,13 +120,7 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
 
   const sources = new Map<string, Source>();
   for (const s of config.sources) {
-    if (s.type !== 'local') {
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `sources.${s.name}: type "${s.type}" arrives with the SFTP/S3 issue`,
-      );
-    }
-    const source = new LocalSource({ name: s.name, path: resolve(s.path) });
+    const source = createSource(s, logger);
     await source.start();
     sources.set(s.name, source);
   }

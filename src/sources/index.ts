@@ -1,0 +1,21 @@
+// One Source per configured source. Each type lives in its own file; this is the only
+// place that knows them all.
+import { resolve } from 'node:path';
+import type { SourceConfig } from '../config/schema.ts';
+import { DroplineError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { LocalSource } from './local-source.ts';
+import type { Source } from './source.ts';
+
+export function createSource(cfg: SourceConfig, _logger: Logger): Source {
+  switch (cfg.type) {
+    case 'local':
+      return new LocalSource({ name: cfg.name, path: resolve(cfg.path) });
+    case 'sftp':
+    case 's3':
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `sources.${cfg.name}: type "${cfg.type}" is not available yet`,
+      );
+  }
+}
