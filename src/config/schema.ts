@@ -61,6 +61,8 @@ const s3Source = z
     region: z.string().default('us-east-1'),
     endpoint: z.string().url().optional(),
     forcePathStyle: z.boolean().default(false),
+    /** SDK checksums: WHEN_REQUIRED works with every S3-compatible store (docs/sources.md). */
+    checksums: z.enum(['WHEN_REQUIRED', 'WHEN_SUPPORTED']).default('WHEN_REQUIRED'),
   })
   .strict();
 

@@ -106,7 +106,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     const source = rt.sources.get(cfg.name)!;
     const tracker = new ReadinessTracker({
       mode: cfg.readiness,
-      stableMs: cfg.stableMs ?? (cfg.type === 'local' ? 2000 : 15_000),
+      // S3 objects are whole once listed: immediate unless configured (marker/trailer still apply).
+      stableMs: cfg.stableMs ?? (cfg.type === 'local' ? 2000 : cfg.type === 's3' ? 0 : 15_000),
       incompleteTimeoutMs: cfg.incompleteTimeoutMs,
     });
     const pollMs = cfg.pollMs ?? (cfg.type === 'local' ? 1000 : 10_000);

@@ -5,14 +5,25 @@ import type { SourceConfig } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { LocalSource } from './local-source.ts';
+import { S3Source } from './s3-source.ts';
 import type { Source } from './source.ts';
 
-export function createSource(cfg: SourceConfig, _logger: Logger): Source {
+export function createSource(cfg: SourceConfig, logger: Logger): Source {
   switch (cfg.type) {
     case 'local':
       return new LocalSource({ name: cfg.name, path: resolve(cfg.path) });
-    case 'sftp':
     case 's3':
+      return new S3Source({
+        name: cfg.name,
+        bucket: cfg.bucket,
+        prefix: cfg.prefix,
+        region: cfg.region,
+        endpoint: cfg.endpoint,
+        forcePathStyle: cfg.forcePathStyle,
+        checksums: cfg.checksums,
+        logger,
+      });
+    case 'sftp':
       throw new DroplineError(
         'DROPLINE_ERR_CONFIG',
         `sources.${cfg.name}: type "${cfg.type}" is not available yet`,
