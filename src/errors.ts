@@ -244,6 +244,16 @@ export const ERRORS = {
     hint: 'check bucket, region, endpoint and forcePathStyle, the credentials (env, profile, web identity) and what the bucket policy allows',
     retryable: true,
   },
+  DROPLINE_ERR_SFTP: {
+    message: 'an SFTP source cannot be reached or refused an operation',
+    hint: 'check host, port, username and the key or password of the source; dropline reconnects with backoff and retries on the next poll',
+    retryable: true,
+  },
+  DROPLINE_ERR_SFTP_HOST_KEY: {
+    message: "the SFTP server's host key is not the pinned one",
+    hint: "compare hostKeySha256 with ssh-keygen -lf of the server's public host key (ask the partner); a changed key may also mean someone is in between",
+    retryable: false,
+  },
 } as const satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof ERRORS;

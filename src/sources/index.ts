@@ -2,10 +2,10 @@
 // place that knows them all.
 import { resolve } from 'node:path';
 import type { SourceConfig } from '../config/schema.ts';
-import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { LocalSource } from './local-source.ts';
 import { S3Source } from './s3-source.ts';
+import { sftpSourceFromConfig } from './sftp-source.ts';
 import type { Source } from './source.ts';
 
 export function createSource(cfg: SourceConfig, logger: Logger): Source {
@@ -24,9 +24,6 @@ export function createSource(cfg: SourceConfig, logger: Logger): Source {
         logger,
       });
     case 'sftp':
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `sources.${cfg.name}: type "${cfg.type}" is not available yet`,
-      );
+      return sftpSourceFromConfig(cfg, logger);
   }
 }

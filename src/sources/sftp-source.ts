@@ -1,0 +1,583 @@
+// An SFTP directory as a Source (issue 5): inbox/ processing/ done/ failed/ reports/ under
+// `path` on a partner's server. One connection, pinned host key, reconnect with backoff; a
+// server that is down never crashes the process: ping() and every operation fail with a
+// clear error until the connection is back (the daemon logs and retries on its next poll).
+// Secrets (password, key, passphrase) live in private fields only: never logged, never in
+// an error message.
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { SFTPWrapper, Stats } from 'ssh2';
+import SftpClient from 'ssh2-sftp-client';
+import type { SourceConfig } from '../config/schema.ts';
+import { DroplineError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+
+export interface SftpSourceOptions {
+  name: string;
+  host: string;
+  port?: number;
+  username: string;
+  password?: string | undefined;
+  privateKey?: Buffer | string | undefined;
+  passphrase?: string | undefined;
+  /** OpenSSH form, as `ssh-keygen -lf` prints it: `SHA256:<base64 without padding>`. */
+  hostKeySha256?: string | undefined;
+  insecureSkipHostKeyCheck?: boolean;
+  /** The source root on the server (absolute, or relative to the login directory). */
+  path: string;
+  logger: Logger;
+  /** First reconnect delay; doubles up to maxBackoffMs. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  readyTimeoutMs?: number;
+}
+
+/** Strings from an async iterable are gathered up to this size per SFTP write. */
+const WRITE_BATCH_CHARS = 64 * 1024;
+const READ_CHUNK = 64 * 1024;
+/** SFTP status codes (draft-ietf-secsh-filexfer-02). */
+const NO_SUCH_FILE = 2;
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+
+type Cb<T> = (err?: Error | null, value?: T) => void;
+
+interface Conn {
+  client: SftpClient;
+  sftp: SFTPWrapper;
+  lost: boolean;
+}
+
+function sftpCode(err: unknown): unknown {
+  return (err as { code?: unknown } | null)?.code;
+}
+
+/** `SHA256:abc…` (padding optional) → the raw base64 without padding, or null when malformed. */
+export function parseHostKeySha256(value: string): string | null {
+  const m = /^SHA256:([A-Za-z0-9+/]{43})=?$/.exec(value.trim());
+  return m ? m[1]! : null;
+}
+
+/** ssh2's hex digest of the host key → OpenSSH's `SHA256:` form. */
+export function fingerprintOfHex(hex: string): string {
+  return `SHA256:${Buffer.from(hex, 'hex').toString('base64').replace(/=+$/, '')}`;
+}
+
+/** OpenSSH's `SHA256:` fingerprint of a host key blob (for messages and tests). */
+export function fingerprintOfKey(key: Buffer): string {
+  return fingerprintOfHex(createHash('sha256').update(key).digest('hex'));
+}
+
+export class SftpSource implements Source {
+  readonly name: string;
+  readonly kind = 'sftp' as const;
+  readonly host: string;
+  readonly port: number;
+  readonly username: string;
+  readonly root: string;
+  readonly #password: string | undefined;
+  readonly #privateKey: Buffer | string | undefined;
+  readonly #passphrase: string | undefined;
+  readonly #pinned: string | null;
+  readonly #insecure: boolean;
+  readonly #log: Logger;
+  readonly #initialBackoffMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #readyTimeoutMs: number;
+
+  #conn: Conn | null = null;
+  #connecting: Promise<Conn> | null = null;
+  #lastError: DroplineError | null = null;
+  #backoffMs: number;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #started = false;
+  #closed = false;
+
+  constructor(options: SftpSourceOptions) {
+    this.name = options.name;
+    this.host = options.host;
+    this.port = options.port ?? 22;
+    this.username = options.username;
+    this.root = options.path.replace(/\/+$/, '') || '/';
+    this.#password = options.password;
+    this.#privateKey = options.privateKey;
+    this.#passphrase = options.passphrase;
+    this.#insecure = options.insecureSkipHostKeyCheck === true;
+    this.#log = options.logger;
+    this.#initialBackoffMs = options.initialBackoffMs ?? 250;
+    this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.#readyTimeoutMs = options.readyTimeoutMs ?? 15_000;
+    this.#backoffMs = this.#initialBackoffMs;
+    const key = `sources.${this.name}`;
+    if (options.hostKeySha256 !== undefined) {
+      const pinned = parseHostKeySha256(options.hostKeySha256);
+      if (pinned === null)
+        throw new DroplineError(
+          'DROPLINE_ERR_CONFIG',
+          `${key}.hostKeySha256: expected the SHA256:… fingerprint that ssh-keygen -lf prints`,
+        );
+      this.#pinned = pinned;
+    } else if (this.#insecure) this.#pinned = null;
+    else
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `${key}.hostKeySha256: required (the server's host key as ssh-keygen -lf <key.pub> prints it, SHA256:…); only insecureSkipHostKeyCheck: true turns pinning off`,
+      );
+    if (this.#password === undefined && this.#privateKey === undefined)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `${key}: set privateKeyPath or password (or passwordFile) for the SFTP login`,
+      );
+  }
+
+  get #where(): string {
+    return `${this.username}@${this.host}:${this.port}`;
+  }
+
+  /** Connects (in the background when the server is down) and creates the folders. */
+  async start(): Promise<void> {
+    this.#closed = false;
+    if (this.#insecure)
+      this.#log.warn(
+        { source: this.name, host: this.host, port: this.port },
+        `sftp source ${this.name}: host key checking is OFF (insecureSkipHostKeyCheck): anyone between dropline and ${this.host} can read and change the files; set hostKeySha256`,
+      );
+    this.#started = true;
+    if (this.#conn) {
+      await this.#ensureFolders(this.#conn);
+      return;
+    }
+    try {
+      await this.#connect();
+    } catch {
+      // Logged by #connect; retried with backoff. ping() says not ready meanwhile.
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#retryTimer = null;
+    const pending = this.#connecting;
+    if (pending) await pending.catch(() => {});
+    const conn = this.#conn;
+    this.#conn = null;
+    if (conn) {
+      conn.lost = true;
+      await conn.client.end().catch(() => {});
+    }
+  }
+
+  async ping(): Promise<void> {
+    const conn = await this.#get();
+    await this.#call<Stats>('ping', 'inbox', (cb) => conn.sftp.stat(this.#remote('inbox'), cb));
+  }
+
+  async list(): Promise<SourceEntry[]> {
+    const conn = await this.#get();
+    const entries = await this.#call<{ filename: string; attrs: Stats }[]>('list', 'inbox', (cb) =>
+      conn.sftp.readdir(this.#remote('inbox'), cb),
+    );
+    const out: SourceEntry[] = [];
+    for (const { filename, attrs } of entries) {
+      // Regular files only: a directory or a symbolic link named x.txt is not a drop file.
+      if ((attrs.mode & S_IFMT) !== S_IFREG || !isDropFileName(filename)) continue;
+      out.push({
+        name: filename,
+        path: `inbox/${filename}`,
+        size: attrs.size,
+        mtimeMs: attrs.mtime * 1000,
+      });
+    }
+    return out;
+  }
+
+  async exists(path: string): Promise<boolean> {
+    const remote = this.#remote(path);
+    const conn = await this.#get();
+    return this.#existsOn(conn, remote, path);
+  }
+
+  open(path: string): AsyncIterable<Uint8Array> {
+    const remote = this.#remote(path);
+    return this.#read(path, remote);
+  }
+
+  async readTail(path: string, bytes: number): Promise<string> {
+    const remote = this.#remote(path);
+    const conn = await this.#get();
+    const st = await this.#call<Stats>('stat', path, (cb) => conn.sftp.stat(remote, cb));
+    const n = Math.max(0, Math.min(bytes, st.size));
+    if (n === 0) return '';
+    const parts: Buffer[] = [];
+    for await (const chunk of this.#read(path, remote, { start: st.size - n, end: st.size - 1 }, conn))
+      parts.push(Buffer.from(chunk));
+    return Buffer.concat(parts).toString('latin1');
+  }
+
+  async move(from: string, to: string): Promise<boolean> {
+    const src = this.#remote(from);
+    const dst = this.#remote(to);
+    if (src === dst)
+      throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: cannot move ${from} onto itself`);
+    const conn = await this.#get();
+    // posix-rename replaces a target silently (and plain SFTP v3 rename is not the same on
+    // every server): look first. A target that exists while the source is gone is another
+    // worker's finished move of the same file, not a conflict.
+    if (await this.#existsOn(conn, dst, to)) {
+      if (!(await this.#existsOn(conn, src, from))) return false;
+      throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: cannot move ${from}: ${to} already exists`);
+    }
+    try {
+      await this.#call('rename', from, (cb) => conn.sftp.ext_openssh_rename(src, dst, cb));
+      return true;
+    } catch (err) {
+      // Gone: another worker moved it first. Otherwise (the target's folder is missing…) an error.
+      if (!(await this.#existsOn(conn, src, from))) return false;
+      throw err;
+    }
+  }
+
+  async remove(path: string): Promise<void> {
+    const remote = this.#remote(path);
+    const conn = await this.#get();
+    try {
+      await this.#raw((cb) => conn.sftp.unlink(remote, cb));
+    } catch (err) {
+      // Already gone is what the caller wanted (a resumed cleanup after a crash).
+      if (sftpCode(err) === NO_SUCH_FILE) return;
+      throw this.#opError('remove', path, err);
+    }
+  }
+
+  async write(path: string, content: string | AsyncIterable<string>): Promise<void> {
+    const dst = this.#remote(path);
+    const slash = dst.lastIndexOf('/');
+    // A dot-name in the same folder: never a drop file; the rename makes the new file
+    // appear whole, so a reader sees the old report or the new one, never a part.
+    const tmp = `${dst.slice(0, slash + 1)}.${dst.slice(slash + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const conn = await this.#get();
+    const stream = conn.sftp.createWriteStream(tmp, { flags: 'w', mode: 0o644 });
+    stream.on('error', ignore);
+    try {
+      await pipeline(Readable.from(batches(content)), stream);
+      if (!stream.closed) await new Promise<void>((done) => stream.once('close', () => done()));
+      await this.#call('rename', path, (cb) => conn.sftp.ext_openssh_rename(tmp, dst, cb));
+    } catch (err) {
+      stream.destroy();
+      if (!conn.lost) await this.#raw((cb) => conn.sftp.unlink(tmp, cb)).catch(() => {});
+      if (err instanceof DroplineError) throw err;
+      // The caller's own failure (its iterable threw) is passed on as is.
+      if (conn.lost || isSftpError(err)) throw this.#opError('write', path, err);
+      throw err;
+    }
+  }
+
+  // ---- connection ---------------------------------------------------------------------
+
+  /** The live connection, a connection attempt in progress, or a clear error. */
+  async #get(): Promise<Conn> {
+    if (this.#closed) throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: the source is closed`);
+    if (this.#conn) return this.#conn;
+    if (this.#connecting) return this.#connecting;
+    if (this.#retryTimer === null) return this.#connect();
+    // Waiting out the backoff: say why, the next attempt comes by itself.
+    const last = this.#lastError;
+    if (last?.code === 'DROPLINE_ERR_SFTP_HOST_KEY') throw last;
+    throw new DroplineError(
+      'DROPLINE_ERR_SFTP',
+      `${this.name}: not connected to ${this.#where}${last ? ` (${last.message})` : ''}; retrying`,
+    );
+  }
+
+  #connect(): Promise<Conn> {
+    if (this.#connecting) return this.#connecting;
+    if (this.#retryTimer) {
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = null;
+    }
+    const attempt = this.#open().then(
+      (conn) => {
+        this.#connecting = null;
+        if (this.#closed) {
+          conn.lost = true;
+          void conn.client.end().catch(() => {});
+          throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: the source is closed`);
+        }
+        const recovered = this.#lastError !== null;
+        this.#conn = conn;
+        this.#lastError = null;
+        this.#backoffMs = this.#initialBackoffMs;
+        this.#log.info(
+          { source: this.name, host: this.host, port: this.port },
+          `sftp source ${this.name}: ${recovered ? 'reconnected' : 'connected'} to ${this.#where}`,
+        );
+        return conn;
+      },
+      (err: unknown) => {
+        this.#connecting = null;
+        const e = err as DroplineError;
+        this.#lastError = e;
+        if (!this.#closed) {
+          const level = e.code === 'DROPLINE_ERR_SFTP_HOST_KEY' ? 'error' : 'warn';
+          this.#log[level](
+            { source: this.name, host: this.host, port: this.port, code: e.code, retryInMs: this.#backoffMs },
+            e.message,
+          );
+          this.#scheduleRetry();
+        }
+        throw e;
+      },
+    );
+    this.#connecting = attempt;
+    return attempt;
+  }
+
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retryTimer) return;
+    const delay = this.#backoffMs;
+    this.#backoffMs = Math.min(this.#backoffMs * 2, this.#maxBackoffMs);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      if (!this.#closed && !this.#conn) void this.#connect().catch(() => {});
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  async #open(): Promise<Conn> {
+    let presented: string | null = null;
+    const holder: { conn: Conn | null } = { conn: null };
+    const onLost = (): void => {
+      const conn = holder.conn;
+      if (!conn || conn.lost) return;
+      conn.lost = true;
+      if (this.#conn === conn) {
+        this.#conn = null;
+        this.#lastError = new DroplineError(
+          'DROPLINE_ERR_SFTP',
+          `${this.name}: connection to ${this.#where} lost`,
+        );
+        if (!this.#closed) {
+          this.#log.warn(
+            { source: this.name, host: this.host, port: this.port },
+            `sftp source ${this.name}: connection lost; reconnecting`,
+          );
+          this.#scheduleRetry();
+        }
+      }
+    };
+    // Our own callbacks: ssh2-sftp-client console.logs without them.
+    const client = new SftpClient(`dropline:${this.name}`, {
+      error: onLost,
+      end: onLost,
+      close: onLost,
+    });
+    const pinned = this.#pinned;
+    try {
+      const sftp = await client.connect({
+        host: this.host,
+        port: this.port,
+        username: this.username,
+        ...(this.#password !== undefined ? { password: this.#password } : {}),
+        ...(this.#privateKey !== undefined ? { privateKey: this.#privateKey } : {}),
+        ...(this.#passphrase !== undefined ? { passphrase: this.#passphrase } : {}),
+        readyTimeout: this.#readyTimeoutMs,
+        keepaliveInterval: 10_000,
+        keepaliveCountMax: 3,
+        hostHash: 'sha256',
+        hostVerifier: (hex: string): boolean => {
+          presented = fingerprintOfHex(hex);
+          return pinned === null || presented === `SHA256:${pinned}`;
+        },
+      });
+      const conn: Conn = { client, sftp, lost: false };
+      holder.conn = conn;
+      sftp.on('close', onLost);
+      await this.#ensureFolders(conn);
+      return conn;
+    } catch (err) {
+      holder.conn = null;
+      await client.end().catch(() => {});
+      if (pinned !== null && presented !== null && presented !== `SHA256:${pinned}`) {
+        throw new DroplineError(
+          'DROPLINE_ERR_SFTP_HOST_KEY',
+          `${this.name}: ${this.host}:${this.port} presented host key ${presented}, but hostKeySha256 pins SHA256:${pinned}; connection refused`,
+        );
+      }
+      if (err instanceof DroplineError) throw err;
+      throw new DroplineError(
+        'DROPLINE_ERR_SFTP',
+        `${this.name}: cannot connect to ${this.#where}: ${this.#clean(err)}`,
+      );
+    }
+  }
+
+  async #ensureFolders(conn: Conn): Promise<void> {
+    if (!this.#started) return;
+    for (const folder of FOLDERS) {
+      const remote = this.#remote(folder);
+      if (await this.#existsOn(conn, remote, folder)) continue;
+      try {
+        await conn.client.mkdir(remote, true);
+      } catch (err) {
+        // Another worker made it meanwhile.
+        if (!(await this.#existsOn(conn, remote, folder))) throw this.#opError('mkdir', folder, err);
+      }
+    }
+  }
+
+  // ---- helpers ------------------------------------------------------------------------
+
+  async *#read(
+    path: string,
+    remote: string,
+    range: { start: number; end: number } | null = null,
+    given?: Conn,
+  ): AsyncGenerator<Uint8Array> {
+    const conn = given ?? (await this.#get());
+    const stream = conn.sftp.createReadStream(remote, {
+      highWaterMark: READ_CHUNK,
+      ...(range ? { start: range.start, end: range.end } : {}),
+    });
+    // The iteration sees errors by itself; this keeps a late one (the handle's close failing
+    // when the connection goes) from becoming an uncaught exception.
+    stream.on('error', ignore);
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (conn.lost) break;
+        yield chunk;
+      }
+    } catch (err) {
+      throw this.#opError('read', path, err);
+    } finally {
+      stream.destroy();
+    }
+    // A connection that dropped may end the stream quietly: never pass a short file as whole.
+    if (conn.lost)
+      throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: connection lost while reading ${path}`);
+  }
+
+  async #existsOn(conn: Conn, remote: string, path: string): Promise<boolean> {
+    try {
+      await this.#raw<Stats>((cb) => conn.sftp.lstat(remote, cb));
+      return true;
+    } catch (err) {
+      if (sftpCode(err) === NO_SUCH_FILE) return false;
+      throw this.#opError('stat', path, err);
+    }
+  }
+
+  /** A callback-style ssh2 call as a promise (errors as ssh2 gives them). */
+  #raw<T = void>(fn: (cb: Cb<T>) => void): Promise<T> {
+    return new Promise<T>((done, fail) => {
+      try {
+        fn((err, value) => (err ? fail(err) : done(value as T)));
+      } catch (err) {
+        fail(err);
+      }
+    });
+  }
+
+  /** #raw with the error made a DroplineError naming the operation and path. */
+  async #call<T = void>(op: string, path: string, fn: (cb: Cb<T>) => void): Promise<T> {
+    try {
+      return await this.#raw(fn);
+    } catch (err) {
+      throw this.#opError(op, path, err);
+    }
+  }
+
+  #opError(op: string, path: string, err: unknown): DroplineError {
+    if (err instanceof DroplineError) return err;
+    const code = sftpCode(err);
+    const what = code === NO_SUCH_FILE ? 'no such file' : this.#clean(err);
+    return new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: ${op} ${path}: ${what}`, { cause: err });
+  }
+
+  /** An error's message with any secret of this source blanked out (belt and braces). */
+  #clean(err: unknown): string {
+    let msg = err instanceof Error ? err.message : String(err);
+    for (const secret of [this.#password, this.#passphrase]) {
+      if (secret) msg = msg.split(secret).join('[redacted]');
+    }
+    return msg;
+  }
+
+  #remote(path: string): string {
+    const parts = path.split('/');
+    if (path.startsWith('/') || parts.some((p) => p === '..' || p === '' || p === '.')) {
+      throw new DroplineError(
+        'DROPLINE_ERR_SFTP',
+        `${this.name}: invalid source path ${JSON.stringify(path)}`,
+      );
+    }
+    return this.root === '/' ? `/${path}` : `${this.root}/${path}`;
+  }
+}
+
+function ignore(): void {}
+
+function isSftpError(err: unknown): boolean {
+  return typeof sftpCode(err) === 'number';
+}
+
+async function* batches(content: string | AsyncIterable<string>): AsyncGenerator<Buffer> {
+  if (typeof content === 'string') {
+    if (content.length > 0) yield Buffer.from(content, 'utf8');
+    return;
+  }
+  let pending = '';
+  for await (const piece of content) {
+    pending += piece;
+    if (pending.length >= WRITE_BATCH_CHARS) {
+      yield Buffer.from(pending, 'utf8');
+      pending = '';
+    }
+  }
+  if (pending.length > 0) yield Buffer.from(pending, 'utf8');
+}
+
+export type SftpSourceConfig = Extract<SourceConfig, { type: 'sftp' }>;
+
+/** A secret or key file's content; the error names the key and the path, never the content. */
+function readSecret(path: string, key: string, trim: boolean): string | Buffer {
+  try {
+    return trim ? readFileSync(resolve(path), 'utf8').trim() : readFileSync(resolve(path));
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+}
+
+/** The source of a `type: "sftp"` config entry: `…File` secrets and the key file read here. */
+export function sftpSourceFromConfig(cfg: SftpSourceConfig, logger: Logger): SftpSource {
+  const key = `sources.${cfg.name}`;
+  const password = cfg.passwordFile
+    ? (readSecret(cfg.passwordFile, `${key}.passwordFile`, true) as string)
+    : cfg.password;
+  const passphrase = cfg.passphraseFile
+    ? (readSecret(cfg.passphraseFile, `${key}.passphraseFile`, true) as string)
+    : cfg.passphrase;
+  const privateKey = cfg.privateKeyPath
+    ? (readSecret(cfg.privateKeyPath, `${key}.privateKeyPath`, false) as Buffer)
+    : undefined;
+  return new SftpSource({
+    name: cfg.name,
+    host: cfg.host,
+    port: cfg.port,
+    username: cfg.username,
+    password,
+    privateKey,
+    passphrase,
+    hostKeySha256: cfg.hostKeySha256,
+    insecureSkipHostKeyCheck: cfg.insecureSkipHostKeyCheck,
+    path: cfg.path,
+    logger,
+  });
+}
