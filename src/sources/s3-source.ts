@@ -153,9 +153,12 @@ export class S3Source implements Source {
           await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }), { abortSignal });
         } catch (err) {
           if (!isNotFound(err)) throw err;
-          await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: '' }), {
-            abortSignal,
-          });
+          await this.client.send(
+            new PutObjectCommand({ Bucket: this.bucket, Key, Body: '', ContentLength: 0 }),
+            {
+              abortSignal,
+            },
+          );
         }
       }
     } catch (err) {
