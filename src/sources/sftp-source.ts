@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { SFTPWrapper, Stats } from 'ssh2';
 import SftpClient from 'ssh2-sftp-client';
 import type { SourceConfig } from '../config/schema.ts';
-import { DroplineError } from '../errors.ts';
+import { DroplineError, ERRORS } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
 
@@ -290,7 +290,7 @@ export class SftpSource implements Source {
     if (last?.code === 'DROPLINE_ERR_SFTP_HOST_KEY') throw last;
     throw new DroplineError(
       'DROPLINE_ERR_SFTP',
-      `${this.name}: not connected to ${this.#where}${last ? ` (${last.message})` : ''}; retrying`,
+      `${this.name}: not connected to ${this.#where}${last ? ` (${detailOf(last, this.name)})` : ''}; retrying`,
     );
   }
 
@@ -520,6 +520,15 @@ export class SftpSource implements Source {
 }
 
 function ignore(): void {}
+
+/** A DroplineError's message without its code's general text and the source name. */
+function detailOf(err: DroplineError, source: string): string {
+  let m = err.message;
+  const general = `${ERRORS[err.code].message}: `;
+  if (m.startsWith(general)) m = m.slice(general.length);
+  if (m.startsWith(`${source}: `)) m = m.slice(source.length + 2);
+  return m;
+}
 
 function isSftpError(err: unknown): boolean {
   return typeof sftpCode(err) === 'number';
