@@ -253,10 +253,14 @@ describe('dropline run on an S3 source', () => {
   it('a PutObject into inbox/: every recipient once, original in done/, reports in reports/', async () => {
     const name = 'campaña noviembre.txt';
     const gen = personalizedFile(1200, 51);
+    const uploadedAt = Date.now();
     await s3.client.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}inbox/${name}`, Body: gen.content }),
     );
     const m = await h.waitForState(name, 'completed');
+    // Readiness is immediate on S3 by default (no stableMs configured): claimed on the next
+    // poll, not after the 15 s a remote source waits otherwise.
+    expect(Date.parse(m.timestamps.validating!) - uploadedAt).toBeLessThan(10_000);
     expect(m.counts).toMatchObject({
       records: gen.records,
       valid: gen.valid.length,
