@@ -7,7 +7,7 @@
 //   (compare-and-set on the current state, and on the lease owner where one is given):
 //   never read-then-write in application code.
 // - Batched writes (recipients, chunk results, delivery reports) are one transaction per
-//   call, so a 1M-recipient file costs ~100 transactions, not 1M.
+//   call, so a 1M-recipient file costs hundreds of transactions, not 1M.
 // - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
 
 export type FileState =
