@@ -18,6 +18,8 @@ export interface Daemon {
 
 const WORK_INTERVAL_MS = 1000;
 const PROGRESS_INTERVAL_MS = 2000;
+/** Ready files claimed per store transaction. */
+const CLAIM_BATCH = 500;
 
 export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = {}): Promise<Daemon> {
   const { config, secrets } = rt.loaded;
@@ -86,14 +88,21 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
           tracker.forget(entry.path);
         });
       }
-      for (const entry of ready) {
-        await enqueue(`claim ${entry.name}`, async () => {
+      // Claimed in batches (one store transaction each), then driven one after the other.
+      for (let i = 0; i < ready.length; i += CLAIM_BATCH) {
+        const batch = ready.slice(i, i + CLAIM_BATCH);
+        await enqueue(`claim ${batch.length} file(s)`, async () => {
+          let files: Awaited<ReturnType<typeof pipeline.claimReady>> = [];
           try {
-            const file = await pipeline.claim(source, entry);
-            if (file && (file.state === 'validating' || file.state === 'sending'))
-              await pipeline.drive(file.fileId);
+            files = await pipeline.claimReady(source, batch);
           } finally {
-            tracker.forget(entry.path);
+            for (const entry of batch) tracker.forget(entry.path);
+          }
+          for (const file of files) {
+            if (closing) return;
+            if (file.state !== 'validating') continue;
+            if (await rt.store.takeLease(file.fileId, rt.owner, config.leaseMs))
+              await pipeline.drive(file.fileId);
           }
         });
       }

@@ -21,6 +21,7 @@ import type {
   FileState,
   IngestCounts,
   PartOutcome,
+  ReadyFile,
   RecipientInsert,
   Store,
 } from '../store/store.ts';
@@ -134,58 +135,61 @@ export class Pipeline {
   // ---- claim ----------------------------------------------------------------------------
 
   /**
-   * Claims a ready inbox file: hashes it, records it (unique per source, path and content),
-   * then moves it to processing/. Returns the file when this worker holds it now, null when
-   * another worker does.
+   * Claims ready inbox files: hashes each, records them all in one store transaction
+   * (unique per source, path and content; DUPLICATE_FILE decided there), moves the new ones
+   * to processing/ and records their paths in one more. An inbox of thousands of files
+   * costs two store calls a batch, not a round trip a file. Returns every record; those in
+   * state `validating` are the files to drive, duplicates are already in failed/.
    */
+  async claimReady(
+    source: Source,
+    entries: readonly SourceEntry[],
+    options: { force?: boolean } = {},
+  ): Promise<FileRecord[]> {
+    const ready: ReadyFile[] = [];
+    for (const entry of entries) {
+      const sniffed = await sniff(source.open(entry.path), { hash: true });
+      ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+    }
+    const claimed = await this.store.claimFiles(source.name, ready, {
+      idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
+      duplicateSince: new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString(),
+      force: options.force ?? false,
+    });
+    const files: FileRecord[] = [];
+    const paths: { fileId: string; path: string }[] = [];
+    for (const { file, created, duplicateOf } of claimed) {
+      // Recorded before (a crash between recording and moving): whoever takes the lease goes on.
+      if (!created) {
+        files.push(file);
+        continue;
+      }
+      this.log.info(
+        { fileId: file.fileId, source: source.name, file: file.name, bytes: file.bytes, state: file.state },
+        `claimed ${file.name}`,
+      );
+      if (duplicateOf) {
+        await this.finishFailed(file, source);
+        files.push(await this.mustGet(file.fileId));
+        continue;
+      }
+      const path = await this.moveTo(file, source, 'processing', { record: false });
+      if (path !== file.path) paths.push({ fileId: file.fileId, path });
+      files.push({ ...file, path });
+    }
+    await this.store.setPaths(paths);
+    return files;
+  }
+
+  /** One file claimed and leased by this worker (send); null when another worker holds it. */
   async claim(
     source: Source,
     entry: SourceEntry,
     options: { force?: boolean } = {},
   ): Promise<FileRecord | null> {
-    const sniffed = await sniff(source.open(entry.path), { hash: true });
-    const sha256 = sniffed.sha256!;
-    const leaseMs = this.config.leaseMs;
-    const prior = await this.store.countBySha(source.name, sha256);
-    let duplicateOf: FileRecord | null = null;
-    if (prior > 0 && !options.force) {
-      const since = new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString();
-      duplicateOf = await this.store.findCompleted(source.name, sha256, since);
-      duplicateOf ??= await this.inProgress(source.name, sha256);
-    }
-    const fileId = fileIdFor(source.name, sha256, prior + 1);
-    const { file, created } = await this.store.registerFile({
-      fileId,
-      source: source.name,
-      name: entry.name,
-      path: entry.path,
-      sha256,
-      bytes: sniffed.bytes,
-      forced: options.force ?? false,
-      state: duplicateOf ? 'duplicate' : 'validating',
-    });
-    if (!created) {
-      // Recorded before (a crash between recording and moving): whoever holds the lease goes on.
-      return file.state === 'validating' && (await this.store.takeLease(file.fileId, this.owner, leaseMs))
-        ? file
-        : null;
-    }
-    this.log.info(
-      { fileId, source: source.name, file: entry.name, bytes: sniffed.bytes, state: file.state },
-      `claimed ${entry.name}`,
-    );
-    if (duplicateOf) {
-      const rejection = {
-        code: 'DUPLICATE_FILE',
-        message: `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`,
-      };
-      await this.store.updateFile(fileId, { rejection, reason: rejection.message });
-      await this.finishFailed(await this.mustGet(fileId), source);
-      return this.mustGet(fileId);
-    }
-    if (!(await this.store.takeLease(fileId, this.owner, leaseMs))) return null;
-    await this.toProcessing(await this.mustGet(fileId), source);
-    return this.mustGet(fileId);
+    const [file] = await this.claimReady(source, [entry], options);
+    if (!file || file.state !== 'validating') return file ?? null;
+    return (await this.store.takeLease(file.fileId, this.owner, this.config.leaseMs)) ? file : null;
   }
 
   /**
@@ -218,15 +222,6 @@ export class Pipeline {
     return this.mustGet(file.fileId);
   }
 
-  /** A file with this content from this source that is being sent now. */
-  private async inProgress(source: string, sha256: string): Promise<FileRecord | null> {
-    const active = await this.store.listFiles({
-      source,
-      states: ['validating', 'scheduled', 'sending', 'paused', 'submitted', 'partial'],
-    });
-    return active.find((f) => f.sha256 === sha256) ?? null;
-  }
-
   private async mustGet(fileId: string): Promise<FileRecord> {
     const f = await this.store.getFile(fileId);
     if (!f) throw new Error(`file ${fileId} vanished from the store`);
@@ -234,7 +229,12 @@ export class Pipeline {
   }
 
   /** Moves a file into `folder/`, under a name of its own when that one is taken. */
-  private async moveTo(file: FileRecord, source: Source, folder: string): Promise<string> {
+  private async moveTo(
+    file: FileRecord,
+    source: Source,
+    folder: string,
+    options: { record?: boolean } = {},
+  ): Promise<string> {
     if (file.path.startsWith(`${folder}/`)) return file.path;
     let target = `${folder}/${file.name}`;
     try {
@@ -251,7 +251,7 @@ export class Pipeline {
       );
       return file.path;
     }
-    await this.store.updateFile(file.fileId, { path: target });
+    if (options.record !== false) await this.store.updateFile(file.fileId, { path: target });
     return target;
   }
 

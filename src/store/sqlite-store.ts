@@ -16,6 +16,8 @@ import {
   type ChunkRecord,
   type ChunkResult,
   type ChunkState,
+  type ClaimedFile,
+  type ClaimOptions,
   DELIVERED,
   type DeliveryEvent,
   type DeliveryResult,
@@ -27,6 +29,7 @@ import {
   type ListFilesOptions,
   type NewFile,
   PENDING_DELIVERY,
+  type ReadyFile,
   type RecipientInsert,
   type RecipientOutcome,
   type RecipientRecord,
@@ -365,6 +368,74 @@ export class SqliteStore implements Store {
     if (!existing)
       throw new DroplineError('DROPLINE_ERR_STORE', `registering ${file.fileId}: conflict without a row`);
     return { file: toFile(existing), created: false };
+  }
+
+  async claimFiles(
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    if (files.length === 0) return [];
+    const now = this.now();
+    const same = this.stmt('SELECT * FROM files WHERE source = ? AND path = ? AND sha256 = ?');
+    const count = this.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?');
+    const active = this.stmt(
+      `SELECT * FROM files WHERE source = :source AND sha256 = :sha
+         AND (state IN ('validating', 'scheduled', 'sending', 'paused', 'partial')
+              OR (state IN ('submitted', 'completed')
+                  AND (json_extract(timestamps, '$.submitted') >= :since OR json_extract(timestamps, '$.completed') >= :since)))
+       ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+    );
+    const insert = this.stmt(
+      `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, rejection_code, rejection_message,
+         reason, created_at, updated_at, timestamps)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+       ON CONFLICT DO NOTHING RETURNING *`,
+    );
+    return this.tx(() =>
+      files.map((f): ClaimedFile => {
+        const existing = same.get(source, f.path, f.sha256);
+        if (existing) return { file: toFile(existing), created: false, duplicateOf: null };
+        const prior = num(count.get(source, f.sha256)?.n);
+        const dup =
+          prior > 0 && !options.force
+            ? active.get({ source, sha: f.sha256, since: options.duplicateSince })
+            : undefined;
+        const duplicateOf = dup ? toFile(dup) : null;
+        const state: FileState = duplicateOf ? 'duplicate' : 'validating';
+        const message = duplicateOf
+          ? `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`
+          : null;
+        const row = insert.get(
+          options.idFor(f.sha256, prior + 1),
+          source,
+          f.name,
+          f.path,
+          f.sha256,
+          f.bytes,
+          state,
+          options.force ? 1 : 0,
+          duplicateOf ? 'DUPLICATE_FILE' : null,
+          message,
+          message,
+          now,
+          now,
+          state,
+          now,
+        );
+        if (!row) throw new DroplineError('DROPLINE_ERR_STORE', `claiming ${f.path}: fileId already taken`);
+        return { file: toFile(row), created: true, duplicateOf };
+      }),
+    );
+  }
+
+  async setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void> {
+    if (paths.length === 0) return;
+    const now = this.now();
+    const update = this.stmt('UPDATE files SET path = ?, updated_at = ? WHERE file_id = ?');
+    this.tx(() => {
+      for (const p of paths) update.run(p.path, now, p.fileId);
+    });
   }
 
   async getFile(fileId: string): Promise<FileRecord | null> {

@@ -110,6 +110,31 @@ export interface NewFile {
   state: FileState;
 }
 
+/** A file newly ready in a source's inbox (claimFiles). */
+export interface ReadyFile {
+  name: string;
+  path: string;
+  sha256: string;
+  bytes: number;
+}
+
+export interface ClaimOptions {
+  /** The fileId of the `generation`-th file with this content from this source (1 for the first). */
+  idFor(sha256: string, generation: number): string;
+  /** Content completed (or submitted) at or after this instant is DUPLICATE_FILE. */
+  duplicateSince: string;
+  /** `send --force`: never DUPLICATE_FILE. */
+  force?: boolean;
+}
+
+export interface ClaimedFile {
+  file: FileRecord;
+  /** false: this very file (source, path, content) was recorded before. */
+  created: boolean;
+  /** The file this one duplicates when it was recorded as `duplicate`. */
+  duplicateOf: FileRecord | null;
+}
+
 /** Fields a transition or update may set (undefined = unchanged). */
 export interface FilePatch {
   path?: string;
@@ -292,6 +317,18 @@ export interface Store {
    * record is returned with `created: false`. Also unique on fileId.
    */
   registerFile(file: NewFile): Promise<{ file: FileRecord; created: boolean }>;
+  /**
+   * Records a batch of ready files of one source in ONE transaction (an inbox of thousands
+   * of files costs a few statements per file inside it, not a round trip each): per file in
+   * order, the record of this very (path, content) when there is one; else a new record
+   * whose fileId is `idFor(sha256, n)` (n: files with this content from this source so far,
+   * plus one), in state `duplicate` with rejection DUPLICATE_FILE when the same content is
+   * being sent now or was completed since `duplicateSince` (unless `force`), else `validating`.
+   * No lease is taken.
+   */
+  claimFiles(source: string, files: readonly ReadyFile[], options: ClaimOptions): Promise<ClaimedFile[]>;
+  /** Sets the path of several files in one transaction (after moving them). */
+  setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void>;
   getFile(fileId: string): Promise<FileRecord | null>;
   /** Newest first. */
   listFiles(options?: ListFilesOptions): Promise<FileRecord[]>;

@@ -338,6 +338,74 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
       });
     });
 
+    describe('claimFiles (a batch of ready files in one transaction)', () => {
+      const idFor = (sha: string, n: number) => (n > 1 ? `${sha}-r${n}` : sha);
+      const ready = (name: string, sha: string) => ({ name, path: `inbox/${name}`, sha256: sha, bytes: 10 });
+
+      it('records new files as validating, numbering repeated content, and finds a file recorded before', async () => {
+        const first = await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+          idFor,
+          duplicateSince: at(0),
+        });
+        expect(first.map((c) => [c.file.fileId, c.file.state, c.created, c.duplicateOf])).toEqual([
+          ['sa', 'validating', true, null],
+          ['sb', 'validating', true, null],
+        ]);
+        // The same path and content again (a crash before the move): the same record.
+        const again = await store.claimFiles('local', [ready('a.txt', 'sa')], {
+          idFor,
+          duplicateSince: at(0),
+        });
+        expect(again.map((c) => [c.file.fileId, c.created])).toEqual([['sa', false]]);
+        expect(await store.countBySha('local', 'sa')).toBe(1);
+      });
+
+      it('the same content being sent, or completed within the window, is DUPLICATE_FILE unless forced', async () => {
+        await store.claimFiles('local', [ready('a.txt', 'sa')], { idFor, duplicateSince: at(0) });
+        await store.setPaths([{ fileId: 'sa', path: 'processing/a.txt' }]);
+        expect((await store.getFile('sa'))?.path).toBe('processing/a.txt');
+        // In progress: a second copy under another name is a duplicate, numbered 2.
+        const [dup] = await store.claimFiles('local', [ready('copy.txt', 'sa')], {
+          idFor,
+          duplicateSince: at(0),
+        });
+        expect(dup?.file.fileId).toBe('sa-r2');
+        expect(dup?.file.state).toBe('duplicate');
+        expect(dup?.file.rejection?.code).toBe('DUPLICATE_FILE');
+        expect(dup?.duplicateOf?.fileId).toBe('sa');
+        // Completed long ago (before the window): not a duplicate any more.
+        await store.transition('sa', 'completed');
+        h.clock.advance(10_000);
+        const [later] = await store.claimFiles('local', [ready('again.txt', 'sa')], {
+          idFor,
+          duplicateSince: at(5_000),
+        });
+        expect([later?.file.fileId, later?.file.state]).toEqual(['sa-r3', 'validating']);
+        // Forced: never a duplicate, even while the same content is being sent.
+        const [forced] = await store.claimFiles('local', [ready('forced.txt', 'sa')], {
+          idFor,
+          duplicateSince: at(0),
+          force: true,
+        });
+        expect([forced?.file.fileId, forced?.file.state, forced?.file.forced]).toEqual([
+          'sa-r4',
+          'validating',
+          true,
+        ]);
+      });
+
+      it('two copies in one batch: the second is the duplicate of the first', async () => {
+        const claimed = await store.claimFiles('local', [ready('a.txt', 'sx'), ready('b.txt', 'sx')], {
+          idFor,
+          duplicateSince: at(0),
+        });
+        expect(claimed.map((c) => [c.file.fileId, c.file.state, c.duplicateOf?.fileId ?? null])).toEqual([
+          ['sx', 'validating', null],
+          ['sx-r2', 'duplicate', 'sx'],
+        ]);
+      });
+    });
+
     describe('leases', () => {
       it('acquireFile takes the oldest-updated free file in the states', async () => {
         for (const id of ['a', 'b', 'c']) {

@@ -224,21 +224,21 @@ describe.skipIf(skip !== null)('SFTP source', () => {
       expect(ready).toHaveLength(N);
       expect(total()).toBe(0);
 
-      // Claims: each file recorded once; nothing claimed twice; nothing left in the inbox.
-      let claimed = 0;
-      for (const entry of ready) {
-        const file = await pipeline.claim(source, entry);
-        if (file) claimed++;
-        tracker.forget(entry.path);
+      // Claims as the daemon makes them: in batches of 500, two store calls a batch.
+      const claimedFiles = [];
+      for (let i = 0; i < ready.length; i += 500) {
+        claimedFiles.push(...(await pipeline.claimReady(source, ready.slice(i, i + 500))));
       }
-      expect(claimed).toBe(N);
-      expect(calls.get('registerFile')).toBe(N);
+      for (const entry of ready) tracker.forget(entry.path);
+      expect(claimedFiles).toHaveLength(N);
+      expect(new Set(claimedFiles.map((f) => f.fileId)).size).toBe(N);
+      expect(claimedFiles.every((f) => f.state === 'validating' && f.path.startsWith('processing/'))).toBe(
+        true,
+      );
       expect(await source.list()).toEqual([]);
       expect(await real.listFiles({ states: ['validating'] })).toHaveLength(N);
-      // What a claim costs the store today, per file (see the report: not batched yet).
-      const perFile = total() / N;
-      console.info(`store calls per claimed file: ${perFile} (${JSON.stringify(Object.fromEntries(calls))})`);
-      expect(perFile).toBeLessThanOrEqual(8);
+      expect(Object.fromEntries(calls)).toEqual({ claimFiles: N / 500, setPaths: N / 500 });
+      expect(total()).toBeLessThan(N / 100);
       // A poll after the claims costs no store query either.
       const before = total();
       await tracker.observe(await source.list(), t0 + 40_000, sourceProbes(source));
