@@ -120,7 +120,7 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
 
   const sources = new Map<string, Source>();
   for (const s of config.sources) {
-    const source = createSource(s, logger);
+    const source = await createSource(s, logger);
     await source.start();
     sources.set(s.name, source);
   }

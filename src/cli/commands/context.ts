@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { type LoadedConfig, loadConfig } from '../../config/load.ts';
 import { DroplineError } from '../../errors.ts';
 import { createLogger, type Logger } from '../../log.ts';
-import { type OpenOptions, openRuntime, type Runtime } from '../../pipeline/runtime.ts';
+import type { OpenOptions, Runtime } from '../../pipeline/runtime.ts';
 import type { Source } from '../../sources/source.ts';
 
 export function configOf(cmd: Command): LoadedConfig {
@@ -23,6 +23,8 @@ export async function withRuntime<T>(
   fn: (rt: Runtime) => Promise<T>,
 ): Promise<T> {
   const loaded = configOf(cmd);
+  // Loaded here, not at start-up: `validate` and `--help` need none of the pipeline.
+  const { openRuntime } = await import('../../pipeline/runtime.ts');
   const rt = await openRuntime(loaded, {
     logger: options.logger ?? commandLogger(),
     sandbox: options.sandbox ?? 'share',

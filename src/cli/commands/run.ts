@@ -1,8 +1,6 @@
 // `dropline run`: the daemon on every configured source (or the embedded default).
 import type { Command } from 'commander';
 import { createLogger } from '../../log.ts';
-import { startDaemon } from '../../pipeline/daemon.ts';
-import { openRuntime } from '../../pipeline/runtime.ts';
 import { configOf } from './context.ts';
 import type { SetExit } from './index.ts';
 
@@ -12,6 +10,10 @@ export function registerRun(program: Command, setExit: SetExit): void {
     .description('the daemon: every source, the delivery-report receiver, the ops server')
     .action(async (_opts: unknown, cmd: Command) => {
       const loaded = configOf(cmd);
+      const [{ startDaemon }, { openRuntime }] = await Promise.all([
+        import('../../pipeline/daemon.ts'),
+        import('../../pipeline/runtime.ts'),
+      ]);
       const logger = createLogger();
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed' });
       const daemon = await startDaemon(rt);

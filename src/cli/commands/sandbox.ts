@@ -2,7 +2,6 @@
 // SIGINT or SIGTERM.
 import { type Command, InvalidArgumentError } from 'commander';
 import { DroplineError } from '../../errors.ts';
-import { readAccountsFile, startSandbox } from '../../sandbox/server.ts';
 import type { SetExit } from './index.ts';
 
 function number(min: number, max: number, integer = false): (value: string) => number {
@@ -63,6 +62,7 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
     .option('--no-notifications', 'accept and record, but send no status notification')
     .option('--json', 'print the listening line as JSON')
     .action(async (flags: SandboxFlags) => {
+      const { readAccountsFile, startSandbox } = await import('../../sandbox/server.ts');
       let accounts: { username: string; password: string }[] | undefined;
       if (flags.accounts !== undefined) {
         try {

@@ -3,9 +3,9 @@ import { copyFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
-import { type Receiver, startReceiver } from '../../notify/receiver.ts';
+import type { Receiver } from '../../notify/receiver.ts';
 import { manifestOf } from '../../pipeline/reports.ts';
-import { type Runtime, receiverListening } from '../../pipeline/runtime.ts';
+import type { Runtime } from '../../pipeline/runtime.ts';
 import { isDropFileName } from '../../sources/source.ts';
 import { commandLogger, localSource, withRuntime } from './context.ts';
 import { printManifest, progressLine, successState } from './files.ts';
@@ -65,6 +65,10 @@ export function registerSend(program: Command, setExit: SetExit): void {
           if (tty) process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 80) - 1)}`);
         };
         let receiver: Receiver | null = null;
+        const [{ startReceiver }, { receiverListening }] = await Promise.all([
+          import('../../notify/receiver.ts'),
+          import('../../pipeline/runtime.ts'),
+        ]);
         const listening = await receiverListening(rt.loaded);
         if (!listening && opts.wait) {
           receiver = await startReceiver({
