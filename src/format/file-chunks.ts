@@ -1,21 +1,29 @@
-// A local file as byte chunks through one reused buffer: reading a 2 GB file costs the
-// memory of one chunk, where fs streams allocate a new buffer per chunk and leave the
-// garbage collector to free them late. The consumer must be done with a chunk before it
-// asks for the next one (the reader decodes or copies every chunk at once).
+// A local file as byte chunks through two reused buffers: reading a 2 GB file costs the
+// memory of two chunks, where fs streams allocate a new buffer per chunk and leave the
+// garbage collector to free them late. The next chunk is read while the consumer works on
+// the current one. The consumer must be done with a chunk before it asks for the next one
+// (the reader decodes or copies every chunk at once).
 import { open } from 'node:fs/promises';
 
 export const CHUNK_BYTES = 256 * 1024;
 
 export async function* readFileChunks(path: string, chunkBytes = CHUNK_BYTES): AsyncGenerator<Uint8Array> {
   const fh = await open(path, 'r');
+  const buffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
+  let turn = 0;
+  let next = fh.read(buffers[0]!, 0, chunkBytes, null);
   try {
-    const buf = Buffer.allocUnsafe(chunkBytes);
     for (;;) {
-      const { bytesRead } = await fh.read(buf, 0, chunkBytes, null);
+      const { bytesRead, buffer } = await next;
       if (bytesRead === 0) return;
-      yield buf.subarray(0, bytesRead);
+      turn ^= 1;
+      // Ahead: the other buffer is free, its chunk was consumed before this one was asked for.
+      next = fh.read(buffers[turn]!, 0, chunkBytes, null);
+      yield buffer.subarray(0, bytesRead);
     }
   } finally {
+    // A consumer that stops early leaves a read in flight: let it end before closing.
+    await next.catch(() => {});
     await fh.close();
   }
 }

@@ -18,6 +18,7 @@ import { LineSplitter } from './lines.ts';
 import { type NumberResult, type NumberRules, normalizeNumber } from './numbers.ts';
 import {
   detectSeparator,
+  hasSeparatorOrQuote,
   MALFORMED,
   OPEN,
   type Parsed,
@@ -448,11 +449,15 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   const numbersRecord = (line: number, text: string): void => {
     summary.records++;
+    const msg = bulkMessage ?? NO_TEXT;
+    if (!hasSeparatorOrQuote(text)) {
+      recipient(line, 1, text, normalizeNumber(text, rules), msg, null);
+      return;
+    }
     if (sep === null) {
       sep = detectSeparator(text);
       summary.separator = sep;
     }
-    const msg = bulkMessage ?? NO_TEXT;
     const tokens = splitNumbers(text);
     for (let k = 0; k < tokens.length; k++) {
       const raw = tokens[k]!;

@@ -132,6 +132,13 @@ function isSeparatorCode(c: number): boolean {
   return c === 59 || c === 44 || c === 124 || c === 9;
 }
 
+const SEPARATOR_OR_QUOTE = /[;,|\t"]/;
+
+/** Whether a numbers record holds more than one field (or a quote): most hold one number. */
+export function hasSeparatorOrQuote(s: string): boolean {
+  return SEPARATOR_OR_QUOTE.test(s);
+}
+
 /** FORMAT.md 4.2: a numbers record: numbers separated by any of `; , | TAB`. Empty ones skipped. */
 export function splitNumbers(s: string): string[] {
   const out: string[] = [];
@@ -169,7 +176,9 @@ const TRAILER = /^\s*EOF\s*(?:[;\t|,]\s*(\d+)\s*)?$/i;
 
 /** FORMAT.md 7: `EOF` or `EOF;<n>` (any SEP, any case). `undefined` when not a trailer. */
 export function parseTrailer(s: string): { count: number | null } | undefined {
-  if (s.length > 40) return undefined;
+  // Checked for every record: most lines are ruled out by their first character.
+  const c = s.charCodeAt(0);
+  if (s.length > 40 || (c !== 69 && c !== 101 && c !== 32 && c !== 9)) return undefined;
   const m = TRAILER.exec(s);
   if (!m) return undefined;
   return { count: m[1] === undefined ? null : Number(m[1]) };
