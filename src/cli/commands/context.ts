@@ -1,19 +1,22 @@
 // What the pipeline commands share: the configuration (from --config or the embedded
-// default), a logger on stderr, and the runtime.
+// default), a logger on stderr, and the runtime. Loaded when a command runs, not at
+// start-up: zod alone costs ~70 ms, and `validate` or `--help` need none of it.
 import type { Command } from 'commander';
-import { type LoadedConfig, loadConfig } from '../../config/load.ts';
+import type { LoadedConfig } from '../../config/load.ts';
 import { DroplineError } from '../../errors.ts';
-import { createLogger, type Logger } from '../../log.ts';
+import type { Logger } from '../../log.ts';
 import type { OpenOptions, Runtime } from '../../pipeline/runtime.ts';
 import type { Source } from '../../sources/source.ts';
 
-export function configOf(cmd: Command): LoadedConfig {
+export async function configOf(cmd: Command): Promise<LoadedConfig> {
   const opts = cmd.optsWithGlobals() as { config?: string };
+  const { loadConfig } = await import('../../config/load.ts');
   return loadConfig({ path: opts.config });
 }
 
 /** Commands print their results on stdout; logs go to stderr (warnings only unless DROPLINE_LOG_LEVEL says more). */
-export function commandLogger(level = 'warn'): Logger {
+export async function commandLogger(level = 'warn'): Promise<Logger> {
+  const { createLogger } = await import('../../log.ts');
   return createLogger({ level: process.env.DROPLINE_LOG_LEVEL ?? level });
 }
 
@@ -22,11 +25,10 @@ export async function withRuntime<T>(
   options: Partial<OpenOptions>,
   fn: (rt: Runtime) => Promise<T>,
 ): Promise<T> {
-  const loaded = configOf(cmd);
-  // Loaded here, not at start-up: `validate` and `--help` need none of the pipeline.
+  const loaded = await configOf(cmd);
   const { openRuntime } = await import('../../pipeline/runtime.ts');
   const rt = await openRuntime(loaded, {
-    logger: options.logger ?? commandLogger(),
+    logger: options.logger ?? (await commandLogger()),
     sandbox: options.sandbox ?? 'share',
   });
   try {

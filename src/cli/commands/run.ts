@@ -1,7 +1,6 @@
 // `dropline run`: the daemon on every configured source (or the embedded default).
 import type { Command } from 'commander';
-import { createLogger } from '../../log.ts';
-import { configOf } from './context.ts';
+import { commandLogger, configOf } from './context.ts';
 import type { SetExit } from './index.ts';
 
 export function registerRun(program: Command, setExit: SetExit): void {
@@ -9,12 +8,12 @@ export function registerRun(program: Command, setExit: SetExit): void {
     .command('run')
     .description('the daemon: every source, the delivery-report receiver, the ops server')
     .action(async (_opts: unknown, cmd: Command) => {
-      const loaded = configOf(cmd);
+      const loaded = await configOf(cmd);
       const [{ startDaemon }, { openRuntime }] = await Promise.all([
         import('../../pipeline/daemon.ts'),
         import('../../pipeline/runtime.ts'),
       ]);
-      const logger = createLogger();
+      const logger = await commandLogger('info');
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed' });
       const daemon = await startDaemon(rt);
       const { config } = loaded;

@@ -48,7 +48,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
       const name = basename(path);
       if (!isDropFileName(name))
         throw new DroplineError('DROPLINE_ERR_USAGE', `${name}: a drop file name ends in .txt`);
-      const logger = commandLogger();
+      const logger = await commandLogger();
       await withRuntime(cmd, { logger, sandbox: 'share' }, async (rt) => {
         const source = localSource(rt, opts.source);
         const cfg = rt.pipeline.sourceConfig(source.name);
