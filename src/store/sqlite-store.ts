@@ -124,15 +124,67 @@ function toChunk(r: Row): ChunkRecord {
   };
 }
 
-function toRecipient(r: Row): RecipientRecord {
+// Recipient ids: file_no * 2^32 + idx (migration 0002), so a file's rows are one id range.
+const SPAN = 4294967296;
+const MAX_FILE_NO = 2 ** 21; // ids stay safe integers
+
+/** `<fileId>-<line>` (personalized) or `<fileId>-<line>-<k>` (bulk): plan/ids.ts messageIdFor. */
+function generatedId(fileId: string, line: number, k: number): string {
+  return k > 0 ? `${fileId}-${line}-${k}` : `${fileId}-${line}`;
+}
+
+/** What message_id holds: NULL for a valid recipient's generated id, '' for a valid one without any. */
+function storedMessageId(fileId: string, r: RecipientInsert): string | null {
+  if (r.chunkSeq === null) return r.messageId;
+  if (r.messageId === null) return '';
+  return r.messageId === generatedId(fileId, r.line, r.k) ? null : r.messageId;
+}
+
+/** The messageId back from message_id (storedMessageId's inverse). */
+function readMessageId(
+  stored: SQLOutputValue | undefined,
+  fileId: string,
+  line: number,
+  k: number,
+  chunkSeq: SQLOutputValue | undefined,
+): string | null {
+  if (chunkSeq === null || chunkSeq === undefined) return strOrNull(stored);
+  if (stored === null || stored === undefined) return generatedId(fileId, line, k);
+  const s = str(stored);
+  return s === '' ? null : s;
+}
+
+const GENERATED_PART = /^[1-9][0-9]{0,9}$/;
+
+/** (line, k) of a generated messageId of this file, or null. */
+function parseGenerated(fileId: string, messageId: string): { line: number; k: number } | null {
+  if (
+    messageId.length <= fileId.length + 1 ||
+    !messageId.startsWith(fileId) ||
+    messageId[fileId.length] !== '-'
+  ) {
+    return null;
+  }
+  const rest = messageId.slice(fileId.length + 1).split('-');
+  if (rest.length > 2 || !rest.every((p) => GENERATED_PART.test(p))) return null;
+  return { line: Number(rest[0]), k: rest.length === 2 ? Number(rest[1]) : 0 };
+}
+
+/** The SQL form of readMessageId for matching a list of messageIds (:fid is the fileId). */
+const MESSAGE_ID_SQL = `CASE WHEN message_id IS NULL THEN :fid || '-' || line || CASE WHEN k > 0 THEN '-' || k ELSE '' END
+  ELSE nullif(message_id, '') END`;
+
+function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
+  const line = num(r.line);
+  const k = num(r.k);
   return {
-    fileId: str(r.file_id),
-    idx: num(r.idx),
-    line: num(r.line),
-    k: num(r.k),
+    fileId,
+    idx: num(r.id) - base,
+    line,
+    k,
     number: strOrNull(r.number),
     value: strOrNull(r.value),
-    messageId: strOrNull(r.message_id),
+    messageId: readMessageId(r.message_id, fileId, line, k, r.chunk_seq),
     text: strOrNull(r.text),
     chunkSeq: numOrNull(r.chunk_seq),
     outcome: str(r.outcome) as RecipientOutcome,
@@ -565,11 +617,50 @@ export class SqliteStore implements Store {
     ).run(fileId, owner);
   }
 
+  // ---- recipient ids ----
+
+  private readonly fileNos = new Map<string, number>();
+
+  /** The file's file_no (null: no recipients were ever recorded for it). Never changes once given. */
+  private fileNo(fileId: string): number | null {
+    const cached = this.fileNos.get(fileId);
+    if (cached !== undefined) return cached;
+    const n = numOrNull(this.stmt('SELECT file_no FROM files WHERE file_id = ?').get(fileId)?.file_no);
+    if (n !== null) this.fileNos.set(fileId, n);
+    return n;
+  }
+
+  /** The file's id range [lo, hi], or null when it has no file_no (so no recipients). */
+  private range(fileId: string): { lo: number; hi: number } | null {
+    const n = this.fileNo(fileId);
+    return n === null ? null : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
+  }
+
+  /** Inside a write transaction: the file's file_no, given now (max + 1) when it has none. */
+  private assignFileNo(fileId: string): number {
+    const known = this.fileNo(fileId);
+    if (known !== null) return known;
+    const r = this.stmt(
+      `UPDATE files SET file_no = (SELECT coalesce(max(file_no), 0) + 1 FROM files)
+       WHERE file_id = ? AND file_no IS NULL RETURNING file_no`,
+    ).get(fileId);
+    if (!r) {
+      const again = this.fileNo(fileId);
+      if (again !== null) return again;
+      throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
+    }
+    const n = num(r.file_no);
+    if (n >= MAX_FILE_NO) throw new DroplineError('DROPLINE_ERR_STORE', `file number ${n} out of range`);
+    this.fileNos.set(fileId, n);
+    return n;
+  }
+
   // ---- ingest ----
 
   async clearRecipients(fileId: string): Promise<void> {
     this.tx(() => {
-      this.stmt('DELETE FROM recipients WHERE file_id = ?').run(fileId);
+      const range = this.range(fileId);
+      if (range) this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(range.lo, range.hi);
       this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
     });
   }
@@ -578,20 +669,22 @@ export class SqliteStore implements Store {
     if (rows.length === 0) return;
     const now = this.now();
     const insert = this.stmt(
-      `INSERT INTO recipients (file_id, idx, line, k, number, value, message_id, text, chunk_seq, outcome, code,
+      `INSERT INTO recipients (id, line, k, number, value, message_id, text, chunk_seq, outcome, code,
          detail, sms_count, status, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.tx(() => {
+      const base = this.assignFileNo(fileId) * SPAN;
       for (const r of rows) {
+        if (!(r.idx >= 0 && r.idx < SPAN))
+          throw new DroplineError('DROPLINE_ERR_STORE', `idx ${r.idx} out of range`);
         insert.run(
-          fileId,
-          r.idx,
+          base + r.idx,
           r.line,
           r.k,
           r.number,
           r.value,
-          r.messageId,
+          storedMessageId(fileId, r),
           r.text,
           r.chunkSeq,
           r.outcome,
@@ -633,24 +726,31 @@ export class SqliteStore implements Store {
     seq: number,
     outcomes?: readonly RecipientOutcome[],
   ): Promise<RecipientRecord[]> {
+    const range = this.range(fileId);
+    if (!range) return [];
     return this.stmt(
-      `SELECT * FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
+      `SELECT * FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
          AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
-       ORDER BY idx`,
+       ORDER BY id`,
     )
-      .all({ file_id: fileId, seq, outcomes: list(outcomes) })
-      .map(toRecipient);
+      .all({ seq, lo: range.lo, hi: range.hi, outcomes: list(outcomes) })
+      .map((r) => toRecipient(r, fileId, range.lo));
   }
 
   async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
+    const range = this.range(fileId);
+    if (!range) return [];
     const rows = this.arrays(
-      `SELECT number, message_id, text FROM recipients INDEXED BY recipients_chunk
-       WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY idx`,
-    ).all(fileId, seq) as unknown as SQLOutputValue[][];
+      `SELECT number, message_id, text, line, k FROM recipients INDEXED BY recipients_chunk
+       WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'pending' ORDER BY id`,
+    ).all(seq, range.lo, range.hi) as unknown as SQLOutputValue[][];
     const out: ChunkDestination[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
-      out[i] = { number: str(r[0]), messageId: str(r[1]), text: strOrNull(r[2]) };
+      const stored = r[1];
+      // '' (a valid recipient recorded without a messageId) reads back as before: a string.
+      const messageId = stored === null ? generatedId(fileId, num(r[3]), num(r[4])) : str(stored);
+      out[i] = { number: str(r[0]), messageId, text: strOrNull(r[2]) };
     }
     return out;
   }
@@ -671,28 +771,30 @@ export class SqliteStore implements Store {
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const now = this.now();
     const reported = this.stmt(
-      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
-         AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
+      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+         AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
     const setPart = this.stmt(
       `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-       WHERE file_id = :file_id AND chunk_seq = :seq
-         AND (:ids IS NULL OR message_id IN (SELECT value FROM json_each(:ids)))
+       WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+         AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND (:only_pending = 0 OR outcome = 'pending')`,
     );
     // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
     // chunk's unsettled ones, found by the chunk index without a list to match.
     const reportedWhole = this.stmt(
-      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = :file_id AND chunk_seq = :seq
+      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
          AND outcome IN ('pending', 'in_doubt') AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
     const setWhole = this.stmt(
       `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-       WHERE file_id = :file_id AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
+       WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi AND outcome IN ('pending', 'in_doubt')`,
     );
+    // A file without recipients matches none (an id range no row has).
+    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     return this.tx(() => {
       // A delivery report already in for a recipient of an in-doubt part proves that part's
       // request reached the service (DESIGN-NOTES 1). Checked per part, not per chunk: the
@@ -716,7 +818,7 @@ export class SqliteStore implements Store {
         if (part.wholeChunk === true) {
           let outcome: RecipientOutcome = part.outcome;
           if (outcome === 'in_doubt') {
-            if (reportedWhole.get({ file_id: fileId, seq })) {
+            if (reportedWhole.get({ seq, lo, hi })) {
               outcome = 'sent';
               settled = true;
             } else {
@@ -730,8 +832,9 @@ export class SqliteStore implements Store {
             detail: proven ? null : (part.detail ?? null),
             tn: part.transactionNumber ?? null,
             now,
-            file_id: fileId,
             seq,
+            lo,
+            hi,
           });
           continue;
         }
@@ -740,7 +843,7 @@ export class SqliteStore implements Store {
         const ids = whole ? null : JSON.stringify(part.messageIds);
         let outcome: RecipientOutcome = part.outcome;
         if (outcome === 'in_doubt') {
-          if (reported.get({ file_id: fileId, seq, ids })) {
+          if (reported.get({ seq, lo, hi, ids, fid: ids === null ? null : fileId })) {
             outcome = 'sent';
             settled = true;
           } else {
@@ -754,9 +857,11 @@ export class SqliteStore implements Store {
           detail: proven ? null : (part.detail ?? null),
           tn: part.transactionNumber ?? null,
           now,
-          file_id: fileId,
           seq,
+          lo,
+          hi,
           ids,
+          fid: ids === null ? null : fileId,
           only_pending: whole ? 1 : 0,
         });
       }
@@ -783,6 +888,7 @@ export class SqliteStore implements Store {
 
   async markInflightInDoubt(fileId: string): Promise<number> {
     const now = this.now();
+    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     return this.tx(() => {
       const inflight = this.stmt(
         `SELECT seq FROM chunks WHERE file_id = ? AND state = 'inflight' ORDER BY seq`,
@@ -793,8 +899,8 @@ export class SqliteStore implements Store {
         // left in doubt, nothing would ever settle it (its reports are not sent again).
         const proven =
           this.stmt(
-            `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE file_id = ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-          ).get(fileId, seq) !== undefined;
+            `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+          ).get(seq, lo, hi) !== undefined;
         const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
         const outcome: RecipientOutcome = proven ? 'sent' : 'in_doubt';
         this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
@@ -804,8 +910,8 @@ export class SqliteStore implements Store {
           seq,
         );
         this.stmt(
-          `UPDATE recipients INDEXED BY recipients_chunk SET outcome = ?, updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'pending'`,
-        ).run(outcome, now, fileId, seq);
+          `UPDATE recipients INDEXED BY recipients_chunk SET outcome = ?, updated_at = ? WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'pending'`,
+        ).run(outcome, now, seq, lo, hi);
       }
       return inflight.length;
     });
@@ -815,14 +921,22 @@ export class SqliteStore implements Store {
     const now = this.now();
     // Only recipients the service did not take go back: a failed chunk may hold sent ones.
     const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
+    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     return this.tx(() => {
       this.stmt(
         `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
-         WHERE file_id = :file_id
-           AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id
+         WHERE chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id
                                AND state IN (SELECT value FROM json_each(:states)))
+           AND id BETWEEN :lo AND :hi
            AND outcome IN (SELECT value FROM json_each(:outcomes))`,
-      ).run({ now, file_id: fileId, states: JSON.stringify(states), outcomes: JSON.stringify(outcomes) });
+      ).run({
+        now,
+        file_id: fileId,
+        lo,
+        hi,
+        states: JSON.stringify(states),
+        outcomes: JSON.stringify(outcomes),
+      });
       const r = this.stmt(
         `UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = :now
          WHERE file_id = :file_id AND state IN (SELECT value FROM json_each(:states))`,
@@ -844,12 +958,19 @@ export class SqliteStore implements Store {
        ON CONFLICT (transaction_number, to_number) DO NOTHING`,
     );
     // chunk_seq IS NOT NULL: invalid and duplicate rows may carry a messageId but were never sent.
-    const apply = this.stmt(
-      // INDEXED BY: without statistics SQLite picks the primary key (file_id) and scans every
-      // recipient of the file for each report (~20 ms a report at 100k recipients).
+    // INDEXED BY: without statistics SQLite may pick the id range and scan every recipient
+    // of the file for each report (~20 ms a report at 100k recipients).
+    const applyOwn = this.stmt(
       `UPDATE recipients INDEXED BY recipients_message SET status = :status, sms_count = coalesce(:sms, sms_count),
          transaction_number = coalesce(transaction_number, :tn), updated_at = :now
-       WHERE file_id = :file_id AND message_id = :message_id AND chunk_seq IS NOT NULL
+       WHERE message_id = :message_id AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
+       RETURNING chunk_seq, outcome`,
+    );
+    // A generated messageId (<fileId>-<line>[-<k>]): the valid recipient at (line, k).
+    const applyGenerated = this.stmt(
+      `UPDATE recipients INDEXED BY recipients_line SET status = :status, sms_count = coalesce(:sms, sms_count),
+         transaction_number = coalesce(transaction_number, :tn), updated_at = :now
+       WHERE line = :line AND k = :k AND id BETWEEN :lo AND :hi AND message_id IS NULL AND chunk_seq IS NOT NULL
        RETURNING chunk_seq, outcome`,
     );
     const orphan = this.stmt(
@@ -860,7 +981,7 @@ export class SqliteStore implements Store {
        WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
     );
     const sendDoubtful = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'sent', updated_at = ? WHERE file_id = ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
+      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'sent', updated_at = ? WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'in_doubt'`,
     );
     const files = new Set<string>();
     this.tx(() => {
@@ -881,14 +1002,22 @@ export class SqliteStore implements Store {
           continue;
         }
         result.recorded++;
-        const matched = apply.all({
-          status: e.status,
-          sms: e.smsCount,
-          tn: e.transactionNumber,
-          now,
-          file_id: e.bulkId,
-          message_id: e.messageId,
-        });
+        const range = this.range(e.bulkId);
+        let matched: Row[] = [];
+        if (range) {
+          const set = {
+            status: e.status,
+            sms: e.smsCount,
+            tn: e.transactionNumber,
+            now,
+            lo: range.lo,
+            hi: range.hi,
+          };
+          // '' stands for "no messageId" (storedMessageId): a report's '' matches nobody.
+          if (e.messageId !== '') matched = applyOwn.all({ ...set, message_id: e.messageId });
+          const at = parseGenerated(e.bulkId, e.messageId);
+          if (at) matched = matched.concat(applyGenerated.all({ ...set, line: at.line, k: at.k }));
+        }
         if (matched.length === 0) {
           orphan.run(e.transactionNumber, e.to);
           result.orphans++;
@@ -901,7 +1030,7 @@ export class SqliteStore implements Store {
           if (str(m.outcome) !== 'in_doubt' || m.chunk_seq === null) continue;
           const seq = num(m.chunk_seq);
           acceptChunk.run(now, e.bulkId, seq);
-          sendDoubtful.run(now, e.bulkId, seq);
+          sendDoubtful.run(now, seq, range!.lo, range!.hi);
         }
       }
     });
@@ -910,9 +1039,11 @@ export class SqliteStore implements Store {
   }
 
   async expireDeliveries(fileId: string): Promise<number> {
+    const range = this.range(fileId);
+    if (!range) return 0;
     const r = this.stmt(
-      `UPDATE recipients SET status = ?, updated_at = ? WHERE file_id = ? AND outcome = 'sent' AND status = ?`,
-    ).run(UNKNOWN_DELIVERY, this.now(), fileId, PENDING_DELIVERY);
+      `UPDATE recipients SET status = ?, updated_at = ? WHERE id BETWEEN ? AND ? AND outcome = 'sent' AND status = ?`,
+    ).run(UNKNOWN_DELIVERY, this.now(), range.lo, range.hi, PENDING_DELIVERY);
     return changes(r);
   }
 
@@ -974,10 +1105,11 @@ export class SqliteStore implements Store {
     // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
     // the ingest counts above. Delivery counts are per status whatever the outcome, so a
     // report that arrived before its chunk's result still shows.
+    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     for (const r of this.stmt(
-      `SELECT outcome, status, count(*) AS n FROM recipients
-       WHERE file_id = ? AND chunk_seq IS NOT NULL GROUP BY outcome, status`,
-    ).all(fileId)) {
+      `SELECT outcome, status, count(*) AS n FROM recipients NOT INDEXED
+       WHERE id BETWEEN ? AND ? AND chunk_seq IS NOT NULL GROUP BY outcome, status`,
+    ).all(lo, hi)) {
       const n = num(r.n);
       const outcome = str(r.outcome) as RecipientOutcome;
       const status = str(r.status);
@@ -998,23 +1130,27 @@ export class SqliteStore implements Store {
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
+    const range = this.range(fileId);
+    if (!range) return;
     const page = this.arrays(
-      `SELECT idx, line, number, value, message_id, outcome, code, status, transaction_number, sms_count, updated_at
-       FROM recipients WHERE file_id = ? AND idx > ? ORDER BY idx LIMIT ?`,
+      `SELECT id, line, number, value, message_id, outcome, code, status, transaction_number, sms_count, updated_at,
+         k, chunk_seq
+       FROM recipients WHERE id > ? AND id <= ? ORDER BY id LIMIT ?`,
     );
-    let after = Number.MIN_SAFE_INTEGER;
+    let after = range.lo - 1;
     for (;;) {
       // Keyset paging, as recipientPages.
-      const rows = page.all(fileId, after, this.pageSize) as unknown as SQLOutputValue[][];
+      const rows = page.all(after, range.hi, this.pageSize) as unknown as SQLOutputValue[][];
       if (rows.length > 0) {
         const out: ReportRow[] = new Array(rows.length);
         for (let i = 0; i < rows.length; i++) {
           const r = rows[i]!;
+          const line = num(r[1]);
           out[i] = {
-            line: num(r[1]),
+            line,
             number: strOrNull(r[2]),
             value: strOrNull(r[3]),
-            messageId: strOrNull(r[4]),
+            messageId: readMessageId(r[4], fileId, line, num(r[11]), r[12]),
             outcome: str(r[5]) as RecipientOutcome,
             code: strOrNull(r[6]),
             status: str(r[7]),
@@ -1038,20 +1174,22 @@ export class SqliteStore implements Store {
     fileId: string,
     outcomes?: readonly RecipientOutcome[],
   ): AsyncGenerator<RecipientRecord[]> {
+    const range = this.range(fileId);
+    if (!range) return;
     const page = this.stmt(
-      `SELECT * FROM recipients WHERE file_id = :file_id AND idx > :after
+      `SELECT * FROM recipients WHERE id > :after AND id <= :hi
          AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
-       ORDER BY idx LIMIT :limit`,
+       ORDER BY id LIMIT :limit`,
     );
     const filter = list(outcomes);
-    let after = Number.MIN_SAFE_INTEGER;
+    let after = range.lo - 1;
     for (;;) {
       // Keyset paging: each page is its own short read, so no read transaction (and no
       // WAL checkpoint block) is held while the consumer writes a report.
-      const rows = page.all({ file_id: fileId, after, outcomes: filter, limit: this.pageSize });
-      if (rows.length > 0) yield rows.map(toRecipient);
+      const rows = page.all({ after, hi: range.hi, outcomes: filter, limit: this.pageSize });
+      if (rows.length > 0) yield rows.map((r) => toRecipient(r, fileId, range.lo));
       if (rows.length < this.pageSize) return;
-      after = num(rows.at(-1)!.idx);
+      after = num(rows.at(-1)!.id);
     }
   }
 }

@@ -8,6 +8,7 @@ import { DroplineError } from '../../src/errors.ts';
 import { createStore } from '../../src/store/index.ts';
 import { loadMigrations } from '../../src/store/migrations.ts';
 import { SqliteStore } from '../../src/store/sqlite-store.ts';
+import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
 import { newFile, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 
 function tempDir(): string {
@@ -140,6 +141,175 @@ describe('SqliteStore', () => {
     expect((await store.counts('f1')).delivered).toBe(2000);
   });
 
+  /** A file's rows with generated messageIds (bulk: line 1 has k 1..3), one own id, one invalid row. */
+  function generatedRows(fileId: string): RecipientInsert[] {
+    const rows = validRows(6, 4).map(
+      (r, i): RecipientInsert => ({
+        ...r,
+        line: i < 3 ? 1 : i - 1,
+        k: i < 3 ? i + 1 : 1,
+        messageId: i < 3 ? `${fileId}-1-${i + 1}` : `${fileId}-${i - 1}-1`,
+      }),
+    );
+    rows[4] = { ...rows[4]!, messageId: 'own-5' };
+    rows.push({
+      ...rows[0]!,
+      idx: 7,
+      line: 9,
+      k: 1,
+      messageId: null,
+      chunkSeq: null,
+      outcome: 'invalid',
+      code: 'X',
+    });
+    rows.push({ ...rows[0]!, idx: 8, line: 10, k: 1, messageId: null, chunkSeq: 2, text: null });
+    return rows;
+  }
+  function report(fileId: string, messageId: string, tn = 'T1') {
+    return {
+      transactionNumber: tn,
+      to: messageId,
+      messageId,
+      bulkId: fileId,
+      callbackData: null,
+      smsCount: 1,
+      status: 'DELIVERED_TO_HANDSET',
+      receivedAt: T0.toISOString(),
+    };
+  }
+
+  it('generated messageIds read back, match chunk results and delivery reports', async () => {
+    const store = open();
+    await store.migrate();
+    await store.registerFile(newFile());
+    await store.registerFile(newFile({ fileId: 'f2' }));
+    const rows = generatedRows('f1');
+    await store.insertRecipients('f2', generatedRows('f2'));
+    await store.insertRecipients('f1', rows);
+    await store.insertChunks('f1', [
+      { seq: 1, size: 4 },
+      { seq: 2, size: 3 },
+    ]);
+    const back: RecipientInsert[] = [];
+    for await (const r of store.recipients('f1')) {
+      const { fileId, status, transactionNumber, updatedAt, ...insert } = r;
+      expect(fileId).toBe('f1');
+      back.push(insert);
+    }
+    expect(back).toEqual(rows);
+    expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual([
+      'f1-1-1',
+      'f1-1-2',
+      'f1-1-3',
+      'f1-2-1',
+    ]);
+    expect((await store.chunkRecipients('f1', 2)).map((r) => r.messageId)).toEqual(['own-5', 'f1-4-1', null]);
+    await store.setChunkState('f1', 1, 'inflight', ['pending']);
+    await store.recordChunkResult('f1', 1, {
+      state: 'accepted',
+      attempts: 1,
+      parts: [
+        { messageIds: ['f1-1-1', 'f1-1-3'], outcome: 'sent', transactionNumber: 'T1' },
+        { messageIds: ['f1-1-2', 'f1-2-1'], outcome: 'rejected', code: 'E' },
+      ],
+    });
+    const out = await store.chunkRecipients('f1', 1);
+    expect(out.map((r) => r.outcome)).toEqual(['sent', 'rejected', 'sent', 'rejected']);
+    const d = await store.recordDeliveries([
+      report('f1', 'f1-1-3'),
+      report('f1', 'own-5'),
+      report('f1', 'f1-01-1'),
+      report('f1', 'f1-4-1'),
+      report('f1', 'f1-9-1'),
+      report('f1', 'f2-1-1'),
+      report('f1', 'f1-3-1'),
+    ]);
+    // own-5 and f1-4-1 match recipients of chunk 2; f1-01-1, f1-9-1 (invalid), f2-1-1 and
+    // f1-3-1 (line 3 has its own messageId) do not
+    expect(d).toMatchObject({ recorded: 7, orphans: 4 });
+    const statuses = (await store.chunkRecipients('f1', 1)).map((r) => r.status);
+    expect(statuses).toEqual(['pending', 'pending', 'DELIVERED_TO_HANDSET', 'pending']);
+    expect((await store.chunkRecipients('f1', 2)).map((r) => r.status)).toEqual([
+      'DELIVERED_TO_HANDSET',
+      'DELIVERED_TO_HANDSET',
+      'pending',
+    ]);
+    expect((await store.counts('f2')).delivered).toBe(0);
+    let reportIds: (string | null)[] = [];
+    for await (const page of store.reportPages('f1'))
+      reportIds = reportIds.concat(page.map((r) => r.messageId));
+    expect(reportIds).toEqual(rows.map((r) => r.messageId));
+  });
+
+  it('migration 0002 carries recipients recorded at version 1 over', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v1 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 1) });
+    stores.push(v1);
+    await v1.migrate();
+    await v1.registerFile(newFile());
+    await v1.registerFile(newFile({ fileId: 'f2' }));
+    await v1.close();
+    const rows = generatedRows('f1');
+    const db = new DatabaseSync(path);
+    try {
+      const insert = db.prepare(
+        `INSERT INTO recipients (file_id, idx, line, k, number, value, message_id, text, chunk_seq, outcome, code,
+           detail, sms_count, status, transaction_number, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const [fileId, list] of [
+        ['f1', rows],
+        ['f2', validRows(3, 3)],
+      ] as const) {
+        for (const r of list) {
+          insert.run(
+            fileId,
+            r.idx,
+            r.line,
+            r.k,
+            r.number,
+            r.value,
+            r.messageId,
+            r.text,
+            r.chunkSeq,
+            r.outcome,
+            r.code,
+            r.detail,
+            r.smsCount,
+            r.idx === 2 ? 'DELIVERED_TO_HANDSET' : 'pending',
+            r.idx === 2 ? 'TX' : null,
+            T0.toISOString(),
+          );
+        }
+      }
+    } finally {
+      db.close();
+    }
+    const store = open(path);
+    await store.migrate();
+    const back: RecipientRecord[] = [];
+    for await (const r of store.recipients('f1')) back.push(r);
+    expect(back.map(({ fileId, status, transactionNumber, updatedAt, ...insert }) => insert)).toEqual(rows);
+    expect(back[1]).toMatchObject({ status: 'DELIVERED_TO_HANDSET', transactionNumber: 'TX' });
+    const f2: RecipientRecord[] = [];
+    for await (const r of store.recipients('f2')) f2.push(r);
+    expect(f2.map((r) => r.messageId)).toEqual(['m1', 'm2', 'm3']);
+    // a generated id and an own id still find their recipient after the migration
+    await store.insertChunks('f1', [{ seq: 1, size: 4 }]);
+    const d = await store.recordDeliveries([
+      report('f1', 'f1-2-1'),
+      report('f1', 'own-5'),
+      report('f2', 'm3'),
+    ]);
+    expect(d).toMatchObject({ recorded: 3, orphans: 0 });
+    // a file registered after the migration gets its own id range
+    await store.registerFile(newFile({ fileId: 'f3' }));
+    await store.insertRecipients('f3', validRows(2, 2));
+    expect((await store.chunkRecipients('f3', 1)).map((r) => r.idx)).toEqual([1, 2]);
+    expect((await store.chunkRecipients('f1', 1)).map((r) => r.idx)).toEqual([1, 2, 3, 4]);
+  });
+
   it('opens the database in WAL mode with the schema recorded in schema_migrations', async () => {
     const dir = tempDir();
     dirs.push(dir);
@@ -178,18 +348,20 @@ describe('SqliteStore', () => {
     const dir = tempDir();
     dirs.push(dir);
     const path = join(dir, 'state.db');
+    const base = loadMigrations();
+    const newest = base.at(-1)!.version;
     const bad = {
-      version: 2,
+      version: newest + 1,
       name: 'bad',
       sql: 'CREATE TABLE half (x INTEGER); INSERT INTO nope VALUES (1);',
     };
-    const store = new SqliteStore({ path, migrations: [...loadMigrations(), bad] });
+    const store = new SqliteStore({ path, migrations: [...base, bad] });
     stores.push(store);
     await expect(store.migrate()).rejects.toBeInstanceOf(DroplineError);
     const db = new DatabaseSync(path);
     try {
       expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'half'").get()).toBeUndefined();
-      expect(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: 1 });
+      expect(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: newest });
     } finally {
       db.close();
     }
