@@ -636,6 +636,16 @@ export class SqliteStore implements Store {
     return n === null ? null : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
   }
 
+  /** The id range holding a chunk's recipients ([1, 0]: none). */
+  private span(fileId: string, seq: number): { lo: number; hi: number } {
+    const n = this.fileNo(fileId);
+    const r =
+      n === null
+        ? undefined
+        : this.stmt('SELECT first_id, last_id FROM chunk_spans WHERE file_no = ? AND seq = ?').get(n, seq);
+    return r ? { lo: num(r.first_id), hi: num(r.last_id) } : { lo: 1, hi: 0 };
+  }
+
   /** Inside a write transaction: the file's file_no, given now (max + 1) when it has none. */
   private assignFileNo(fileId: string): number {
     const known = this.fileNo(fileId);
@@ -660,7 +670,10 @@ export class SqliteStore implements Store {
   async clearRecipients(fileId: string): Promise<void> {
     this.tx(() => {
       const range = this.range(fileId);
-      if (range) this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(range.lo, range.hi);
+      if (range) {
+        this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(range.lo, range.hi);
+        this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(range.lo / SPAN);
+      }
       this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
     });
   }
@@ -673,9 +686,30 @@ export class SqliteStore implements Store {
          detail, sms_count, status, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    const span = this.stmt(
+      `INSERT INTO chunk_spans (file_no, seq, first_id, last_id) VALUES (?, ?, ?, ?)
+       ON CONFLICT (file_no, seq) DO UPDATE SET first_id = min(first_id, excluded.first_id),
+         last_id = max(last_id, excluded.last_id)`,
+    );
     this.tx(() => {
-      const base = this.assignFileNo(fileId) * SPAN;
+      const fileNo = this.assignFileNo(fileId);
+      const base = fileNo * SPAN;
+      // the id range of each chunk in this batch
+      let seq = -1;
+      let first = 0;
+      let last = 0;
       for (const r of rows) {
+        if (r.chunkSeq !== null) {
+          if (r.chunkSeq !== seq) {
+            if (seq !== -1) span.run(fileNo, seq, base + first, base + last);
+            seq = r.chunkSeq;
+            first = r.idx;
+            last = r.idx;
+          } else {
+            if (r.idx < first) first = r.idx;
+            if (r.idx > last) last = r.idx;
+          }
+        }
         if (!(r.idx >= 0 && r.idx < SPAN))
           throw new DroplineError('DROPLINE_ERR_STORE', `idx ${r.idx} out of range`);
         insert.run(
@@ -695,6 +729,7 @@ export class SqliteStore implements Store {
           now,
         );
       }
+      if (seq !== -1) span.run(fileNo, seq, base + first, base + last);
     });
   }
 
@@ -728,22 +763,22 @@ export class SqliteStore implements Store {
   ): Promise<RecipientRecord[]> {
     const range = this.range(fileId);
     if (!range) return [];
+    const { lo, hi } = this.span(fileId, seq);
     return this.stmt(
-      `SELECT * FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+      `SELECT * FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
          AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
        ORDER BY id`,
     )
-      .all({ seq, lo: range.lo, hi: range.hi, outcomes: list(outcomes) })
+      .all({ seq, lo, hi, outcomes: list(outcomes) })
       .map((r) => toRecipient(r, fileId, range.lo));
   }
 
   async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
-    const range = this.range(fileId);
-    if (!range) return [];
+    const { lo, hi } = this.span(fileId, seq);
     const rows = this.arrays(
-      `SELECT number, message_id, text, line, k FROM recipients INDEXED BY recipients_chunk
-       WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'pending' ORDER BY id`,
-    ).all(seq, range.lo, range.hi) as unknown as SQLOutputValue[][];
+      `SELECT number, message_id, text, line, k FROM recipients
+       WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`,
+    ).all(lo, hi, seq) as unknown as SQLOutputValue[][];
     const out: ChunkDestination[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
@@ -771,30 +806,29 @@ export class SqliteStore implements Store {
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const now = this.now();
     const reported = this.stmt(
-      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+      `SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
          AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
     const setPart = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
+      `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-       WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
          AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND (:only_pending = 0 OR outcome = 'pending')`,
     );
     // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
     // chunk's unsettled ones, found by the chunk index without a list to match.
     const reportedWhole = this.stmt(
-      `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi
+      `SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
          AND outcome IN ('pending', 'in_doubt') AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
     const setWhole = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = :outcome, code = :code, detail = :detail,
+      `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-       WHERE chunk_seq = :seq AND id BETWEEN :lo AND :hi AND outcome IN ('pending', 'in_doubt')`,
+       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
     );
-    // A file without recipients matches none (an id range no row has).
-    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
+    const { lo, hi } = this.span(fileId, seq);
     return this.tx(() => {
       // A delivery report already in for a recipient of an in-doubt part proves that part's
       // request reached the service (DESIGN-NOTES 1). Checked per part, not per chunk: the
@@ -888,19 +922,19 @@ export class SqliteStore implements Store {
 
   async markInflightInDoubt(fileId: string): Promise<number> {
     const now = this.now();
-    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     return this.tx(() => {
       const inflight = this.stmt(
         `SELECT seq FROM chunks WHERE file_id = ? AND state = 'inflight' ORDER BY seq`,
       ).all(fileId);
       for (const row of inflight) {
         const seq = num(row.seq);
+        const { lo, hi } = this.span(fileId, seq);
         // A report that came in before the worker died already proves the chunk was accepted;
         // left in doubt, nothing would ever settle it (its reports are not sent again).
         const proven =
           this.stmt(
-            `SELECT 1 FROM recipients INDEXED BY recipients_chunk WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-          ).get(seq, lo, hi) !== undefined;
+            `SELECT 1 FROM recipients WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
+          ).get(lo, hi, seq) !== undefined;
         const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
         const outcome: RecipientOutcome = proven ? 'sent' : 'in_doubt';
         this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
@@ -910,8 +944,8 @@ export class SqliteStore implements Store {
           seq,
         );
         this.stmt(
-          `UPDATE recipients INDEXED BY recipients_chunk SET outcome = ?, updated_at = ? WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'pending'`,
-        ).run(outcome, now, seq, lo, hi);
+          `UPDATE recipients SET outcome = ?, updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending'`,
+        ).run(outcome, now, lo, hi, seq);
       }
       return inflight.length;
     });
@@ -921,22 +955,19 @@ export class SqliteStore implements Store {
     const now = this.now();
     // Only recipients the service did not take go back: a failed chunk may hold sent ones.
     const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
-    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
     return this.tx(() => {
-      this.stmt(
-        `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
-         WHERE chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id
-                               AND state IN (SELECT value FROM json_each(:states)))
-           AND id BETWEEN :lo AND :hi
-           AND outcome IN (SELECT value FROM json_each(:outcomes))`,
-      ).run({
-        now,
-        file_id: fileId,
-        lo,
-        hi,
-        states: JSON.stringify(states),
-        outcomes: JSON.stringify(outcomes),
-      });
+      const requeue = this.stmt(
+        `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ?
+         WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome IN (SELECT value FROM json_each(?))`,
+      );
+      const seqs = this.stmt(
+        `SELECT seq FROM chunks WHERE file_id = ? AND state IN (SELECT value FROM json_each(?)) ORDER BY seq`,
+      ).all(fileId, JSON.stringify(states));
+      for (const row of seqs) {
+        const seq = num(row.seq);
+        const { lo, hi } = this.span(fileId, seq);
+        requeue.run(now, lo, hi, seq, JSON.stringify(outcomes));
+      }
       const r = this.stmt(
         `UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = :now
          WHERE file_id = :file_id AND state IN (SELECT value FROM json_each(:states))`,
@@ -981,7 +1012,7 @@ export class SqliteStore implements Store {
        WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
     );
     const sendDoubtful = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_chunk SET outcome = 'sent', updated_at = ? WHERE chunk_seq = ? AND id BETWEEN ? AND ? AND outcome = 'in_doubt'`,
+      `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
     );
     const files = new Set<string>();
     this.tx(() => {
@@ -1030,7 +1061,8 @@ export class SqliteStore implements Store {
           if (str(m.outcome) !== 'in_doubt' || m.chunk_seq === null) continue;
           const seq = num(m.chunk_seq);
           acceptChunk.run(now, e.bulkId, seq);
-          sendDoubtful.run(now, seq, range!.lo, range!.hi);
+          const span = this.span(e.bulkId, seq);
+          sendDoubtful.run(now, span.lo, span.hi, seq);
         }
       }
     });
@@ -1105,27 +1137,25 @@ export class SqliteStore implements Store {
     // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
     // the ingest counts above. Delivery counts are per status whatever the outcome, so a
     // report that arrived before its chunk's result still shows.
+    // One pass with conditional sums: a GROUP BY over (outcome, status) sorts every row.
     const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
-    for (const r of this.stmt(
-      `SELECT outcome, status, count(*) AS n FROM recipients NOT INDEXED
-       WHERE id BETWEEN ? AND ? AND chunk_seq IS NOT NULL GROUP BY outcome, status`,
-    ).all(lo, hi)) {
-      const n = num(r.n);
-      const outcome = str(r.outcome) as RecipientOutcome;
-      const status = str(r.status);
-      if (outcome === 'sent') c.submitted += n;
-      else if (outcome === 'rejected') c.rejected += n;
-      else if (outcome === 'failed') c.failed += n;
-      else if (outcome === 'in_doubt') c.inDoubt += n;
-      if (status === PENDING_DELIVERY) {
-        if (outcome === 'sent') c.pendingDelivery += n;
-      } else if (status === DELIVERED) {
-        c.delivered += n;
-      } else {
-        c.undelivered += n;
-        if (status === UNKNOWN_DELIVERY) c.unknown += n;
-      }
-    }
+    const r = this.stmt(
+      `SELECT total(outcome = 'sent') AS submitted, total(outcome = 'rejected') AS rejected,
+         total(outcome = 'failed') AS failed, total(outcome = 'in_doubt') AS in_doubt,
+         total(status = '${PENDING_DELIVERY}' AND outcome = 'sent') AS pending_delivery,
+         total(status = '${DELIVERED}') AS delivered,
+         total(status <> '${PENDING_DELIVERY}' AND status <> '${DELIVERED}') AS undelivered,
+         total(status = '${UNKNOWN_DELIVERY}') AS unknown
+       FROM recipients NOT INDEXED WHERE id BETWEEN ? AND ? AND chunk_seq IS NOT NULL`,
+    ).get(lo, hi);
+    c.submitted = num(r?.submitted ?? 0);
+    c.rejected = num(r?.rejected ?? 0);
+    c.failed = num(r?.failed ?? 0);
+    c.inDoubt = num(r?.in_doubt ?? 0);
+    c.pendingDelivery = num(r?.pending_delivery ?? 0);
+    c.delivered = num(r?.delivered ?? 0);
+    c.undelivered = num(r?.undelivered ?? 0);
+    c.unknown = num(r?.unknown ?? 0);
     return c;
   }
 

@@ -8,7 +8,7 @@
 --   `<fileId>-<line>[-<k>]` (derived on read; '' stands for a valid recipient without one):
 --   the messageId index holds only ids from the file's own column, and delivery reports for
 --   generated ids find their recipient by (line, k) within the file's id range.
--- - the chunk index holds integers only (chunk_seq, id), queried within the file's id range.
+-- - no chunk index: chunk_spans holds each chunk's id range.
 
 ALTER TABLE files ADD COLUMN file_no INTEGER;
 UPDATE files SET file_no = rowid;
@@ -54,5 +54,17 @@ ALTER TABLE recipients_v2 RENAME TO recipients;
 CREATE INDEX recipients_message ON recipients (message_id) WHERE message_id IS NOT NULL;
 -- delivery reports with a generated messageId: (line, k) of a valid recipient
 CREATE INDEX recipients_line ON recipients (line, k) WHERE message_id IS NULL AND chunk_seq IS NOT NULL;
--- a chunk's recipients (the index carries the id, so they come out in file order)
-CREATE INDEX recipients_chunk ON recipients (chunk_seq) WHERE chunk_seq IS NOT NULL;
+
+-- A chunk's recipients: valid recipients are planned into chunks in idx order, so a chunk's
+-- rows lie within one id range (invalid rows between them have no chunk_seq). Kept per
+-- batch of recipients recorded, instead of an index entry per recipient.
+CREATE TABLE chunk_spans (
+  file_no  INTEGER NOT NULL,
+  seq      INTEGER NOT NULL,
+  first_id INTEGER NOT NULL,
+  last_id  INTEGER NOT NULL,
+  PRIMARY KEY (file_no, seq)
+) WITHOUT ROWID;
+INSERT INTO chunk_spans (file_no, seq, first_id, last_id)
+SELECT id / 4294967296, chunk_seq, min(id), max(id) FROM recipients
+WHERE chunk_seq IS NOT NULL GROUP BY id / 4294967296, chunk_seq;
