@@ -686,6 +686,11 @@ export class SqliteStore implements Store {
          detail, sms_count, status, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    // A pending valid recipient (most rows) binds 9 values instead of 14.
+    const insertPending = this.stmt(
+      `INSERT INTO recipients (id, line, k, number, message_id, text, chunk_seq, outcome, sms_count, status, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, '${PENDING_DELIVERY}', ?)`,
+    );
     const span = this.stmt(
       `INSERT INTO chunk_spans (file_no, seq, first_id, last_id) VALUES (?, ?, ?, ?)
        ON CONFLICT (file_no, seq) DO UPDATE SET first_id = min(first_id, excluded.first_id),
@@ -712,6 +717,20 @@ export class SqliteStore implements Store {
         }
         if (!(r.idx >= 0 && r.idx < SPAN))
           throw new DroplineError('DROPLINE_ERR_STORE', `idx ${r.idx} out of range`);
+        if (r.outcome === 'pending' && r.value === null && r.code === null && r.detail === null) {
+          insertPending.run(
+            base + r.idx,
+            r.line,
+            r.k,
+            r.number,
+            storedMessageId(fileId, r),
+            r.text,
+            r.chunkSeq,
+            r.smsCount,
+            now,
+          );
+          continue;
+        }
         insert.run(
           base + r.idx,
           r.line,
