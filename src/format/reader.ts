@@ -290,6 +290,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let batch: ReadItem[] = [];
   const emit = options.items ?? true;
   const countries = new Map<string, number>();
+  // Runs of the same country (a file is mostly one) are counted here and added to the map
+  // when the country changes: two map operations a recipient were measurable.
+  let runCountry = '';
+  let runCount = 0;
+  const flushCountry = (): void => {
+    if (runCount > 0) countries.set(runCountry, (countries.get(runCountry) ?? 0) + runCount);
+    runCount = 0;
+  };
   const recipients = new RecipientIndex(sniffed.lineEstimate);
   let messageIds: MessageIdIndex | null = null;
 
@@ -372,7 +380,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     summary.segments += msg.segments.segments;
     if (msg.segments.encoding === 'gsm7') summary.encodings.gsm7++;
     else summary.encodings.ucs2++;
-    countries.set(result.country, (countries.get(result.country) ?? 0) + 1);
+    if (result.country !== runCountry) {
+      flushCountry();
+      runCountry = result.country;
+    }
+    runCount++;
     if (emit) {
       batch.push({
         kind: 'recipient',
@@ -669,6 +681,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   }
   if (batch.length > 0) yield batch;
 
+  flushCountry();
   summary.countries = Object.fromEntries([...countries].sort((a, b) => b[1] - a[1]));
   if (summary.records === 0 && !summary.rejection) reject('EMPTY_FILE');
   const judged = summary.valid + summary.invalid;

@@ -19,6 +19,9 @@ export interface SegmentInfo {
   nonGsm: string[];
 }
 
+/** Shared by every GSM-7 answer: one empty list, not one per message. */
+const NO_CHARS: string[] = [];
+
 export const GSM7_SINGLE = 160;
 export const GSM7_MULTI = 153;
 export const UCS2_SINGLE = 70;
@@ -113,7 +116,7 @@ export function countSegments(text: string, plain = isPlainGsm(text)): SegmentIn
   const len = text.length;
   if (plain) {
     const parts = len === 0 ? 0 : len <= GSM7_SINGLE ? 1 : Math.ceil(len / GSM7_MULTI);
-    return { encoding: 'gsm7', segments: parts, gsm7Segments: parts, nonGsm: [] };
+    return { encoding: 'gsm7', segments: parts, gsm7Segments: parts, nonGsm: NO_CHARS };
   }
   let septets = 0;
   let extension = false;
@@ -149,7 +152,7 @@ export function countSegments(text: string, plain = isPlainGsm(text)): SegmentIn
   else if (septets <= GSM7_SINGLE) gsm7Segments = 1;
   else gsm7Segments = extension ? gsmPartsGreedy(text) : Math.ceil(septets / GSM7_MULTI);
 
-  if (nonGsm === null) return { encoding: 'gsm7', segments: gsm7Segments, gsm7Segments, nonGsm: [] };
+  if (nonGsm === null) return { encoding: 'gsm7', segments: gsm7Segments, gsm7Segments, nonGsm: NO_CHARS };
 
   let segments: number;
   if (len <= UCS2_SINGLE) segments = 1;

@@ -1,9 +1,10 @@
 // `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
-import { stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DroplineError } from '../../errors.ts';
+import type { Sniff } from '../../format/decode.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
 import type { Layout } from '../../format/layout.ts';
 import { makeNumberRules } from '../../format/numbers.ts';
@@ -11,34 +12,39 @@ import { DEFAULTS, type ReadSummary, readDropFile } from '../../format/reader.ts
 import { loadSuppressionList } from '../../format/suppression.ts';
 import type { SetExit } from './index.ts';
 
-// Hashing 100 MB costs ~0.35 s here: a worker does it while the main thread parses.
-// Synchronous reads into one buffer: the worker has nothing else to do, and memory stays flat.
-const HASH_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-try {
-  const hash = require('node:crypto').createHash('sha256');
-  const fd = fs.openSync(workerData, 'r');
-  const buf = Buffer.allocUnsafe(1 << 20);
-  let n;
-  while ((n = fs.readSync(fd, buf, 0, buf.length, null)) > 0) hash.update(buf.subarray(0, n));
-  fs.closeSync(fd);
-  parentPort.postMessage({ sha256: hash.digest('hex') });
-} catch (e) {
-  parentPort.postMessage({ error: e.message });
-}
-`;
-
-function sha256InWorker(path: string): Promise<string> {
+/** The sniff pass (with the sha256, ~0.35 s a 100 MB) on a worker thread. */
+function sniffInWorker(path: string, maxBytes: number): Promise<Sniff> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(HASH_WORKER, { eval: true, workerData: path });
-    worker.once('message', (m: { sha256?: string; error?: string }) => {
+    const worker = new Worker(new URL('../../format/sniff-worker.ts', import.meta.url), {
+      workerData: { path, maxBytes },
+    });
+    worker.once('message', (m: { sniff?: Sniff; error?: string }) => {
       void worker.terminate();
-      if (m.sha256) resolve(m.sha256);
-      else reject(new Error(m.error));
+      if (m.sniff) resolve(m.sniff);
+      else reject(new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: ${m.error}`));
     });
     worker.once('error', reject);
   });
+}
+
+/**
+ * What the file most likely is, from its first bytes: UTF-8 without NUL bytes (a UTF-16
+ * BOM says otherwise), with as many lines as its first chunk suggests.
+ */
+async function guess(path: string, size: number): Promise<Sniff | null> {
+  const fh = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(Math.min(size, 256 * 1024));
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) return null;
+    let lines = 1;
+    for (let i = head.indexOf(10); i !== -1 && i < bytesRead; i = head.indexOf(10, i + 1)) lines++;
+    const lineEstimate =
+      bytesRead >= size ? lines : Math.ceil(((lines * size) / Math.max(bytesRead, 1)) * 1.05);
+    return { bytes: size, encoding: 'utf-8', binary: false, lineEstimate, sha256: null, tooLarge: false };
+  } finally {
+    await fh.close();
+  }
 }
 
 export interface ValidateOptions {
@@ -63,11 +69,9 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
     throw new DroplineError('DROPLINE_ERR_USAGE', (err as Error).message);
   }
   const suppression = opts.suppressionList ? await loadSuppressionList(opts.suppressionList, rules) : null;
-  const sha256 = info.size <= DEFAULTS.maxFileBytes ? sha256InWorker(path) : Promise.resolve(null);
-  const open = () => readFileChunks(path);
-  let summary: ReadSummary | null = null;
-  try {
-    for await (const batch of readDropFile(open, {
+  const read = async (sniffed: Sniff | undefined): Promise<ReadSummary> => {
+    let summary: ReadSummary | null = null;
+    for await (const batch of readDropFile(() => readFileChunks(path), {
       name: basename(path),
       layout: opts.layout ?? null,
       numberRules: rules,
@@ -75,19 +79,36 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       maxInvalidRatio: opts.maxInvalidRatio,
       maxLineLength: opts.maxLineLength,
       items: false,
+      ...(sniffed ? { sniffed } : {}),
     })) {
       const last = batch[batch.length - 1];
       if (last?.kind === 'summary') summary = last;
     }
+    if (!summary) throw new Error('the reader ended without a summary');
+    return summary;
+  };
+  let summary: ReadSummary;
+  try {
+    if (info.size > DEFAULTS.maxFileBytes) summary = await read(undefined);
+    else {
+      // The worker sniffs and hashes while this thread parses on the likely guess; the rare
+      // file the guess got wrong (not UTF-8, NUL bytes) is parsed again as what it is.
+      const sniffing = sniffInWorker(path, DEFAULTS.maxFileBytes);
+      sniffing.catch(() => {});
+      const likely = await guess(path, info.size);
+      summary = likely ? await read(likely) : await read(await sniffing);
+      const sniffed = await sniffing;
+      if (likely && (sniffed.encoding !== 'utf-8' || sniffed.binary)) summary = await read(sniffed);
+      summary.sha256 = sniffed.sha256;
+    }
   } catch (err) {
+    if (err instanceof DroplineError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code) throw new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: ${code}`);
     throw err;
   }
-  if (!summary) throw new Error('the reader ended without a summary');
   // The reader stops counting at FILE_TOO_LARGE: the file's real size is known here.
   summary.bytes = info.size;
-  summary.sha256 = await sha256;
   return summary;
 }
 
