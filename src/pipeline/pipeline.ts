@@ -12,18 +12,18 @@ import { planChunk } from '../plan/chunks.ts';
 import { fileIdFor, messageIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
-import type {
-  ChunkResult,
-  ChunkState,
-  FileCounts,
-  FilePatch,
-  FileRecord,
-  FileState,
-  IngestCounts,
-  PartOutcome,
-  ReadyFile,
-  RecipientInsert,
-  Store,
+import {
+  type ChunkResult,
+  type ChunkState,
+  type FileCounts,
+  type FilePatch,
+  type FileRecord,
+  type FileState,
+  NOTHING_SENT,
+  type PartOutcome,
+  type ReadyFile,
+  type RecipientInsert,
+  type Store,
 } from '../store/store.ts';
 import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv } from './reports.ts';
 
@@ -31,25 +31,6 @@ import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv } from '
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
 // 128 MB during ingest (peak RSS ~380 MB at 1M recipients against ~290 MB with 2,000).
 const INSERT_BATCH = 2000;
-
-/** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
-const NOTHING_SENT = {
-  chunks: 0,
-  chunksPending: 0,
-  chunksInflight: 0,
-  chunksAccepted: 0,
-  chunksRejected: 0,
-  chunksFailed: 0,
-  chunksInDoubt: 0,
-  submitted: 0,
-  rejected: 0,
-  failed: 0,
-  inDoubt: 0,
-  delivered: 0,
-  undelivered: 0,
-  unknown: 0,
-  pendingDelivery: 0,
-} satisfies Omit<FileCounts, keyof IngestCounts>;
 
 export interface PipelineOptions {
   config: Config;
@@ -187,8 +168,8 @@ export class Pipeline {
     entry: SourceEntry,
     options: { force?: boolean } = {},
   ): Promise<FileRecord | null> {
-    const [file] = await this.claimReady(source, [entry], options);
-    if (!file || file.state !== 'validating') return file ?? null;
+    const [file = null] = await this.claimReady(source, [entry], options);
+    if (file?.state !== 'validating') return file;
     return (await this.store.takeLease(file.fileId, this.owner, this.config.leaseMs)) ? file : null;
   }
 

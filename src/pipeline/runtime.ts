@@ -6,7 +6,6 @@ import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type LoadedConfig, splitListen } from '../config/load.ts';
-import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { loadSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';

@@ -298,6 +298,25 @@ export interface FileCounts extends IngestCounts {
   pendingDelivery: number;
 }
 
+/** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
+export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
+  chunks: 0,
+  chunksPending: 0,
+  chunksInflight: 0,
+  chunksAccepted: 0,
+  chunksRejected: 0,
+  chunksFailed: 0,
+  chunksInDoubt: 0,
+  submitted: 0,
+  rejected: 0,
+  failed: 0,
+  inDoubt: 0,
+  delivered: 0,
+  undelivered: 0,
+  unknown: 0,
+  pendingDelivery: 0,
+};
+
 export interface ListFilesOptions {
   source?: string;
   states?: readonly FileState[];
