@@ -1064,10 +1064,13 @@ export class SqliteStore implements Store {
             lo: range.lo,
             hi: range.hi,
           };
-          // '' stands for "no messageId" (storedMessageId): a report's '' matches nobody.
-          if (e.messageId !== '') matched = applyOwn.all({ ...set, message_id: e.messageId });
+          // A generated id (most reports) is looked up by (line, k) alone; an id from the
+          // file's own column (or one that only looks generated) by the id itself. ''
+          // stands for "no messageId" (storedMessageId): a report's '' matches nobody.
           const at = parseGenerated(e.bulkId, e.messageId);
-          if (at) matched = matched.concat(applyGenerated.all({ ...set, line: at.line, k: at.k }));
+          if (at) matched = applyGenerated.all({ ...set, line: at.line, k: at.k });
+          if (matched.length === 0 && e.messageId !== '')
+            matched = applyOwn.all({ ...set, message_id: e.messageId });
         }
         if (matched.length === 0) {
           orphan.run(e.transactionNumber, e.to);
