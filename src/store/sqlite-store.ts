@@ -29,6 +29,7 @@ import {
   type ListFilesOptions,
   type NewFile,
   NOTHING_SENT,
+  type PartOutcome,
   PENDING_DELIVERY,
   type ReadyFile,
   type RecipientInsert,
@@ -825,7 +826,7 @@ export class SqliteStore implements Store {
 
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const now = this.now();
-    const reported = this.stmt(
+    const reportedPart = this.stmt(
       `SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
          AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
@@ -868,44 +869,20 @@ export class SqliteStore implements Store {
       }
       let settled = false;
       let doubtful = false;
-      for (const part of parts) {
-        if (part.wholeChunk === true) {
-          let outcome: RecipientOutcome = part.outcome;
-          if (outcome === 'in_doubt') {
-            if (reportedWhole.get({ seq, lo, hi })) {
-              outcome = 'sent';
-              settled = true;
-            } else {
-              doubtful = true;
-            }
-          }
-          const proven = outcome === 'sent' && part.outcome === 'in_doubt';
-          setWhole.run({
-            outcome,
-            code: proven ? null : (part.code ?? null),
-            detail: proven ? null : (part.detail ?? null),
-            tn: part.transactionNumber ?? null,
-            now,
-            seq,
-            lo,
-            hi,
-          });
-          continue;
-        }
-        const whole = part.messageIds.length === 0;
-        if (whole && part.outcome !== 'in_doubt') continue;
-        const ids = whole ? null : JSON.stringify(part.messageIds);
+      /**
+       * The outcome a part is recorded with: an in-doubt part whose recipients already have
+       * a delivery report was accepted (the report proves the request reached the service).
+       */
+      const settle = (part: PartOutcome, reportedAlready: () => boolean) => {
         let outcome: RecipientOutcome = part.outcome;
         if (outcome === 'in_doubt') {
-          if (reported.get({ seq, lo, hi, ids, fid: ids === null ? null : fileId })) {
+          if (reportedAlready()) {
             outcome = 'sent';
             settled = true;
-          } else {
-            doubtful = true;
-          }
+          } else doubtful = true;
         }
         const proven = outcome === 'sent' && part.outcome === 'in_doubt';
-        setPart.run({
+        return {
           outcome,
           code: proven ? null : (part.code ?? null),
           detail: proven ? null : (part.detail ?? null),
@@ -914,8 +891,21 @@ export class SqliteStore implements Store {
           seq,
           lo,
           hi,
+        };
+      };
+      for (const part of parts) {
+        if (part.wholeChunk === true) {
+          setWhole.run(settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined));
+          continue;
+        }
+        const whole = part.messageIds.length === 0;
+        if (whole && part.outcome !== 'in_doubt') continue;
+        const ids = whole ? null : JSON.stringify(part.messageIds);
+        const fid = ids === null ? null : fileId;
+        setPart.run({
+          ...settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid }) !== undefined),
           ids,
-          fid: ids === null ? null : fileId,
+          fid,
           only_pending: whole ? 1 : 0,
         });
       }
