@@ -159,40 +159,44 @@ const NO_TEXT: PreparedMessage = {
 const MESSAGE_ID_MAX = 64;
 
 /** The text's hash (0 when not wanted) and whether it is plain GSM, in one pass when hashing. */
-function hashAndClassify(text: string, hashText: boolean): [number, boolean] {
-  if (!hashText) return [0, isPlainGsm(text)];
-  const hash = scanText(text) || 1;
-  return [hash, textScan.plain];
-}
+const NO_WARNINGS: PreparedMessage['warnings'] = [];
 
+/**
+ * Runs once per personalized record: the text's hash (for duplicates) and whether it is
+ * plain GSM come from one pass over it (scanText), and nothing is allocated for the
+ * warnings of a message that has none.
+ */
 function prepareMessage(raw: string, quoted: boolean, hashText: boolean): PreparedMessage {
-  const warnings: PreparedMessage['warnings'] = [];
+  let warnings: PreparedMessage['warnings'] | null = null;
   let text = quoted ? raw : raw.trim();
-  let [hash, plain] = hashAndClassify(text, hashText);
+  let hash = hashText ? scanText(text) || 1 : 0;
+  let plain = hashText ? textScan.plain : isPlainGsm(text);
   if (!plain && CONTROL.test(text)) {
     text = text.replace(CONTROL_ALL, '');
     if (!quoted) text = text.trim();
-    [hash, plain] = hashAndClassify(text, hashText);
-    warnings.push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
+    hash = hashText ? scanText(text) || 1 : 0;
+    plain = hashText ? textScan.plain : isPlainGsm(text);
+    (warnings ??= []).push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
   }
-  const empty = text.trim().length === 0;
+  // An unquoted text is trimmed already.
+  const empty = (quoted ? text.trim() : text).length === 0;
   const segments = countSegments(text, plain);
   if (!empty) {
     if (text.length > LONG_MESSAGE_CHARS) {
-      warnings.push({
+      (warnings ??= []).push({
         code: 'LONG_MESSAGE',
         message: `the message has ${text.length} characters (over 500)`,
       });
     }
     if (segments.encoding === 'ucs2') {
       const chars = segments.nonGsm.map((c) => `'${c}'`).join(', ');
-      warnings.push({
+      (warnings ??= []).push({
         code: 'UCS2_MESSAGE',
         message: `${chars} force UCS-2 (70 characters a segment instead of 160): ${segments.segments} segment(s), ${segments.gsm7Segments} in GSM-7`,
       });
     }
   }
-  return { text, segments, hash, warnings, empty };
+  return { text, segments, hash, warnings: warnings ?? NO_WARNINGS, empty };
 }
 
 /** A number, even one that cannot be sent (a landline, a country not allowed). */
