@@ -509,22 +509,6 @@ export class SqliteStore implements Store {
       .map(toFile);
   }
 
-  async findCompleted(
-    source: string,
-    sha256: string,
-    since: string,
-    excludeFileId?: string,
-  ): Promise<FileRecord | null> {
-    const r = this.stmt(
-      `SELECT * FROM files
-       WHERE source = :source AND sha256 = :sha AND file_id <> :exclude
-         AND state IN ('submitted', 'completed')
-         AND (json_extract(timestamps, '$.submitted') >= :since OR json_extract(timestamps, '$.completed') >= :since)
-       ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-    ).get({ source, sha: sha256, exclude: excludeFileId ?? '', since });
-    return r ? toFile(r) : null;
-  }
-
   async countBySha(source: string, sha256: string): Promise<number> {
     const r = this.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?').get(
       source,

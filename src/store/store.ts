@@ -351,13 +351,6 @@ export interface Store {
   getFile(fileId: string): Promise<FileRecord | null>;
   /** Newest first. */
   listFiles(options?: ListFilesOptions): Promise<FileRecord[]>;
-  /** A file from `source` with this content that reached `completed` (or `submitted`) at or after `since`. */
-  findCompleted(
-    source: string,
-    sha256: string,
-    since: string,
-    excludeFileId?: string,
-  ): Promise<FileRecord | null>;
   /** How many files from this source have this sha256 (to derive a forced resend's fileId). */
   countBySha(source: string, sha256: string): Promise<number>;
   /**

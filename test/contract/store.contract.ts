@@ -305,27 +305,29 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect(await store.listFiles({ states: [] })).toEqual([]);
       });
 
-      it('findCompleted finds completed or submitted files of the source since an instant', async () => {
-        await store.registerFile(newFile({ fileId: 'old' }));
-        await store.transition('old', 'completed');
+      it('claimFiles: content submitted or completed within the window is a duplicate, by either instant', async () => {
+        const idFor = (sha: string, n: number) => `${sha}-${n}`;
+        const ready = (name: string) => ({ name, path: `inbox/${name}`, sha256: 'sha-old', bytes: 1 });
+        const claim = async (name: string, since: number) =>
+          (await store.claimFiles('local', [ready(name)], { idFor, duplicateSince: at(since) }))[0]!;
+        const first = await claim('a.txt', 0);
+        await store.transition(first.file.fileId, 'submitted');
         h.clock.advance(10_000);
-        await store.registerFile(newFile({ fileId: 'sub', path: 'inbox/again.txt', sha256: 'sha-old' }));
-        await store.transition('sub', 'submitted');
-        h.clock.advance(10_000);
-        await store.registerFile(newFile({ fileId: 'live', path: 'inbox/third.txt', sha256: 'sha-old' }));
-        await store.transition('live', 'sending');
-
-        expect((await store.findCompleted('local', 'sha-old', at(0)))?.fileId).toBe('sub');
-        expect((await store.findCompleted('local', 'sha-old', at(0), 'sub'))?.fileId).toBe('old');
-        expect(await store.findCompleted('local', 'sha-old', at(5000), 'sub')).toBeNull();
-        expect((await store.findCompleted('local', 'sha-old', at(10_000)))?.fileId).toBe('sub');
-        expect(await store.findCompleted('local', 'sha-old', at(10_001))).toBeNull();
-        expect(await store.findCompleted('sftp', 'sha-old', at(0))).toBeNull();
-        expect(await store.findCompleted('local', 'sha-none', at(0))).toBeNull();
-        // submitted and then completed: found by either instant
-        h.clock.advance(10_000);
-        await store.transition('sub', 'completed');
-        expect((await store.findCompleted('local', 'sha-old', at(25_000)))?.fileId).toBe('sub');
+        // submitted at T0: a duplicate for a window starting at T0, not for one starting later
+        expect((await claim('b.txt', 0)).duplicateOf?.fileId).toBe(first.file.fileId);
+        const c = await claim('c.txt', 1);
+        expect(c.file.state).toBe('validating');
+        await store.transition(c.file.fileId, 'cancelled'); // no longer being sent
+        // completed later (T0 + 10 s): that instant counts too
+        await store.transition(first.file.fileId, 'completed');
+        expect((await claim('d.txt', 5_000)).duplicateOf?.fileId).toBe(first.file.fileId);
+        expect((await claim('e.txt', 10_001)).file.state).toBe('validating');
+        // another source or other content: never a duplicate of it
+        const [other] = await store.claimFiles('sftp', [ready('a.txt')], {
+          idFor: (sha, n) => `sftp-${sha}-${n}`,
+          duplicateSince: at(0),
+        });
+        expect(other?.file.state).toBe('validating');
       });
 
       it('countBySha counts the files of a source with that content', async () => {
