@@ -345,6 +345,26 @@ export class ServiceClient extends EventEmitter {
           error: extra?.error,
           delayMs: extra?.delayMs,
         });
+      /**
+       * 5xx answers and requests that never left are retried with back-off until
+       * maxAttempts: null means go again, else the part's failure.
+       */
+      const backOff = async (
+        status: number | null,
+        reason: string,
+        exhausted: (tries: number) => string,
+        stopped: string,
+      ): Promise<PartResult[] | null> => {
+        tries++;
+        if (tries >= this.#retry.maxAttempts) {
+          observe('failed', { error: reason });
+          return failure('failed', 'DROPLINE_ERR_SERVICE_UNAVAILABLE', status, exhausted(tries), true);
+        }
+        const delayMs = backoffDelay(tries, this.#backoff, this.#random());
+        observe('retry', { error: reason, delayMs });
+        if (await this.#wait(delayMs, signal)) return null;
+        return failure('failed', 'DROPLINE_ERR_SERVICE_UNAVAILABLE', status, stopped, true);
+      };
 
       if (!answer.ok) {
         const reason = describeError(answer.error);
@@ -357,28 +377,13 @@ export class ServiceClient extends EventEmitter {
             `${reason} after the request was sent`,
           );
         }
-        tries++;
-        if (tries >= this.#retry.maxAttempts) {
-          observe('failed', { error: reason });
-          return failure(
-            'failed',
-            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-            null,
-            `${reason} (${tries} tries)`,
-            true,
-          );
-        }
-        const delayMs = backoffDelay(tries, this.#backoff, this.#random());
-        observe('retry', { error: reason, delayMs });
-        if (!(await this.#wait(delayMs, signal))) {
-          return failure(
-            'failed',
-            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-            null,
-            `${reason}; stopped before retrying`,
-            true,
-          );
-        }
+        const gaveUp = await backOff(
+          null,
+          reason,
+          (n) => `${reason} (${n} tries)`,
+          `${reason}; stopped before retrying`,
+        );
+        if (gaveUp) return gaveUp;
         continue;
       }
 
@@ -458,28 +463,13 @@ export class ServiceClient extends EventEmitter {
         continue;
       }
       if (RETRYABLE_STATUS.has(status)) {
-        tries++;
-        if (tries >= this.#retry.maxAttempts) {
-          observe('failed', { error: reason });
-          return failure(
-            'failed',
-            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-            status,
-            `HTTP ${status} (${tries} tries): ${reason}`,
-            true,
-          );
-        }
-        const delayMs = backoffDelay(tries, this.#backoff, this.#random());
-        observe('retry', { error: reason, delayMs });
-        if (!(await this.#wait(delayMs, signal))) {
-          return failure(
-            'failed',
-            'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-            status,
-            `HTTP ${status}; stopped before retrying`,
-            true,
-          );
-        }
+        const gaveUp = await backOff(
+          status,
+          reason,
+          (n) => `HTTP ${status} (${n} tries): ${reason}`,
+          `HTTP ${status}; stopped before retrying`,
+        );
+        if (gaveUp) return gaveUp;
         continue;
       }
       observe('failed', { error: reason });
