@@ -17,33 +17,16 @@ export interface Manifest {
   state: string;
   reason: string | null;
   forced: boolean;
-  counts: {
-    records: number;
-    valid: number;
-    invalid: number;
-    duplicates: number;
-    suppressed: number;
-    chunks: number;
-    chunksAccepted: number;
-    chunksRejected: number;
-    chunksFailed: number;
-    chunksInDoubt: number;
-    chunksPending: number;
-    submitted: number;
-    rejected: number;
-    failed: number;
-    inDoubt: number;
-    delivered: number;
-    undelivered: number;
-    unknown: number;
-    pendingDelivery: number;
-    possibleDuplicates: number;
-    segments: number;
-  };
+  /** The store's counts, in-flight chunks counted as pending, plus possibleDuplicates. */
+  counts: Omit<FileCounts, 'chunksInflight'> & { possibleDuplicates: number };
   rejection: { code: string; message: string } | null;
   timestamps: Record<string, string>;
   deliveryDeadline: string | null;
   errors: { line: number; code: string; message: string; value?: string | undefined }[];
+}
+
+function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
+  return { ...c, chunksPending: c.chunksPending + chunksInflight };
 }
 
 export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
@@ -63,27 +46,10 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     reason: file.reason,
     forced: file.forced,
     counts: {
-      records: file.counts.records,
-      valid: file.counts.valid,
-      invalid: file.counts.invalid,
-      duplicates: file.counts.duplicates,
-      suppressed: file.counts.suppressed,
-      chunks: c.chunks,
-      chunksAccepted: c.chunksAccepted,
-      chunksRejected: c.chunksRejected,
-      chunksFailed: c.chunksFailed,
-      chunksInDoubt: c.chunksInDoubt,
-      chunksPending: c.chunksPending + c.chunksInflight,
-      submitted: c.submitted,
-      rejected: c.rejected,
-      failed: c.failed,
-      inDoubt: c.inDoubt,
-      delivered: c.delivered,
-      undelivered: c.undelivered,
-      unknown: c.unknown,
-      pendingDelivery: c.pendingDelivery,
+      ...manifestCounts(c),
+      // The ingest counts are the file's own (the caller may pass counts made before them).
+      ...file.counts,
       possibleDuplicates: file.possibleDuplicates,
-      segments: file.counts.segments,
     },
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
