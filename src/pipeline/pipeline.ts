@@ -501,7 +501,11 @@ export class Pipeline {
     });
     if (!file) return this.mustGet(fileId);
     await this.moveTo(file, this.source(file.source), 'done');
-    const manifest = await this.writeReports(fileId);
+    // The manifest only: report.csv is the per-line account of a finished file, written
+    // when it completes (or stops: partial, rejected, cancelled). At this point every row
+    // of it would say "sent, pending delivery", and a million-row report costs seconds;
+    // `dropline report <fileId>` prints the current one at any time.
+    const manifest = await this.writeReports(fileId, { report: false });
     // The manifest's counts were read after the file became submitted: good enough for
     // checkProgress (pending deliveries only go down), one count of the file fewer.
     return this.checkProgress(await this.mustGet(fileId), manifest?.counts);

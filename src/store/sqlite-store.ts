@@ -176,6 +176,32 @@ function parseGenerated(fileId: string, messageId: string): { line: number; k: n
 const MESSAGE_ID_SQL = `CASE WHEN message_id IS NULL THEN :fid || '-' || line || CASE WHEN k > 0 THEN '-' || k ELSE '' END
   ELSE nullif(message_id, '') END`;
 
+// A valid recipient whose row says `pending` follows its chunk (migration 0003): its
+// outcome is the chunk's state as a recipient outcome, its code, message and transaction
+// number the chunk's. `c` is its chunk, joined only for such rows (WITH_CHUNK).
+const WITH_CHUNK = `recipients r LEFT JOIN chunks c
+  ON r.outcome = 'pending' AND c.file_id = :fid AND c.seq = r.chunk_seq`;
+const OUTCOME_SQL = `CASE WHEN c.state IS NULL THEN r.outcome WHEN c.state = 'accepted' THEN 'sent'
+  WHEN c.state = 'inflight' THEN 'pending' ELSE c.state END`;
+/** A recipient row as it reads, its chunk's result applied (toRecipient's columns). */
+const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
+  r.status, ${OUTCOME_SQL} AS outcome,
+  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
+  CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail,
+  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
+    ELSE r.transaction_number END AS transaction_number,
+  CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
+
+/** The recipient outcome a chunk state gives the rows that follow it. */
+const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
+  pending: 'pending',
+  inflight: 'pending',
+  accepted: 'sent',
+  rejected: 'rejected',
+  failed: 'failed',
+  in_doubt: 'in_doubt',
+};
+
 function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
   const line = num(r.line);
   const k = num(r.k);
@@ -770,15 +796,19 @@ export class SqliteStore implements Store {
     if (!range) return [];
     const { lo, hi } = this.span(fileId, seq);
     return this.stmt(
-      `SELECT * FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-         AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
-       ORDER BY id`,
+      `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK}
+       WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq
+         AND (:outcomes IS NULL OR ${OUTCOME_SQL} IN (SELECT value FROM json_each(:outcomes)))
+       ORDER BY r.id`,
     )
-      .all({ seq, lo, hi, outcomes: list(outcomes) })
+      .all({ fid: fileId, seq, lo, hi, outcomes: list(outcomes) })
       .map((r) => toRecipient(r, fileId, range.lo));
   }
 
   async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
+    // Rows saying `pending` follow their chunk: pending only while the chunk is (or inflight).
+    const chunk = this.stmt('SELECT state FROM chunks WHERE file_id = ? AND seq = ?').get(fileId, seq);
+    if (chunk && CHUNK_OUTCOME[str(chunk.state) as ChunkState] !== 'pending') return [];
     const { lo, hi } = this.span(fileId, seq);
     const rows = this.arrays(
       `SELECT number, message_id, text, line, k FROM recipients
@@ -819,8 +849,7 @@ export class SqliteStore implements Store {
       `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
        WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-         AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
-         AND (:only_pending = 0 OR outcome = 'pending')`,
+         AND ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids))`,
     );
     // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
     // chunk's unsettled ones, found by the chunk index without a list to match.
@@ -832,6 +861,12 @@ export class SqliteStore implements Store {
       `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
          transaction_number = coalesce(:tn, transaction_number), updated_at = :now
        WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
+    );
+    // The usual case: the whole request has the chunk's result, so its recipients follow the
+    // chunk (migration 0003). Only rows an earlier result marked in doubt are touched.
+    const followWhole = this.stmt(
+      `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
+       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'in_doubt'`,
     );
     const { lo, hi } = this.span(fileId, seq);
     return this.tx(() => {
@@ -877,25 +912,35 @@ export class SqliteStore implements Store {
           hi,
         };
       };
+      const wholeParts: ReturnType<typeof settle>[] = [];
       for (const part of parts) {
         if (part.wholeChunk === true) {
-          setWhole.run(settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined));
+          wholeParts.push(settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined));
           continue;
         }
         const whole = part.messageIds.length === 0;
         if (whole && part.outcome !== 'in_doubt') continue;
         const ids = whole ? null : JSON.stringify(part.messageIds);
         const fid = ids === null ? null : fileId;
-        setPart.run({
-          ...settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid }) !== undefined),
-          ids,
-          fid,
-          only_pending: whole ? 1 : 0,
-        });
+        const set = settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid }) !== undefined);
+        // The chunk's unanswered recipients in doubt: they follow the chunk, in doubt or proven.
+        if (whole) continue;
+        setPart.run({ ...set, ids, fid });
       }
       const state: ChunkState =
         result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
       const cleared = state !== result.state;
+      const code = cleared ? null : (result.errorCode ?? null);
+      const message = cleared ? null : (result.errorMessage ?? null);
+      for (const set of wholeParts) {
+        const follows =
+          set.outcome === CHUNK_OUTCOME[state] &&
+          set.code === code &&
+          set.detail === message &&
+          (set.tn === null || set.tn === (result.transactionNumber ?? null));
+        if (follows) followWhole.run({ now, seq, lo, hi });
+        else setWhole.run(set);
+      }
       this.stmt(
         `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
            error_code = :code, error_message = :message, updated_at = :now
@@ -904,8 +949,8 @@ export class SqliteStore implements Store {
         state,
         attempts: result.attempts,
         tn: result.transactionNumber ?? null,
-        code: cleared ? null : (result.errorCode ?? null),
-        message: cleared ? null : (result.errorMessage ?? null),
+        code,
+        message,
         now,
         file_id: fileId,
         seq,
@@ -930,16 +975,13 @@ export class SqliteStore implements Store {
             `SELECT 1 FROM recipients WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
           ).get(lo, hi, seq) !== undefined;
         const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
-        const outcome: RecipientOutcome = proven ? 'sent' : 'in_doubt';
+        // Its pending recipients follow the chunk (migration 0003).
         this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
           chunkState,
           now,
           fileId,
           seq,
         );
-        this.stmt(
-          `UPDATE recipients SET outcome = ?, updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending'`,
-        ).run(outcome, now, lo, hi, seq);
       }
       return inflight.length;
     });
@@ -1053,11 +1095,15 @@ export class SqliteStore implements Store {
         }
         files.add(e.bulkId);
         for (const m of matched) {
-          // The report proves the request that carried this recipient reached the service.
-          // Recipients already `sent` (an accepted part of a mixed chunk) prove nothing more.
-          if (str(m.outcome) !== 'in_doubt' || m.chunk_seq === null) continue;
+          // The report proves the request that carried this recipient reached the service:
+          // an in-doubt chunk is accepted (its pending rows follow it), and rows of its own
+          // in doubt are sent. Recipients already `sent` (an accepted part of a mixed chunk)
+          // prove nothing more.
+          const outcome = str(m.outcome);
+          if ((outcome !== 'in_doubt' && outcome !== 'pending') || m.chunk_seq === null) continue;
           const seq = num(m.chunk_seq);
-          acceptChunk.run(now, e.bulkId, seq);
+          const accepted = changes(acceptChunk.run(now, e.bulkId, seq)) > 0;
+          if (!accepted && outcome !== 'in_doubt') continue;
           const span = this.span(e.bulkId, seq);
           sendDoubtful.run(now, span.lo, span.hi, seq);
         }
@@ -1070,9 +1116,20 @@ export class SqliteStore implements Store {
   async expireDeliveries(fileId: string): Promise<number> {
     const range = this.range(fileId);
     if (!range) return 0;
+    // Sent recipients: their own outcome, or that of their accepted chunk.
     const r = this.stmt(
-      `UPDATE recipients SET status = ?, updated_at = ? WHERE id BETWEEN ? AND ? AND outcome = 'sent' AND status = ?`,
-    ).run(UNKNOWN_DELIVERY, this.now(), range.lo, range.hi, PENDING_DELIVERY);
+      `UPDATE recipients SET status = :unknown, updated_at = :now
+       WHERE id BETWEEN :lo AND :hi AND status = :pending AND chunk_seq IS NOT NULL
+         AND (outcome = 'sent' OR (outcome = 'pending'
+           AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :fid AND state = 'accepted')))`,
+    ).run({
+      unknown: UNKNOWN_DELIVERY,
+      now: this.now(),
+      lo: range.lo,
+      hi: range.hi,
+      pending: PENDING_DELIVERY,
+      fid: fileId,
+    });
     return changes(r);
   }
 
@@ -1091,12 +1148,23 @@ export class SqliteStore implements Store {
       segments: num(file?.segments ?? 0),
       ...NOTHING_SENT,
     };
-    for (const r of this.stmt('SELECT state, count(*) AS n FROM chunks WHERE file_id = ? GROUP BY state').all(
-      fileId,
-    )) {
+    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below).
+    const following: Record<ChunkState, number> = {
+      pending: 0,
+      inflight: 0,
+      accepted: 0,
+      rejected: 0,
+      failed: 0,
+      in_doubt: 0,
+    };
+    for (const r of this.stmt(
+      'SELECT state, count(*) AS n, total(size) AS size FROM chunks WHERE file_id = ? GROUP BY state',
+    ).all(fileId)) {
       const n = num(r.n);
+      const state = str(r.state) as ChunkState;
+      following[state] += num(r.size);
       c.chunks += n;
-      switch (str(r.state) as ChunkState) {
+      switch (state) {
         case 'pending':
           c.chunksPending += n;
           break;
@@ -1118,42 +1186,61 @@ export class SqliteStore implements Store {
       }
     }
     // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
-    // the ingest counts above. Delivery counts are per status whatever the outcome, so a
-    // report that arrived before its chunk's result still shows.
-    // One pass with conditional sums: a GROUP BY over (outcome, status) sorts every row.
+    // the ingest counts above. Rows with an outcome of their own are few (an index of them):
+    // a count of the file is a read of its chunks, not of a million rows.
     const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
-    const r = this.stmt(
-      `SELECT total(outcome = 'sent') AS submitted, total(outcome = 'rejected') AS rejected,
-         total(outcome = 'failed') AS failed, total(outcome = 'in_doubt') AS in_doubt,
-         total(status = '${PENDING_DELIVERY}' AND outcome = 'sent') AS pending_delivery,
-         total(status = '${DELIVERED}') AS delivered,
-         total(status <> '${PENDING_DELIVERY}' AND status <> '${DELIVERED}') AS undelivered,
-         total(status = '${UNKNOWN_DELIVERY}') AS unknown
-       FROM recipients NOT INDEXED WHERE id BETWEEN ? AND ? AND chunk_seq IS NOT NULL`,
-    ).get(lo, hi);
-    c.submitted = num(r?.submitted ?? 0);
-    c.rejected = num(r?.rejected ?? 0);
-    c.failed = num(r?.failed ?? 0);
-    c.inDoubt = num(r?.in_doubt ?? 0);
-    c.pendingDelivery = num(r?.pending_delivery ?? 0);
-    c.delivered = num(r?.delivered ?? 0);
-    c.undelivered = num(r?.undelivered ?? 0);
-    c.unknown = num(r?.unknown ?? 0);
+    const own: Record<string, number> = {};
+    for (const r of this.stmt(
+      `SELECT r.outcome, c.state, count(*) AS n
+       FROM recipients r INDEXED BY recipients_settled LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
+       WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND r.outcome <> 'pending'
+       GROUP BY r.outcome, c.state`,
+    ).all(fileId, lo, hi)) {
+      const n = num(r.n);
+      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + n;
+      if (r.state !== null) following[str(r.state) as ChunkState] -= n;
+    }
+    c.submitted = (own.sent ?? 0) + following.accepted;
+    c.rejected = (own.rejected ?? 0) + following.rejected;
+    c.failed = (own.failed ?? 0) + following.failed;
+    c.inDoubt = (own.in_doubt ?? 0) + following.in_doubt;
+    // Delivery counts are per status whatever the outcome, so a report that arrived before
+    // its chunk's result still shows; pending delivery = sent recipients without a report.
+    let reportedSent = 0;
+    for (const r of this.stmt(
+      `SELECT r.status, CASE WHEN r.outcome = 'pending' THEN c.state ELSE r.outcome END AS outcome,
+         count(*) AS n
+       FROM recipients r INDEXED BY recipients_reported LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
+       WHERE r.id BETWEEN ? AND ? AND r.status <> '${PENDING_DELIVERY}' AND r.chunk_seq IS NOT NULL
+       GROUP BY 1, 2`,
+    ).all(fileId, lo, hi)) {
+      const n = num(r.n);
+      const status = str(r.status);
+      if (status === DELIVERED) c.delivered += n;
+      else c.undelivered += n;
+      if (status === UNKNOWN_DELIVERY) c.unknown += n;
+      if (r.outcome === 'sent' || r.outcome === 'accepted') reportedSent += n;
+    }
+    c.pendingDelivery = c.submitted - reportedSent;
     return c;
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
     const range = this.range(fileId);
     if (!range) return;
+    // toRecipient's columns, in this order
     const page = this.arrays(
-      `SELECT id, line, number, value, message_id, outcome, code, status, transaction_number, sms_count, updated_at,
-         k, chunk_seq
-       FROM recipients WHERE id > ? AND id <= ? ORDER BY id LIMIT ?`,
+      `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
     );
     let after = range.lo - 1;
     for (;;) {
       // Keyset paging, as recipientPages.
-      const rows = page.all(after, range.hi, this.pageSize) as unknown as SQLOutputValue[][];
+      const rows = page.all({
+        fid: fileId,
+        after,
+        hi: range.hi,
+        limit: this.pageSize,
+      }) as unknown as SQLOutputValue[][];
       if (rows.length > 0) {
         const out: ReportRow[] = new Array(rows.length);
         for (let i = 0; i < rows.length; i++) {
@@ -1161,15 +1248,15 @@ export class SqliteStore implements Store {
           const line = num(r[1]);
           out[i] = {
             line,
-            number: strOrNull(r[2]),
-            value: strOrNull(r[3]),
-            messageId: readMessageId(r[4], fileId, line, num(r[11]), r[12]),
-            outcome: str(r[5]) as RecipientOutcome,
-            code: strOrNull(r[6]),
-            status: str(r[7]),
-            transactionNumber: strOrNull(r[8]),
-            smsCount: numOrNull(r[9]),
-            updatedAt: str(r[10]),
+            number: strOrNull(r[3]),
+            value: strOrNull(r[4]),
+            messageId: readMessageId(r[5], fileId, line, num(r[2]), r[7]),
+            outcome: str(r[10]) as RecipientOutcome,
+            code: strOrNull(r[11]),
+            status: str(r[9]),
+            transactionNumber: strOrNull(r[13]),
+            smsCount: numOrNull(r[8]),
+            updatedAt: str(r[14]),
           };
         }
         yield out;
@@ -1190,16 +1277,16 @@ export class SqliteStore implements Store {
     const range = this.range(fileId);
     if (!range) return;
     const page = this.stmt(
-      `SELECT * FROM recipients WHERE id > :after AND id <= :hi
-         AND (:outcomes IS NULL OR outcome IN (SELECT value FROM json_each(:outcomes)))
-       ORDER BY id LIMIT :limit`,
+      `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi
+         AND (:outcomes IS NULL OR ${OUTCOME_SQL} IN (SELECT value FROM json_each(:outcomes)))
+       ORDER BY r.id LIMIT :limit`,
     );
     const filter = list(outcomes);
     let after = range.lo - 1;
     for (;;) {
       // Keyset paging: each page is its own short read, so no read transaction (and no
       // WAL checkpoint block) is held while the consumer writes a report.
-      const rows = page.all({ after, hi: range.hi, outcomes: filter, limit: this.pageSize });
+      const rows = page.all({ fid: fileId, after, hi: range.hi, outcomes: filter, limit: this.pageSize });
       if (rows.length > 0) yield rows.map((r) => toRecipient(r, fileId, range.lo));
       if (rows.length < this.pageSize) return;
       after = num(rows.at(-1)!.id);

@@ -871,6 +871,94 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         // attempts are kept: they count every request ever made for the chunk
         expect((await store.listChunks('f1'))[1]?.attempts).toBe(5);
       });
+
+      it('whole-chunk results through failed, retried and accepted: each row reads its own outcome, code and transactionNumber', async () => {
+        await sendingFile('f1', 3, 3);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        // first request: m1 accepted, m2 and m3 failed
+        await store.recordChunkResult('f1', 1, {
+          state: 'failed',
+          attempts: 3,
+          transactionNumber: 'T1',
+          errorCode: 'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+          errorMessage: 'busy',
+          parts: [
+            { messageIds: ['m1'], outcome: 'sent', transactionNumber: 'T1' },
+            {
+              messageIds: ['m2', 'm3'],
+              outcome: 'failed',
+              code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+              detail: 'busy',
+            },
+          ],
+        });
+        await store.requeueChunks('f1', ['failed']);
+        const read = async () =>
+          (await store.chunkRecipients('f1', 1)).map((r) => [
+            r.messageId,
+            r.outcome,
+            r.code,
+            r.transactionNumber,
+          ]);
+        // second request (m2, m3 only): failed as a whole; they must not show m1's transaction
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        const failedWhole: ChunkResult = {
+          state: 'failed',
+          attempts: 4,
+          errorCode: 'DROPLINE_ERR_SERVICE_TIMEOUT',
+          errorMessage: 'timeout',
+          parts: [
+            {
+              messageIds: ['m2', 'm3'],
+              wholeChunk: true,
+              outcome: 'failed',
+              code: 'DROPLINE_ERR_SERVICE_TIMEOUT',
+              detail: 'timeout',
+            },
+          ],
+        };
+        expect(await store.recordChunkResult('f1', 1, failedWhole)).toBe('failed');
+        expect(await read()).toEqual([
+          ['m1', 'sent', null, 'T1'],
+          ['m2', 'failed', 'DROPLINE_ERR_SERVICE_TIMEOUT', null],
+          ['m3', 'failed', 'DROPLINE_ERR_SERVICE_TIMEOUT', null],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ submitted: 1, failed: 2, pendingDelivery: 1 });
+        expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual([]);
+        // third request: accepted as a whole with its own transaction
+        await store.requeueChunks('f1', ['failed']);
+        expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual(['m2', 'm3']);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        const accepted: ChunkResult = {
+          state: 'accepted',
+          attempts: 5,
+          transactionNumber: 'T3',
+          parts: [{ messageIds: ['m2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T3' }],
+        };
+        expect(await store.recordChunkResult('f1', 1, accepted)).toBe('accepted');
+        expect(await read()).toEqual([
+          ['m1', 'sent', null, 'T1'],
+          ['m2', 'sent', null, 'T3'],
+          ['m3', 'sent', null, 'T3'],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ submitted: 3, failed: 0, pendingDelivery: 3 });
+        // one report, then the deadline: the rest become UNKNOWN, the reported one stays
+        await store.recordDeliveries([event('f1', 'm3')]);
+        expect(await store.expireDeliveries('f1')).toBe(2);
+        expect(await store.counts('f1')).toMatchObject({
+          submitted: 3,
+          delivered: 1,
+          undelivered: 2,
+          unknown: 2,
+          pendingDelivery: 0,
+        });
+        const report = (await collect(store.reportPages('f1'))).flat();
+        expect(report.map((r) => [r.messageId, r.outcome, r.status, r.transactionNumber])).toEqual([
+          ['m1', 'sent', UNKNOWN_DELIVERY, 'T1'],
+          ['m2', 'sent', UNKNOWN_DELIVERY, 'T3'],
+          ['m3', 'sent', DELIVERED, 'T3'],
+        ]);
+      });
     });
 
     describe('delivery reports', () => {
