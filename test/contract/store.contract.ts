@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type ChunkInsert,
+  type ChunkResult,
   DELIVERED,
   type DeliveryEvent,
   type NewFile,
