@@ -57,7 +57,7 @@ function chunk(i: number, bulkId: string): PlannedChunk {
 async function floor(): Promise<number> {
   const server = await startServer({ mode: 'floor' });
   const pool = new Pool(server.url, { connections: CONCURRENCY, pipelining: 1 });
-  const post = async (body: string) => {
+  const post = async (body: string | Buffer) => {
     const res = await pool.request({
       path: '/mtmessage/massive',
       method: 'POST',

@@ -277,7 +277,7 @@ export class ServiceClient extends EventEmitter {
   }
 
   async #sendPart(part: ChunkPart, signal: AbortSignal): Promise<PartResult[]> {
-    const body = Buffer.from(massiveBody(part, this.#notify));
+    const body = massiveBody(part, this.#notify);
     const size = part.end - part.start;
     let attempts = 0;
     let tries = 0;

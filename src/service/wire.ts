@@ -104,11 +104,15 @@ export function encodeCallbackData(value: unknown): string {
 }
 
 /**
- * The JSON text of POST /mtmessage/massive for a part. Objects are built with a fixed key order
- * so the same part always gives the same bytes (a resend is recognisable byte for byte).
+ * The JSON body of POST /mtmessage/massive for a part, as bytes. Objects are built with a
+ * fixed key order so the same part always gives the same bytes (a resend is recognisable
+ * byte for byte). Written message by message into one Buffer: the same bytes as
+ * JSON.stringify of the whole, without a 100+ KB string per request, which V8 puts straight
+ * into the old generation, where only a full GC frees it (peak RSS grew by ~100 MB while
+ * sending a personalized file).
  */
-export function massiveBody(part: ChunkPart, notify: NotifySettings): string {
-  const messages = partMessages(part).map((m) => {
+export function massiveBody(part: ChunkPart, notify: NotifySettings): Buffer {
+  const pieces = partMessages(part).map((m) => {
     const msg: Record<string, unknown> = {
       destinations: m.destinations.map((d) => ({ to: d.to, messageId: d.messageId })),
       text: m.text,
@@ -116,9 +120,19 @@ export function massiveBody(part: ChunkPart, notify: NotifySettings): string {
     if (notify.notifyUrl !== undefined) msg.notifyUrl = notify.notifyUrl;
     if (notify.notifyContentType !== undefined) msg.notifyContentType = notify.notifyContentType;
     if (part.chunk.callbackData !== undefined) msg.callbackData = part.chunk.callbackData;
-    return msg;
+    return JSON.stringify(msg);
   });
-  return JSON.stringify({ bulkId: part.chunk.bulkId, messages });
+  const head = `{"bulkId":${JSON.stringify(part.chunk.bulkId)},"messages":[`;
+  let bytes = Buffer.byteLength(head) + pieces.length + 1; // commas and "]}" (one "," fewer than pieces)
+  for (const p of pieces) bytes += Buffer.byteLength(p);
+  const body = Buffer.allocUnsafe(bytes);
+  let at = body.write(head);
+  for (let i = 0; i < pieces.length; i++) {
+    if (i > 0) at += body.write(',', at);
+    at += body.write(pieces[i]!, at);
+  }
+  body.write(']}', at);
+  return body;
 }
 
 // ---- token (2.1, 2.2) ----

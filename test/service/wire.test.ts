@@ -4,6 +4,7 @@ import {
   backoffDelay,
   encodeCallbackData,
   massiveBody,
+  type PlannedChunk,
   parseRetryAfter,
   parseTokenResponse,
   partDestinations,
@@ -61,10 +62,52 @@ describe('wire', () => {
     expect(part.partId).toBe('c#1-3');
     expect(partDestinations(part).map((d) => d.messageId)).toEqual(['2', '3']);
     const body = massiveBody(part, { notifyUrl: 'https://h/n?token=t' });
-    expect(body).toBe(
+    expect(body.toString()).toBe(
+      JSON.stringify({
+        bulkId: 'b',
+        messages: [
+          {
+            destinations: [{ to: '573000000002', messageId: '2' }],
+            text: 'one',
+            notifyUrl: 'https://h/n?token=t',
+          },
+          {
+            destinations: [{ to: '573000000003', messageId: '3' }],
+            text: 'two',
+            notifyUrl: 'https://h/n?token=t',
+          },
+        ],
+      }),
+    );
+    expect(body.toString()).toBe(
       '{"bulkId":"b","messages":[{"destinations":[{"to":"573000000002","messageId":"2"}],"text":"one","notifyUrl":"https://h/n?token=t"},{"destinations":[{"to":"573000000003","messageId":"3"}],"text":"two","notifyUrl":"https://h/n?token=t"}]}',
     );
-    expect(massiveBody(part, { notifyUrl: 'https://h/n?token=t' })).toBe(body);
+    expect(massiveBody(part, { notifyUrl: 'https://h/n?token=t' }).equals(body)).toBe(true);
+  });
+
+  it('the body is the bytes of JSON.stringify of the whole, also for non-ASCII texts', () => {
+    const texts = ['Señor Núñez: ñandú', 'emoji 😀 and \u2028 and "quotes" \\ \n', 'plain'];
+    const chunk: PlannedChunk = {
+      chunkId: 'c',
+      bulkId: 'b-ñ',
+      callbackData: '{"k":"ü"}',
+      messages: texts.map((text, i) => ({
+        text,
+        destinations: [{ to: `57300000000${i}`, messageId: `m${i}` }],
+      })),
+    };
+    const notify = { notifyUrl: 'https://h/n?token=t', notifyContentType: 'application/json' };
+    const expected = JSON.stringify({
+      bulkId: 'b-ñ',
+      messages: texts.map((text, i) => ({
+        destinations: [{ to: `57300000000${i}`, messageId: `m${i}` }],
+        text,
+        notifyUrl: notify.notifyUrl,
+        notifyContentType: notify.notifyContentType,
+        callbackData: '{"k":"ü"}',
+      })),
+    });
+    expect(massiveBody(wholePart(chunk), notify).equals(Buffer.from(expected))).toBe(true);
   });
 
   it('refuses callbackData above 200 characters', () => {
