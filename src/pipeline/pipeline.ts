@@ -9,7 +9,7 @@ import { type ReadSummary, readDropFile } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { planChunk } from '../plan/chunks.ts';
-import { fileIdFor, messageIdFor } from '../plan/ids.ts';
+import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
 import {
@@ -306,7 +306,8 @@ export class Pipeline {
               k: item.k,
               number: item.number,
               value: null,
-              messageId: item.messageId ?? messageIdFor(file.fileId, item.line, item.k),
+              messageId: item.messageId,
+              generatedMessageId: item.messageId === null,
               text,
               chunkSeq: Math.ceil(valid / chunkSize),
               outcome: 'pending',

@@ -9,6 +9,7 @@
 
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
 import { DroplineError } from '../errors.ts';
+import { messageIdFor } from '../plan/ids.ts';
 import { loadMigrations, type Migration } from './migrations.ts';
 import {
   type ChunkDestination,
@@ -132,16 +133,12 @@ function toChunk(r: Row): ChunkRecord {
 const SPAN = 4294967296;
 const MAX_FILE_NO = 2 ** 21; // ids stay safe integers
 
-/** `<fileId>-<line>` (personalized) or `<fileId>-<line>-<k>` (bulk): plan/ids.ts messageIdFor. */
-function generatedId(fileId: string, line: number, k: number): string {
-  return k > 0 ? `${fileId}-${line}-${k}` : `${fileId}-${line}`;
-}
-
 /** What message_id holds: NULL for a valid recipient's generated id, '' for a valid one without any. */
 function storedMessageId(fileId: string, r: RecipientInsert): string | null {
   if (r.chunkSeq === null) return r.messageId;
+  if (r.generatedMessageId === true) return null;
   if (r.messageId === null) return '';
-  return r.messageId === generatedId(fileId, r.line, r.k) ? null : r.messageId;
+  return r.messageId === messageIdFor(fileId, r.line, r.k) ? null : r.messageId;
 }
 
 /** The messageId back from message_id (storedMessageId's inverse). */
@@ -153,7 +150,7 @@ function readMessageId(
   chunkSeq: SQLOutputValue | undefined,
 ): string | null {
   if (chunkSeq === null || chunkSeq === undefined) return strOrNull(stored);
-  if (stored === null || stored === undefined) return generatedId(fileId, line, k);
+  if (stored === null || stored === undefined) return messageIdFor(fileId, line, k);
   const s = str(stored);
   return s === '' ? null : s;
 }
@@ -305,6 +302,8 @@ export class SqliteStore implements Store {
   private readonly pageSize: number;
   private readonly migrations: Migration[] | undefined;
   private readonly statements = new Map<string, StatementSync>();
+  /** insertRecipients' statements by their number of rows (not looked up by a 40 KB SQL text). */
+  private readonly pendingInserts: StatementSync[] = [];
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -703,11 +702,17 @@ export class SqliteStore implements Store {
     // Pending valid recipients (most rows) go PENDING_ROWS to a statement, 8 values each:
     // one call into SQLite per 64 rows instead of one per row (~40% less time a row).
     const pendingValues = `(?, ?, ?, ?, ?, ?, ?, 'pending', ?, '${PENDING_DELIVERY}', :now)`;
-    const insertPending = (n: number) =>
-      this.stmt(
-        `INSERT INTO recipients (id, line, k, number, message_id, text, chunk_seq, outcome, sms_count, status, updated_at)
-         VALUES ${Array.from({ length: n }, () => pendingValues).join(', ')}`,
-      );
+    const insertPending = (n: number): StatementSync => {
+      let s = this.pendingInserts[n];
+      if (!s) {
+        s = this.db.prepare(
+          `INSERT INTO recipients (id, line, k, number, message_id, text, chunk_seq, outcome, sms_count, status, updated_at)
+           VALUES ${Array.from({ length: n }, () => pendingValues).join(', ')}`,
+        );
+        this.pendingInserts[n] = s;
+      }
+      return s;
+    };
     const pending: SQLInputValue[] = [];
     const span = this.stmt(
       `INSERT INTO chunk_spans (file_no, seq, first_id, last_id) VALUES (?, ?, ?, ?)
@@ -829,7 +834,7 @@ export class SqliteStore implements Store {
       const r = rows[i]!;
       const stored = r[1];
       // '' (a valid recipient recorded without a messageId) reads back as before: a string.
-      const messageId = stored === null ? generatedId(fileId, num(r[3]), num(r[4])) : str(stored);
+      const messageId = stored === null ? messageIdFor(fileId, num(r[3]), num(r[4])) : str(stored);
       out[i] = { number: str(r[0]), messageId, text: strOrNull(r[2]) };
     }
     return out;

@@ -162,6 +162,11 @@ export interface RecipientInsert {
   /** The raw value from the file (for invalid rows and errors.csv). */
   value: string | null;
   messageId: string | null;
+  /**
+   * The messageId is the generated `<fileId>-<line>[-<k>]` (FORMAT.md 9), which the store
+   * derives on read: `messageId` may then be left null on insert.
+   */
+  generatedMessageId?: boolean;
   /** Personalized text of a valid recipient; null for bulk files (the text is the file's message). */
   text: string | null;
   /** The chunk a valid recipient is planned into. */
