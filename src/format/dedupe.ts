@@ -102,10 +102,38 @@ export class FingerprintTable {
   add(hi: number, lo: number, line: number): number {
     hi >>>= 0;
     lo >>>= 0;
-    if (this.count + 1 > this.capacity * MAX_LOAD) this.grow();
+    this.reserve(1);
+    return this.addAt(this.slotOf(hi, lo), hi, lo, line);
+  }
+
+  /** Makes room for `n` more keys now, so that slotOf stays valid across the next n adds. */
+  reserve(n: number): void {
+    while (this.count + n > this.capacity * MAX_LOAD) this.grow();
+  }
+
+  /** Where the probe for a key (unsigned halves) starts. */
+  slotOf(hi: number, lo: number): number {
+    return (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * 3;
+  }
+
+  /**
+   * Reads the first word of each slot: the loads are independent, so the memory system
+   * serves them side by side, and the adds that follow find them in the cache. At millions
+   * of keys the table is far larger than the cache; one add at a time waits for each miss
+   * (~200 ns here), a batch of 64 overlaps them (~100 ns a key).
+   */
+  touch(slots: Uint32Array, n: number): number {
+    const table = this.slots;
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += table[slots[i]! + 2]!;
+    return sum;
+  }
+
+  /** add() with the probe's start from slotOf (after reserve). */
+  addAt(start: number, hi: number, lo: number, line: number): number {
     const slots = this.slots;
     const end = slots.length;
-    let i = (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * 3;
+    let i = start;
     for (;;) {
       const seen = slots[i + 2]!;
       if (seen === EMPTY) {
@@ -132,6 +160,8 @@ export class FingerprintTable {
 }
 
 const TWO_32 = 2 ** 32;
+/** Recipients RecipientIndex.addBatch takes at once. */
+export const INDEX_BATCH = 64;
 
 /** Recipients seen in a file: the sent number, mixed with the text hash when there is one (0: none). */
 export class RecipientIndex {
@@ -141,11 +171,51 @@ export class RecipientIndex {
   }
   /** 0 when new, else the line where the same recipient was first seen. */
   add(number: string, textHash: number, line: number): number {
+    this.keyOf(number, textHash);
+    return this.table.add(this.hi, this.lo, line);
+  }
+
+  private hi = 0;
+  private lo = 0;
+  private readonly his = new Uint32Array(INDEX_BATCH);
+  private readonly los = new Uint32Array(INDEX_BATCH);
+  private readonly starts = new Uint32Array(INDEX_BATCH);
+
+  /**
+   * add() for n recipients at once (n ≤ INDEX_BATCH), in order: `firsts[i]` gets what add
+   * would have returned for the i-th. Their table slots are touched together first (touch).
+   */
+  addBatch(
+    numbers: readonly string[],
+    hashes: Uint32Array,
+    lines: Uint32Array,
+    n: number,
+    firsts: Uint32Array,
+  ): void {
+    this.table.reserve(n);
+    for (let i = 0; i < n; i++) {
+      this.keyOf(numbers[i]!, hashes[i]!);
+      this.his[i] = this.hi;
+      this.los[i] = this.lo;
+      this.starts[i] = this.table.slotOf(this.hi, this.lo);
+    }
+    this.table.touch(this.starts, n);
+    for (let i = 0; i < n; i++)
+      firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);
+  }
+
+  /** The table key of a recipient, into this.hi and this.lo (unsigned). */
+  private keyOf(number: string, textHash: number): void {
     const n = Number(number);
     const hi = Math.floor(n / TWO_32);
     const lo = n >>> 0;
-    if (textHash === 0) return this.table.add(hi, lo, line);
-    return this.table.add((hi ^ fmix32(textHash ^ 0x2545f491)) >>> 0, (lo ^ fmix32(textHash)) >>> 0, line);
+    if (textHash === 0) {
+      this.hi = hi >>> 0;
+      this.lo = lo;
+      return;
+    }
+    this.hi = (hi ^ fmix32(textHash ^ 0x2545f491)) >>> 0;
+    this.lo = (lo ^ fmix32(textHash)) >>> 0;
   }
 }
 

@@ -6,7 +6,7 @@
 // plus the duplicate index (~12 bytes per distinct recipient); no record is kept.
 import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
-import { MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
+import { INDEX_BATCH, MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
 import {
   chooseLayout,
   type Layout,
@@ -328,6 +328,40 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     else summary.warningsTruncated = true;
   };
 
+  // Recipients wait here, in line order, until INDEX_BATCH of them are checked against the
+  // duplicate index together (RecipientIndex.addBatch); anything else the reader says of
+  // the file (an item, an issue) first lets them through, so order is kept everywhere.
+  const staged = {
+    numbers: [] as string[],
+    hashes: new Uint32Array(INDEX_BATCH),
+    lines: new Uint32Array(INDEX_BATCH),
+    firsts: new Uint32Array(INDEX_BATCH),
+    ks: [] as number[],
+    raws: [] as string[],
+    results: [] as Extract<NumberResult, { ok: true }>[],
+    msgs: [] as PreparedMessage[],
+    ids: [] as (string | null)[],
+    count: 0,
+  };
+
+  const flushRecipients = (): void => {
+    const n = staged.count;
+    if (n === 0) return;
+    staged.count = 0;
+    recipients.addBatch(staged.numbers, staged.hashes, staged.lines, n, staged.firsts);
+    for (let i = 0; i < n; i++) {
+      accept(
+        staged.lines[i]!,
+        staged.ks[i]!,
+        staged.raws[i]!,
+        staged.results[i]!,
+        staged.msgs[i]!,
+        staged.ids[i]!,
+        staged.firsts[i]!,
+      );
+    }
+  };
+
   const skip = (
     kind: SkippedItem['kind'],
     line: number,
@@ -338,6 +372,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     number: string | null = null,
     firstLine?: number,
   ): void => {
+    flushRecipients();
     if (emit) {
       const item: SkippedItem = { kind, line, k, code, message, value, number };
       if (firstLine !== undefined) item.firstLine = firstLine;
@@ -351,6 +386,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   };
 
   const warn = (line: number, warnings: PreparedMessage['warnings']): void => {
+    if (warnings.length > 0) flushRecipients();
     for (const w of warnings) {
       if (emit) batch.push({ kind: 'warning', line, code: w.code, message: w.message });
       listIssue('warnings', { line, code: w.code, message: w.message, hint: REASONS[w.code].hint });
@@ -375,7 +411,29 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       skip('suppressed', line, k, 'SUPPRESSED', REASONS.SUPPRESSED.message, raw, number);
       return;
     }
-    const first = recipients.add(number, msg.hash, line);
+    const i = staged.count++;
+    staged.numbers[i] = number;
+    staged.hashes[i] = msg.hash;
+    staged.lines[i] = line;
+    staged.ks[i] = k;
+    staged.raws[i] = raw;
+    staged.results[i] = result;
+    staged.msgs[i] = msg;
+    staged.ids[i] = messageId;
+    if (staged.count === INDEX_BATCH) flushRecipients();
+  };
+
+  /** A staged recipient, once the duplicate index has answered (`first`: 0 new, else its first line). */
+  const accept = (
+    line: number,
+    k: number,
+    raw: string,
+    result: Extract<NumberResult, { ok: true }>,
+    msg: PreparedMessage,
+    messageId: string | null,
+    first: number,
+  ): void => {
+    const number = result.number;
     if (first !== 0) {
       skip('duplicate', line, k, 'DUPLICATE', `already on line ${first}`, raw, number, first);
       return;
@@ -666,6 +724,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const splitter = new LineSplitter(maxLine, onLine);
   for await (const text of decodeText(open(), sniffed.encoding)) {
     splitter.push(text);
+    flushRecipients();
     if (batch.length > 0) {
       yield batch;
       batch = [];
@@ -673,6 +732,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   }
   splitter.end();
   while (pending) abandonPending();
+  flushRecipients();
   if (heldTrailer) {
     const t: { text: string; lineNo: number; count: number | null } = heldTrailer;
     summary.trailer = { line: t.lineNo, count: t.count };

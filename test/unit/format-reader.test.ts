@@ -888,6 +888,40 @@ describe('FORMAT 6: duplicates', () => {
     expect(r.summary.duplicates).toBe(3);
     expect(r.summary.valid).toBe(2);
   });
+
+  it('hundreds of records mixing new, repeated, invalid and warned ones: every item in line order, each duplicate with its first line', async () => {
+    // Recipients are checked against the duplicate index in batches: this crosses many.
+    const lines: string[] = [];
+    const firstOf = new Map<string, number>();
+    const want: [number, string, number | undefined][] = [];
+    for (let line = 1; line <= 600; line++) {
+      let text: string;
+      if (line % 13 === 0) {
+        text = `12;Hola ${line}`;
+        want.push([line, 'invalid', undefined]);
+      } else {
+        const n = line % 5 === 0 ? 3000000000 + ((line * 7) % 40) : 3000000000 + line * 100;
+        const msg = line % 9 === 0 ? 'Hola ñandú ó' : `Hola ${n % 3}`;
+        text = `${n};${msg}`;
+        const key = `${n}|${msg}`;
+        const first = firstOf.get(key);
+        if (first === undefined) {
+          firstOf.set(key, line);
+          want.push([line, 'recipient', undefined]);
+          if (msg.includes('ñ')) want.push([line, 'warning', undefined]);
+        } else want.push([line, 'duplicate', first]);
+      }
+      lines.push(text);
+    }
+    const r = await read(`${lines.join('\n')}\n`, { layout: 'personalized' }, [64]);
+    expect(r.items.map((i) => [i.line, i.kind, i.kind === 'duplicate' ? i.firstLine : undefined])).toEqual(
+      want,
+    );
+    expect(r.summary.duplicates).toBe(want.filter((w) => w[1] === 'duplicate').length);
+    expect(r.summary.errors.map((e) => e.line)).toEqual(
+      want.filter((w) => w[1] === 'invalid').map((w) => w[0]),
+    );
+  });
 });
 
 describe('FORMAT 7: whole-file outcomes', () => {
