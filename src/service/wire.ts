@@ -123,7 +123,7 @@ export function massiveBody(part: ChunkPart, notify: NotifySettings): Buffer {
     return JSON.stringify(msg);
   });
   const head = `{"bulkId":${JSON.stringify(part.chunk.bulkId)},"messages":[`;
-  let bytes = Buffer.byteLength(head) + pieces.length + 1; // commas and "]}" (one "," fewer than pieces)
+  let bytes = Buffer.byteLength(head) + Math.max(pieces.length - 1, 0) + 2; // commas and "]}"
   for (const p of pieces) bytes += Buffer.byteLength(p);
   const body = Buffer.allocUnsafe(bytes);
   let at = body.write(head);

@@ -175,11 +175,14 @@ function parseGenerated(fileId: string, messageId: string): { line: number; k: n
 const MESSAGE_ID_SQL = `CASE WHEN message_id IS NULL THEN :fid || '-' || line || CASE WHEN k > 0 THEN '-' || k ELSE '' END
   ELSE nullif(message_id, '') END`;
 
-// A valid recipient whose row says `pending` follows its chunk (migration 0003): its
-// outcome is the chunk's state as a recipient outcome, its code, message and transaction
-// number the chunk's. `c` is its chunk, joined only for such rows (WITH_CHUNK).
+// A valid recipient whose row says `pending` without a code follows its chunk (migration
+// 0003): its outcome is the chunk's state as a recipient outcome, its code, message and
+// transaction number the chunk's. `pending` with a code is a row held back on its own (a
+// part of the chunk the service refused with 403 while other parts went on). `c` is its
+// chunk, joined only for the rows that follow it (WITH_CHUNK).
+const FOLLOWS_SQL = `r.outcome = 'pending' AND r.code IS NULL`;
 const WITH_CHUNK = `recipients r LEFT JOIN chunks c
-  ON r.outcome = 'pending' AND c.file_id = :fid AND c.seq = r.chunk_seq`;
+  ON ${FOLLOWS_SQL} AND c.file_id = :fid AND c.seq = r.chunk_seq`;
 const OUTCOME_SQL = `CASE WHEN c.state IS NULL THEN r.outcome WHEN c.state = 'accepted' THEN 'sent'
   WHEN c.state = 'inflight' THEN 'pending' ELSE c.state END`;
 /** A recipient row as it reads, its chunk's result applied (toRecipient's columns). */
@@ -187,6 +190,14 @@ const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.tex
   r.status, ${OUTCOME_SQL} AS outcome,
   CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
   CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail,
+  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
+    ELSE r.transaction_number END AS transaction_number,
+  CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
+
+/** reportPages' columns, in this order: what a report row needs, no text. */
+const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
+  ${OUTCOME_SQL} AS outcome,
+  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
   CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
     ELSE r.transaction_number END AS transaction_number,
   CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
@@ -878,10 +889,11 @@ export class SqliteStore implements Store {
        WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
     );
     // The usual case: the whole request has the chunk's result, so its recipients follow the
-    // chunk (migration 0003). Only rows an earlier result marked in doubt are touched.
+    // chunk (migration 0003). Only rows an earlier result marked (in doubt, held) are touched.
     const followWhole = this.stmt(
       `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
-       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'in_doubt'`,
+       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
+         AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NOT NULL))`,
     );
     const { lo, hi } = this.span(fileId, seq);
     return this.tx(() => {
@@ -927,34 +939,39 @@ export class SqliteStore implements Store {
           hi,
         };
       };
-      const wholeParts: ReturnType<typeof settle>[] = [];
+      // A part that is the whole request (only ever the one part of a result).
+      let wholePart: ReturnType<typeof settle> | null = null;
       for (const part of parts) {
         if (part.wholeChunk === true) {
-          wholeParts.push(settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined));
+          wholePart = settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined);
           continue;
         }
-        const whole = part.messageIds.length === 0;
-        if (whole && part.outcome !== 'in_doubt') continue;
-        const ids = whole ? null : JSON.stringify(part.messageIds);
-        const fid = ids === null ? null : fileId;
-        const set = settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid }) !== undefined);
-        // The chunk's unanswered recipients in doubt: they follow the chunk, in doubt or proven.
-        if (whole) continue;
-        setPart.run({ ...set, ids, fid });
+        if (part.messageIds.length === 0) {
+          // The chunk's unanswered recipients, in doubt: they follow the chunk, in doubt or proven.
+          if (part.outcome === 'in_doubt')
+            settle(part, () => reportedPart.get({ seq, lo, hi, ids: null, fid: fileId }) !== undefined);
+          continue;
+        }
+        const ids = JSON.stringify(part.messageIds);
+        setPart.run({
+          ...settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid: fileId }) !== undefined),
+          ids,
+          fid: fileId,
+        });
       }
       const state: ChunkState =
         result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
       const cleared = state !== result.state;
       const code = cleared ? null : (result.errorCode ?? null);
       const message = cleared ? null : (result.errorMessage ?? null);
-      for (const set of wholeParts) {
+      if (wholePart) {
         const follows =
-          set.outcome === CHUNK_OUTCOME[state] &&
-          set.code === code &&
-          set.detail === message &&
-          (set.tn === null || set.tn === (result.transactionNumber ?? null));
+          wholePart.outcome === CHUNK_OUTCOME[state] &&
+          wholePart.code === code &&
+          wholePart.detail === message &&
+          (wholePart.tn === null || wholePart.tn === (result.transactionNumber ?? null));
         if (follows) followWhole.run({ now, seq, lo, hi });
-        else setWhole.run(set);
+        else setWhole.run(wholePart);
       }
       this.stmt(
         `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
@@ -990,13 +1007,18 @@ export class SqliteStore implements Store {
             `SELECT 1 FROM recipients WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
           ).get(lo, hi, seq) !== undefined;
         const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
-        // Its pending recipients follow the chunk (migration 0003).
+        // Its pending recipients follow the chunk (migration 0003), held ones too: they were
+        // in the request.
         this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
           chunkState,
           now,
           fileId,
           seq,
         );
+        this.stmt(
+          `UPDATE recipients SET code = NULL, detail = NULL, updated_at = ?
+           WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' AND code IS NOT NULL`,
+        ).run(now, lo, hi, seq);
       }
       return inflight.length;
     });
@@ -1046,14 +1068,14 @@ export class SqliteStore implements Store {
       `UPDATE recipients INDEXED BY recipients_message SET status = :status, sms_count = coalesce(:sms, sms_count),
          transaction_number = coalesce(transaction_number, :tn), updated_at = :now
        WHERE message_id = :message_id AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
-       RETURNING chunk_seq, outcome`,
+       RETURNING chunk_seq, outcome, code`,
     );
     // A generated messageId (<fileId>-<line>[-<k>]): the valid recipient at (line, k).
     const applyGenerated = this.stmt(
       `UPDATE recipients INDEXED BY recipients_line SET status = :status, sms_count = coalesce(:sms, sms_count),
          transaction_number = coalesce(transaction_number, :tn), updated_at = :now
        WHERE line = :line AND k = :k AND id BETWEEN :lo AND :hi AND message_id IS NULL AND chunk_seq IS NOT NULL
-       RETURNING chunk_seq, outcome`,
+       RETURNING chunk_seq, outcome, code`,
     );
     const orphan = this.stmt(
       'UPDATE delivery_events SET orphan = 1 WHERE transaction_number = ? AND to_number = ?',
@@ -1066,6 +1088,7 @@ export class SqliteStore implements Store {
       `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
     );
     const files = new Set<string>();
+    const checked = new Set<string>();
     this.tx(() => {
       for (const e of events) {
         const fresh = insert.run(
@@ -1115,8 +1138,13 @@ export class SqliteStore implements Store {
           // in doubt are sent. Recipients already `sent` (an accepted part of a mixed chunk)
           // prove nothing more.
           const outcome = str(m.outcome);
-          if ((outcome !== 'in_doubt' && outcome !== 'pending') || m.chunk_seq === null) continue;
+          const follows = outcome === 'pending' && m.code === null;
+          if ((outcome !== 'in_doubt' && !follows) || m.chunk_seq === null) continue;
           const seq = num(m.chunk_seq);
+          // Reports come in runs of one chunk: its state is looked at once per group.
+          const key = `${e.bulkId}\n${seq}`;
+          if (follows && checked.has(key)) continue;
+          checked.add(key);
           const accepted = changes(acceptChunk.run(now, e.bulkId, seq)) > 0;
           if (!accepted && outcome !== 'in_doubt') continue;
           const span = this.span(e.bulkId, seq);
@@ -1135,7 +1163,7 @@ export class SqliteStore implements Store {
     const r = this.stmt(
       `UPDATE recipients SET status = :unknown, updated_at = :now
        WHERE id BETWEEN :lo AND :hi AND status = :pending AND chunk_seq IS NOT NULL
-         AND (outcome = 'sent' OR (outcome = 'pending'
+         AND (outcome = 'sent' OR (outcome = 'pending' AND code IS NULL
            AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :fid AND state = 'accepted')))`,
     ).run({
       unknown: UNKNOWN_DELIVERY,
@@ -1208,7 +1236,7 @@ export class SqliteStore implements Store {
     for (const r of this.stmt(
       `SELECT r.outcome, c.state, count(*) AS n
        FROM recipients r INDEXED BY recipients_settled LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
-       WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND r.outcome <> 'pending'
+       WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
        GROUP BY r.outcome, c.state`,
     ).all(fileId, lo, hi)) {
       const n = num(r.n);
@@ -1221,21 +1249,18 @@ export class SqliteStore implements Store {
     c.inDoubt = (own.in_doubt ?? 0) + following.in_doubt;
     // Delivery counts are per status whatever the outcome, so a report that arrived before
     // its chunk's result still shows; pending delivery = sent recipients without a report.
-    let reportedSent = 0;
-    for (const r of this.stmt(
-      `SELECT r.status, CASE WHEN r.outcome = 'pending' THEN c.state ELSE r.outcome END AS outcome,
-         count(*) AS n
-       FROM recipients r INDEXED BY recipients_reported LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
-       WHERE r.id BETWEEN ? AND ? AND r.status <> '${PENDING_DELIVERY}' AND r.chunk_seq IS NOT NULL
-       GROUP BY 1, 2`,
-    ).all(fileId, lo, hi)) {
-      const n = num(r.n);
-      const status = str(r.status);
-      if (status === DELIVERED) c.delivered += n;
-      else c.undelivered += n;
-      if (status === UNKNOWN_DELIVERY) c.unknown += n;
-      if (r.outcome === 'sent' || r.outcome === 'accepted') reportedSent += n;
-    }
+    // One pass, no GROUP BY: a sort of every reported row would cost more than the read.
+    const d = this.stmt(
+      `SELECT total(r.status = :delivered) AS delivered, total(r.status <> :delivered) AS undelivered,
+         total(r.status = :unknown) AS unknown,
+         total(r.outcome = 'sent' OR (${FOLLOWS_SQL} AND c.state = 'accepted')) AS reported_sent
+       FROM recipients r INDEXED BY recipients_reported LEFT JOIN chunks c ON c.file_id = :fid AND c.seq = r.chunk_seq
+       WHERE r.id BETWEEN :lo AND :hi AND r.status <> '${PENDING_DELIVERY}' AND r.chunk_seq IS NOT NULL`,
+    ).get({ delivered: DELIVERED, unknown: UNKNOWN_DELIVERY, fid: fileId, lo, hi });
+    c.delivered = num(d?.delivered ?? 0);
+    c.undelivered = num(d?.undelivered ?? 0);
+    c.unknown = num(d?.unknown ?? 0);
+    const reportedSent = num(d?.reported_sent ?? 0);
     c.pendingDelivery = c.submitted - reportedSent;
     return c;
   }
@@ -1243,9 +1268,8 @@ export class SqliteStore implements Store {
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
     const range = this.range(fileId);
     if (!range) return;
-    // toRecipient's columns, in this order
     const page = this.arrays(
-      `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
+      `SELECT ${REPORT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
     );
     let after = range.lo - 1;
     for (;;) {
@@ -1265,13 +1289,13 @@ export class SqliteStore implements Store {
             line,
             number: strOrNull(r[3]),
             value: strOrNull(r[4]),
-            messageId: readMessageId(r[5], fileId, line, num(r[2]), r[7]),
-            outcome: str(r[10]) as RecipientOutcome,
-            code: strOrNull(r[11]),
-            status: str(r[9]),
-            transactionNumber: strOrNull(r[13]),
-            smsCount: numOrNull(r[8]),
-            updatedAt: str(r[14]),
+            messageId: readMessageId(r[5], fileId, line, num(r[2]), r[6]),
+            outcome: str(r[9]) as RecipientOutcome,
+            code: strOrNull(r[10]),
+            status: str(r[8]),
+            transactionNumber: strOrNull(r[11]),
+            smsCount: numOrNull(r[7]),
+            updatedAt: str(r[12]),
           };
         }
         yield out;

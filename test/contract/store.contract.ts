@@ -873,6 +873,57 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect((await store.listChunks('f1'))[1]?.attempts).toBe(5);
       });
 
+      it('a part held back (403) beside a part in doubt stays pending, even when a report proves the other part', async () => {
+        await sendingFile('f1', 4, 4);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        expect(
+          await store.recordChunkResult('f1', 1, {
+            state: 'in_doubt',
+            attempts: 2,
+            errorCode: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+            parts: [
+              { messageIds: ['m1', 'm2'], outcome: 'in_doubt', code: 'DROPLINE_ERR_SERVICE_IN_DOUBT' },
+              { messageIds: ['m3', 'm4'], outcome: 'pending', code: 'DROPLINE_ERR_SERVICE_FORBIDDEN' },
+            ],
+          }),
+        ).toBe('in_doubt');
+        const read = async () => (await store.chunkRecipients('f1', 1)).map((r) => [r.messageId, r.outcome]);
+        expect(await read()).toEqual([
+          ['m1', 'in_doubt'],
+          ['m2', 'in_doubt'],
+          ['m3', 'pending'],
+          ['m4', 'pending'],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ inDoubt: 2, submitted: 0, failed: 0 });
+        // a report for m1: its part reached the service; m3 and m4 were never sent
+        await store.recordDeliveries([event('f1', 'm1')]);
+        expect(await read()).toEqual([
+          ['m1', 'sent'],
+          ['m2', 'sent'],
+          ['m3', 'pending'],
+          ['m4', 'pending'],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ submitted: 2, inDoubt: 0, pendingDelivery: 1 });
+        expect(await store.expireDeliveries('f1')).toBe(1); // m2 only
+        // the held rows go out when the chunk is sent again, and then follow it
+        expect(await store.requeueChunks('f1', ['accepted'])).toBe(1);
+        expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual(['m3', 'm4']);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 3,
+          transactionNumber: 'T9',
+          parts: [{ messageIds: ['m3', 'm4'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T9' }],
+        });
+        expect(await read()).toEqual([
+          ['m1', 'sent'],
+          ['m2', 'sent'],
+          ['m3', 'sent'],
+          ['m4', 'sent'],
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ submitted: 4, inDoubt: 0, failed: 0 });
+      });
+
       it('whole-chunk results through failed, retried and accepted: each row reads its own outcome, code and transactionNumber', async () => {
         await sendingFile('f1', 3, 3);
         await store.setChunkState('f1', 1, 'inflight', ['pending']);

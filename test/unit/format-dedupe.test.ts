@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FingerprintTable, hashString, RecipientIndex, scanText, textScan } from '../../src/format/dedupe.ts';
+import {
+  FingerprintTable,
+  hashString,
+  INDEX_BATCH,
+  RecipientIndex,
+  scanText,
+  textScan,
+} from '../../src/format/dedupe.ts';
 import { isPlainGsm } from '../../src/format/segments.ts';
 
 describe('FORMAT 6: duplicate index', () => {
@@ -35,5 +42,35 @@ describe('FORMAT 6: duplicate index', () => {
     for (let i = 1; i <= 50_000; i++) expect(table.add(i >>> 7, i * 2654435761, i)).toBe(0);
     for (let i = 1; i <= 50_000; i++) expect(table.add(i >>> 7, i * 2654435761, 999_999)).toBe(i);
     expect(table.size).toBe(50_000);
+  });
+});
+
+describe('RecipientIndex.addBatch', () => {
+  it('answers as add() one by one would, duplicates inside one batch included', () => {
+    const one = new RecipientIndex(16);
+    const batched = new RecipientIndex(16);
+    const numbers: string[] = [];
+    const hashes: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      numbers.push(`5730000${String(i % 97).padStart(5, '0')}`);
+      hashes.push(i % 3 === 0 ? 0 : hashString(`texto ${i % 5}`));
+    }
+    const want = numbers.map((n, i) => one.add(n, hashes[i]!, i + 1));
+    expect(want.filter((f) => f !== 0).length).toBeGreaterThan(50);
+    const got: number[] = [];
+    const firsts = new Uint32Array(INDEX_BATCH);
+    for (let start = 0; start < numbers.length; start += INDEX_BATCH) {
+      const n = Math.min(INDEX_BATCH, numbers.length - start);
+      const lines = Uint32Array.from({ length: n }, (_, i) => start + i + 1);
+      batched.addBatch(
+        numbers.slice(start, start + n),
+        Uint32Array.from(hashes.slice(start, start + n)),
+        lines,
+        n,
+        firsts,
+      );
+      got.push(...firsts.subarray(0, n));
+    }
+    expect(got).toEqual(want);
   });
 });
