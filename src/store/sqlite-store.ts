@@ -185,22 +185,18 @@ const WITH_CHUNK = `recipients r LEFT JOIN chunks c
   ON ${FOLLOWS_SQL} AND c.file_id = :fid AND c.seq = r.chunk_seq`;
 const OUTCOME_SQL = `CASE WHEN c.state IS NULL THEN r.outcome WHEN c.state = 'accepted' THEN 'sent'
   WHEN c.state = 'inflight' THEN 'pending' ELSE c.state END`;
-/** A recipient row as it reads, its chunk's result applied (toRecipient's columns). */
-const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
-  r.status, ${OUTCOME_SQL} AS outcome,
+/** A row's outcome, code, transaction number and update time, its chunk's result applied. */
+const RESULT_SQL = `${OUTCOME_SQL} AS outcome,
   CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
-  CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail,
   CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
     ELSE r.transaction_number END AS transaction_number,
   CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
-
+/** A recipient row as it reads (toRecipient's columns). */
+const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
+  r.status, ${RESULT_SQL}, CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail`;
 /** reportPages' columns, in this order: what a report row needs, no text. */
 const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
-  ${OUTCOME_SQL} AS outcome,
-  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
-  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
-    ELSE r.transaction_number END AS transaction_number,
-  CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
+  ${RESULT_SQL}`;
 
 /** The recipient outcome a chunk state gives the rows that follow it. */
 const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
