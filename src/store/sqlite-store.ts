@@ -62,6 +62,33 @@ const DEFAULT_PAGE = 2000;
 /** Rows per INSERT statement of pending recipients (insertRecipients). */
 const PENDING_ROWS = 64;
 
+/** Most reports per statement of recordDeliveries (pieces of a power of two up to this). */
+const DELIVERY_ROWS = 64;
+
+/** [from, to) pieces of n items, each a power of two up to DELIVERY_ROWS. */
+function pieces(n: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let from = 0; from < n; ) {
+    let size = DELIVERY_ROWS;
+    while (size > n - from) size >>= 1;
+    out.push([from, from + size]);
+    from += size;
+  }
+  return out;
+}
+
+/** A report's status onto a recipient, from VALUES columns `c` (status), c+1 (smsCount), c+2 (transactionNumber). */
+const DELIVERY_SET = (c: number) =>
+  `SET status = v.column${c}, sms_count = coalesce(v.column${c + 1}, sms_count),
+     transaction_number = coalesce(transaction_number, v.column${c + 2}), updated_at = :now`;
+
+/** A report and the recipient it names: `key` as the UPDATE returns it, `values` the VALUES columns that find it. */
+interface Target {
+  readonly e: DeliveryEvent;
+  readonly key: string;
+  readonly values: SQLInputValue[];
+}
+
 function str(v: SQLOutputValue | undefined): string {
   return typeof v === 'string' ? v : String(v);
 }
@@ -1051,43 +1078,63 @@ export class SqliteStore implements Store {
     const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
     if (events.length === 0) return result;
     const now = this.now();
-    const insert = this.stmt(
-      `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data, sms_count,
-         status, received_at, recorded_at, orphan)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
-       ON CONFLICT (transaction_number, to_number) DO NOTHING`,
-    );
-    // chunk_seq IS NOT NULL: invalid and duplicate rows may carry a messageId but were never sent.
-    // INDEXED BY: without statistics SQLite may pick the id range and scan every recipient
-    // of the file for each report (~20 ms a report at 100k recipients).
-    const applyOwn = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_message SET status = :status, sms_count = coalesce(:sms, sms_count),
-         transaction_number = coalesce(transaction_number, :tn), updated_at = :now
-       WHERE message_id = :message_id AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
-       RETURNING chunk_seq, outcome, code`,
-    );
-    // A generated messageId (<fileId>-<line>[-<k>]): the valid recipient at (line, k).
-    const applyGenerated = this.stmt(
-      `UPDATE recipients INDEXED BY recipients_line SET status = :status, sms_count = coalesce(:sms, sms_count),
-         transaction_number = coalesce(transaction_number, :tn), updated_at = :now
-       WHERE line = :line AND k = :k AND id BETWEEN :lo AND :hi AND message_id IS NULL AND chunk_seq IS NOT NULL
-       RETURNING chunk_seq, outcome, code`,
-    );
-    const orphan = this.stmt(
-      'UPDATE delivery_events SET orphan = 1 WHERE transaction_number = ? AND to_number = ?',
-    );
-    const acceptChunk = this.stmt(
-      `UPDATE chunks SET state = 'accepted', error_code = NULL, error_message = NULL, updated_at = ?
-       WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
-    );
-    const sendDoubtful = this.stmt(
-      `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
-    );
     const files = new Set<string>();
-    const checked = new Set<string>();
     this.tx(() => {
-      for (const e of events) {
-        const fresh = insert.run(
+      const fresh = this.appendDeliveries(events, now);
+      result.recorded = fresh.length;
+      result.duplicates = events.length - fresh.length;
+      const byFile = new Map<string, DeliveryEvent[]>();
+      for (const e of fresh) {
+        const list = byFile.get(e.bulkId);
+        if (list) list.push(e);
+        else byFile.set(e.bulkId, [e]);
+      }
+      const orphans: DeliveryEvent[] = [];
+      for (const [fileId, list] of byFile) {
+        const range = this.range(fileId);
+        if (!range) {
+          orphans.push(...list);
+          continue;
+        }
+        const { rows, unmatched } = this.applyDeliveries(fileId, range, list, now);
+        orphans.push(...unmatched);
+        if (unmatched.length < list.length) files.add(fileId);
+        this.settleByReports(fileId, rows, now);
+      }
+      const orphan = this.stmt(
+        'UPDATE delivery_events SET orphan = 1 WHERE transaction_number = ? AND to_number = ?',
+      );
+      for (const e of orphans) orphan.run(e.transactionNumber, e.to);
+      result.orphans = orphans.length;
+    });
+    result.fileIds = [...files];
+    return result;
+  }
+
+  /**
+   * A statement over `rows` rows of values, cached by its kind and row count. Lists are cut into
+   * pieces of a power of two rows (at most DELIVERY_ROWS): a handful of statements per kind, and
+   * one call into SQLite for a whole piece instead of one per event.
+   */
+  private rowsStatement(kind: string, rows: number, row: string, sql: (values: string) => string) {
+    const key = `${kind}:${rows}`;
+    let s = this.statements.get(key);
+    if (!s) {
+      s = this.db.prepare(sql(Array.from({ length: rows }, () => row).join(', ')));
+      s.setReturnArrays(true);
+      this.statements.set(key, s);
+    }
+    return s;
+  }
+
+  /** Inside a transaction: appends the events, returning those new to the store, in order. */
+  private appendDeliveries(events: readonly DeliveryEvent[], now: string): DeliveryEvent[] {
+    const inserted = new Set<string>();
+    for (const [from, to] of pieces(events.length)) {
+      const values: SQLInputValue[] = [];
+      for (let i = from; i < to; i++) {
+        const e = events[i]!;
+        values.push(
           e.transactionNumber,
           e.to,
           e.messageId,
@@ -1096,60 +1143,151 @@ export class SqliteStore implements Store {
           e.smsCount,
           e.status,
           e.receivedAt,
-          now,
         );
-        if (changes(fresh) === 0) {
-          result.duplicates++;
-          continue;
-        }
-        result.recorded++;
-        const range = this.range(e.bulkId);
-        let matched: Row[] = [];
-        if (range) {
-          const set = {
-            status: e.status,
-            sms: e.smsCount,
-            tn: e.transactionNumber,
-            now,
-            lo: range.lo,
-            hi: range.hi,
-          };
-          // A generated id (most reports) is looked up by (line, k) alone; an id from the
-          // file's own column (or one that only looks generated) by the id itself. ''
-          // stands for "no messageId" (storedMessageId): a report's '' matches nobody.
-          const at = parseGenerated(e.bulkId, e.messageId);
-          if (at) matched = applyGenerated.all({ ...set, line: at.line, k: at.k });
-          if (matched.length === 0 && e.messageId !== '')
-            matched = applyOwn.all({ ...set, message_id: e.messageId });
-        }
-        if (matched.length === 0) {
-          orphan.run(e.transactionNumber, e.to);
-          result.orphans++;
-          continue;
-        }
-        files.add(e.bulkId);
-        for (const m of matched) {
-          // The report proves the request that carried this recipient reached the service:
-          // an in-doubt chunk is accepted (its pending rows follow it), and rows of its own
-          // in doubt are sent. Recipients already `sent` (an accepted part of a mixed chunk)
-          // prove nothing more.
-          const outcome = str(m.outcome);
-          const follows = outcome === 'pending' && m.code === null;
-          if ((outcome !== 'in_doubt' && !follows) || m.chunk_seq === null) continue;
-          const seq = num(m.chunk_seq);
-          // Reports come in runs of one chunk: its state is looked at once per group.
-          const key = `${e.bulkId}\n${seq}`;
-          if (follows && checked.has(key)) continue;
-          checked.add(key);
-          const accepted = changes(acceptChunk.run(now, e.bulkId, seq)) > 0;
-          if (!accepted && outcome !== 'in_doubt') continue;
-          const span = this.span(e.bulkId, seq);
-          sendDoubtful.run(now, span.lo, span.hi, seq);
+      }
+      const rows = this.rowsStatement(
+        'append',
+        to - from,
+        '(?, ?, ?, ?, ?, ?, ?, ?, :now, 0)',
+        (
+          list,
+        ) => `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data,
+           sms_count, status, received_at, recorded_at, orphan) VALUES ${list}
+           ON CONFLICT (transaction_number, to_number) DO NOTHING RETURNING transaction_number, to_number`,
+      ).all({ now }, ...values) as unknown as SQLOutputValue[][];
+      for (const r of rows) inserted.add(`${str(r[0])}\n${str(r[1])}`);
+    }
+    // The first event of a key is the one inserted: a repeat inside the batch is a duplicate.
+    return events.filter((e) => inserted.delete(`${e.transactionNumber}\n${e.to}`));
+  }
+
+  /**
+   * Inside a transaction: the events' statuses onto the file's recipients. A generated messageId
+   * (<fileId>-<line>[-<k>], most reports) is looked up by (line, k) alone; an id from the file's
+   * own column (or one that only looks generated) by the id itself; '' stands for "no messageId"
+   * (storedMessageId) and matches nobody. Returns the rows changed ([key, chunk_seq, outcome,
+   * code]) and the events that matched no recipient (orphans).
+   */
+  private applyDeliveries(
+    fileId: string,
+    range: { lo: number; hi: number },
+    events: readonly DeliveryEvent[],
+    now: string,
+  ): { rows: SQLOutputValue[][]; unmatched: DeliveryEvent[] } {
+    const rows: SQLOutputValue[][] = [];
+    const generated: Target[] = [];
+    const own: DeliveryEvent[] = [];
+    const unmatched: DeliveryEvent[] = [];
+    for (const e of events) {
+      const at = parseGenerated(fileId, e.messageId);
+      if (at) generated.push({ e, key: `${at.line}-${at.k}`, values: [at.line, at.k] });
+      else if (e.messageId !== '') own.push(e);
+      else unmatched.push(e);
+    }
+    // A generated-looking id that names no valid row may be a file's own id.
+    for (const t of this.updateRecipients('generated', generated, range, now, rows)) own.push(t.e);
+    const byId = own.map((e) => ({ e, key: e.messageId, values: [e.messageId] }));
+    for (const t of this.updateRecipients('own', byId, range, now, rows)) unmatched.push(t.e);
+    return { rows, unmatched };
+  }
+
+  /**
+   * One UPDATE … FROM (VALUES …) per piece of targets; returns the targets that matched no row.
+   * A recipient named twice in one batch is updated once per report, in order (rounds), as one
+   * UPDATE would apply only one of them.
+   */
+  private updateRecipients(
+    kind: 'generated' | 'own',
+    targets: Target[],
+    range: { lo: number; hi: number },
+    now: string,
+    rows: SQLOutputValue[][],
+  ): Target[] {
+    const missed: Target[] = [];
+    let round = targets;
+    while (round.length > 0) {
+      const keys = new Set<string>();
+      const current: Target[] = [];
+      const later: Target[] = [];
+      for (const t of round) {
+        if (keys.has(t.key)) later.push(t);
+        else {
+          keys.add(t.key);
+          current.push(t);
         }
       }
-    });
-    result.fileIds = [...files];
-    return result;
+      const matched = new Set<string>();
+      for (const [from, to] of pieces(current.length)) {
+        const values: SQLInputValue[] = [];
+        for (let i = from; i < to; i++) {
+          const { e, values: match } = current[i]!;
+          values.push(...match, e.status, e.smsCount, e.transactionNumber);
+        }
+        const statement =
+          kind === 'generated'
+            ? this.rowsStatement(
+                kind,
+                to - from,
+                '(?, ?, ?, ?, ?)',
+                (list) =>
+                  // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY:
+                  // without statistics SQLite may pick the id range and scan every recipient of
+                  // the file for each report (~20 ms a report at 100k recipients).
+                  `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET(3)} FROM (VALUES ${list}) AS v
+                 WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
+                   AND message_id IS NULL AND chunk_seq IS NOT NULL
+                 RETURNING line || '-' || k, chunk_seq, outcome, code`,
+              )
+            : this.rowsStatement(
+                kind,
+                to - from,
+                '(?, ?, ?, ?)',
+                (list) =>
+                  `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET(2)} FROM (VALUES ${list}) AS v
+                 WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
+                 RETURNING message_id, chunk_seq, outcome, code`,
+              );
+        for (const r of statement.all(
+          { now, lo: range.lo, hi: range.hi },
+          ...values,
+        ) as unknown as SQLOutputValue[][]) {
+          matched.add(str(r[0]));
+          rows.push(r);
+        }
+      }
+      for (const t of current) if (!matched.has(t.key)) missed.push(t);
+      round = later;
+    }
+    return missed;
+  }
+
+  /**
+   * Inside a transaction: what the reported rows ([key, chunk_seq, outcome, code]) prove. The
+   * request that carried a reported recipient reached the service: an in-doubt chunk is
+   * accepted (its pending rows follow it), and rows of its own in doubt are sent. Recipients
+   * already `sent` (an accepted part of a mixed chunk) prove nothing more.
+   */
+  private settleByReports(fileId: string, rows: readonly SQLOutputValue[][], now: string): void {
+    const acceptChunk = this.stmt(
+      `UPDATE chunks SET state = 'accepted', error_code = NULL, error_message = NULL, updated_at = ?
+       WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
+    );
+    const sendDoubtful = this.stmt(
+      `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
+    );
+    // Reports come in runs of one chunk: its state is looked at once per group.
+    const checked = new Set<number>();
+    for (const [, chunkSeq, outcome, code] of rows) {
+      const follows = outcome === 'pending' && code === null;
+      if ((outcome !== 'in_doubt' && !follows) || chunkSeq === null || chunkSeq === undefined) continue;
+      const seq = num(chunkSeq);
+      if (follows && checked.has(seq)) continue;
+      checked.add(seq);
+      const accepted = changes(acceptChunk.run(now, fileId, seq)) > 0;
+      if (!accepted && outcome !== 'in_doubt') continue;
+      const span = this.span(fileId, seq);
+      sendDoubtful.run(now, span.lo, span.hi, seq);
+    }
   }
 
   async expireDeliveries(fileId: string): Promise<number> {

@@ -115,12 +115,17 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     });
 
     /** A file with `n` valid recipients in chunks of `chunkSize`, in state sending. */
-    async function sendingFile(fileId: string, n: number, chunkSize: number): Promise<void> {
+    async function sendingFile(
+      fileId: string,
+      n: number,
+      chunkSize: number,
+      rows = validRows(n, chunkSize),
+    ): Promise<void> {
       await store.registerFile(newFile({ fileId }));
       await store.transition(fileId, 'sending', {
         patch: { counts: { ...INGEST, records: n, valid: n, segments: n } },
       });
-      await store.insertRecipients(fileId, validRows(n, chunkSize));
+      await store.insertRecipients(fileId, rows);
       await store.insertChunks(fileId, chunksFor(n, chunkSize));
     }
 
@@ -1014,13 +1019,16 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     });
 
     describe('delivery reports', () => {
-      async function submitted(fileId: string, n: number, chunkSize: number): Promise<void> {
-        await sendingFile(fileId, n, chunkSize);
+      async function submitted(
+        fileId: string,
+        n: number,
+        chunkSize: number,
+        rows = validRows(n, chunkSize),
+      ): Promise<void> {
+        await sendingFile(fileId, n, chunkSize, rows);
         for (let seq = 1; (seq - 1) * chunkSize < n; seq++) {
           await store.setChunkState(fileId, seq, 'inflight', ['pending']);
-          const ids = validRows(n, chunkSize)
-            .filter((r) => r.chunkSeq === seq)
-            .map((r) => r.messageId!);
+          const ids = rows.filter((r) => r.chunkSeq === seq).map((r) => r.messageId!);
           await store.recordChunkResult(fileId, seq, {
             state: 'accepted',
             attempts: 1,
@@ -1058,6 +1066,66 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect(await store.recordDeliveries([])).toEqual({
           recorded: 0,
           duplicates: 0,
+          orphans: 0,
+          fileIds: [],
+        });
+      });
+
+      it('a batch of 300 reports: generated and own ids, a recipient reported twice, repeats and orphans', async () => {
+        // Rows 1-200 carry the generated id <fileId>-<line>; 201-299 ids of the file's own;
+        // row 300 an own id that only looks generated (no valid row is on line 9999).
+        const rows = validRows(300, 100).map((r) => ({
+          ...r,
+          messageId: r.idx <= 200 ? `f1-${r.line}` : r.idx < 300 ? `own${r.idx}` : 'f1-9999',
+        }));
+        await submitted('f1', 300, 100, rows);
+        h.clock.advance(100);
+        const events = rows.map((r) =>
+          event('f1', r.messageId!, {
+            to: r.number!,
+            status: r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
+            smsCount: 1 + (r.idx % 2),
+          }),
+        );
+        const orphans = [event('f1', 'f1-9998'), event('f1', 'nobody'), event('f1', '')];
+        // Row 1 reported twice in one statement's piece, under two transactions: the later status wins.
+        const again = event('f1', 'f1-2', {
+          transactionNumber: 'tx-again',
+          to: rows[0]!.number!,
+          status: 'NO_SUCCESS',
+          smsCount: 2,
+        });
+        const batch = [
+          events[0]!,
+          again,
+          ...events.slice(1, 150),
+          events[7]!,
+          ...orphans,
+          ...events.slice(150),
+        ];
+        expect(await store.recordDeliveries(batch)).toEqual({
+          recorded: 304,
+          duplicates: 1,
+          orphans: 3,
+          fileIds: ['f1'],
+        });
+        const read = (await collect(store.recipients('f1'))).map((r) => [r.messageId, r.status, r.smsCount]);
+        expect(read).toEqual(
+          rows.map((r) => [
+            r.messageId,
+            r.idx === 1 || r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
+            1 + (r.idx % 2),
+          ]),
+        );
+        expect(await store.counts('f1')).toMatchObject({
+          delivered: 199,
+          undelivered: 101,
+          pendingDelivery: 0,
+        });
+        // The same batch again changes nothing.
+        expect(await store.recordDeliveries(batch)).toEqual({
+          recorded: 0,
+          duplicates: 305,
           orphans: 0,
           fileIds: [],
         });
