@@ -487,8 +487,7 @@ export class Pipeline {
     if (open.length > 0) {
       const failed = open.filter((c) => c.state === 'failed').length;
       const reason = `${failed} chunk(s) failed, ${open.length - failed} in doubt: dropline retry ${fileId} resends them`;
-      const partial = await this.transition(fileId, 'partial', ['sending'], { reason });
-      await this.writeReports(fileId);
+      const partial = await this.finish(fileId, 'partial', ['sending'], { reason });
       return partial ?? after;
     }
     return this.submitted(fileId, ['sending']);
@@ -541,9 +540,33 @@ export class Pipeline {
       const expired = await this.store.expireDeliveries(fileId);
       this.log.info({ fileId, expired }, 'delivery timeout: recipients without a report are UNKNOWN');
     }
-    const done = await this.transition(fileId, 'completed', ['submitted']);
-    if (done) await this.writeReports(fileId);
+    const done = await this.finish(fileId, 'completed', ['submitted']);
     return done ?? this.mustGet(fileId);
+  }
+
+  /**
+   * A file whose rows are final (completed, partial): report.csv first, then the state, then
+   * the manifest. Whoever sees the state (`dropline status`, the API) finds the report, which
+   * for a million rows takes seconds to write.
+   */
+  private async finish(
+    fileId: string,
+    to: FileState,
+    from: readonly FileState[],
+    patch?: FilePatch,
+  ): Promise<FileRecord | null> {
+    const before = await this.store.getFile(fileId);
+    const source = before && this.sources.get(before.source);
+    if (before && source) {
+      try {
+        await source.write(`reports/${baseName(before.name)}.report.csv`, reportCsv(this.store, fileId));
+      } catch (err) {
+        this.log.error({ fileId, err: (err as Error).message }, 'could not write the report');
+      }
+    }
+    const file = await this.transition(fileId, to, from, patch);
+    if (file) await this.writeReports(fileId, { report: false });
+    return file;
   }
 
   /** api.inDoubt "resend": in-doubt chunks go out again, counted as possible duplicates. */
