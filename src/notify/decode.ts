@@ -34,12 +34,11 @@ export function decodeNotification(body: string | Uint8Array, receivedAt: string
       return fail('the body is not UTF-8 text');
     }
   }
-  if (text.trim() === '') return fail('the body is empty');
   let root: unknown;
   try {
     root = JSON.parse(text);
   } catch {
-    return fail('the body is not JSON');
+    return fail(text.trim() === '' ? 'the body is empty' : 'the body is not JSON');
   }
   if (!isObject(root)) return fail('the body must be a JSON object');
   const results = root.results;
