@@ -516,13 +516,18 @@ export class Pipeline {
   /**
    * Submitted: completed when every submitted recipient has a final status, or at the
    * delivery deadline (the rest UNKNOWN). Partial: submitted once delivery reports have
-   * settled every in-doubt chunk; in-doubt chunks resent after the grace period when
-   * `api.inDoubt` is "resend".
+   * settled every in-doubt chunk, sending again when one left a chunk pending (recipients a
+   * 403 held back); in-doubt chunks resent after the grace period when `api.inDoubt` is
+   * "resend".
    */
   async checkProgress(file: FileRecord, known?: Pick<FileCounts, 'pendingDelivery'>): Promise<FileRecord> {
     const fileId = file.fileId;
     if (file.state === 'partial') {
       const counts = await this.store.counts(fileId);
+      // A report proved an in-doubt chunk that also holds recipients a 403 held back: the
+      // chunk is pending again for them, so the file goes back to sending.
+      if (counts.chunksPending > 0)
+        return (await this.transition(fileId, 'sending', ['partial'], { reason: null })) ?? file;
       if (counts.chunksFailed + counts.chunksInDoubt === 0) return this.submitted(fileId, ['partial']);
       if (this.config.api.inDoubt === 'resend' && counts.chunksFailed === 0 && counts.chunksInDoubt > 0) {
         const chunks = await this.store.listChunks(fileId, ['in_doubt']);

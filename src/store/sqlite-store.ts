@@ -1264,13 +1264,18 @@ export class SqliteStore implements Store {
   /**
    * Inside a transaction: what the reported rows ([key, chunk_seq, outcome, code]) prove. The
    * request that carried a reported recipient reached the service: an in-doubt chunk is
-   * accepted (its pending rows follow it), and rows of its own in doubt are sent. Recipients
-   * already `sent` (an accepted part of a mixed chunk) prove nothing more.
+   * accepted (its pending rows follow it), or pending again when it holds rows a 403 held
+   * back, and rows of its own in doubt are sent. Recipients already `sent` (an accepted part
+   * of a mixed chunk) prove nothing more.
    */
   private settleByReports(fileId: string, rows: readonly SQLOutputValue[][], now: string): void {
-    const acceptChunk = this.stmt(
-      `UPDATE chunks SET state = 'accepted', error_code = NULL, error_message = NULL, updated_at = ?
-       WHERE file_id = ? AND seq = ? AND state = 'in_doubt'`,
+    // A part held back by a 403 (rows `pending` with a code) was never sent: its chunk goes back
+    // to pending rather than accepted, so those rows still go out (the rest are settled here).
+    const settleChunk = this.stmt(
+      `UPDATE chunks SET state = CASE WHEN EXISTS (SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi
+           AND chunk_seq = :seq AND outcome = 'pending' AND code IS NOT NULL) THEN 'pending' ELSE 'accepted' END,
+         error_code = NULL, error_message = NULL, updated_at = :now
+       WHERE file_id = :fid AND seq = :seq AND state = 'in_doubt'`,
     );
     const sendDoubtful = this.stmt(
       `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
@@ -1283,10 +1288,10 @@ export class SqliteStore implements Store {
       const seq = num(chunkSeq);
       if (follows && checked.has(seq)) continue;
       checked.add(seq);
-      const accepted = changes(acceptChunk.run(now, fileId, seq)) > 0;
-      if (!accepted && outcome !== 'in_doubt') continue;
-      const span = this.span(fileId, seq);
-      sendDoubtful.run(now, span.lo, span.hi, seq);
+      const { lo, hi } = this.span(fileId, seq);
+      const settled = changes(settleChunk.run({ lo, hi, seq, now, fid: fileId })) > 0;
+      if (!settled && outcome !== 'in_doubt') continue;
+      sendDoubtful.run(now, lo, hi, seq);
     }
   }
 

@@ -424,7 +424,8 @@ export interface Store {
    * One transaction, idempotent on (transactionNumber, to): new events are kept; the
    * recipient with bulkId = fileId and the event's messageId gets its status, smsCount and
    * transactionNumber; an in-doubt chunk with such a report becomes accepted (its in-doubt
-   * recipients sent). Events matching no recipient are kept as orphans.
+   * recipients sent), or pending when it holds recipients a 403 held back (they were never
+   * sent and still have to go out). Events matching no recipient are kept as orphans.
    */
   recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult>;
   /** Recipients of the file still pending delivery become UNKNOWN. Returns how many. */

@@ -68,6 +68,68 @@ describe('403 from the service', () => {
   });
 });
 
+describe('403 during a bisection, beside a part in doubt', () => {
+  it('the held part still goes out once a delivery report proves the other part', async () => {
+    h = await PipelineHarness.create({ api: { chunkSize: 100, concurrency: 1, ratePerSecond: 800 } });
+    await h.start();
+    // One chunk: a 400 splits it in halves; one half is refused with 403 (held back, never
+    // sent), the other is taken by the service and its connection reset (in doubt).
+    await h.faults({
+      massive: {
+        '400': { probability: 1, times: 1 },
+        '403': { probability: 1, times: 1 },
+        reset: { probability: 1, times: 1 },
+      },
+    });
+    const gen = personalizedFile(100, 13);
+    await h.dropFile('held403.txt', gen.content);
+    const paused = await h.waitForState('held403.txt', 'paused', { where: (m) => m.name === 'held403.txt' });
+    // The in-doubt half's delivery reports prove it: the chunk is pending again, for the held half.
+    const proven = await h.waitForState('held403.txt', 'paused', {
+      where: (m) => m.name === 'held403.txt' && m.counts.chunksPending === 1 && m.counts.inDoubt === 0,
+    });
+    expect(proven.counts.submitted).toBeGreaterThan(0);
+    expect(proven.counts.submitted).toBeLessThan(gen.valid.length);
+
+    const resumed = await h.cli(['resume', paused.fileId]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const done = await h.waitForFile(paused.fileId, 'completed');
+    expect(done.counts.submitted).toBe(gen.valid.length);
+    expect(done.counts.possibleDuplicates).toBe(0);
+    await exactlyOnce(h, done, gen);
+  });
+
+  it('resumed before the reports came: partial, then sending again for the held part once they prove the other', async () => {
+    // Reports 2 s after acceptance: the file is resumed, and partial (a chunk in doubt), first.
+    h = await PipelineHarness.create({
+      sandbox: { deliveryDelayMs: 200_000 },
+      api: { chunkSize: 100, concurrency: 1, ratePerSecond: 800 },
+    });
+    await h.start();
+    await h.faults({
+      massive: {
+        '400': { probability: 1, times: 1 },
+        '403': { probability: 1, times: 1 },
+        reset: { probability: 1, times: 1 },
+      },
+    });
+    const gen = personalizedFile(100, 14);
+    await h.dropFile('held403b.txt', gen.content);
+    const paused = await h.waitForState('held403b.txt', 'paused', {
+      where: (m) => m.name === 'held403b.txt',
+    });
+    expect(paused.counts.chunksInDoubt).toBe(1);
+    const resumed = await h.cli(['resume', paused.fileId]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const partial = await h.waitForFile(paused.fileId, 'partial');
+    expect(partial.counts.chunksInDoubt).toBe(1);
+    const done = await h.waitForFile(paused.fileId, 'completed');
+    expect(done.counts.submitted).toBe(gen.valid.length);
+    expect(done.counts.possibleDuplicates).toBe(0);
+    await exactlyOnce(h, done, gen);
+  });
+});
+
 describe('pause, resume, cancel and retry by command', () => {
   it('pause stops between chunks, resume sends the rest once', async () => {
     h = await PipelineHarness.create({ api: { chunkSize: 100, concurrency: 2, ratePerSecond: 600 } });
