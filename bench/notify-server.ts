@@ -1,13 +1,14 @@
 // Worker side of bench/notify.bench.ts: the server under load runs on its own thread, so the load
 // generator and the receiver each get a core. `bare` parses the JSON and answers 200; `receiver` is
 // src/notify/receiver.ts with its durable group commit on a SQLite file store, its recipients
-// registered first so every report updates one.
+// registered first (as a sent file: generated messageIds, chunks accepted) so every report
+// updates one.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startReceiver } from '../src/notify/receiver.ts';
 import { createStore } from '../src/store/index.ts';
-import type { RecipientInsert } from '../src/store/store.ts';
+import type { RecipientInsert, Store } from '../src/store/store.ts';
 
 export interface ServerData {
   mode: 'bare' | 'receiver';
@@ -15,6 +16,9 @@ export interface ServerData {
   token: string;
   fileId: string;
   recipients: number;
+  /** A second file, for the warm-up reports: the same code path, the measured file untouched. */
+  warmupFileId: string;
+  warmup: number;
   chunkSize: number;
 }
 
@@ -63,46 +67,11 @@ if (data.mode === 'bare') {
     });
   });
 } else {
-  const store = createStore(`sqlite:${data.dbPath}`);
+  // As `dropline run` opens it.
+  const store = createStore(`sqlite:${data.dbPath}`, { backgroundCheckpoints: true });
   await store.migrate();
-  await store.registerFile({
-    fileId: data.fileId,
-    source: 'bench',
-    name: 'bench.txt',
-    path: 'processing/bench.txt',
-    sha256: data.fileId,
-    bytes: 1,
-    state: 'sending',
-  });
-  const chunks = Math.ceil(data.recipients / data.chunkSize);
-  await store.insertChunks(
-    data.fileId,
-    Array.from({ length: chunks }, (_, i) => ({
-      seq: i + 1,
-      size: Math.min(data.chunkSize, data.recipients - i * data.chunkSize),
-    })),
-  );
-  for (let start = 0; start < data.recipients; start += 10_000) {
-    const rows: RecipientInsert[] = [];
-    for (let i = start; i < Math.min(start + 10_000, data.recipients); i++) {
-      const number = benchNumber(i);
-      rows.push({
-        idx: i + 1,
-        line: i + 1,
-        k: 0,
-        number,
-        value: number,
-        messageId: `m-${i}`,
-        text: null,
-        chunkSeq: Math.floor(i / data.chunkSize) + 1,
-        outcome: 'sent',
-        code: null,
-        detail: null,
-        smsCount: 1,
-      });
-    }
-    await store.insertRecipients(data.fileId, rows);
-  }
+  await registerSent(store, data.fileId, 0, data.recipients, data.chunkSize);
+  await registerSent(store, data.warmupFileId, data.recipients, data.warmup, data.chunkSize);
   const receiver = await startReceiver({ listen: '127.0.0.1:0', path: '/notify', token: data.token, store });
   port.postMessage({ url: receiver.url });
   port.once('message', async () => {
@@ -120,6 +89,69 @@ if (data.mode === 'bare') {
     };
     port.postMessage(report);
   });
+}
+
+/**
+ * A file as the pipeline leaves it once sent: `n` recipients on lines 1…n with generated
+ * messageIds (`<fileId>-<line>`), numbers benchNumber(first…first+n-1), every chunk accepted.
+ */
+async function registerSent(store: Store, fileId: string, first: number, n: number, chunkSize: number) {
+  await store.registerFile({
+    fileId,
+    source: 'bench',
+    name: `${fileId}.txt`,
+    path: `processing/${fileId}.txt`,
+    sha256: fileId,
+    bytes: 1,
+    state: 'sending',
+  });
+  const chunks = Math.ceil(n / chunkSize);
+  await store.insertChunks(
+    fileId,
+    Array.from({ length: chunks }, (_, i) => ({ seq: i + 1, size: Math.min(chunkSize, n - i * chunkSize) })),
+  );
+  for (let start = 0; start < n; start += 10_000) {
+    const rows: RecipientInsert[] = [];
+    for (let i = start; i < Math.min(start + 10_000, n); i++) {
+      const number = benchNumber(first + i);
+      rows.push({
+        idx: i + 1,
+        line: i + 1,
+        k: 0,
+        number,
+        value: number,
+        messageId: null,
+        generatedMessageId: true,
+        text: null,
+        chunkSeq: Math.floor(i / chunkSize) + 1,
+        outcome: 'pending',
+        code: null,
+        detail: null,
+        smsCount: 1,
+      });
+    }
+    await store.insertRecipients(fileId, rows);
+  }
+  for (let seq = 1; seq <= chunks; seq++) {
+    await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+    const tn = `16${String(first + seq).padStart(26, '0')}`;
+    await store.recordChunkResult(fileId, seq, {
+      state: 'accepted',
+      attempts: 1,
+      transactionNumber: tn,
+      parts: [
+        {
+          messageIds: Array.from(
+            { length: Math.min(chunkSize, n - (seq - 1) * chunkSize) },
+            (_, j) => `${fileId}-${(seq - 1) * chunkSize + j + 1}`,
+          ),
+          wholeChunk: true,
+          outcome: 'sent',
+          transactionNumber: tn,
+        },
+      ],
+    });
+  }
 }
 
 /** The recipient number of report i (as bench/notify.bench.ts posts them). */

@@ -75,6 +75,8 @@ export interface OpenOptions {
   sandbox: 'embed' | 'share';
   /** Sandbox delivery delay (ms) for the embedded sandbox. */
   sandboxDeliveryDelayMs?: number;
+  /** A long-running process (the daemon): store checkpoints on a worker thread. */
+  backgroundCheckpoints?: boolean;
 }
 
 export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): Promise<Runtime> {
@@ -84,7 +86,7 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
   mkdirSync(stateDir, { recursive: true });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
-  const store = createStore(config.store);
+  const store = createStore(config.store, { backgroundCheckpoints: options.backgroundCheckpoints === true });
   await store.migrate();
 
   let sandbox: Sandbox | null = null;

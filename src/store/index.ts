@@ -13,6 +13,8 @@ export interface CreateStoreOptions {
   now?: () => Date;
   /** Relative sqlite paths resolve against this directory (default: the working directory). */
   cwd?: string;
+  /** A long-running process: WAL checkpoints on a worker thread (SqliteStoreOptions). */
+  backgroundCheckpoints?: boolean;
 }
 
 /**
@@ -43,7 +45,11 @@ export function createStore(url: string, options: CreateStoreOptions = {}): Stor
         },
       );
     }
-    return new SqliteStore({ path: file, ...clock(options) });
+    return new SqliteStore({
+      path: file,
+      ...clock(options),
+      ...(options.backgroundCheckpoints ? { backgroundCheckpoints: true } : {}),
+    });
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     throw new DroplineError('DROPLINE_ERR_CONFIG', 'PostgreSQL store arrives with the multi-worker issue');

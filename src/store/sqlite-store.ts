@@ -8,6 +8,7 @@
 // transaction stays open across an await.
 
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { DroplineError } from '../errors.ts';
 import { messageIdFor } from '../plan/ids.ts';
 import { loadMigrations, type Migration } from './migrations.ts';
@@ -52,7 +53,30 @@ export interface SqliteStoreOptions {
   pageSize?: number;
   /** Migrations to apply (tests); the numbered files in ./migrations by default. */
   migrations?: Migration[];
+  /**
+   * Checkpoint the WAL on a worker thread (a long-running process): a commit then never
+   * copies pages back into the database file, nor waits for that copy's fsync.
+   */
+  backgroundCheckpoints?: boolean;
 }
+
+/** Every this often the checkpointer copies the WAL back into the database file. */
+const CHECKPOINT_EVERY_MS = 250;
+/** With a checkpointer, a commit checkpoints only past this many WAL pages (it fell behind). */
+const CHECKPOINT_BACKSTOP_PAGES = 10_000;
+/**
+ * The checkpointer: its own connection, a PASSIVE checkpoint (never waits for, never blocks
+ * the writer) every CHECKPOINT_EVERY_MS. Plain CommonJS, run with `eval`.
+ */
+const CHECKPOINTER = `
+const { DatabaseSync } = require('node:sqlite');
+const { parentPort, workerData } = require('node:worker_threads');
+const db = new DatabaseSync(workerData.path);
+const timer = setInterval(() => {
+  try { db.exec('PRAGMA wal_checkpoint(PASSIVE)'); } catch {}
+}, workerData.everyMs);
+parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
+`;
 
 type Row = Record<string, SQLOutputValue>;
 
@@ -338,6 +362,7 @@ export class SqliteStore implements Store {
   private readonly statements = new Map<string, StatementSync>();
   /** insertRecipients' statements by their number of rows (not looked up by a 40 KB SQL text). */
   private readonly pendingInserts: StatementSync[] = [];
+  private checkpointer: Worker | null = null;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -353,6 +378,14 @@ export class SqliteStore implements Store {
       // an application crash loses nothing.
       this.db.exec('PRAGMA synchronous = NORMAL');
       this.db.exec('PRAGMA foreign_keys = ON');
+      if (options.backgroundCheckpoints && options.path !== ':memory:') {
+        this.db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
+        this.checkpointer = new Worker(CHECKPOINTER, {
+          eval: true,
+          workerData: { path: options.path, everyMs: CHECKPOINT_EVERY_MS },
+        });
+        this.checkpointer.unref();
+      }
     } catch (err) {
       throw new DroplineError(
         'DROPLINE_ERR_STORE',
@@ -447,6 +480,16 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    const checkpointer = this.checkpointer;
+    if (checkpointer) {
+      this.checkpointer = null;
+      // ref(): this thread waits for it to close its connection (it is unref'd to not keep a
+      // process alive on its own).
+      checkpointer.ref();
+      const stopped = new Promise((resolve) => checkpointer.once('exit', resolve));
+      checkpointer.postMessage('stop');
+      await stopped;
+    }
     if (!this.db.isOpen) return;
     this.statements.clear();
     this.db.close();

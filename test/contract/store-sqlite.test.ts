@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -325,6 +325,33 @@ describe('SqliteStore', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('backgroundCheckpoints: a worker thread copies the WAL into the database file on its own', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const store = new SqliteStore({ path, backgroundCheckpoints: true });
+    stores.push(store);
+    await store.migrate();
+    await store.registerFile(newFile());
+    const before = statSync(path).size;
+    // ~20,000 rows: a few hundred WAL pages, far below the writer's own checkpoint threshold.
+    const rows = validRows(20_000, 1000);
+    for (let i = 0; i < rows.length; i += 5000) await store.insertRecipients('f1', rows.slice(i, i + 5000));
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size < before + 1_000_000 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(statSync(path).size).toBeGreaterThan(before + 1_000_000);
+    // Still one database: everything reads back, and after close (the worker stopped with it) too.
+    let n = 0;
+    for await (const _ of store.recipients('f1')) n++;
+    expect(n).toBe(20_000);
+    await store.close();
+    const again = open(path);
+    let m = 0;
+    for await (const _ of again.recipients('f1')) m++;
+    expect(m).toBe(20_000);
   });
 
   it('applies only new migrations, each once', async () => {

@@ -14,7 +14,7 @@ export function registerRun(program: Command, setExit: SetExit): void {
         import('../../pipeline/runtime.ts'),
       ]);
       const logger = await commandLogger('info');
-      const rt = await openRuntime(loaded, { logger, sandbox: 'embed' });
+      const rt = await openRuntime(loaded, { logger, sandbox: 'embed', backgroundCheckpoints: true });
       const daemon = await startDaemon(rt);
       const { config } = loaded;
       const lines = [
