@@ -294,7 +294,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       res.setHeader('allow', 'POST');
       return reply(res, 405, '{"status":"method not allowed"}');
     }
-    const given = q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('token');
+    const given = q === -1 ? null : tokenOf(url.slice(q + 1));
     if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
       log.warn(
         { remote: req.socket.remoteAddress, token: given === null ? 'missing' : 'wrong' },
@@ -385,6 +385,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       return closed;
     },
   };
+}
+
+/** The `token` query parameter; the notifyUrl's plain `token=…` is read without URLSearchParams. */
+function tokenOf(query: string): string | null {
+  if (query.startsWith('token=') && !/[&%+]/.test(query)) return query.slice('token='.length);
+  return new URLSearchParams(query).get('token');
 }
 
 function errorText(err: unknown): string {

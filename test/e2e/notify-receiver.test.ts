@@ -173,6 +173,33 @@ describe('notification receiver', () => {
     await receiver?.close();
   });
 
+  it('the token is read wherever it is in the query, percent-encoded or not', async () => {
+    const r = await start();
+    const raw = async (query: string, n: number) => {
+      const res = await request(`${r.url}?${query}`, {
+        method: 'POST',
+        body: body({
+          messageId: `m-${n}`,
+          to: `5730010${String(n).padStart(5, '0')}`,
+          transactionNumber: `4${String(n).padStart(27, '0')}`,
+        }),
+        headers: { 'content-type': 'application/json' },
+        dispatcher: agent,
+      });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    const encoded = [...TOKEN].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+    expect(await raw(`token=${TOKEN}`, 270)).toBe(200);
+    expect(await raw(`a=1&token=${TOKEN}`, 271)).toBe(200);
+    expect(await raw(`token=${encoded}`, 272)).toBe(200);
+    expect(await raw(`token=${TOKEN}&b=2`, 273)).toBe(200);
+    expect(await raw(`token=${TOKEN}x`, 274)).toBe(401);
+    expect(await raw(`token=${TOKEN}%00`, 275)).toBe(401);
+    expect(await raw(`tokens=${TOKEN}`, 276)).toBe(401);
+    expect(sum(w, 'recorded')).toBe(4);
+  });
+
   it('401 for a missing or wrong token, before reading the report', async () => {
     const r = await start();
     expect((await post(r.url, body(), null)).status).toBe(401);
