@@ -561,14 +561,7 @@ export class Pipeline {
     patch?: FilePatch,
   ): Promise<FileRecord | null> {
     const before = await this.store.getFile(fileId);
-    const source = before && this.sources.get(before.source);
-    if (before && source) {
-      try {
-        await source.write(`reports/${baseName(before.name)}.report.csv`, reportCsv(this.store, fileId));
-      } catch (err) {
-        this.log.error({ fileId, err: (err as Error).message }, 'could not write the report');
-      }
-    }
+    if (before) await this.writeReportCsv(before);
     const file = await this.transition(fileId, to, from, patch);
     if (file) await this.writeReports(fileId, { report: false });
     return file;
@@ -624,16 +617,30 @@ export class Pipeline {
     if (!manifest) return null;
     const source = this.sources.get(manifest.source);
     if (!source) return manifest;
-    const base = baseName(manifest.name);
+    // The manifest last: whoever sees its state sees a report.csv at least as recent.
+    if (options.report !== false && !(await this.writeReportCsv(manifest))) return manifest;
     try {
-      // The manifest last: whoever sees its state sees a report.csv at least as recent.
-      if (options.report !== false)
-        await source.write(`reports/${base}.report.csv`, reportCsv(this.store, fileId));
-      await source.write(`reports/${base}.manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      await source.write(
+        `reports/${baseName(manifest.name)}.manifest.json`,
+        `${JSON.stringify(manifest, null, 2)}\n`,
+      );
     } catch (err) {
-      this.log.error({ fileId, err: (err as Error).message }, 'could not write the reports');
+      this.log.error({ fileId, err: (err as Error).message }, 'could not write the manifest');
     }
     return manifest;
+  }
+
+  /** reports/<name>.report.csv: one row per record of the file, as the store has it now. */
+  private async writeReportCsv(file: Pick<FileRecord, 'fileId' | 'source' | 'name'>): Promise<boolean> {
+    const source = this.sources.get(file.source);
+    if (!source) return false;
+    try {
+      await source.write(`reports/${baseName(file.name)}.report.csv`, reportCsv(this.store, file.fileId));
+      return true;
+    } catch (err) {
+      this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write the report');
+      return false;
+    }
   }
 }
 
