@@ -1,10 +1,16 @@
 // Issue 4 "Tests", acting on a file while it is sent: a 403 pauses it with the service's reason
 // and `resume` finishes it; `pause`, `resume` and `cancel` act between chunks; chunks that failed
-// for good leave the file `partial` and `retry` resends exactly those. Every recipient reaches
+// for good leave the file `partial` and `retry` resends exactly those; a part a 403 held back
+// beside a part in doubt still goes out once a report proves the other. Every recipient reaches
 // the sandbox ledger at most once (exactly once when the file completes).
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
-import { expectedMessageId, PipelineHarness, personalizedFile } from '../helpers/pipeline-harness.ts';
+import {
+  expectedMessageId,
+  type HarnessOptions,
+  PipelineHarness,
+  personalizedFile,
+} from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness | null = null;
 
@@ -69,18 +75,29 @@ describe('403 from the service', () => {
 });
 
 describe('403 during a bisection, beside a part in doubt', () => {
-  it('the held part still goes out once a delivery report proves the other part', async () => {
-    h = await PipelineHarness.create({ api: { chunkSize: 100, concurrency: 1, ratePerSecond: 800 } });
-    await h.start();
-    // One chunk: a 400 splits it in halves; one half is refused with 403 (held back, never
-    // sent), the other is taken by the service and its connection reset (in doubt).
-    await h.faults({
+  /**
+   * A daemon whose first chunk (of one) the service answers 400, so it is split in halves; one
+   * half is refused with 403 (held back, never sent), the other is taken by the service and its
+   * connection reset (in doubt).
+   */
+  async function heldBesideInDoubt(sandbox: HarnessOptions['sandbox'] = {}): Promise<PipelineHarness> {
+    const harness = await PipelineHarness.create({
+      sandbox,
+      api: { chunkSize: 100, concurrency: 1, ratePerSecond: 800 },
+    });
+    await harness.start();
+    await harness.faults({
       massive: {
         '400': { probability: 1, times: 1 },
         '403': { probability: 1, times: 1 },
         reset: { probability: 1, times: 1 },
       },
     });
+    return harness;
+  }
+
+  it('the held part still goes out once a delivery report proves the other part', async () => {
+    h = await heldBesideInDoubt();
     const gen = personalizedFile(100, 13);
     await h.dropFile('held403.txt', gen.content);
     const paused = await h.waitForState('held403.txt', 'paused', { where: (m) => m.name === 'held403.txt' });
@@ -101,18 +118,7 @@ describe('403 during a bisection, beside a part in doubt', () => {
 
   it('resumed before the reports came: partial, then sending again for the held part once they prove the other', async () => {
     // Reports 2 s after acceptance: the file is resumed, and partial (a chunk in doubt), first.
-    h = await PipelineHarness.create({
-      sandbox: { deliveryDelayMs: 200_000 },
-      api: { chunkSize: 100, concurrency: 1, ratePerSecond: 800 },
-    });
-    await h.start();
-    await h.faults({
-      massive: {
-        '400': { probability: 1, times: 1 },
-        '403': { probability: 1, times: 1 },
-        reset: { probability: 1, times: 1 },
-      },
-    });
+    h = await heldBesideInDoubt({ deliveryDelayMs: 200_000 });
     const gen = personalizedFile(100, 14);
     await h.dropFile('held403b.txt', gen.content);
     const paused = await h.waitForState('held403b.txt', 'paused', {
