@@ -1321,11 +1321,14 @@ export class SqliteStore implements Store {
     // A part held back by a 403 (rows `pending` with a code) was never sent: its chunk goes back
     // to pending rather than accepted, so those rows still go out (the rest are settled here).
     const settleChunk = this.stmt(
-      `UPDATE chunks SET state = CASE WHEN EXISTS (SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi
-           AND chunk_seq = :seq AND outcome = 'pending' AND code IS NOT NULL) THEN 'pending' ELSE 'accepted' END,
+      `UPDATE chunks SET state = CASE WHEN EXISTS (SELECT 1 FROM chunk_spans s JOIN recipients r
+           ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+           WHERE s.file_no = :no AND s.seq = :seq AND r.outcome = 'pending' AND r.code IS NOT NULL)
+         THEN 'pending' ELSE 'accepted' END,
          error_code = NULL, error_message = NULL, updated_at = :now
        WHERE file_id = :fid AND seq = :seq AND state = 'in_doubt'`,
     );
+    const no = this.fileNo(fileId);
     const sendDoubtful = this.stmt(
       `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
     );
@@ -1337,9 +1340,9 @@ export class SqliteStore implements Store {
       const seq = num(chunkSeq);
       if (follows && checked.has(seq)) continue;
       checked.add(seq);
-      const { lo, hi } = this.span(fileId, seq);
-      const settled = changes(settleChunk.run({ lo, hi, seq, now, fid: fileId })) > 0;
+      const settled = changes(settleChunk.run({ no, seq, now, fid: fileId })) > 0;
       if (!settled && outcome !== 'in_doubt') continue;
+      const { lo, hi } = this.span(fileId, seq);
       sendDoubtful.run(now, lo, hi, seq);
     }
   }
