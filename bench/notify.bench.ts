@@ -13,7 +13,7 @@ import type { ServerData, ServerReport } from './notify-server.ts';
 const CONNECTIONS = 64;
 const REQUESTS = 50_000;
 const SECONDS = 10;
-const ROUNDS = 7;
+const ROUNDS = 15;
 const WARMUP = 20_000;
 const TOKEN = 'bench-token';
 const FILE = 'f-bench';
