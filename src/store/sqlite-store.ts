@@ -83,25 +83,28 @@ type Row = Record<string, SQLOutputValue>;
 // Rows per page of recipients and reports: a page and the CSV text built from it stay small
 // young-generation garbage (5,000 rows of a personalized file made ~0.5 MB strings).
 const DEFAULT_PAGE = 2000;
-/** Rows per INSERT statement of pending recipients (insertRecipients). */
-const PENDING_ROWS = 64;
+/**
+ * Rows per multi-row statement (pending recipients, delivery reports): one call into SQLite
+ * for 64 rows instead of one per row.
+ */
+const ROWS_PER_STATEMENT = 64;
 
-/** Most reports per statement of recordDeliveries. */
-const DELIVERY_ROWS = 64;
-
-/** [from, to) pieces of n items, DELIVERY_ROWS each but the last. */
+/** [from, to) pieces of n items, ROWS_PER_STATEMENT each but the last. */
 function pieces(n: number): [number, number][] {
   const out: [number, number][] = [];
-  for (let from = 0; from < n; from += DELIVERY_ROWS) out.push([from, Math.min(n, from + DELIVERY_ROWS)]);
+  for (let from = 0; from < n; from += ROWS_PER_STATEMENT)
+    out.push([from, Math.min(n, from + ROWS_PER_STATEMENT)]);
   return out;
 }
 
-/** A report's status onto a recipient, from VALUES columns `c` (status), c+1 (smsCount), c+2 (transactionNumber). */
-const DELIVERY_SET = (c: number) =>
-  `SET status = v.column${c}, sms_count = coalesce(v.column${c + 1}, sms_count),
-     transaction_number = coalesce(transaction_number, v.column${c + 2}), updated_at = :now`;
+/**
+ * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
+ * transactionNumber) for a generated messageId, (messageId, NULL, status, …) for an own one.
+ */
+const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
+     transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
 
-/** A report and the recipient it names: `key` as the UPDATE returns it, `values` the VALUES columns that find it. */
+/** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
 interface Target {
   readonly e: DeliveryEvent;
   readonly key: string;
@@ -355,8 +358,6 @@ export class SqliteStore implements Store {
   private readonly pageSize: number;
   private readonly migrations: Migration[] | undefined;
   private readonly statements = new Map<string, StatementSync>();
-  /** insertRecipients' statements by their number of rows (not looked up by a 40 KB SQL text). */
-  private readonly pendingInserts: StatementSync[] = [];
   private checkpointer: Worker | null = null;
 
   constructor(options: SqliteStoreOptions) {
@@ -771,20 +772,17 @@ export class SqliteStore implements Store {
          detail, sms_count, status, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    // Pending valid recipients (most rows) go PENDING_ROWS to a statement, 8 values each:
+    // Pending valid recipients (most rows) go ROWS_PER_STATEMENT to a statement, 8 values each:
     // one call into SQLite per 64 rows instead of one per row (~40% less time a row).
-    const pendingValues = `(?, ?, ?, ?, ?, ?, ?, 'pending', ?, '${PENDING_DELIVERY}', :now)`;
-    const insertPending = (n: number): StatementSync => {
-      let s = this.pendingInserts[n];
-      if (!s) {
-        s = this.db.prepare(
+    const insertPending = (n: number): StatementSync =>
+      this.rowsStatement(
+        'pending',
+        n,
+        `(?, ?, ?, ?, ?, ?, ?, 'pending', ?, '${PENDING_DELIVERY}', :now)`,
+        (list) =>
           `INSERT INTO recipients (id, line, k, number, message_id, text, chunk_seq, outcome, sms_count, status, updated_at)
-           VALUES ${Array.from({ length: n }, () => pendingValues).join(', ')}`,
-        );
-        this.pendingInserts[n] = s;
-      }
-      return s;
-    };
+           VALUES ${list}`,
+      );
     const pending: SQLInputValue[] = [];
     const span = this.stmt(
       `INSERT INTO chunk_spans (file_no, seq, first_id, last_id) VALUES (?, ?, ?, ?)
@@ -823,8 +821,8 @@ export class SqliteStore implements Store {
             r.chunkSeq,
             r.smsCount,
           );
-          if (pending.length === PENDING_ROWS * 8) {
-            insertPending(PENDING_ROWS).run({ now }, ...pending);
+          if (pending.length === ROWS_PER_STATEMENT * 8) {
+            insertPending(ROWS_PER_STATEMENT).run({ now }, ...pending);
             pending.length = 0;
           }
           continue;
@@ -1150,9 +1148,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * A statement over `rows` rows of values, cached by its kind and row count (at most
-   * DELIVERY_ROWS of each kind): one call into SQLite for a group of up to 64 reports instead of
-   * one per report, and one statement for a group rather than pieces of it (~15% less a report).
+   * A statement over `rows` rows of values (`row` each), cached by its kind and row count, not
+   * looked up by a 40 KB SQL text: at most ROWS_PER_STATEMENT statements of each kind. A group
+   * of reports is one statement of its own size rather than pieces (~15% less a report).
    */
   private rowsStatement(kind: string, rows: number, row: string, sql: (values: string) => string) {
     const key = `${kind}:${rows}`;
@@ -1232,7 +1230,7 @@ export class SqliteStore implements Store {
     }
     // A generated-looking id that names no valid row may be a file's own id.
     for (const t of this.updateRecipients('generated', generated, range, now, rows)) own.push(t.e);
-    const byId = own.map((e) => ({ e, key: e.messageId, values: [e.messageId] }));
+    const byId = own.map((e) => ({ e, key: e.messageId, values: [e.messageId, null] }));
     for (const t of this.updateRecipients('own', byId, range, now, rows)) unmatched.push(t.e);
     return { rows, unmatched };
   }
@@ -1269,30 +1267,19 @@ export class SqliteStore implements Store {
           const { e, values: match } = current[i]!;
           values.push(...match, e.status, e.smsCount, e.transactionNumber);
         }
-        const statement =
+        // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY: without
+        // statistics SQLite may pick the id range and scan every recipient of the file for each
+        // report (~20 ms a report at 100k recipients).
+        const statement = this.rowsStatement(kind, to - from, '(?, ?, ?, ?, ?)', (list) =>
           kind === 'generated'
-            ? this.rowsStatement(
-                kind,
-                to - from,
-                '(?, ?, ?, ?, ?)',
-                (list) =>
-                  // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY:
-                  // without statistics SQLite may pick the id range and scan every recipient of
-                  // the file for each report (~20 ms a report at 100k recipients).
-                  `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET(3)} FROM (VALUES ${list}) AS v
-                 WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
-                   AND message_id IS NULL AND chunk_seq IS NOT NULL
-                 RETURNING line || '-' || k, chunk_seq, outcome, code`,
-              )
-            : this.rowsStatement(
-                kind,
-                to - from,
-                '(?, ?, ?, ?)',
-                (list) =>
-                  `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET(2)} FROM (VALUES ${list}) AS v
-                 WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
-                 RETURNING message_id, chunk_seq, outcome, code`,
-              );
+            ? `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET} FROM (VALUES ${list}) AS v
+               WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
+                 AND message_id IS NULL AND chunk_seq IS NOT NULL
+               RETURNING line || '-' || k, chunk_seq, outcome, code`
+            : `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET} FROM (VALUES ${list}) AS v
+               WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
+               RETURNING message_id, chunk_seq, outcome, code`,
+        );
         for (const r of statement.all(
           { now, lo: range.lo, hi: range.hi },
           ...values,
