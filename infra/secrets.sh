@@ -1,22 +1,23 @@
 #!/bin/sh
-# Makes the secrets the compose stack needs, in infra/secrets/ (git-ignored), and pins the
-# SFTP server's new host key in infra/dropline.config.json. Run once before
-# `docker compose -f infra/compose.yaml up`; again with --force to replace them all.
+# Makes the secrets the compose stack needs, in infra/secrets/ (git-ignored). Run once before
+# `docker compose -f infra/compose.yaml up`; again with --force to replace them all. It edits
+# no tracked file: the SFTP host key is pinned through the public key it writes here
+# (hostKeyFile in dropline.config.json).
 #   SECRETS_DIR  where to write (default: infra/secrets beside this script)
-#   CONFIG       the dropline configuration whose hostKeySha256 is set
-#                (default: infra/dropline.config.json)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dir=${SECRETS_DIR:-$here/secrets}
-config=${CONFIG:-$here/dropline.config.json}
 
 if [ -e "$dir/minio_root_password" ] && [ "${1:-}" != "--force" ]; then
   echo "secrets already in $dir (run with --force to replace them)" >&2
   exit 0
 fi
+# Nobody but this user can enter the folder, whatever the modes of the files inside.
+umask 077
 mkdir -p "$dir"
+chmod 700 "$dir"
 rm -f "$dir/sftp_host_ed25519_key" "$dir/sftp_host_ed25519_key.pub" \
-      "$dir/sftp_client_key" "$dir/sftp_client_key.pub"
+      "$dir/sftp_client_key" "$dir/sftp_client_key.pub" "$dir/partner_key" "$dir/partner_key.pub"
 
 random() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
 
@@ -32,16 +33,18 @@ random > "$dir/minio_root_password"
   echo 'aws_access_key_id = dropline'
   echo "aws_secret_access_key = $(cat "$dir/minio_root_password")"
 } > "$dir/aws_credentials"
-# The SFTP server's host key (pinned below) and dropline's login key.
+# The SFTP server's host key (dropline pins its public half), dropline's login key, and the
+# partner's own login key for uploads from this machine (`sftp -i infra/secrets/partner_key`).
 ssh-keygen -q -t ed25519 -N '' -C 'sftp host key' -f "$dir/sftp_host_ed25519_key"
 ssh-keygen -q -t ed25519 -N '' -C 'dropline' -f "$dir/sftp_client_key"
-# sshd refuses a host key others can read; the containers' users (root in sftp, uid 1000 in
-# dropline) read the rest through bind mounts, which keep these modes.
-chmod 600 "$dir/sftp_host_ed25519_key"
+ssh-keygen -q -t ed25519 -N '' -C 'partner' -f "$dir/partner_key"
+# Keys used from this machine stay 0600 (OpenSSH refuses a private key others can read, and
+# sshd a host key). The containers' users (uid 1000 in dropline) read the rest through bind
+# mounts, which keep the host's modes: those are 0644 inside the 0700 folder.
+chmod 600 "$dir/sftp_host_ed25519_key" "$dir/partner_key"
 chmod 644 "$dir/api_password" "$dir/notify_token" "$dir/minio_root_user" "$dir/minio_root_password" \
-          "$dir/aws_credentials" "$dir/sftp_client_key" "$dir/sftp_client_key.pub" "$dir/sftp_host_ed25519_key.pub"
+          "$dir/aws_credentials" "$dir/sftp_client_key" "$dir/sftp_client_key.pub" \
+          "$dir/sftp_host_ed25519_key.pub" "$dir/partner_key.pub"
 
 fingerprint=$(ssh-keygen -l -E sha256 -f "$dir/sftp_host_ed25519_key.pub" | awk '{print $2}')
-sed -i.bak "s#\"hostKeySha256\": \"SHA256:[^\"]*\"#\"hostKeySha256\": \"$fingerprint\"#" "$config"
-rm -f "$config.bak"
-echo "secrets written to $dir; SFTP host key $fingerprint pinned in $config"
+echo "secrets written to $dir; the SFTP server's host key is $fingerprint"

@@ -1,11 +1,11 @@
 // Configuration: the file (when there is one) + environment → a validated, frozen Config,
 // with secrets resolved from `…File` paths and DROPLINE_* variables.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
-import { type Config, configSchema } from './schema.ts';
+import { type Config, configSchema, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 
@@ -89,6 +89,7 @@ export function loadConfig(
     }
   }
   const config = parseConfig(raw);
+  config.sources = config.sources.map((s) => (s.type === 'sftp' ? pinHostKeyFile(s) : s));
 
   const apiPassword =
     env.DROPLINE_API_PASSWORD ??
@@ -124,6 +125,27 @@ export function loadConfig(
     secrets: { apiPassword, notifyToken },
     notifyUrl: url.toString(),
   };
+}
+
+/**
+ * `hostKeyFile` → `hostKeySha256`: the fingerprint `ssh-keygen -lf` prints (SHA256 of the key
+ * blob, unpadded base64), so a deployment can pin the key file it already has instead of
+ * copying a fingerprint into the configuration.
+ */
+function pinHostKeyFile(source: SftpSourceConfig): SftpSourceConfig {
+  if (source.hostKeyFile === undefined) return source;
+  const key = `sources.${source.name}.hostKeyFile`;
+  if (source.hostKeySha256 !== undefined)
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give hostKeySha256 or hostKeyFile, not both`);
+  const fields = readSecretFile(source.hostKeyFile, key).split(/\s+/);
+  const blob = fields[fields.findIndex((f) => /^(ssh-|ecdsa-|sk-)/.test(f)) + 1] ?? '';
+  if (!/^[A-Za-z0-9+/]+=*$/.test(blob))
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${key}: ${source.hostKeyFile} holds no public key (expected a .pub file or a known_hosts line)`,
+    );
+  const digest = createHash('sha256').update(Buffer.from(blob, 'base64')).digest('base64');
+  return { ...source, hostKeySha256: `SHA256:${digest.replace(/=+$/, '')}` };
 }
 
 /** `host:port` → [host, port]. */

@@ -47,6 +47,8 @@ const sftpSource = z
     passphrase: z.string().optional(),
     passphraseFile: z.string().optional(),
     hostKeySha256: z.string().optional(),
+    /** The server's public host key (`.pub` or a known_hosts line): pinned as its SHA256 fingerprint at load. */
+    hostKeyFile: z.string().optional(),
     insecureSkipHostKeyCheck: z.boolean().default(false),
     path: z.string().min(1),
   })
@@ -125,3 +127,4 @@ export type RawConfig = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;
 export type SourceConfig = Config['sources'][number];
 export type LocalSourceConfig = z.output<typeof localSource>;
+export type SftpSourceConfig = z.output<typeof sftpSource>;

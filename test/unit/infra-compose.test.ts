@@ -4,13 +4,13 @@
 // mounts must refer to files that exist (or that secrets.sh makes), and the Dockerfile must
 // be Node 24, multi-stage and non-root.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { parseConfig } from '../../src/config/load.ts';
+import { loadConfig, parseConfig } from '../../src/config/load.ts';
 
 const INFRA = resolve(import.meta.dirname, '../../infra');
 const readme = readFileSync(join(INFRA, 'README.md'), 'utf8');
@@ -62,6 +62,13 @@ function table(heading: string): Record<string, string>[] {
 const services = compose.services;
 const dropline = services.dropline!;
 
+/** `${DROPLINE_PUBLISH_ADDR:-127.0.0.1}:8080:8080` → { address: '127.0.0.1', ports: '8080:8080' }. */
+function published(spec: string): { address: string | null; ports: string } {
+  const m = /^(?:\$\{DROPLINE_PUBLISH_ADDR:-([^}]+)\}|(\d+\.\d+\.\d+\.\d+)):(\d+:\d+)$/.exec(spec);
+  return m ? { address: m[1] ?? m[2]!, ports: m[3]! } : { address: null, ports: spec };
+}
+const publishedPorts = (s: Service) => (s.ports ?? []).map((p) => published(p).ports);
+
 describe('infra/README.md against compose.yaml', () => {
   it('names every service, and every service is named', () => {
     const named = table('Services').map((r) => r.service);
@@ -83,13 +90,34 @@ describe('infra/README.md against compose.yaml', () => {
         expect(s!.ports ?? []).toEqual([]);
         expect(s!.command ?? []).toContain(r['container port']);
       } else {
-        expect(s!.ports, `${r.service} ports`).toContain(`${r['host port']}:${r['container port']}`);
+        expect(publishedPorts(s!), `${r.service} ports`).toContain(
+          `${r['host port']}:${r['container port']}`,
+        );
       }
     }
     const documented = new Set(rows.map((r) => `${r.service} ${r['host port']}:${r['container port']}`));
     for (const [name, s] of Object.entries(services))
-      for (const p of s.ports ?? [])
+      for (const p of publishedPorts(s))
         expect(documented.has(`${name} ${p}`), `${name} ${p} documented`).toBe(true);
+  });
+
+  it('publishes every port on 127.0.0.1 unless DROPLINE_PUBLISH_ADDR says otherwise', () => {
+    const specs = Object.values(services).flatMap((s) => s.ports ?? []);
+    expect(specs.length).toBeGreaterThan(0);
+    for (const spec of specs) expect(published(spec).address, spec).toBe('127.0.0.1');
+    expect(readme).toContain('DROPLINE_PUBLISH_ADDR');
+  });
+
+  it('pins every image it pulls to a version (no latest, no floating tag)', () => {
+    const pulled = Object.values(services)
+      .filter((s) => s.build === undefined)
+      .map((s) => s.image!);
+    expect(pulled.length).toBeGreaterThan(0);
+    for (const image of pulled) {
+      const tag = image.split(':')[1] ?? '';
+      expect(tag, image).toMatch(/\d/);
+      expect(tag, image).not.toMatch(/latest/);
+    }
   });
 
   it('every volume it names exists and is mounted where it says; every named volume is documented', () => {
@@ -128,7 +156,7 @@ describe('infra/README.md against compose.yaml', () => {
 describe('the dropline service', () => {
   const configMount = (dropline.volumes ?? []).find((v) => v.startsWith('./dropline.config.json:'));
 
-  it('mounts the configuration its command names, and only files that exist in infra/', () => {
+  it('mounts the configuration its command names, and only files that exist in infra/ (or secrets.sh makes)', () => {
     expect(configMount).toBeDefined();
     const target = configMount!.split(':')[1]!;
     const cmd = dropline.command ?? [];
@@ -136,6 +164,8 @@ describe('the dropline service', () => {
     expect(cmd.at(-1)).toBe('run');
     for (const v of dropline.volumes ?? []) {
       const src = v.split(':')[0]!;
+      // Files under secrets/ are secrets.sh's (checked below).
+      if (src.startsWith('./secrets/')) continue;
       if (src.startsWith('.')) expect(existsSync(join(INFRA, src)), `${src} exists in infra/`).toBe(true);
       else expect(compose.volumes).toHaveProperty(src);
     }
@@ -144,8 +174,8 @@ describe('the dropline service', () => {
   it('its configuration parses, publishes the ops and notify ports, and reads secrets it is given', () => {
     const parsed = parseConfig(config);
     const port = (listen: string) => listen.slice(listen.lastIndexOf(':') + 1);
-    expect(dropline.ports).toContain(`${port(parsed.ops.listen)}:${port(parsed.ops.listen)}`);
-    expect(dropline.ports).toContain(`${port(parsed.notify.listen)}:${port(parsed.notify.listen)}`);
+    expect(publishedPorts(dropline)).toContain(`${port(parsed.ops.listen)}:${port(parsed.ops.listen)}`);
+    expect(publishedPorts(dropline)).toContain(`${port(parsed.notify.listen)}:${port(parsed.notify.listen)}`);
     expect(parsed.ops.listen.startsWith('0.0.0.0:')).toBe(true);
     // No inline secret: the api password and notify token come from files.
     expect(config.api).not.toHaveProperty('password');
@@ -159,6 +189,12 @@ describe('the dropline service', () => {
     walk(dropline.environment);
     expect(paths.length).toBeGreaterThanOrEqual(4);
     for (const p of paths) expect(dropline.secrets, p).toContain(p.slice('/run/secrets/'.length));
+  });
+
+  it('its SFTP and S3 sources wait for a marker, as docs/sources.md advises for partners', () => {
+    const remote = parseConfig(config).sources.filter((s) => s.type !== 'local');
+    expect(remote.map((s) => s.type).sort()).toEqual(['s3', 'sftp']);
+    for (const s of remote) expect(s.readiness, s.name).toBe('marker');
   });
 
   it('every secret and bind-mounted file under secrets/ is one secrets.sh writes', () => {
@@ -219,51 +255,71 @@ describe('infra/Dockerfile', () => {
 });
 
 describe('infra/secrets.sh', () => {
-  const hasKeygen = (() => {
-    try {
-      execFileSync('ssh-keygen', ['-?'], { stdio: 'ignore' });
-      return true;
-    } catch (err) {
-      // ssh-keygen -? exits 1 after printing its usage: present.
-      return (err as NodeJS.ErrnoException).code !== 'ENOENT';
-    }
-  })();
+  const tracked = () =>
+    readdirSync(INFRA, { recursive: true, encoding: 'utf8' })
+      .filter((f) => !f.startsWith('secrets') && statSync(join(INFRA, f)).isFile())
+      .map((f) => `${f} ${readFileSync(join(INFRA, f), 'utf8')}`)
+      .sort();
 
-  it.skipIf(!hasKeygen)(
-    'writes every file compose needs and pins the new host key in the config',
-    async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'dropline-infra-'));
-      try {
-        const cfg = join(dir, 'dropline.config.json');
-        await copyFile(join(INFRA, 'dropline.config.json'), cfg);
-        execFileSync('sh', [join(INFRA, 'secrets.sh')], {
-          env: { ...process.env, SECRETS_DIR: join(dir, 'secrets'), CONFIG: cfg },
-          stdio: 'pipe',
-        });
-        const made = new Set(await readdir(join(dir, 'secrets')));
-        const needed = [
-          ...Object.values(compose.secrets ?? {}).map((s) => s.file),
-          ...Object.values(services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0]!)),
-        ]
-          .filter((f) => f.startsWith('./secrets/'))
-          .map((f) => f.slice('./secrets/'.length));
-        for (const f of needed) expect(made.has(f), f).toBe(true);
-        const pinned = JSON.parse(readFileSync(cfg, 'utf8')) as { sources: { hostKeySha256?: string }[] };
-        const fingerprint = execFileSync('ssh-keygen', [
-          '-l',
-          '-E',
-          'sha256',
-          '-f',
-          join(dir, 'secrets', 'sftp_host_ed25519_key.pub'),
-        ])
-          .toString()
-          .split(' ')[1];
-        expect(pinned.sources.find((s) => s.hostKeySha256)?.hostKeySha256).toBe(fingerprint);
-        const creds = readFileSync(join(dir, 'secrets', 'aws_credentials'), 'utf8');
-        expect(creds).toContain(readFileSync(join(dir, 'secrets', 'minio_root_password'), 'utf8').trim());
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    },
-  );
+  it('writes every file compose needs, edits no tracked file, and keeps keys OpenSSH will load', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dropline-infra-'));
+    const secrets = join(dir, 'secrets');
+    try {
+      const before = tracked();
+      execFileSync('sh', [join(INFRA, 'secrets.sh')], {
+        env: { ...process.env, SECRETS_DIR: secrets },
+        stdio: 'pipe',
+      });
+      expect(tracked()).toEqual(before);
+      const made = new Set(await readdir(secrets));
+      const needed = [
+        ...Object.values(compose.secrets ?? {}).map((s) => s.file),
+        ...Object.values(services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0]!)),
+      ]
+        .filter((f) => f.startsWith('./secrets/'))
+        .map((f) => f.slice('./secrets/'.length));
+      for (const f of needed) expect(made.has(f), f).toBe(true);
+      // Nobody else on the host can enter the folder; the keys used from the host are 0600.
+      expect(statSync(secrets).mode & 0o777).toBe(0o700);
+      for (const key of ['partner_key', 'sftp_host_ed25519_key'])
+        expect(statSync(join(secrets, key)).mode & 0o777, key).toBe(0o600);
+      // The README's `sftp -i infra/secrets/partner_key`: OpenSSH refuses a key others can read.
+      const derived = execFileSync('ssh-keygen', ['-y', '-f', join(secrets, 'partner_key')]).toString();
+      const pub = readFileSync(join(secrets, 'partner_key.pub'), 'utf8');
+      expect(derived.split(' ').slice(0, 2)).toEqual(pub.split(' ').slice(0, 2));
+      const creds = readFileSync(join(secrets, 'aws_credentials'), 'utf8');
+      expect(creds).toContain(readFileSync(join(secrets, 'minio_root_password'), 'utf8').trim());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the host key it writes is what dropline pins through hostKeyFile', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dropline-infra-'));
+    const secrets = join(dir, 'secrets');
+    try {
+      execFileSync('sh', [join(INFRA, 'secrets.sh')], { env: { ...process.env, SECRETS_DIR: secrets } });
+      const pub = join(secrets, 'sftp_host_ed25519_key.pub');
+      const sftp = (config.sources as { type: string; hostKeyFile?: string }[]).find(
+        (s) => s.type === 'sftp',
+      )!;
+      // compose mounts the key where the configuration reads it.
+      expect(dropline.volumes).toContain(`./secrets/sftp_host_ed25519_key.pub:${sftp.hostKeyFile}:ro`);
+      const file = join(dir, 'dropline.config.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          store: `sqlite:${join(dir, 'state.db')}`,
+          sources: [{ ...sftp, hostKeyFile: pub }],
+        }),
+      );
+      const loaded = loadConfig({ path: file, env: { DROPLINE_NOTIFY_TOKEN: 'x'.repeat(24) } });
+      const fingerprint = execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', pub])
+        .toString()
+        .split(' ')[1];
+      expect(loaded.config.sources[0]).toMatchObject({ hostKeySha256: fingerprint });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
