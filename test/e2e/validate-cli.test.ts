@@ -186,6 +186,16 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
     expect(json).toMatchObject({ layout: 'bulk', records: 4, valid: 6, countries: { CO: 5, MX: 1 } });
   });
 
+  it("the README's opt-out example: samples/optouts.list suppresses two of bulk.txt's numbers", async () => {
+    const { run, json } = await validateJson(
+      '--suppression-list',
+      'samples/optouts.list',
+      'samples/bulk.txt',
+    );
+    expect(run.code).toBe(0);
+    expect(json).toMatchObject({ valid: 4, suppressed: 2, accepted: true });
+  });
+
   it('mistakes.txt: every mistake with its line, code and value', async () => {
     const { json } = await validateJson('samples/mistakes.txt');
     expect(json.errors.map((e) => [e.line, e.code, e.value])).toEqual([
