@@ -419,14 +419,21 @@ export class SqliteStore implements Store {
 
   private tx<T>(fn: () => T): T {
     this.db.exec('BEGIN IMMEDIATE');
+    // What the transaction learns is remembered only once it commits: nothing cached may
+    // outlive a rollback (a file number read inside it may be gone after one).
+    const learnt = new Map<string, number>();
+    this.learnt = learnt;
     try {
       const result = fn();
       this.db.exec('COMMIT');
       this.transactions++;
+      for (const [fileId, n] of learnt) this.fileNos.set(fileId, n);
       return result;
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw err;
+    } finally {
+      this.learnt = null;
     }
   }
 
@@ -705,14 +712,22 @@ export class SqliteStore implements Store {
 
   // ---- recipient ids ----
 
+  /** File numbers read from committed state: a file's number never changes once given. */
   private readonly fileNos = new Map<string, number>();
+  /** File numbers read inside the open transaction (tx), cached when it commits. */
+  private learnt: Map<string, number> | null = null;
 
-  /** The file's file_no (null: no recipients were ever recorded for it). Never changes once given. */
+  /** The file's file_no (null: unknown file, or a row from before migration 0005 that has none). */
   private fileNo(fileId: string): number | null {
-    const cached = this.fileNos.get(fileId);
+    const cached = this.fileNos.get(fileId) ?? this.learnt?.get(fileId);
     if (cached !== undefined) return cached;
+    return this.readFileNo(fileId);
+  }
+
+  /** The file's file_no as the database has it now (inside a write: what this write may touch). */
+  private readFileNo(fileId: string): number | null {
     const n = numOrNull(this.stmt('SELECT file_no FROM files WHERE file_id = ?').get(fileId)?.file_no);
-    if (n !== null) this.fileNos.set(fileId, n);
+    if (n !== null) (this.learnt ?? this.fileNos).set(fileId, n);
     return n;
   }
 
@@ -732,22 +747,14 @@ export class SqliteStore implements Store {
     return r ? { lo: num(r.first_id), hi: num(r.last_id) } : { lo: 1, hi: 0 };
   }
 
-  /** Inside a write transaction: the file's file_no, given now (max + 1) when it has none. */
-  private assignFileNo(fileId: string): number {
-    const known = this.fileNo(fileId);
-    if (known !== null) return known;
-    const r = this.stmt(
-      `UPDATE files SET file_no = (SELECT coalesce(max(file_no), 0) + 1 FROM files)
-       WHERE file_id = ? AND file_no IS NULL RETURNING file_no`,
-    ).get(fileId);
-    if (!r) {
-      const again = this.fileNo(fileId);
-      if (again !== null) return again;
-      throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
-    }
-    const n = num(r.file_no);
+  /**
+   * Inside a write transaction: the file's number, read from the database (never from a
+   * cache), so the rows written or deleted are the file's own.
+   */
+  private ownFileNo(fileId: string): number {
+    const n = this.readFileNo(fileId);
+    if (n === null) throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
     if (n >= MAX_FILE_NO) throw new DroplineError('DROPLINE_ERR_STORE', `file number ${n} out of range`);
-    this.fileNos.set(fileId, n);
     return n;
   }
 
@@ -755,10 +762,11 @@ export class SqliteStore implements Store {
 
   async clearRecipients(fileId: string): Promise<void> {
     this.tx(() => {
-      const range = this.range(fileId);
-      if (range) {
-        this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(range.lo, range.hi);
-        this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(range.lo / SPAN);
+      // The file's own number as committed, not a cached one: only its own rows go.
+      const n = this.readFileNo(fileId);
+      if (n !== null) {
+        this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(n * SPAN, n * SPAN + SPAN - 1);
+        this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(n);
       }
       this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
     });
@@ -790,7 +798,7 @@ export class SqliteStore implements Store {
          last_id = max(last_id, excluded.last_id)`,
     );
     this.tx(() => {
-      const fileNo = this.assignFileNo(fileId);
+      const fileNo = this.ownFileNo(fileId);
       const base = fileNo * SPAN;
       // the id range of each chunk in this batch
       let seq = -1;

@@ -241,6 +241,40 @@ describe('SqliteStore', () => {
     expect(reportIds).toEqual(rows.map((r) => r.messageId));
   });
 
+  it('migration 0005 numbers files recorded without a number, and the database numbers new ones', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v4 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 4) });
+    stores.push(v4);
+    await v4.migrate();
+    await v4.registerFile(newFile({ fileId: 'f1' }));
+    await v4.registerFile(newFile({ fileId: 'f2' }));
+    await v4.registerFile(newFile({ fileId: 'f3' }));
+    await v4.close();
+    // version 4 numbered a file when its first recipients were recorded
+    const v4db = new DatabaseSync(path);
+    v4db.exec("UPDATE files SET file_no = 1 WHERE file_id = 'f1'");
+    v4db.close();
+    const store = open(path);
+    await store.migrate();
+    await store.registerFile(newFile({ fileId: 'f4' }));
+    await store.insertRecipients('f3', validRows(2, 2));
+    expect(await store.counts('f3')).toMatchObject({ chunks: 0 });
+    const db = new DatabaseSync(path);
+    try {
+      const nos = db.prepare('SELECT file_id, file_no FROM files ORDER BY file_id').all();
+      expect(nos).toEqual([
+        { file_id: 'f1', file_no: 1 },
+        { file_id: 'f2', file_no: 2 },
+        { file_id: 'f3', file_no: 3 },
+        { file_id: 'f4', file_no: 4 },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);

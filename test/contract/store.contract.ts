@@ -561,6 +561,28 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect(await store.listChunks('f1')).toHaveLength(3);
       });
 
+      it("a failed insertRecipients leaves nothing behind: the next file's rows stay its own through the retry", async () => {
+        await store.registerFile(newFile({ fileId: 'f1' }));
+        // The batch fails inside its transaction (an idx out of range), as SQLITE_FULL would.
+        await expect(
+          store.insertRecipients('f1', [...validRows(2, 2), { ...validRows(1, 2)[0]!, idx: -1 }]),
+        ).rejects.toThrow();
+        await store.registerFile(newFile({ fileId: 'f2' }));
+        const f2 = validRows(3, 2).map((r) => ({ ...r, number: `f2-${r.idx}` }));
+        await store.insertRecipients('f2', f2);
+        // f1 is ingested again: its clear and its rows touch only f1
+        await store.clearRecipients('f1');
+        await store.insertRecipients('f1', validRows(5, 2));
+        expect((await collect(store.recipients('f2'))).map((r) => r.number)).toEqual([
+          'f2-1',
+          'f2-2',
+          'f2-3',
+        ]);
+        expect(await collect(store.recipients('f1'))).toHaveLength(5);
+        await store.clearRecipients('f1');
+        expect(await collect(store.recipients('f2'))).toHaveLength(3);
+      });
+
       it('setChunkState is a compare-and-set; entering inflight counts an attempt', async () => {
         await sendingFile('f1', 4, 2);
         expect(await store.setChunkState('f1', 1, 'inflight', ['inflight'])).toBe(false);
