@@ -99,10 +99,19 @@ function pieces(n: number): [number, number][] {
 
 /**
  * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
- * transactionNumber) for a generated messageId, (messageId, NULL, status, …) for an own one.
+ * transactionNumber, to) for a generated messageId, (messageId, NULL, status, …) for an own one.
  */
 const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
      transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
+
+/**
+ * A report's `to` in the form numbers are stored and sent (digits only, country code first):
+ * a report names its recipient by bulkId + messageId AND number; one whose `to` is another
+ * number is an orphan, never a status change (issue 10, item 17).
+ */
+function sentForm(to: string): string {
+  return to.replace(/\D/g, '');
+}
 
 /** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
 interface Target {
@@ -1273,19 +1282,20 @@ export class SqliteStore implements Store {
         const values: SQLInputValue[] = [];
         for (let i = from; i < to; i++) {
           const { e, values: match } = current[i]!;
-          values.push(...match, e.status, e.smsCount, e.transactionNumber);
+          values.push(...match, e.status, e.smsCount, e.transactionNumber, sentForm(e.to));
         }
         // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY: without
         // statistics SQLite may pick the id range and scan every recipient of the file for each
         // report (~20 ms a report at 100k recipients).
-        const statement = this.rowsStatement(kind, to - from, '(?, ?, ?, ?, ?)', (list) =>
+        const statement = this.rowsStatement(kind, to - from, '(?, ?, ?, ?, ?, ?)', (list) =>
           kind === 'generated'
             ? `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET} FROM (VALUES ${list}) AS v
                WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
-                 AND message_id IS NULL AND chunk_seq IS NOT NULL
+                 AND message_id IS NULL AND chunk_seq IS NOT NULL AND number = v.column6
                RETURNING line || '-' || k, chunk_seq, outcome, code`
             : `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET} FROM (VALUES ${list}) AS v
                WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
+                 AND number = v.column6
                RETURNING message_id, chunk_seq, outcome, code`,
         );
         for (const r of statement.all(

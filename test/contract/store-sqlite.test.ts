@@ -9,7 +9,7 @@ import { createStore } from '../../src/store/index.ts';
 import { loadMigrations } from '../../src/store/migrations.ts';
 import { SqliteStore } from '../../src/store/sqlite-store.ts';
 import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
-import { newFile, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'dropline-store-'));
@@ -168,7 +168,8 @@ describe('SqliteStore', () => {
   function report(fileId: string, messageId: string, tn = 'T1') {
     return {
       transactionNumber: tn,
-      to: messageId,
+      // the number of the recipient the id names (a report names it by both)
+      to: generatedRows(fileId).find((r) => r.messageId === messageId)?.number ?? numberOf(messageId),
       messageId,
       bulkId: fileId,
       callbackData: null,

@@ -79,10 +79,16 @@ function chunksFor(n: number, chunkSize: number): ChunkInsert[] {
   return chunks;
 }
 
+/** The number validRows gives the recipient with this messageId (a report names it by both). */
+export function numberOf(messageId: string): string {
+  const m = /^m(\d+)$/.exec(messageId);
+  return m ? String(573000000000 + Number(m[1])) : `57300${messageId}`;
+}
+
 function event(fileId: string, messageId: string, overrides: Partial<DeliveryEvent> = {}): DeliveryEvent {
   return {
     transactionNumber: `tx-${fileId}-${messageId}`,
-    to: `57300${messageId}`,
+    to: numberOf(messageId),
     messageId,
     bulkId: fileId,
     callbackData: null,
@@ -1180,6 +1186,29 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect((await store.chunkRecipients('f1', 1)).map((r) => r.status)).toEqual([
           PENDING_DELIVERY,
           DELIVERED,
+        ]);
+      });
+
+      it("a report whose `to` is not the recipient's number is an orphan, not a status change", async () => {
+        await submitted('f1', 2, 2);
+        const forged = event('f1', 'm1', { to: '573119999999', status: 'NO_SUCCESS' });
+        expect(await store.recordDeliveries([forged])).toEqual({
+          recorded: 1,
+          duplicates: 0,
+          orphans: 1,
+          fileIds: [],
+        });
+        expect((await store.chunkRecipients('f1', 1)).map((r) => r.status)).toEqual([
+          PENDING_DELIVERY,
+          PENDING_DELIVERY,
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ delivered: 0, undelivered: 0, pendingDelivery: 2 });
+        // the recipient's own report applies; the number written with a + is the same number
+        const own = event('f1', 'm1', { to: `+${numberOf('m1')}` });
+        expect(await store.recordDeliveries([own, forged])).toMatchObject({ recorded: 1, orphans: 0 });
+        expect((await store.chunkRecipients('f1', 1)).map((r) => r.status)).toEqual([
+          DELIVERED,
+          PENDING_DELIVERY,
         ]);
       });
 
