@@ -20,7 +20,6 @@ import {
   type ChunkState,
   type ClaimedFile,
   type ClaimOptions,
-  DELIVERED,
   type DeliveryEvent,
   type DeliveryResult,
   type FileCounts,
@@ -1387,7 +1386,9 @@ export class SqliteStore implements Store {
       segments: num(file?.segments ?? 0),
       ...NOTHING_SENT,
     };
-    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below).
+    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below),
+    // and the delivery counters of each chunk (migration 0006): one row per chunk, whatever
+    // the number of delivery reports.
     const following: Record<ChunkState, number> = {
       pending: 0,
       inflight: 0,
@@ -1396,38 +1397,49 @@ export class SqliteStore implements Store {
       failed: 0,
       in_doubt: 0,
     };
+    const n = this.fileNo(fileId);
+    let reportedSent = 0;
     for (const r of this.stmt(
-      'SELECT state, count(*) AS n, total(size) AS size FROM chunks WHERE file_id = ? GROUP BY state',
-    ).all(fileId)) {
-      const n = num(r.n);
+      `SELECT c.state, count(*) AS n, total(c.size) AS size, total(s.reported) AS reported,
+         total(s.delivered) AS delivered, total(s.unknown) AS unknown,
+         total(s.reported_follow) AS reported_follow, total(s.reported_sent) AS reported_sent
+       FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :no AND s.seq = c.seq
+       WHERE c.file_id = :fid GROUP BY c.state`,
+    ).all({ fid: fileId, no: n })) {
+      const count = num(r.n);
       const state = str(r.state) as ChunkState;
       following[state] += num(r.size);
-      c.chunks += n;
+      c.chunks += count;
+      c.delivered += num(r.delivered);
+      c.undelivered += num(r.reported) - num(r.delivered);
+      c.unknown += num(r.unknown);
+      // Sent and reported: rows that say so themselves, and rows that follow an accepted chunk.
+      reportedSent += num(r.reported_sent) + (state === 'accepted' ? num(r.reported_follow) : 0);
       switch (state) {
         case 'pending':
-          c.chunksPending += n;
+          c.chunksPending += count;
           break;
         case 'inflight':
-          c.chunksInflight += n;
+          c.chunksInflight += count;
           break;
         case 'accepted':
-          c.chunksAccepted += n;
+          c.chunksAccepted += count;
           break;
         case 'rejected':
-          c.chunksRejected += n;
+          c.chunksRejected += count;
           break;
         case 'failed':
-          c.chunksFailed += n;
+          c.chunksFailed += count;
           break;
         case 'in_doubt':
-          c.chunksInDoubt += n;
+          c.chunksInDoubt += count;
           break;
       }
     }
     // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
     // the ingest counts above. Rows with an outcome of their own are few (an index of them):
     // a count of the file is a read of its chunks, not of a million rows.
-    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
+    const { lo, hi } = n === null ? { lo: 1, hi: 0 } : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
     const own: Record<string, number> = {};
     for (const r of this.stmt(
       `SELECT r.outcome, c.state, count(*) AS n
@@ -1435,28 +1447,15 @@ export class SqliteStore implements Store {
        WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
        GROUP BY r.outcome, c.state`,
     ).all(fileId, lo, hi)) {
-      const n = num(r.n);
-      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + n;
-      if (r.state !== null) following[str(r.state) as ChunkState] -= n;
+      const count = num(r.n);
+      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + count;
+      if (r.state !== null) following[str(r.state) as ChunkState] -= count;
     }
     c.submitted = (own.sent ?? 0) + following.accepted;
     c.rejected = (own.rejected ?? 0) + following.rejected;
     c.failed = (own.failed ?? 0) + following.failed;
     c.inDoubt = (own.in_doubt ?? 0) + following.in_doubt;
-    // Delivery counts are per status whatever the outcome, so a report that arrived before
-    // its chunk's result still shows; pending delivery = sent recipients without a report.
-    // One pass, no GROUP BY: a sort of every reported row would cost more than the read.
-    const d = this.stmt(
-      `SELECT total(r.status = :delivered) AS delivered, total(r.status <> :delivered) AS undelivered,
-         total(r.status = :unknown) AS unknown,
-         total(r.outcome = 'sent' OR (${FOLLOWS_SQL} AND c.state = 'accepted')) AS reported_sent
-       FROM recipients r INDEXED BY recipients_reported LEFT JOIN chunks c ON c.file_id = :fid AND c.seq = r.chunk_seq
-       WHERE r.id BETWEEN :lo AND :hi AND r.status <> '${PENDING_DELIVERY}' AND r.chunk_seq IS NOT NULL`,
-    ).get({ delivered: DELIVERED, unknown: UNKNOWN_DELIVERY, fid: fileId, lo, hi });
-    c.delivered = num(d?.delivered ?? 0);
-    c.undelivered = num(d?.undelivered ?? 0);
-    c.unknown = num(d?.unknown ?? 0);
-    const reportedSent = num(d?.reported_sent ?? 0);
+    // pending delivery = sent recipients without a report
     c.pendingDelivery = c.submitted - reportedSent;
     return c;
   }

@@ -276,6 +276,57 @@ describe('SqliteStore', () => {
     }
   });
 
+  it('migration 0006 counts the delivery reports recorded before it', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v5 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 5) });
+    stores.push(v5);
+    await v5.migrate();
+    await v5.registerFile(newFile());
+    await v5.insertRecipients('f1', validRows(6, 3));
+    await v5.insertChunks('f1', [
+      { seq: 1, size: 3 },
+      { seq: 2, size: 3 },
+    ]);
+    for (const seq of [1, 2]) await v5.setChunkState('f1', seq, 'inflight', ['pending']);
+    await v5.recordChunkResult('f1', 1, {
+      state: 'accepted',
+      attempts: 1,
+      transactionNumber: 'T1',
+      parts: [{ messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' }],
+    });
+    await v5.recordChunkResult('f1', 2, {
+      state: 'accepted',
+      attempts: 1,
+      parts: [
+        { messageIds: ['m4'], outcome: 'sent', transactionNumber: 'T2' },
+        { messageIds: ['m5', 'm6'], outcome: 'rejected', code: 'BAD' },
+      ],
+    });
+    const ev = (id: string, status: string) => ({
+      ...report('f1', id),
+      transactionNumber: `T-${id}`,
+      status,
+    });
+    await v5.recordDeliveries([
+      ev('m1', 'DELIVERED_TO_HANDSET'),
+      ev('m2', 'NO_SUCCESS'),
+      ev('m4', 'UNKNOWN'),
+    ]);
+    await v5.close();
+    const store = open(path);
+    await store.migrate();
+    expect(await store.counts('f1')).toMatchObject({
+      submitted: 4,
+      rejected: 2,
+      delivered: 1,
+      undelivered: 2,
+      unknown: 1,
+      pendingDelivery: 1,
+    });
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);

@@ -1444,6 +1444,108 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         expect(all[10]?.status).toBe(PENDING_DELIVERY); // never sent: no delivery status
       });
 
+      /** Delivery counts recounted from every row of the report: what counts() must equal. */
+      async function recount(fileId: string) {
+        const rows = (await collect(store.reportPages(fileId))).flat();
+        const reported = rows.filter((r) => r.status !== PENDING_DELIVERY);
+        const sent = rows.filter((r) => r.outcome === 'sent');
+        return {
+          submitted: sent.length,
+          inDoubt: rows.filter((r) => r.outcome === 'in_doubt').length,
+          delivered: reported.filter((r) => r.status === DELIVERED).length,
+          undelivered: reported.filter((r) => r.status !== DELIVERED).length,
+          unknown: reported.filter((r) => r.status === UNKNOWN_DELIVERY).length,
+          pendingDelivery: sent.filter((r) => r.status === PENDING_DELIVERY).length,
+        };
+      }
+      async function exact(fileId: string, step: string): Promise<void> {
+        expect(await store.counts(fileId), step).toMatchObject(await recount(fileId));
+      }
+
+      it('delivery counts stay exact through repeats, orphans, in-doubt settlement, requeue, expiry and clearRecipients', async () => {
+        await sendingFile('f1', 9, 3);
+        await sendingFile('f2', 3, 3);
+        await exact('f1', 'ingested');
+        // chunk 1 accepted whole; chunk 2 mixed parts; chunk 3 in doubt
+        for (const seq of [1, 2, 3]) await store.setChunkState('f1', seq, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 1,
+          transactionNumber: 'T1',
+          parts: [
+            { messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' },
+          ],
+        });
+        await store.recordChunkResult('f1', 2, {
+          state: 'accepted',
+          attempts: 1,
+          parts: [
+            { messageIds: ['m4', 'm5'], outcome: 'sent', transactionNumber: 'T2' },
+            { messageIds: ['m6'], outcome: 'rejected', code: 'BAD' },
+          ],
+        });
+        await store.markInflightInDoubt('f1');
+        await exact('f1', 'results');
+        // reports: repeats, an orphan, another file's number, one before its chunk's result
+        await store.recordDeliveries([
+          event('f1', 'm1', { transactionNumber: 'T1' }),
+          event('f1', 'm1', { transactionNumber: 'T1' }),
+          event('f1', 'm2', { transactionNumber: 'T1', status: 'NO_SUCCESS' }),
+          event('f1', 'm4', { transactionNumber: 'T2' }),
+          event('f1', 'nope'),
+          event('f1', 'm5', { transactionNumber: 'T2', to: '573119999999' }),
+        ]);
+        await exact('f1', 'reports');
+        // a second report for one recipient changes its status: counted once, as the last one
+        await store.recordDeliveries([event('f1', 'm2', { transactionNumber: 'T1b', status: DELIVERED })]);
+        await exact('f1', 'status changed');
+        // a report settles the in-doubt chunk 3
+        await store.recordDeliveries([event('f1', 'm8', { transactionNumber: 'T3' })]);
+        expect((await store.listChunks('f1', ['accepted'])).map((c) => c.seq)).toContain(3);
+        await exact('f1', 'in doubt settled');
+        // f2: in doubt, requeued, sent again with reports
+        await store.setChunkState('f2', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f2', 1, {
+          state: 'in_doubt',
+          attempts: 1,
+          parts: [{ messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'in_doubt' }],
+        });
+        await exact('f2', 'in doubt');
+        await store.requeueChunks('f2', ['in_doubt']);
+        await exact('f2', 'requeued');
+        await store.setChunkState('f2', 1, 'inflight', ['pending']);
+        await store.recordDeliveries([event('f2', 'm3', { transactionNumber: 'U1' })]);
+        await store.recordChunkResult('f2', 1, {
+          state: 'accepted',
+          attempts: 2,
+          transactionNumber: 'U1',
+          parts: [
+            { messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'U1' },
+          ],
+        });
+        await exact('f2', 'sent again');
+        expect(await store.counts('f2')).toMatchObject({ submitted: 3, delivered: 1, pendingDelivery: 2 });
+        // the deadline: the rest UNKNOWN
+        await store.expireDeliveries('f1');
+        await store.expireDeliveries('f2');
+        await exact('f1', 'expired');
+        await exact('f2', 'expired');
+        expect(await store.counts('f2')).toMatchObject({ unknown: 2, pendingDelivery: 0, undelivered: 2 });
+        // f1 ingested again from scratch: nothing of its earlier rows counts; f2 untouched
+        const f2 = await store.counts('f2');
+        await store.clearRecipients('f1');
+        await store.insertRecipients('f1', validRows(9, 3));
+        await store.insertChunks('f1', chunksFor(9, 3));
+        await exact('f1', 'cleared');
+        expect(await store.counts('f1')).toMatchObject({
+          delivered: 0,
+          undelivered: 0,
+          unknown: 0,
+          submitted: 0,
+        });
+        expect(await store.counts('f2')).toEqual(f2);
+      });
+
       it('counts of an unknown file are zero', async () => {
         const c = await store.counts('missing');
         expect(Object.values(c).every((v) => v === 0)).toBe(true);
