@@ -22,6 +22,7 @@ import {
   type ClaimOptions,
   type DeliveryEvent,
   type DeliveryResult,
+  FINAL_FILE_STATES,
   type FileCounts,
   type FilePatch,
   type FileRecord,
@@ -32,6 +33,7 @@ import {
   NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
+  type PruneStep,
   type ReadyFile,
   type RecipientInsert,
   type RecipientOutcome,
@@ -169,6 +171,7 @@ function toFile(r: Row): FileRecord {
     deliveryDeadline: strOrNull(r.delivery_deadline),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
+    prunedAt: strOrNull(r.pruned_at),
   };
 }
 
@@ -1371,12 +1374,92 @@ export class SqliteStore implements Store {
     return changes(r);
   }
 
+  // ---- retention ----
+
+  async prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep> {
+    const now = this.now();
+    const maxRows = Math.max(1, Math.trunc(options.maxRows));
+    return this.tx((): PruneStep => {
+      const step: PruneStep = {
+        fileId: null,
+        marked: false,
+        fileDone: false,
+        recipients: 0,
+        events: 0,
+        idle: false,
+      };
+      // A file being pruned first, else the oldest finished file past the cutoff.
+      let row = this.stmt('SELECT file_id FROM files WHERE pruning = 1 LIMIT 1').get();
+      if (!row) {
+        row = this.stmt(
+          `SELECT file_id FROM files WHERE state IN (SELECT value FROM json_each(:states))
+             AND updated_at < :before AND pruned_at IS NULL ORDER BY updated_at LIMIT 1`,
+        ).get({ states: JSON.stringify(FINAL_FILE_STATES), before: options.finishedBefore });
+        if (row) {
+          const fileId = str(row.file_id);
+          // Its counts as they are now: what status shows once its rows are gone.
+          this.stmt(
+            'UPDATE files SET pruned_counts = ?, pruned_at = ?, pruning = 1 WHERE file_id = ? AND pruned_at IS NULL',
+          ).run(JSON.stringify(this.countsNow(fileId)), now, fileId);
+          step.marked = true;
+        }
+      }
+      if (!row) {
+        // No file left: orphan reports recorded before the cutoff, a batch at a time.
+        step.events = changes(
+          this.stmt(
+            `DELETE FROM delivery_events WHERE (transaction_number, to_number) IN (
+               SELECT transaction_number, to_number FROM delivery_events
+               WHERE orphan = 1 AND recorded_at < ? LIMIT ?)`,
+          ).run(options.finishedBefore, maxRows),
+        );
+        step.idle = step.events < maxRows;
+        return step;
+      }
+      const fileId = str(row.file_id);
+      step.fileId = fileId;
+      // A report names its request's transactionNumber: the file's reports are found by the
+      // transaction numbers of its rows and chunks (and bulkId), not by a scan of every report.
+      const dropEvents = this.stmt(
+        'DELETE FROM delivery_events WHERE transaction_number = ? AND bulk_id = ?',
+      );
+      const tns = new Set<string>();
+      const n = this.readFileNo(fileId);
+      if (n !== null) {
+        const deleted = this.arrays(
+          `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN ? AND ? LIMIT ?)
+           RETURNING transaction_number`,
+        ).all(n * SPAN, n * SPAN + SPAN - 1, maxRows) as unknown as SQLOutputValue[][];
+        step.recipients = deleted.length;
+        for (const [tn] of deleted) if (tn !== null && tn !== undefined) tns.add(str(tn));
+      }
+      if (step.recipients < maxRows) {
+        for (const c of this.stmt(
+          'SELECT transaction_number FROM chunks WHERE file_id = ? AND transaction_number IS NOT NULL',
+        ).all(fileId))
+          tns.add(str(c.transaction_number));
+        this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
+        if (n !== null) this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(n);
+        this.stmt('UPDATE files SET pruning = 0 WHERE file_id = ?').run(fileId);
+        step.fileDone = true;
+      }
+      for (const tn of tns) step.events += changes(dropEvents.run(tn, fileId));
+      return step;
+    });
+  }
+
   // ---- progress and reports ----
 
   async counts(fileId: string): Promise<FileCounts> {
+    return this.countsNow(fileId);
+  }
+
+  /** counts(), synchronous: also read inside a transaction (prune keeps them). */
+  private countsNow(fileId: string): FileCounts {
     const file = this.stmt(
-      'SELECT records, valid, invalid, duplicates, suppressed, segments FROM files WHERE file_id = ?',
+      'SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts FROM files WHERE file_id = ?',
     ).get(fileId);
+    if (file?.pruned_counts != null) return JSON.parse(str(file.pruned_counts)) as FileCounts;
     const c: FileCounts = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),

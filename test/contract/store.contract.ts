@@ -1354,6 +1354,95 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
       });
     });
 
+    describe('retention (prune)', () => {
+      /** A file sent, its first recipient reported, then moved to `state`. */
+      async function finished(fileId: string, state: 'completed' | 'partial' | 'cancelled', n = 5) {
+        await sendingFile(fileId, n, 2);
+        for (let seq = 1; (seq - 1) * 2 < n; seq++) {
+          await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+          await store.recordChunkResult(fileId, seq, {
+            state: 'accepted',
+            attempts: 1,
+            transactionNumber: `${fileId}-T${seq}`,
+            parts: [
+              { messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: `${fileId}-T${seq}` },
+            ],
+          });
+        }
+        await store.recordDeliveries([
+          event(fileId, 'm1', { transactionNumber: `${fileId}-T1` }),
+          event(fileId, 'm3', { transactionNumber: `${fileId}-T2`, status: 'NO_SUCCESS' }),
+        ]);
+        await store.transition(fileId, state);
+      }
+      async function pruneAll(before: string, maxRows = 2) {
+        const steps = [];
+        for (let i = 0; i < 100; i++) {
+          const step = await store.prune({ finishedBefore: before, maxRows });
+          steps.push(step);
+          if (step.idle) return steps;
+        }
+        throw new Error('prune never became idle');
+      }
+
+      it("removes exactly the old finished files' rows and reports, keeping their files row and counts", async () => {
+        await finished('old', 'completed');
+        await finished('old-cancelled', 'cancelled', 3);
+        await finished('old-partial', 'partial', 3); // not finished: partial may be retried
+        await store.recordDeliveries([event('nobody', 'x', { transactionNumber: 'orphan-old' })]);
+        h.clock.advance(10 * 86_400_000);
+        await finished('new', 'completed');
+        await store.recordDeliveries([event('nobody', 'y', { transactionNumber: 'orphan-new' })]);
+        const before = await store.counts('old');
+        const cutoff = new Date(T0.getTime() + 5 * 86_400_000).toISOString();
+
+        const steps = await pruneAll(cutoff);
+        expect(
+          steps
+            .filter((s) => s.marked)
+            .map((s) => s.fileId)
+            .sort(),
+        ).toEqual(['old', 'old-cancelled']);
+        expect(steps.reduce((n, s) => n + s.recipients, 0)).toBe(8);
+        // 2 reports of each pruned file, and the old orphan
+        expect(steps.reduce((n, s) => n + s.events, 0)).toBe(5);
+
+        // pruned: no rows, the files row and its counts stay, marked pruned
+        const old = await store.getFile('old');
+        expect(old).toMatchObject({ state: 'completed', prunedAt: expect.any(String) });
+        expect(await collect(store.recipients('old'))).toEqual([]);
+        expect(await store.listChunks('old')).toEqual([]);
+        expect(await store.counts('old')).toEqual(before);
+        expect(before).toMatchObject({ submitted: 5, delivered: 1, undelivered: 1, pendingDelivery: 3 });
+        // a report for a pruned file is an orphan, never an error
+        expect(
+          (await store.recordDeliveries([event('old', 'm2', { transactionNumber: 'late' })])).orphans,
+        ).toBe(1);
+
+        // untouched: the partial file and the new one, their reports (seen again: duplicates)
+        for (const id of ['old-partial', 'new']) {
+          expect((await store.getFile(id))?.prunedAt, id).toBeNull();
+          expect(await collect(store.recipients(id)), id).toHaveLength(id === 'new' ? 5 : 3);
+          expect(
+            (await store.recordDeliveries([event(id, 'm1', { transactionNumber: `${id}-T1` })])).duplicates,
+          ).toBe(1);
+        }
+        expect(
+          (await store.recordDeliveries([event('nobody', 'y', { transactionNumber: 'orphan-new' })]))
+            .duplicates,
+        ).toBe(1);
+        // the pruned files' reports are gone: the same report again is new (an orphan now)
+        expect(
+          (await store.recordDeliveries([event('old', 'm1', { transactionNumber: 'old-T1' })])).recorded,
+        ).toBe(1);
+        // nothing more to do
+        expect(await store.prune({ finishedBefore: cutoff, maxRows: 2 })).toMatchObject({
+          idle: true,
+          recipients: 0,
+        });
+      });
+    });
+
     describe('counts and reading back', () => {
       it('counts after a full cycle', async () => {
         await store.registerFile(newFile());
