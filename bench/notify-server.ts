@@ -2,9 +2,13 @@
 // generator and the receiver each get a core. `bare` parses the JSON and answers 200; `receiver` is
 // src/notify/receiver.ts with its durable group commit on a SQLite file store, its recipients
 // registered first (as a sent file: generated messageIds, chunks accepted) so every report
-// updates one.
+// updates one. The store is made once and kept across rounds: the measured file holds
+// `prestored` reports before the first round (and every earlier round's), and each round
+// reports recipients of its own. Beside the receiver, on the same thread as in `dropline run`,
+// the file's progress is checked (store.counts) every PROGRESS_MS.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startReceiver } from '../src/notify/receiver.ts';
 import { createStore } from '../src/store/index.ts';
@@ -15,10 +19,16 @@ export interface ServerData {
   dbPath: string;
   token: string;
   fileId: string;
+  /** Recipients of the measured file (prestored + every round's). */
   recipients: number;
+  /** Reports recorded for the measured file's first recipients before any round. */
+  prestored: number;
   /** A second file, for the warm-up reports: the same code path, the measured file untouched. */
   warmupFileId: string;
+  /** Recipients of the warm-up file (every round's). */
   warmup: number;
+  /** Where the warm-up file's numbers start (distinct from the measured file's). */
+  warmupFirst: number;
   chunkSize: number;
 }
 
@@ -31,7 +41,13 @@ export interface ServerReport {
   delivered: number;
   orphans: number;
   duplicates: number;
+  /** receiver: progress checks (store.counts of the measured file) during the round, and the slowest (ms). */
+  progressChecks: number;
+  slowestProgressMs: number;
 }
+
+/** How often the file's progress is checked, as `dropline run` and `send --wait` do. */
+const PROGRESS_MS = 250;
 
 const data = workerData as ServerData;
 const port = parentPort!;
@@ -44,6 +60,8 @@ if (data.mode === 'bare') {
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { results: unknown[] };
       events += body.results.length;
+      // bench/send-wait.bench.ts waits for a number of reports (`recipients`).
+      if (events === data.recipients) port.postMessage({ done: performance.now() });
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"status":"ok"}');
     });
@@ -62,6 +80,8 @@ if (data.mode === 'bare') {
         delivered: events,
         orphans: 0,
         duplicates: 0,
+        progressChecks: 0,
+        slowestProgressMs: 0,
       };
       port.postMessage(report);
     });
@@ -70,25 +90,69 @@ if (data.mode === 'bare') {
   // As `dropline run` opens it.
   const store = createStore(`sqlite:${data.dbPath}`, { backgroundCheckpoints: true });
   await store.migrate();
-  await registerSent(store, data.fileId, 0, data.recipients, data.chunkSize);
-  await registerSent(store, data.warmupFileId, data.recipients, data.warmup, data.chunkSize);
+  if (!(await store.getFile(data.fileId))) {
+    await registerSent(store, data.fileId, 0, data.recipients, data.chunkSize);
+    await registerSent(store, data.warmupFileId, data.warmupFirst, data.warmup, data.chunkSize);
+    await prestore(store, data.fileId, data.prestored);
+    // Setting up wrote a WAL of ~a GB: copied back now, not during the first round.
+    const db = new DatabaseSync(data.dbPath);
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    db.close();
+  }
+  const reported = async () => {
+    const c = await store.counts(data.fileId);
+    return c.delivered + c.undelivered;
+  };
+  const before = await reported();
+  let progressChecks = 0;
+  let slowestProgressMs = 0;
+  const progress = setInterval(() => {
+    const t = performance.now();
+    void store.counts(data.fileId).then(() => {
+      progressChecks++;
+      slowestProgressMs = Math.max(slowestProgressMs, performance.now() - t);
+    });
+  }, PROGRESS_MS);
   const receiver = await startReceiver({ listen: '127.0.0.1:0', path: '/notify', token: data.token, store });
   port.postMessage({ url: receiver.url });
   port.once('message', async () => {
+    clearInterval(progress);
     await receiver.close();
     const stats = receiver.stats();
-    const counts = await store.counts(data.fileId);
+    const delivered = (await reported()) - before;
     await store.close();
     const report: ServerReport = {
       events: stats.events,
       commits: stats.commits,
       largestBatch: stats.largestBatch,
-      delivered: counts.delivered + counts.undelivered,
+      delivered,
       orphans: stats.orphans,
       duplicates: stats.duplicates,
+      progressChecks,
+      slowestProgressMs,
     };
     port.postMessage(report);
   });
+}
+
+/** Reports for the file's first `n` recipients, recorded as the receiver would (groups of 5,000). */
+async function prestore(store: Store, fileId: string, n: number): Promise<void> {
+  for (let start = 0; start < n; start += 5000) {
+    const events = [];
+    for (let i = start; i < Math.min(start + 5000, n); i++) {
+      events.push({
+        transactionNumber: `15${String(i).padStart(26, '0')}`,
+        to: benchNumber(i),
+        messageId: `${fileId}-${i + 1}`,
+        bulkId: fileId,
+        callbackData: '',
+        smsCount: 1,
+        status: i % 10 === 0 ? 'NO_SUCCESS' : 'DELIVERED_TO_HANDSET',
+        receivedAt: new Date().toISOString(),
+      });
+    }
+    await store.recordDeliveries(events);
+  }
 }
 
 /**

@@ -2,7 +2,9 @@
 // store against a bare node:http receiver (parse the JSON, answer 200), on the same load in the
 // same run: CONNECTIONS keep-alive connections posting one-result 2.6 bodies, REQUESTS of them or
 // for SECONDS, whichever ends first. Goals: at least 0.6× the bare rate, p99 under 50 ms, and no
-// report lost (every 200 is a recipient with a status in the store).
+// report lost (every 200 is a recipient with a status in the store). Issue 10 item 29: the
+// measured file holds PRESTORED reports already (a campaign well under way) and its progress is
+// checked every 250 ms beside the receiver, as `dropline run` does.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +15,12 @@ import type { ServerData, ServerReport } from './notify-server.ts';
 const CONNECTIONS = 64;
 const REQUESTS = 50_000;
 const SECONDS = 10;
-const ROUNDS = 15;
+const ROUNDS = Number(process.env.NOTIFY_BENCH_ROUNDS ?? 15);
 const WARMUP = 20_000;
+/** Reports already in the measured file before the first round. */
+const PRESTORED = Number(process.env.NOTIFY_BENCH_PRESTORED ?? 2_000_000);
+/** The warm-up file's numbers start here (distinct from the measured file's). */
+const WARMUP_FIRST = 10_000_000;
 const TOKEN = 'bench-token';
 const FILE = 'f-bench';
 const WARMUP_FILE = 'f-warmup';
@@ -46,9 +52,11 @@ function body(i: number, n: number, bulkId: string): string {
   });
 }
 
+/** Reports for lines start+1 … start+count of `bulkId`, whose numbers start at `first`. */
 async function load(
   url: string,
-  from: number,
+  start: number,
+  first: number,
   count: number,
   seconds: number,
   bulkId: string,
@@ -70,7 +78,7 @@ async function load(
         path,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: body(i, from + i, bulkId),
+        body: body(start + i, first + start + i, bulkId),
       });
       await res.body.dump();
       latency[i] = performance.now() - t;
@@ -97,15 +105,18 @@ async function load(
 async function measure(
   mode: ServerData['mode'],
   dbPath: string,
+  round: number,
 ): Promise<{ load: Load; server: ServerReport }> {
   const data: ServerData = {
     mode,
     dbPath,
     token: TOKEN,
     fileId: FILE,
-    recipients: REQUESTS,
+    recipients: PRESTORED + ROUNDS * REQUESTS,
+    prestored: PRESTORED,
     warmupFileId: WARMUP_FILE,
-    warmup: WARMUP,
+    warmup: ROUNDS * WARMUP,
+    warmupFirst: WARMUP_FIRST,
     chunkSize: 1000,
   };
   const worker = new Worker(new URL('./notify-server.ts', import.meta.url), { workerData: data });
@@ -131,8 +142,8 @@ async function measure(
     ]);
   const { url } = await nextMessage<{ url: string }>();
   // Warm-up reports go to another file: the same code path, the measured file untouched.
-  await load(url, REQUESTS, WARMUP, SECONDS, WARMUP_FILE);
-  const measured = await load(url, 0, REQUESTS, SECONDS, FILE);
+  await load(url, round * WARMUP, WARMUP_FIRST, WARMUP, SECONDS, WARMUP_FILE);
+  const measured = await load(url, PRESTORED + round * REQUESTS, 0, REQUESTS, SECONDS, FILE);
   worker.postMessage('stop');
   const server = await nextMessage<ServerReport>();
   await worker.terminate();
@@ -155,16 +166,17 @@ export default async function notifyBench(): Promise<string> {
     // The machine's speed drifts by tens of percent within a minute: rounds of (bare, receiver)
     // in alternating order, each round's ratio taken in that round, the median reported.
     const rounds: { bare: Measured; store: Measured; ratio: number }[] = [];
+    // One store for every round: the measured file's reports only grow.
+    const db = join(dir, 'state.db');
     for (let r = 0; r < ROUNDS; r++) {
-      const db = join(dir, `state-${r}.db`);
       let bare: Measured;
       let store: Measured;
       if (r % 2 === 0) {
-        bare = await measure('bare', '');
-        store = await measure('receiver', db);
+        bare = await measure('bare', '', r);
+        store = await measure('receiver', db, r);
       } else {
-        store = await measure('receiver', db);
-        bare = await measure('bare', '');
+        store = await measure('receiver', db, r);
+        bare = await measure('bare', '', r);
       }
       rounds.push({ bare, store, ratio: rate(store.load) / rate(bare.load) });
     }
@@ -186,7 +198,10 @@ export default async function notifyBench(): Promise<string> {
       `${REQUESTS} requests or ${SECONDS} s, after ${WARMUP} warm-up requests; each server runs on its own worker`,
       'thread. The receiver commits to a SQLite file store (WAL, checkpoints on a worker thread as in',
       '`dropline run`), every report updating a recipient of a sent file (generated messageIds, chunks',
-      `accepted; the warm-up another file's); 200 is sent only after the commit. ${ROUNDS} rounds of (bare, receiver), in alternating order`,
+      `accepted; the warm-up another file's); 200 is sent only after the commit. The measured file holds`,
+      `${PRESTORED.toLocaleString('en-US')} reports before the first round (and every earlier round's: one store for all rounds), and its`,
+      'progress is checked (store.counts) every 250 ms beside the receiver, as `dropline run` does.',
+      `${ROUNDS} rounds of (bare, receiver), in alternating order`,
       "(the machine's speed drifts between runs); the table shows the round with the median ratio.",
       '',
       '| server | sent | 200 | requests/s | p50 ms | p99 ms | max ms | commits |',
@@ -200,6 +215,8 @@ export default async function notifyBench(): Promise<string> {
       '',
       `- Rate: ${ratio.toFixed(2)}× the bare receiver, median of ${ROUNDS} rounds (${ratios.map((x) => x.toFixed(2)).join(', ')}); goal ≥ 0.6×: ${ratio >= 0.6 ? 'met' : 'NOT met'}.`,
       `- p99: ${ms(p99)} ms, the highest of the rounds (goal < 50 ms): ${p99 < 50 ? 'met' : 'NOT met'}.`,
+      `- Progress checks: the slowest took ${ms(Math.max(...rounds.map((x) => x.store.server.slowestProgressMs)))} ms ` +
+        `(${rounds.reduce((n, x) => n + x.store.server.progressChecks, 0)} checks over all rounds).`,
       `- Lost: ${lost} over all rounds (200s ${answered}, each checked against the recipients with a status in its store; ` +
         `median round: duplicates ${store.server.duplicates}, orphans ${store.server.orphans})` +
         (failures ? `; non-200 answers: ${failures} (retried by the service)` : '') +

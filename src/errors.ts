@@ -229,6 +229,11 @@ export const ERRORS = {
     hint: 'dropline status lists the files and their fileIds',
     retryable: false,
   },
+  DROPLINE_ERR_PRUNED: {
+    message: "the file's recipients and delivery reports were removed by retention (retentionDays)",
+    hint: 'its manifest (dropline status) keeps the counts; keep report.csv files, or raise retentionDays, to keep more',
+    retryable: false,
+  },
   DROPLINE_ERR_FILE_STATE: {
     message: 'the file is not in a state this command applies to',
     hint: 'dropline status <fileId> shows its state',

@@ -114,6 +114,11 @@ export const configSchema = z
     suppressionList: z.string().nullable().default(null),
     deliveryTimeoutMs: duration.default(72 * 3600_000),
     duplicateWindowMs: duration.default(7 * 24 * 3600_000),
+    /**
+     * Finished files older than this lose their recipients and delivery reports (their
+     * manifest stays): `dropline prune`, and `dropline run` hourly. 0 keeps everything.
+     */
+    retentionDays: z.number().nonnegative().default(90),
     /** How long a worker holds a file before another may take it over (crash recovery). */
     leaseMs: duration.default(30_000),
     sources: z

@@ -5,6 +5,7 @@ import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
+import { pruneOld } from '../store/retention.ts';
 import { DRIVEN_STATES } from './pipeline.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -18,6 +19,10 @@ export interface Daemon {
 
 const WORK_INTERVAL_MS = 1000;
 const PROGRESS_INTERVAL_MS = 2000;
+/** Retention runs at start and then this often. */
+const RETENTION_INTERVAL_MS = 3600_000;
+/** Between two prune steps (a few ms each): the receiver's commits go in between. */
+const RETENTION_PAUSE_MS = 20;
 /** Ready files claimed per store transaction. */
 const CLAIM_BATCH = 500;
 
@@ -156,6 +161,26 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     setInterval(() => void enqueue('progress', () => progress(rounds++ % 5 === 0)), PROGRESS_INTERVAL_MS / 4),
   );
 
+  // ---- retention: hourly, in small steps beside the receiver (not on the work queue) ----
+  let pruning: Promise<void> | null = null;
+  const prune = (): void => {
+    if (config.retentionDays <= 0 || pruning || closing) return;
+    pruning = pruneOld(rt.store, {
+      retentionDays: config.retentionDays,
+      pauseMs: RETENTION_PAUSE_MS,
+      stopped: () => closing,
+    })
+      .then((t) => {
+        if (t.files + t.recipients + t.events > 0) log.info({ ...t }, 'retention: pruned finished files');
+      })
+      .catch((err: Error) => log.error({ err: err.message }, 'retention failed'))
+      .finally(() => {
+        pruning = null;
+      });
+  };
+  timers.push(setInterval(prune, RETENTION_INTERVAL_MS));
+  prune();
+
   return {
     receiver,
     ops: ops ?? { url: '', close: async () => {} },
@@ -164,6 +189,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       closing = true;
       for (const t of timers) clearInterval(t);
       for (const u of unwatch) u();
+      await pruning;
       await queue.catch(() => {});
       await receiver.close();
       await ops?.close();

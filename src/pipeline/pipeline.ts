@@ -8,7 +8,7 @@ import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
-import { planChunk } from '../plan/chunks.ts';
+import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
@@ -279,10 +279,9 @@ export class Pipeline {
     await this.toProcessing(file, source);
     file = await this.mustGet(file.fileId);
     await this.store.clearRecipients(file.fileId);
-    const chunkSize = this.config.api.chunkSize;
+    const planner = new ChunkPlanner(this.config.api.chunkSize);
     let rows: RecipientInsert[] = [];
     let idx = 0;
-    let valid = 0;
     let summary: ReadSummary | null = null;
     let bulkTextStored = false;
     for await (const batch of readDropFile(() => source.open(file.path), {
@@ -296,7 +295,6 @@ export class Pipeline {
       for (const item of batch) {
         switch (item.kind) {
           case 'recipient': {
-            valid++;
             // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
             const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
             if (item.k > 0) bulkTextStored = true;
@@ -309,7 +307,7 @@ export class Pipeline {
               messageId: item.messageId,
               generatedMessageId: item.messageId === null,
               text,
-              chunkSeq: Math.ceil(valid / chunkSize),
+              chunkSeq: planner.place(item.number),
               outcome: 'pending',
               code: null,
               detail: null,
@@ -379,14 +377,9 @@ export class Pipeline {
       if (rejected) await this.finishFailed(rejected, source);
       return;
     }
-    const chunks = Math.ceil(summary.valid / chunkSize);
-    await this.store.insertChunks(
-      file.fileId,
-      Array.from({ length: chunks }, (_, i) => ({
-        seq: i + 1,
-        size: i + 1 < chunks ? chunkSize : summary.valid - chunkSize * (chunks - 1),
-      })),
-    );
+    const planned = planner.chunks();
+    const chunks = planned.length;
+    await this.store.insertChunks(file.fileId, planned);
     await this.transition(file.fileId, 'sending', ['validating'], patch);
     // The manifest only: every row of the report would still say pending. Its counts are
     // known without counting a million rows: nothing of the file was sent yet (sending

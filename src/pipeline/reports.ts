@@ -23,6 +23,8 @@ export interface Manifest {
   timestamps: Record<string, string>;
   deliveryDeadline: string | null;
   errors: { line: number; code: string; message: string; value?: string | undefined }[];
+  /** When retention removed the file's rows (its counts are those of that moment); null: never. */
+  prunedAt: string | null;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -55,6 +57,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     timestamps: file.timestamps as Record<string, string>,
     deliveryDeadline: file.deliveryDeadline,
     errors: file.errors,
+    prunedAt: file.prunedAt,
   };
 }
 

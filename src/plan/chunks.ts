@@ -36,3 +36,40 @@ export function planChunk(
   const messages: PlannedMessage[] = [...byText].map(([text, destinations]) => ({ text, destinations }));
   return { chunkId: chunkIdFor(fileId, seq), bulkId: fileId, messages };
 }
+
+/**
+ * Assigns the valid recipients of a file, in file order, to chunks of at most `chunkSize`.
+ * One request never carries one number twice: delivery reports are told apart by
+ * (transactionNumber, to) (service-interface.md 6, rule 7), so two lines of one number with
+ * different texts in one request would get reports the receiver takes for one repeated
+ * report. A number already in the current chunk closes it and starts the next one: chunks
+ * stay runs of consecutive recipients (the store keeps a chunk as one id range), only shorter
+ * where a number repeats.
+ */
+export class ChunkPlanner {
+  readonly #chunkSize: number;
+  readonly #sizes: number[] = [];
+  #numbers = new Set<string>();
+
+  constructor(chunkSize: number) {
+    if (!(chunkSize >= 1)) throw new RangeError(`chunk size ${chunkSize}`);
+    this.#chunkSize = chunkSize;
+  }
+
+  /** The seq (1-based) of the chunk the next valid recipient, sent to `number`, goes into. */
+  place(number: string): number {
+    const n = this.#sizes.length;
+    if (n === 0 || this.#sizes[n - 1]! >= this.#chunkSize || this.#numbers.has(number)) {
+      this.#sizes.push(0);
+      this.#numbers = new Set();
+    }
+    this.#sizes[this.#sizes.length - 1]!++;
+    this.#numbers.add(number);
+    return this.#sizes.length;
+  }
+
+  /** The chunks planned so far, with their sizes. */
+  chunks(): { seq: number; size: number }[] {
+    return this.#sizes.map((size, i) => ({ seq: i + 1, size }));
+  }
+}

@@ -20,9 +20,9 @@ import {
   type ChunkState,
   type ClaimedFile,
   type ClaimOptions,
-  DELIVERED,
   type DeliveryEvent,
   type DeliveryResult,
+  FINAL_FILE_STATES,
   type FileCounts,
   type FilePatch,
   type FileRecord,
@@ -33,6 +33,7 @@ import {
   NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
+  type PruneStep,
   type ReadyFile,
   type RecipientInsert,
   type RecipientOutcome,
@@ -99,10 +100,19 @@ function pieces(n: number): [number, number][] {
 
 /**
  * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
- * transactionNumber) for a generated messageId, (messageId, NULL, status, …) for an own one.
+ * transactionNumber, to) for a generated messageId, (messageId, NULL, status, …) for an own one.
  */
 const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
      transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
+
+/**
+ * A report's `to` in the form numbers are stored and sent (digits only, country code first):
+ * a report names its recipient by bulkId + messageId AND number; one whose `to` is another
+ * number is an orphan, never a status change (issue 10, item 17).
+ */
+function sentForm(to: string): string {
+  return to.replace(/\D/g, '');
+}
 
 /** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
 interface Target {
@@ -161,6 +171,7 @@ function toFile(r: Row): FileRecord {
     deliveryDeadline: strOrNull(r.delivery_deadline),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
+    prunedAt: strOrNull(r.pruned_at),
   };
 }
 
@@ -419,14 +430,21 @@ export class SqliteStore implements Store {
 
   private tx<T>(fn: () => T): T {
     this.db.exec('BEGIN IMMEDIATE');
+    // What the transaction learns is remembered only once it commits: nothing cached may
+    // outlive a rollback (a file number read inside it may be gone after one).
+    const learnt = new Map<string, number>();
+    this.learnt = learnt;
     try {
       const result = fn();
       this.db.exec('COMMIT');
       this.transactions++;
+      for (const [fileId, n] of learnt) this.fileNos.set(fileId, n);
       return result;
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');
       throw err;
+    } finally {
+      this.learnt = null;
     }
   }
 
@@ -705,14 +723,22 @@ export class SqliteStore implements Store {
 
   // ---- recipient ids ----
 
+  /** File numbers read from committed state: a file's number never changes once given. */
   private readonly fileNos = new Map<string, number>();
+  /** File numbers read inside the open transaction (tx), cached when it commits. */
+  private learnt: Map<string, number> | null = null;
 
-  /** The file's file_no (null: no recipients were ever recorded for it). Never changes once given. */
+  /** The file's file_no (null: unknown file, or a row from before migration 0005 that has none). */
   private fileNo(fileId: string): number | null {
-    const cached = this.fileNos.get(fileId);
+    const cached = this.fileNos.get(fileId) ?? this.learnt?.get(fileId);
     if (cached !== undefined) return cached;
+    return this.readFileNo(fileId);
+  }
+
+  /** The file's file_no as the database has it now (inside a write: what this write may touch). */
+  private readFileNo(fileId: string): number | null {
     const n = numOrNull(this.stmt('SELECT file_no FROM files WHERE file_id = ?').get(fileId)?.file_no);
-    if (n !== null) this.fileNos.set(fileId, n);
+    if (n !== null) (this.learnt ?? this.fileNos).set(fileId, n);
     return n;
   }
 
@@ -732,22 +758,14 @@ export class SqliteStore implements Store {
     return r ? { lo: num(r.first_id), hi: num(r.last_id) } : { lo: 1, hi: 0 };
   }
 
-  /** Inside a write transaction: the file's file_no, given now (max + 1) when it has none. */
-  private assignFileNo(fileId: string): number {
-    const known = this.fileNo(fileId);
-    if (known !== null) return known;
-    const r = this.stmt(
-      `UPDATE files SET file_no = (SELECT coalesce(max(file_no), 0) + 1 FROM files)
-       WHERE file_id = ? AND file_no IS NULL RETURNING file_no`,
-    ).get(fileId);
-    if (!r) {
-      const again = this.fileNo(fileId);
-      if (again !== null) return again;
-      throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
-    }
-    const n = num(r.file_no);
+  /**
+   * Inside a write transaction: the file's number, read from the database (never from a
+   * cache), so the rows written or deleted are the file's own.
+   */
+  private ownFileNo(fileId: string): number {
+    const n = this.readFileNo(fileId);
+    if (n === null) throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
     if (n >= MAX_FILE_NO) throw new DroplineError('DROPLINE_ERR_STORE', `file number ${n} out of range`);
-    this.fileNos.set(fileId, n);
     return n;
   }
 
@@ -755,10 +773,11 @@ export class SqliteStore implements Store {
 
   async clearRecipients(fileId: string): Promise<void> {
     this.tx(() => {
-      const range = this.range(fileId);
-      if (range) {
-        this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(range.lo, range.hi);
-        this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(range.lo / SPAN);
+      // The file's own number as committed, not a cached one: only its own rows go.
+      const n = this.readFileNo(fileId);
+      if (n !== null) {
+        this.stmt('DELETE FROM recipients WHERE id BETWEEN ? AND ?').run(n * SPAN, n * SPAN + SPAN - 1);
+        this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(n);
       }
       this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
     });
@@ -790,7 +809,7 @@ export class SqliteStore implements Store {
          last_id = max(last_id, excluded.last_id)`,
     );
     this.tx(() => {
-      const fileNo = this.assignFileNo(fileId);
+      const fileNo = this.ownFileNo(fileId);
       const base = fileNo * SPAN;
       // the id range of each chunk in this batch
       let seq = -1;
@@ -1265,19 +1284,20 @@ export class SqliteStore implements Store {
         const values: SQLInputValue[] = [];
         for (let i = from; i < to; i++) {
           const { e, values: match } = current[i]!;
-          values.push(...match, e.status, e.smsCount, e.transactionNumber);
+          values.push(...match, e.status, e.smsCount, e.transactionNumber, sentForm(e.to));
         }
         // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY: without
         // statistics SQLite may pick the id range and scan every recipient of the file for each
         // report (~20 ms a report at 100k recipients).
-        const statement = this.rowsStatement(kind, to - from, '(?, ?, ?, ?, ?)', (list) =>
+        const statement = this.rowsStatement(kind, to - from, '(?, ?, ?, ?, ?, ?)', (list) =>
           kind === 'generated'
             ? `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET} FROM (VALUES ${list}) AS v
                WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
-                 AND message_id IS NULL AND chunk_seq IS NOT NULL
+                 AND message_id IS NULL AND chunk_seq IS NOT NULL AND number = v.column6
                RETURNING line || '-' || k, chunk_seq, outcome, code`
             : `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET} FROM (VALUES ${list}) AS v
                WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
+                 AND number = v.column6
                RETURNING message_id, chunk_seq, outcome, code`,
         );
         for (const r of statement.all(
@@ -1354,12 +1374,92 @@ export class SqliteStore implements Store {
     return changes(r);
   }
 
+  // ---- retention ----
+
+  async prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep> {
+    const now = this.now();
+    const maxRows = Math.max(1, Math.trunc(options.maxRows));
+    return this.tx((): PruneStep => {
+      const step: PruneStep = {
+        fileId: null,
+        marked: false,
+        fileDone: false,
+        recipients: 0,
+        events: 0,
+        idle: false,
+      };
+      // A file being pruned first, else the oldest finished file past the cutoff.
+      let row = this.stmt('SELECT file_id FROM files WHERE pruning = 1 LIMIT 1').get();
+      if (!row) {
+        row = this.stmt(
+          `SELECT file_id FROM files WHERE state IN (SELECT value FROM json_each(:states))
+             AND updated_at < :before AND pruned_at IS NULL ORDER BY updated_at LIMIT 1`,
+        ).get({ states: JSON.stringify(FINAL_FILE_STATES), before: options.finishedBefore });
+        if (row) {
+          const fileId = str(row.file_id);
+          // Its counts as they are now: what status shows once its rows are gone.
+          this.stmt(
+            'UPDATE files SET pruned_counts = ?, pruned_at = ?, pruning = 1 WHERE file_id = ? AND pruned_at IS NULL',
+          ).run(JSON.stringify(this.countsNow(fileId)), now, fileId);
+          step.marked = true;
+        }
+      }
+      if (!row) {
+        // No file left: orphan reports recorded before the cutoff, a batch at a time.
+        step.events = changes(
+          this.stmt(
+            `DELETE FROM delivery_events WHERE (transaction_number, to_number) IN (
+               SELECT transaction_number, to_number FROM delivery_events
+               WHERE orphan = 1 AND recorded_at < ? LIMIT ?)`,
+          ).run(options.finishedBefore, maxRows),
+        );
+        step.idle = step.events < maxRows;
+        return step;
+      }
+      const fileId = str(row.file_id);
+      step.fileId = fileId;
+      // A report names its request's transactionNumber: the file's reports are found by the
+      // transaction numbers of its rows and chunks (and bulkId), not by a scan of every report.
+      const dropEvents = this.stmt(
+        'DELETE FROM delivery_events WHERE transaction_number = ? AND bulk_id = ?',
+      );
+      const tns = new Set<string>();
+      const n = this.readFileNo(fileId);
+      if (n !== null) {
+        const deleted = this.arrays(
+          `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN ? AND ? LIMIT ?)
+           RETURNING transaction_number`,
+        ).all(n * SPAN, n * SPAN + SPAN - 1, maxRows) as unknown as SQLOutputValue[][];
+        step.recipients = deleted.length;
+        for (const [tn] of deleted) if (tn !== null && tn !== undefined) tns.add(str(tn));
+      }
+      if (step.recipients < maxRows) {
+        for (const c of this.stmt(
+          'SELECT transaction_number FROM chunks WHERE file_id = ? AND transaction_number IS NOT NULL',
+        ).all(fileId))
+          tns.add(str(c.transaction_number));
+        this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
+        if (n !== null) this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(n);
+        this.stmt('UPDATE files SET pruning = 0 WHERE file_id = ?').run(fileId);
+        step.fileDone = true;
+      }
+      for (const tn of tns) step.events += changes(dropEvents.run(tn, fileId));
+      return step;
+    });
+  }
+
   // ---- progress and reports ----
 
   async counts(fileId: string): Promise<FileCounts> {
+    return this.countsNow(fileId);
+  }
+
+  /** counts(), synchronous: also read inside a transaction (prune keeps them). */
+  private countsNow(fileId: string): FileCounts {
     const file = this.stmt(
-      'SELECT records, valid, invalid, duplicates, suppressed, segments FROM files WHERE file_id = ?',
+      'SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts FROM files WHERE file_id = ?',
     ).get(fileId);
+    if (file?.pruned_counts != null) return JSON.parse(str(file.pruned_counts)) as FileCounts;
     const c: FileCounts = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),
@@ -1369,7 +1469,9 @@ export class SqliteStore implements Store {
       segments: num(file?.segments ?? 0),
       ...NOTHING_SENT,
     };
-    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below).
+    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below),
+    // and the delivery counters of each chunk (migration 0006): one row per chunk, whatever
+    // the number of delivery reports.
     const following: Record<ChunkState, number> = {
       pending: 0,
       inflight: 0,
@@ -1378,38 +1480,49 @@ export class SqliteStore implements Store {
       failed: 0,
       in_doubt: 0,
     };
+    const n = this.fileNo(fileId);
+    let reportedSent = 0;
     for (const r of this.stmt(
-      'SELECT state, count(*) AS n, total(size) AS size FROM chunks WHERE file_id = ? GROUP BY state',
-    ).all(fileId)) {
-      const n = num(r.n);
+      `SELECT c.state, count(*) AS n, total(c.size) AS size, total(s.reported) AS reported,
+         total(s.delivered) AS delivered, total(s.unknown) AS unknown,
+         total(s.reported_follow) AS reported_follow, total(s.reported_sent) AS reported_sent
+       FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :no AND s.seq = c.seq
+       WHERE c.file_id = :fid GROUP BY c.state`,
+    ).all({ fid: fileId, no: n })) {
+      const count = num(r.n);
       const state = str(r.state) as ChunkState;
       following[state] += num(r.size);
-      c.chunks += n;
+      c.chunks += count;
+      c.delivered += num(r.delivered);
+      c.undelivered += num(r.reported) - num(r.delivered);
+      c.unknown += num(r.unknown);
+      // Sent and reported: rows that say so themselves, and rows that follow an accepted chunk.
+      reportedSent += num(r.reported_sent) + (state === 'accepted' ? num(r.reported_follow) : 0);
       switch (state) {
         case 'pending':
-          c.chunksPending += n;
+          c.chunksPending += count;
           break;
         case 'inflight':
-          c.chunksInflight += n;
+          c.chunksInflight += count;
           break;
         case 'accepted':
-          c.chunksAccepted += n;
+          c.chunksAccepted += count;
           break;
         case 'rejected':
-          c.chunksRejected += n;
+          c.chunksRejected += count;
           break;
         case 'failed':
-          c.chunksFailed += n;
+          c.chunksFailed += count;
           break;
         case 'in_doubt':
-          c.chunksInDoubt += n;
+          c.chunksInDoubt += count;
           break;
       }
     }
     // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
     // the ingest counts above. Rows with an outcome of their own are few (an index of them):
     // a count of the file is a read of its chunks, not of a million rows.
-    const { lo, hi } = this.range(fileId) ?? { lo: 1, hi: 0 };
+    const { lo, hi } = n === null ? { lo: 1, hi: 0 } : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
     const own: Record<string, number> = {};
     for (const r of this.stmt(
       `SELECT r.outcome, c.state, count(*) AS n
@@ -1417,28 +1530,15 @@ export class SqliteStore implements Store {
        WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
        GROUP BY r.outcome, c.state`,
     ).all(fileId, lo, hi)) {
-      const n = num(r.n);
-      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + n;
-      if (r.state !== null) following[str(r.state) as ChunkState] -= n;
+      const count = num(r.n);
+      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + count;
+      if (r.state !== null) following[str(r.state) as ChunkState] -= count;
     }
     c.submitted = (own.sent ?? 0) + following.accepted;
     c.rejected = (own.rejected ?? 0) + following.rejected;
     c.failed = (own.failed ?? 0) + following.failed;
     c.inDoubt = (own.in_doubt ?? 0) + following.in_doubt;
-    // Delivery counts are per status whatever the outcome, so a report that arrived before
-    // its chunk's result still shows; pending delivery = sent recipients without a report.
-    // One pass, no GROUP BY: a sort of every reported row would cost more than the read.
-    const d = this.stmt(
-      `SELECT total(r.status = :delivered) AS delivered, total(r.status <> :delivered) AS undelivered,
-         total(r.status = :unknown) AS unknown,
-         total(r.outcome = 'sent' OR (${FOLLOWS_SQL} AND c.state = 'accepted')) AS reported_sent
-       FROM recipients r INDEXED BY recipients_reported LEFT JOIN chunks c ON c.file_id = :fid AND c.seq = r.chunk_seq
-       WHERE r.id BETWEEN :lo AND :hi AND r.status <> '${PENDING_DELIVERY}' AND r.chunk_seq IS NOT NULL`,
-    ).get({ delivered: DELIVERED, unknown: UNKNOWN_DELIVERY, fid: fileId, lo, hi });
-    c.delivered = num(d?.delivered ?? 0);
-    c.undelivered = num(d?.undelivered ?? 0);
-    c.unknown = num(d?.unknown ?? 0);
-    const reportedSent = num(d?.reported_sent ?? 0);
+    // pending delivery = sent recipients without a report
     c.pendingDelivery = c.submitted - reportedSent;
     return c;
   }

@@ -96,6 +96,11 @@ export interface FileRecord {
   deliveryDeadline: string | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
+  /**
+   * When retention removed (or began removing) the file's recipients, chunks and delivery
+   * reports; its counts are then those it had at that moment. null: never pruned.
+   */
+  prunedAt: string | null;
 }
 
 export interface NewFile {
@@ -322,6 +327,21 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   pendingDelivery: 0,
 };
 
+/** What one prune step (Store.prune) did. */
+export interface PruneStep {
+  /** The file whose rows were removed in this step, or null when only orphans were (or nothing). */
+  fileId: string | null;
+  /** The file was marked pruned in this step (its counts kept). */
+  marked: boolean;
+  /** The file has no rows left after this step. */
+  fileDone: boolean;
+  recipients: number;
+  /** Delivery reports of the file (and orphan reports) removed. */
+  events: number;
+  /** Nothing is left to prune before this cutoff. */
+  idle: boolean;
+}
+
 export interface ListFilesOptions {
   source?: string;
   states?: readonly FileState[];
@@ -431,7 +451,19 @@ export interface Store {
   /** Recipients of the file still pending delivery become UNKNOWN. Returns how many. */
   expireDeliveries(fileId: string): Promise<number>;
 
+  // ---- retention ----
+  /**
+   * One small step of retention, one transaction: a finished file (FINAL_FILE_STATES) last
+   * updated before `finishedBefore` is marked pruned (prunedAt, its counts kept), then loses
+   * at most `maxRows` recipients per step with their delivery reports; once none are left its
+   * chunks go too. Files already being pruned come first; when no file is left, orphan reports
+   * recorded before the cutoff go, `maxRows` at a time. The files row always stays. Call until
+   * `idle`.
+   */
+  prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep>;
+
   // ---- progress and reports ----
+  /** A pruned file's counts are those it had when it was pruned. */
   counts(fileId: string): Promise<FileCounts>;
   /** Every record of the file in idx order, read in pages (flat memory on millions of rows). */
   recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;

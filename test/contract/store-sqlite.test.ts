@@ -9,7 +9,7 @@ import { createStore } from '../../src/store/index.ts';
 import { loadMigrations } from '../../src/store/migrations.ts';
 import { SqliteStore } from '../../src/store/sqlite-store.ts';
 import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
-import { newFile, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'dropline-store-'));
@@ -168,7 +168,8 @@ describe('SqliteStore', () => {
   function report(fileId: string, messageId: string, tn = 'T1') {
     return {
       transactionNumber: tn,
-      to: messageId,
+      // the number of the recipient the id names (a report names it by both)
+      to: generatedRows(fileId).find((r) => r.messageId === messageId)?.number ?? numberOf(messageId),
       messageId,
       bulkId: fileId,
       callbackData: null,
@@ -239,6 +240,91 @@ describe('SqliteStore', () => {
     for await (const page of store.reportPages('f1'))
       reportIds = reportIds.concat(page.map((r) => r.messageId));
     expect(reportIds).toEqual(rows.map((r) => r.messageId));
+  });
+
+  it('migration 0005 numbers files recorded without a number, and the database numbers new ones', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v4 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 4) });
+    stores.push(v4);
+    await v4.migrate();
+    await v4.registerFile(newFile({ fileId: 'f1' }));
+    await v4.registerFile(newFile({ fileId: 'f2' }));
+    await v4.registerFile(newFile({ fileId: 'f3' }));
+    await v4.close();
+    // version 4 numbered a file when its first recipients were recorded
+    const v4db = new DatabaseSync(path);
+    v4db.exec("UPDATE files SET file_no = 1 WHERE file_id = 'f1'");
+    v4db.close();
+    const store = open(path);
+    await store.migrate();
+    await store.registerFile(newFile({ fileId: 'f4' }));
+    await store.insertRecipients('f3', validRows(2, 2));
+    expect(await store.counts('f3')).toMatchObject({ chunks: 0 });
+    const db = new DatabaseSync(path);
+    try {
+      const nos = db.prepare('SELECT file_id, file_no FROM files ORDER BY file_id').all();
+      expect(nos).toEqual([
+        { file_id: 'f1', file_no: 1 },
+        { file_id: 'f2', file_no: 2 },
+        { file_id: 'f3', file_no: 3 },
+        { file_id: 'f4', file_no: 4 },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('migration 0006 counts the delivery reports recorded before it', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v5 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 5) });
+    stores.push(v5);
+    await v5.migrate();
+    await v5.registerFile(newFile());
+    await v5.insertRecipients('f1', validRows(6, 3));
+    await v5.insertChunks('f1', [
+      { seq: 1, size: 3 },
+      { seq: 2, size: 3 },
+    ]);
+    for (const seq of [1, 2]) await v5.setChunkState('f1', seq, 'inflight', ['pending']);
+    await v5.recordChunkResult('f1', 1, {
+      state: 'accepted',
+      attempts: 1,
+      transactionNumber: 'T1',
+      parts: [{ messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' }],
+    });
+    await v5.recordChunkResult('f1', 2, {
+      state: 'accepted',
+      attempts: 1,
+      parts: [
+        { messageIds: ['m4'], outcome: 'sent', transactionNumber: 'T2' },
+        { messageIds: ['m5', 'm6'], outcome: 'rejected', code: 'BAD' },
+      ],
+    });
+    const ev = (id: string, status: string) => ({
+      ...report('f1', id),
+      transactionNumber: `T-${id}`,
+      status,
+    });
+    await v5.recordDeliveries([
+      ev('m1', 'DELIVERED_TO_HANDSET'),
+      ev('m2', 'NO_SUCCESS'),
+      ev('m4', 'UNKNOWN'),
+    ]);
+    await v5.close();
+    const store = open(path);
+    await store.migrate();
+    expect(await store.counts('f1')).toMatchObject({
+      submitted: 4,
+      rejected: 2,
+      delivered: 1,
+      undelivered: 2,
+      unknown: 1,
+      pendingDelivery: 1,
+    });
   });
 
   it('migration 0002 carries recipients recorded at version 1 over', async () => {

@@ -79,10 +79,16 @@ function chunksFor(n: number, chunkSize: number): ChunkInsert[] {
   return chunks;
 }
 
+/** The number validRows gives the recipient with this messageId (a report names it by both). */
+export function numberOf(messageId: string): string {
+  const m = /^m(\d+)$/.exec(messageId);
+  return m ? String(573000000000 + Number(m[1])) : `57300${messageId}`;
+}
+
 function event(fileId: string, messageId: string, overrides: Partial<DeliveryEvent> = {}): DeliveryEvent {
   return {
     transactionNumber: `tx-${fileId}-${messageId}`,
-    to: `57300${messageId}`,
+    to: numberOf(messageId),
     messageId,
     bulkId: fileId,
     callbackData: null,
@@ -559,6 +565,28 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         await store.insertRecipients('f1', validRows(5, 2));
         await store.insertChunks('f1', chunksFor(5, 2));
         expect(await store.listChunks('f1')).toHaveLength(3);
+      });
+
+      it("a failed insertRecipients leaves nothing behind: the next file's rows stay its own through the retry", async () => {
+        await store.registerFile(newFile({ fileId: 'f1' }));
+        // The batch fails inside its transaction (an idx out of range), as SQLITE_FULL would.
+        await expect(
+          store.insertRecipients('f1', [...validRows(2, 2), { ...validRows(1, 2)[0]!, idx: -1 }]),
+        ).rejects.toThrow();
+        await store.registerFile(newFile({ fileId: 'f2' }));
+        const f2 = validRows(3, 2).map((r) => ({ ...r, number: `f2-${r.idx}` }));
+        await store.insertRecipients('f2', f2);
+        // f1 is ingested again: its clear and its rows touch only f1
+        await store.clearRecipients('f1');
+        await store.insertRecipients('f1', validRows(5, 2));
+        expect((await collect(store.recipients('f2'))).map((r) => r.number)).toEqual([
+          'f2-1',
+          'f2-2',
+          'f2-3',
+        ]);
+        expect(await collect(store.recipients('f1'))).toHaveLength(5);
+        await store.clearRecipients('f1');
+        expect(await collect(store.recipients('f2'))).toHaveLength(3);
       });
 
       it('setChunkState is a compare-and-set; entering inflight counts an attempt', async () => {
@@ -1161,6 +1189,29 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         ]);
       });
 
+      it("a report whose `to` is not the recipient's number is an orphan, not a status change", async () => {
+        await submitted('f1', 2, 2);
+        const forged = event('f1', 'm1', { to: '573119999999', status: 'NO_SUCCESS' });
+        expect(await store.recordDeliveries([forged])).toEqual({
+          recorded: 1,
+          duplicates: 0,
+          orphans: 1,
+          fileIds: [],
+        });
+        expect((await store.chunkRecipients('f1', 1)).map((r) => r.status)).toEqual([
+          PENDING_DELIVERY,
+          PENDING_DELIVERY,
+        ]);
+        expect(await store.counts('f1')).toMatchObject({ delivered: 0, undelivered: 0, pendingDelivery: 2 });
+        // the recipient's own report applies; the number written with a + is the same number
+        const own = event('f1', 'm1', { to: `+${numberOf('m1')}` });
+        expect(await store.recordDeliveries([own, forged])).toMatchObject({ recorded: 1, orphans: 0 });
+        expect((await store.chunkRecipients('f1', 1)).map((r) => r.status)).toEqual([
+          DELIVERED,
+          PENDING_DELIVERY,
+        ]);
+      });
+
       it('does not match invalid or duplicate rows that carry a messageId', async () => {
         await store.registerFile(newFile());
         await store.insertRecipients('f1', [
@@ -1303,6 +1354,95 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
       });
     });
 
+    describe('retention (prune)', () => {
+      /** A file sent, its first recipient reported, then moved to `state`. */
+      async function finished(fileId: string, state: 'completed' | 'partial' | 'cancelled', n = 5) {
+        await sendingFile(fileId, n, 2);
+        for (let seq = 1; (seq - 1) * 2 < n; seq++) {
+          await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+          await store.recordChunkResult(fileId, seq, {
+            state: 'accepted',
+            attempts: 1,
+            transactionNumber: `${fileId}-T${seq}`,
+            parts: [
+              { messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: `${fileId}-T${seq}` },
+            ],
+          });
+        }
+        await store.recordDeliveries([
+          event(fileId, 'm1', { transactionNumber: `${fileId}-T1` }),
+          event(fileId, 'm3', { transactionNumber: `${fileId}-T2`, status: 'NO_SUCCESS' }),
+        ]);
+        await store.transition(fileId, state);
+      }
+      async function pruneAll(before: string, maxRows = 2) {
+        const steps = [];
+        for (let i = 0; i < 100; i++) {
+          const step = await store.prune({ finishedBefore: before, maxRows });
+          steps.push(step);
+          if (step.idle) return steps;
+        }
+        throw new Error('prune never became idle');
+      }
+
+      it("removes exactly the old finished files' rows and reports, keeping their files row and counts", async () => {
+        await finished('old', 'completed');
+        await finished('old-cancelled', 'cancelled', 3);
+        await finished('old-partial', 'partial', 3); // not finished: partial may be retried
+        await store.recordDeliveries([event('nobody', 'x', { transactionNumber: 'orphan-old' })]);
+        h.clock.advance(10 * 86_400_000);
+        await finished('new', 'completed');
+        await store.recordDeliveries([event('nobody', 'y', { transactionNumber: 'orphan-new' })]);
+        const before = await store.counts('old');
+        const cutoff = new Date(T0.getTime() + 5 * 86_400_000).toISOString();
+
+        const steps = await pruneAll(cutoff);
+        expect(
+          steps
+            .filter((s) => s.marked)
+            .map((s) => s.fileId)
+            .sort(),
+        ).toEqual(['old', 'old-cancelled']);
+        expect(steps.reduce((n, s) => n + s.recipients, 0)).toBe(8);
+        // 2 reports of each pruned file, and the old orphan
+        expect(steps.reduce((n, s) => n + s.events, 0)).toBe(5);
+
+        // pruned: no rows, the files row and its counts stay, marked pruned
+        const old = await store.getFile('old');
+        expect(old).toMatchObject({ state: 'completed', prunedAt: expect.any(String) });
+        expect(await collect(store.recipients('old'))).toEqual([]);
+        expect(await store.listChunks('old')).toEqual([]);
+        expect(await store.counts('old')).toEqual(before);
+        expect(before).toMatchObject({ submitted: 5, delivered: 1, undelivered: 1, pendingDelivery: 3 });
+        // a report for a pruned file is an orphan, never an error
+        expect(
+          (await store.recordDeliveries([event('old', 'm2', { transactionNumber: 'late' })])).orphans,
+        ).toBe(1);
+
+        // untouched: the partial file and the new one, their reports (seen again: duplicates)
+        for (const id of ['old-partial', 'new']) {
+          expect((await store.getFile(id))?.prunedAt, id).toBeNull();
+          expect(await collect(store.recipients(id)), id).toHaveLength(id === 'new' ? 5 : 3);
+          expect(
+            (await store.recordDeliveries([event(id, 'm1', { transactionNumber: `${id}-T1` })])).duplicates,
+          ).toBe(1);
+        }
+        expect(
+          (await store.recordDeliveries([event('nobody', 'y', { transactionNumber: 'orphan-new' })]))
+            .duplicates,
+        ).toBe(1);
+        // the pruned files' reports are gone: the same report again is new (an orphan now)
+        expect(
+          (await store.recordDeliveries([event('old', 'm1', { transactionNumber: 'old-T1' })])).recorded,
+        ).toBe(1);
+        // nothing more to do
+        expect(await store.prune({ finishedBefore: cutoff, maxRows: 2 })).toMatchObject({
+          idle: true,
+          recipients: 0,
+        });
+      });
+    });
+
     describe('counts and reading back', () => {
       it('counts after a full cycle', async () => {
         await store.registerFile(newFile());
@@ -1391,6 +1531,108 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
           'suppressed',
         ]);
         expect(all[10]?.status).toBe(PENDING_DELIVERY); // never sent: no delivery status
+      });
+
+      /** Delivery counts recounted from every row of the report: what counts() must equal. */
+      async function recount(fileId: string) {
+        const rows = (await collect(store.reportPages(fileId))).flat();
+        const reported = rows.filter((r) => r.status !== PENDING_DELIVERY);
+        const sent = rows.filter((r) => r.outcome === 'sent');
+        return {
+          submitted: sent.length,
+          inDoubt: rows.filter((r) => r.outcome === 'in_doubt').length,
+          delivered: reported.filter((r) => r.status === DELIVERED).length,
+          undelivered: reported.filter((r) => r.status !== DELIVERED).length,
+          unknown: reported.filter((r) => r.status === UNKNOWN_DELIVERY).length,
+          pendingDelivery: sent.filter((r) => r.status === PENDING_DELIVERY).length,
+        };
+      }
+      async function exact(fileId: string, step: string): Promise<void> {
+        expect(await store.counts(fileId), step).toMatchObject(await recount(fileId));
+      }
+
+      it('delivery counts stay exact through repeats, orphans, in-doubt settlement, requeue, expiry and clearRecipients', async () => {
+        await sendingFile('f1', 9, 3);
+        await sendingFile('f2', 3, 3);
+        await exact('f1', 'ingested');
+        // chunk 1 accepted whole; chunk 2 mixed parts; chunk 3 in doubt
+        for (const seq of [1, 2, 3]) await store.setChunkState('f1', seq, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 1,
+          transactionNumber: 'T1',
+          parts: [
+            { messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' },
+          ],
+        });
+        await store.recordChunkResult('f1', 2, {
+          state: 'accepted',
+          attempts: 1,
+          parts: [
+            { messageIds: ['m4', 'm5'], outcome: 'sent', transactionNumber: 'T2' },
+            { messageIds: ['m6'], outcome: 'rejected', code: 'BAD' },
+          ],
+        });
+        await store.markInflightInDoubt('f1');
+        await exact('f1', 'results');
+        // reports: repeats, an orphan, another file's number, one before its chunk's result
+        await store.recordDeliveries([
+          event('f1', 'm1', { transactionNumber: 'T1' }),
+          event('f1', 'm1', { transactionNumber: 'T1' }),
+          event('f1', 'm2', { transactionNumber: 'T1', status: 'NO_SUCCESS' }),
+          event('f1', 'm4', { transactionNumber: 'T2' }),
+          event('f1', 'nope'),
+          event('f1', 'm5', { transactionNumber: 'T2', to: '573119999999' }),
+        ]);
+        await exact('f1', 'reports');
+        // a second report for one recipient changes its status: counted once, as the last one
+        await store.recordDeliveries([event('f1', 'm2', { transactionNumber: 'T1b', status: DELIVERED })]);
+        await exact('f1', 'status changed');
+        // a report settles the in-doubt chunk 3
+        await store.recordDeliveries([event('f1', 'm8', { transactionNumber: 'T3' })]);
+        expect((await store.listChunks('f1', ['accepted'])).map((c) => c.seq)).toContain(3);
+        await exact('f1', 'in doubt settled');
+        // f2: in doubt, requeued, sent again with reports
+        await store.setChunkState('f2', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f2', 1, {
+          state: 'in_doubt',
+          attempts: 1,
+          parts: [{ messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'in_doubt' }],
+        });
+        await exact('f2', 'in doubt');
+        await store.requeueChunks('f2', ['in_doubt']);
+        await exact('f2', 'requeued');
+        await store.setChunkState('f2', 1, 'inflight', ['pending']);
+        await store.recordDeliveries([event('f2', 'm3', { transactionNumber: 'U1' })]);
+        await store.recordChunkResult('f2', 1, {
+          state: 'accepted',
+          attempts: 2,
+          transactionNumber: 'U1',
+          parts: [
+            { messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'U1' },
+          ],
+        });
+        await exact('f2', 'sent again');
+        expect(await store.counts('f2')).toMatchObject({ submitted: 3, delivered: 1, pendingDelivery: 2 });
+        // the deadline: the rest UNKNOWN
+        await store.expireDeliveries('f1');
+        await store.expireDeliveries('f2');
+        await exact('f1', 'expired');
+        await exact('f2', 'expired');
+        expect(await store.counts('f2')).toMatchObject({ unknown: 2, pendingDelivery: 0, undelivered: 2 });
+        // f1 ingested again from scratch: nothing of its earlier rows counts; f2 untouched
+        const f2 = await store.counts('f2');
+        await store.clearRecipients('f1');
+        await store.insertRecipients('f1', validRows(9, 3));
+        await store.insertChunks('f1', chunksFor(9, 3));
+        await exact('f1', 'cleared');
+        expect(await store.counts('f1')).toMatchObject({
+          delivered: 0,
+          undelivered: 0,
+          unknown: 0,
+          submitted: 0,
+        });
+        expect(await store.counts('f2')).toEqual(f2);
       });
 
       it('counts of an unknown file are zero', async () => {

@@ -102,7 +102,7 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
         for (const m of manifests) {
           const c = m.counts;
           process.stdout.write(
-            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}\n`,
+            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}\n`,
           );
         }
       });
@@ -116,7 +116,12 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .option('--out <path>', 'write to a file instead of stdout')
     .action(async (fileId: string, opts: { out?: string }, cmd: Command) => {
       await withRuntime(cmd, {}, async (rt) => {
-        await mustManifest(rt, fileId);
+        const m = await mustManifest(rt, fileId);
+        if (m.prunedAt)
+          throw new DroplineError(
+            'DROPLINE_ERR_PRUNED',
+            `${fileId}: its recipients were removed by retention on ${m.prunedAt}; dropline status ${fileId} shows its counts`,
+          );
         const out = opts.out ? createWriteStream(opts.out) : process.stdout;
         for await (const chunk of reportCsv(rt.store, fileId)) {
           if (!out.write(chunk)) await once(out, 'drain');

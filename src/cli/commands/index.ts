@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerFileCommands } from './files.ts';
+import { registerPrune } from './prune.ts';
 import { registerRun } from './run.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSend } from './send.ts';
@@ -13,5 +14,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerRun(program, setExit);
   registerSend(program, setExit);
   registerFileCommands(program, setExit);
+  registerPrune(program, setExit);
   registerSandbox(program, setExit);
 }

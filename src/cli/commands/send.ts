@@ -18,13 +18,18 @@ interface SendOptions {
   source?: string;
 }
 
-async function waitForDeliveries(rt: Runtime, fileId: string, show: (line: string) => void): Promise<void> {
+/** `show`: null when no progress line is shown (no terminal, --json): no manifest is made then. */
+async function waitForDeliveries(
+  rt: Runtime,
+  fileId: string,
+  show: ((line: string) => void) | null,
+): Promise<void> {
   for (;;) {
     const file = await rt.store.getFile(fileId);
     if (file?.state !== 'submitted') return;
     const after = await rt.pipeline.checkProgress(file);
     if (after.state !== 'submitted') return;
-    const m = await manifestOf(rt.store, fileId);
+    const m = show && (await manifestOf(rt.store, fileId));
     if (m) show(progressLine(m));
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -113,7 +118,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
               );
             fileId = file.fileId;
             if (file.state === 'validating' || file.state === 'sending') await rt.pipeline.drive(fileId);
-            if (opts.wait) await waitForDeliveries(rt, fileId, show);
+            if (opts.wait) await waitForDeliveries(rt, fileId, tty ? show : null);
           } finally {
             if (timer) clearInterval(timer);
             if (tty) process.stderr.write('\r\x1b[2K');
