@@ -2,6 +2,7 @@
 // send (write-ahead per chunk) → delivery reports → completed. The store is the truth at
 // every step, so a process killed at any moment is resumed by the next one that takes the
 // file's lease (DESIGN-NOTES 1).
+import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import { sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
@@ -11,7 +12,13 @@ import type { Logger } from '../log.ts';
 import { planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
-import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
+import {
+  baseName,
+  fileRefusalOf,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from '../sources/source.ts';
 import {
   type ChunkResult,
   type ChunkState,
@@ -285,68 +292,78 @@ export class Pipeline {
     let valid = 0;
     let summary: ReadSummary | null = null;
     let bulkTextStored = false;
-    for await (const batch of readDropFile(() => source.open(file.path), {
+    const claimed = file;
+    const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
       name: file.name,
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
       suppression: this.suppression,
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
-    })) {
-      for (const item of batch) {
-        switch (item.kind) {
-          case 'recipient': {
-            valid++;
-            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
-            if (item.k > 0) bulkTextStored = true;
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: null,
-              messageId: item.messageId,
-              generatedMessageId: item.messageId === null,
-              text,
-              chunkSeq: Math.ceil(valid / chunkSize),
-              outcome: 'pending',
-              code: null,
-              detail: null,
-              smsCount: item.segments,
-            });
-            break;
+    });
+    try {
+      for await (const batch of read) {
+        for (const item of batch) {
+          switch (item.kind) {
+            case 'recipient': {
+              valid++;
+              // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+              const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+              if (item.k > 0) bulkTextStored = true;
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: null,
+                messageId: item.messageId,
+                generatedMessageId: item.messageId === null,
+                text,
+                chunkSeq: Math.ceil(valid / chunkSize),
+                outcome: 'pending',
+                code: null,
+                detail: null,
+                smsCount: item.segments,
+              });
+              break;
+            }
+            case 'invalid':
+            case 'duplicate':
+            case 'suppressed':
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: item.value,
+                messageId: null,
+                text: null,
+                chunkSeq: null,
+                outcome: item.kind,
+                code: item.code,
+                detail: item.message,
+                smsCount: null,
+              });
+              break;
+            case 'summary':
+              summary = item;
+              break;
+            default:
+              break;
           }
-          case 'invalid':
-          case 'duplicate':
-          case 'suppressed':
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: item.value,
-              messageId: null,
-              text: null,
-              chunkSeq: null,
-              outcome: item.kind,
-              code: item.code,
-              detail: item.message,
-              smsCount: null,
-            });
-            break;
-          case 'summary':
-            summary = item;
-            break;
-          default:
-            break;
+        }
+        if (rows.length >= INSERT_BATCH) {
+          await this.store.insertRecipients(file.fileId, rows);
+          this.reading.set(file.fileId, idx);
+          rows = [];
         }
       }
-      if (rows.length >= INSERT_BATCH) {
-        await this.store.insertRecipients(file.fileId, rows);
-        this.reading.set(file.fileId, idx);
-        rows = [];
-      }
+    } catch (err) {
+      const refusal = fileRefusalOf(err, file.path);
+      if (!refusal) throw err;
+      this.reading.delete(file.fileId);
+      await this.refuse(file, source, refusal);
+      return;
     }
     this.reading.delete(file.fileId);
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
@@ -395,6 +412,24 @@ export class Pipeline {
       report: false,
       counts: { ...patch.counts, ...NOTHING_SENT, chunks, chunksPending: chunks },
     });
+  }
+
+  /**
+   * A claimed file that cannot be read as claimed (changed since, a link or FIFO in its
+   * place, unreadable): rejected alone, with none of the rows read from it kept.
+   */
+  private async refuse(file: FileRecord, source: Source, refusal: SourceFileError): Promise<void> {
+    await this.store.clearRecipients(file.fileId);
+    const rejection = { code: refusal.reason, message: refusal.message };
+    this.log.warn(
+      { fileId: file.fileId, source: file.source, file: file.name, code: refusal.reason },
+      `${file.name} rejected ${refusal.reason}: ${refusal.message}`,
+    );
+    const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
+      rejection,
+      reason: rejection.message,
+    });
+    if (rejected) await this.finishFailed(rejected, source);
   }
 
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
@@ -642,6 +677,34 @@ export class Pipeline {
       return false;
     }
   }
+}
+
+/**
+ * The bytes of a claimed file, checked against its claim as they pass: never more than the
+ * claimed size, and at the end exactly its size and sha256. Whatever reads through it
+ * (the reader's sniff and parse passes) fails with FILE_CHANGED before it can finish on
+ * content other than the claimed one, so nothing of it reaches `sending`.
+ */
+export async function* claimedBytes(
+  chunks: AsyncIterable<Uint8Array>,
+  claimed: Pick<FileRecord, 'path' | 'bytes' | 'sha256'>,
+): AsyncGenerator<Uint8Array> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const changed = (what: string): SourceFileError =>
+    new SourceFileError(
+      'FILE_CHANGED',
+      `${claimed.path} changed after it was claimed (${what}; claimed ${claimed.bytes} bytes, sha256 ${claimed.sha256})`,
+    );
+  for await (const chunk of chunks) {
+    bytes += chunk.byteLength;
+    if (bytes > claimed.bytes) throw changed(`more than ${claimed.bytes} bytes now`);
+    hash.update(chunk);
+    yield chunk;
+  }
+  if (bytes !== claimed.bytes) throw changed(`${bytes} bytes now`);
+  const sha256 = hash.digest('hex');
+  if (sha256 !== claimed.sha256) throw changed(`sha256 ${sha256} now`);
 }
 
 /** The client's per-part outcomes → what the store records for the chunk. */

@@ -58,3 +58,32 @@ export function isDropFileName(name: string): boolean {
 export function baseName(name: string): string {
   return name.replace(/\.txt$/i, '');
 }
+
+/** Why one file of a source cannot be read as a drop file: it is rejected alone, the others go on. */
+export type FileRefusal = 'NOT_A_REGULAR_FILE' | 'FILE_UNREADABLE' | 'FILE_CHANGED';
+
+export class SourceFileError extends Error {
+  readonly reason: FileRefusal;
+  constructor(reason: FileRefusal, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'SourceFileError';
+    this.reason = reason;
+  }
+}
+
+/**
+ * A per-file refusal from an open/read error: a link, FIFO or folder put in place of a
+ * listed file, or one dropline may not read. null: not the file's fault (the backend is
+ * down, the file is gone): the caller retries on its next poll.
+ */
+export function fileRefusalOf(err: unknown, path: string): SourceFileError | null {
+  if (err instanceof SourceFileError) return err;
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO' || code === 'ENODEV')
+    return new SourceFileError('NOT_A_REGULAR_FILE', `${path} is not a regular file (${code})`, {
+      cause: err,
+    });
+  if (code === 'EACCES' || code === 'EPERM')
+    return new SourceFileError('FILE_UNREADABLE', `${path}: permission denied (${code})`, { cause: err });
+  return null;
+}
