@@ -4,6 +4,7 @@
 // file's lease (DESIGN-NOTES 1).
 import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.ts';
+import type { FileReasonCode } from '../errors.ts';
 import { sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
@@ -135,9 +136,17 @@ export class Pipeline {
     options: { force?: boolean } = {},
   ): Promise<FileRecord[]> {
     const ready: ReadyFile[] = [];
+    const refused: { entry: SourceEntry; refusal: SourceFileError }[] = [];
     for (const entry of entries) {
-      const sniffed = await sniff(source.open(entry.path), { hash: true });
-      ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+      try {
+        const sniffed = await sniff(source.open(entry.path), { hash: true });
+        ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+      } catch (err) {
+        // One file's trouble is that file's: the others of the batch are claimed all the same.
+        const refusal = fileRefusalOf(err, entry.path);
+        if (refusal) refused.push({ entry, refusal });
+        else if (!(await this.unreadableNow(source, entry, err))) throw err;
+      }
     }
     const claimed = await this.store.claimFiles(source.name, ready, {
       idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
@@ -166,7 +175,63 @@ export class Pipeline {
       files.push({ ...file, path });
     }
     await this.store.setPaths(paths);
+    for (const { entry, refusal } of refused) {
+      const file = await this.rejectUnread(source, entry, refusal.reason, refusal.message);
+      if (file) files.push(file);
+    }
     return files;
+  }
+
+  /**
+   * A file that could not be read at claim for a reason that is not a refusal: gone
+   * (claimed by another worker, removed), or an I/O error of its own while the source
+   * answers. Logged, left for a later poll, and true: the rest of the batch goes on. false
+   * when the source itself does not answer: the batch waits for the next poll.
+   */
+  private async unreadableNow(source: Source, entry: SourceEntry, err: unknown): Promise<boolean> {
+    const answers = await source.ping().then(
+      () => true,
+      () => false,
+    );
+    if (!answers) return false;
+    if (await source.exists(entry.path).catch(() => true))
+      this.log.warn(
+        { source: source.name, file: entry.name, err: (err as Error).message },
+        `cannot read ${entry.path} now; it is tried again on a later poll`,
+      );
+    return true;
+  }
+
+  /**
+   * A listed file rejected before a byte of it was read (not a regular file any more,
+   * unreadable): recorded with an empty sha256, moved to failed/ with its errors.csv and
+   * manifest. null when it was recorded before (its move failed): nothing new to say.
+   */
+  private async rejectUnread(
+    source: Source,
+    entry: SourceEntry,
+    code: FileReasonCode,
+    message: string,
+  ): Promise<FileRecord | null> {
+    const prior = await this.store.countBySha(source.name, '');
+    const { file, created } = await this.store.registerFile({
+      fileId: fileIdFor(source.name, '', prior + 1),
+      source: source.name,
+      name: entry.name,
+      path: entry.path,
+      sha256: '',
+      bytes: entry.size,
+      state: 'rejected',
+    });
+    if (!created) return null;
+    const rejection = { code, message };
+    await this.store.updateFile(file.fileId, { rejection, reason: message });
+    this.log.warn(
+      { fileId: file.fileId, source: source.name, file: entry.name, code },
+      `${entry.name} rejected ${code}: ${message}`,
+    );
+    await this.finishFailed(await this.mustGet(file.fileId), source);
+    return this.mustGet(file.fileId);
   }
 
   /** One file claimed and leased by this worker (send); null when another worker holds it. */
@@ -186,7 +251,14 @@ export class Pipeline {
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
-    const sniffed = await sniff(source.open(entry.path), { hash: true });
+    let sniffed: Awaited<ReturnType<typeof sniff>>;
+    try {
+      sniffed = await sniff(source.open(entry.path), { hash: true });
+    } catch (err) {
+      const refusal = fileRefusalOf(err, entry.path);
+      if (!refusal) throw err;
+      return this.rejectUnread(source, entry, refusal.reason, refusal.message);
+    }
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);
     const { file, created } = await this.store.registerFile({

@@ -1,10 +1,18 @@
 // A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { constants as fsConstants, type Stats } from 'node:fs';
+import { type FileHandle, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { watch as chokidarWatch } from 'chokidar';
-import { readFileChunks } from '../format/file-chunks.ts';
-import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+import { readHandleChunks } from '../format/file-chunks.ts';
+import {
+  FOLDERS,
+  fileRefusalOf,
+  isDropFileName,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from './source.ts';
 
 export interface LocalSourceOptions {
   name: string;
@@ -75,11 +83,11 @@ export class LocalSource implements Source {
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
-    return readFileChunks(this.#abs(path));
+    return readRegular(this.#abs(path), path);
   }
 
   async readTail(path: string, bytes: number): Promise<string> {
-    const fh = await open(this.#abs(path), 'r');
+    const fh = await openRegular(this.#abs(path), path);
     try {
       const { size } = await fh.stat();
       const n = Math.max(0, Math.min(bytes, size));
@@ -232,6 +240,44 @@ export class LocalSource implements Source {
   async #existsAbs(abs: string): Promise<boolean> {
     return (await statOrNull(abs)) !== null;
   }
+}
+
+// Never a link (O_NOFOLLOW), never a wait on a FIFO with no writer (O_NONBLOCK: the open
+// returns at once and fstat refuses it); reads go through this very descriptor, so what was
+// checked is what is read, whatever the name points to a moment later.
+const READ_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+
+/** A regular file opened for reading, or a SourceFileError (NOT_A_REGULAR_FILE, FILE_UNREADABLE). */
+async function openRegular(abs: string, path: string): Promise<FileHandle> {
+  let fh: FileHandle;
+  try {
+    fh = await open(abs, READ_FLAGS);
+  } catch (err) {
+    if (errCode(err) === 'ELOOP')
+      throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is a symbolic link`, { cause: err });
+    throw fileRefusalOf(err, path) ?? err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile())
+      throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is ${kindOf(st)}, not a regular file`);
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+}
+
+async function* readRegular(abs: string, path: string): AsyncGenerator<Uint8Array> {
+  yield* readHandleChunks(await openRegular(abs, path));
+}
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isDirectory()) return 'a folder';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
 }
 
 async function statOrNull(abs: string) {
