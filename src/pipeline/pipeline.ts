@@ -135,12 +135,21 @@ export class Pipeline {
     entries: readonly SourceEntry[],
     options: { force?: boolean } = {},
   ): Promise<FileRecord[]> {
+    const maxBytes = this.sourceConfig(source.name).maxFileBytes;
     const ready: ReadyFile[] = [];
-    const refused: { entry: SourceEntry; refusal: SourceFileError }[] = [];
+    const refused: { entry: SourceEntry; refusal: { reason: FileReasonCode; message: string } }[] = [];
     for (const entry of entries) {
+      // Decided from the listing: an oversize file is never read, not even to hash it.
+      if (entry.size > maxBytes) {
+        refused.push({ entry, refusal: tooLarge(maxBytes, entry.size) });
+        continue;
+      }
       try {
-        const sniffed = await sniff(source.open(entry.path), { hash: true });
-        ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+        const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+        // It grew past the limit after the listing: the hash stopped there.
+        if (sniffed.tooLarge) refused.push({ entry, refusal: tooLarge(maxBytes, sniffed.bytes) });
+        else
+          ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
       } catch (err) {
         // One file's trouble is that file's: the others of the batch are claimed all the same.
         const refusal = fileRefusalOf(err, entry.path);
@@ -251,13 +260,21 @@ export class Pipeline {
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
+    if (entry.size > cfg.maxFileBytes) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, entry.size);
+      return this.rejectUnread(source, entry, reason, message);
+    }
     let sniffed: Awaited<ReturnType<typeof sniff>>;
     try {
-      sniffed = await sniff(source.open(entry.path), { hash: true });
+      sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes: cfg.maxFileBytes });
     } catch (err) {
       const refusal = fileRefusalOf(err, entry.path);
       if (!refusal) throw err;
       return this.rejectUnread(source, entry, refusal.reason, refusal.message);
+    }
+    if (sniffed.tooLarge) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, sniffed.bytes);
+      return this.rejectUnread(source, entry, reason, message);
     }
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);
@@ -364,6 +381,11 @@ export class Pipeline {
     let valid = 0;
     let summary: ReadSummary | null = null;
     let bulkTextStored = false;
+    if (file.bytes > cfg.maxFileBytes) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, file.bytes);
+      await this.refuse(file, source, { reason, message });
+      return;
+    }
     const claimed = file;
     const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
       name: file.name,
@@ -490,7 +512,11 @@ export class Pipeline {
    * A claimed file that cannot be read as claimed (changed since, a link or FIFO in its
    * place, unreadable): rejected alone, with none of the rows read from it kept.
    */
-  private async refuse(file: FileRecord, source: Source, refusal: SourceFileError): Promise<void> {
+  private async refuse(
+    file: FileRecord,
+    source: Source,
+    refusal: { reason: FileReasonCode; message: string },
+  ): Promise<void> {
     await this.store.clearRecipients(file.fileId);
     const rejection = { code: refusal.reason, message: refusal.message };
     this.log.warn(
@@ -749,6 +775,13 @@ export class Pipeline {
       return false;
     }
   }
+}
+
+function tooLarge(maxBytes: number, bytes: number): { reason: 'FILE_TOO_LARGE'; message: string } {
+  return {
+    reason: 'FILE_TOO_LARGE',
+    message: `the file is larger than ${maxBytes} bytes (maxFileBytes): ${bytes} bytes or more`,
+  };
 }
 
 /**
