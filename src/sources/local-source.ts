@@ -8,7 +8,9 @@ import { readHandleChunks } from '../format/file-chunks.ts';
 import {
   FOLDERS,
   fileRefusalOf,
+  ignoredReason,
   isDropFileName,
+  type ListOptions,
   type Source,
   type SourceEntry,
   SourceFileError,
@@ -53,12 +55,17 @@ export class LocalSource implements Source {
     if (!st.isDirectory()) throw new Error(`${this.name}: ${join(this.root, 'inbox')} is not a directory`);
   }
 
-  async list(): Promise<SourceEntry[]> {
+  async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const dir = join(this.root, 'inbox');
     const dirents = await readdir(dir, { withFileTypes: true });
     const out: SourceEntry[] = [];
     for (const d of dirents) {
-      if (!d.isFile() || !isDropFileName(d.name)) continue;
+      if (!d.isFile() || !isDropFileName(d.name)) {
+        const kind = d.isFile() ? 'file' : d.isDirectory() ? 'folder' : d.isSymbolicLink() ? 'link' : 'other';
+        const why = ignoredReason(d.name, kind);
+        if (why !== null) options.ignored?.(d.name, why);
+        continue;
+      }
       try {
         const st = await stat(join(dir, d.name));
         // The name may have been replaced by something else between readdir and stat.

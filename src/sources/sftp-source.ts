@@ -14,7 +14,15 @@ import SftpClient from 'ssh2-sftp-client';
 import type { SourceConfig } from '../config/schema.ts';
 import { DroplineError, ERRORS } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { FOLDERS, isDropFileName, type Source, type SourceEntry, SourceFileError } from './source.ts';
+import {
+  FOLDERS,
+  ignoredReason,
+  isDropFileName,
+  type ListOptions,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from './source.ts';
 
 export interface SftpSourceOptions {
   name: string;
@@ -44,6 +52,8 @@ const NO_SUCH_FILE = 2;
 const PERMISSION_DENIED = 3;
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
 
 type Cb<T> = (err?: Error | null, value?: T) => void;
 
@@ -178,7 +188,7 @@ export class SftpSource implements Source {
     await this.#call<Stats>('ping', 'inbox', (cb) => conn.sftp.stat(this.#remote('inbox'), cb));
   }
 
-  async list(): Promise<SourceEntry[]> {
+  async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const conn = await this.#get();
     const entries = await this.#call<{ filename: string; attrs: Stats }[]>('list', 'inbox', (cb) =>
       conn.sftp.readdir(this.#remote('inbox'), cb),
@@ -186,7 +196,14 @@ export class SftpSource implements Source {
     const out: SourceEntry[] = [];
     for (const { filename, attrs } of entries) {
       // Regular files only: a directory or a symbolic link named x.txt is not a drop file.
-      if ((attrs.mode & S_IFMT) !== S_IFREG || !isDropFileName(filename)) continue;
+      if ((attrs.mode & S_IFMT) !== S_IFREG || !isDropFileName(filename)) {
+        const type = attrs.mode & S_IFMT;
+        const kind =
+          type === S_IFREG ? 'file' : type === S_IFDIR ? 'folder' : type === S_IFLNK ? 'link' : 'other';
+        const why = ignoredReason(filename, kind);
+        if (why !== null) options.ignored?.(filename, why);
+        continue;
+      }
       out.push({
         name: filename,
         path: `inbox/${filename}`,

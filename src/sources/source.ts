@@ -26,8 +26,11 @@ export interface Source {
   close(): Promise<void>;
   /** Throws when the backend cannot be reached (readiness). */
   ping(): Promise<void>;
-  /** The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names). */
-  list(): Promise<SourceEntry[]>;
+  /**
+   * The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names).
+   * `ignored` hears of every other entry worth a word to the operator (see ignoredReason).
+   */
+  list(options?: ListOptions): Promise<SourceEntry[]>;
   /** Whether a file exists (the `<name>.done` marker). */
   exists(path: string): Promise<boolean>;
   /** Streams a file's bytes. Each call starts from the beginning. */
@@ -44,6 +47,33 @@ export interface Source {
   write(path: string, content: string | AsyncIterable<string>): Promise<void>;
   /** Optional wake-up when the inbox changes (chokidar locally); listing stays the truth. */
   watch?(onChange: () => void): () => void;
+}
+
+export interface ListOptions {
+  /** An inbox entry that is not a drop file, and why (said once by the daemon). */
+  ignored?: (name: string, why: string) => void;
+}
+
+/** What an inbox entry is, as the listing sees it. */
+export type EntryKind = 'file' | 'folder' | 'link' | 'other';
+
+// Names of the upload protocols: hidden or temporary names a writer renames when done,
+// and the `.done` markers. Normal traffic: they are ignored without a word.
+const QUIET_SUFFIXES = ['.part', '.tmp', '.filepart', '.partial', '.crdownload', '.done'];
+
+/**
+ * Why an inbox entry that is not a drop file is ignored; null for a drop file, and for the
+ * names uploads and markers use in passing (they need no word).
+ */
+export function ignoredReason(name: string, kind: EntryKind): string | null {
+  const lower = name.toLowerCase();
+  if (lower.startsWith('.') || lower.startsWith('~')) return null;
+  if (QUIET_SUFFIXES.some((s) => lower.endsWith(s))) return null;
+  if (kind === 'folder') return 'a folder: only files directly in inbox/ are drop files';
+  if (kind === 'link') return 'a symbolic link: links are never followed; put the file itself in inbox/';
+  if (kind === 'other') return 'not a regular file (a FIFO, socket or device)';
+  if (!isDropFileName(name)) return 'not a .txt name: only <name>.txt files are drop files';
+  return null;
 }
 
 /** FORMAT.md 1: which names in an inbox are drop files. */
