@@ -131,6 +131,22 @@ export const REASONS = {
     message: 'the same content was already completed from this source',
     hint: 'use send --force to send it again on purpose',
   },
+  FILE_CHANGED: {
+    scope: 'file',
+    message: 'the file changed after it was claimed (its size or sha256 is no longer the claimed one)',
+    hint: 'nothing of it was sent; never write to a file once it is in the inbox or processing/: drop the final version again under a new name',
+  },
+  NOT_A_REGULAR_FILE: {
+    scope: 'file',
+    message:
+      'the name no longer points to a regular file (a symbolic link, FIFO, device or folder was put in its place)',
+    hint: 'drop a regular file; dropline never follows links or reads FIFOs in a source',
+  },
+  FILE_UNREADABLE: {
+    scope: 'file',
+    message: 'dropline may not read the file (permission denied)',
+    hint: "give the dropline user read permission (chmod o+r or the source's group) and drop the file again",
+  },
 } as const satisfies Record<string, ReasonInfo>;
 
 export type ReasonCode = keyof typeof REASONS;

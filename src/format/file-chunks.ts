@@ -3,12 +3,19 @@
 // garbage collector to free them late. The next chunk is read while the consumer works on
 // the current one. The consumer must be done with a chunk before it asks for the next one
 // (the reader decodes or copies every chunk at once).
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 
 export const CHUNK_BYTES = 256 * 1024;
 
 export async function* readFileChunks(path: string, chunkBytes = CHUNK_BYTES): AsyncGenerator<Uint8Array> {
-  const fh = await open(path, 'r');
+  yield* readHandleChunks(await open(path, 'r'), chunkBytes);
+}
+
+/** The same from a descriptor already open (and checked) by the caller; closes it when done. */
+export async function* readHandleChunks(
+  fh: FileHandle,
+  chunkBytes = CHUNK_BYTES,
+): AsyncGenerator<Uint8Array> {
   const buffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
   let turn = 0;
   let next = fh.read(buffers[0]!, 0, chunkBytes, null);

@@ -75,17 +75,25 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
 
   // ---- sources: readiness, claim, drive ----
   const scanning = new Map<string, boolean>();
+  // Inbox entries that are not drop files, per source: said once while they stay there.
+  const ignoredSaid = new Map<string, Map<string, string>>();
   const scan = async (source: Source, tracker: ReadinessTracker): Promise<void> => {
     if (scanning.get(source.name) || closing) return;
     scanning.set(source.name, true);
     try {
       let listing: SourceEntry[];
+      const ignored = new Map<string, string>();
       try {
-        listing = await source.list();
+        listing = await source.list({ ignored: (name, why) => ignored.set(name, why) });
       } catch (err) {
         log.warn({ source: source.name, err: (err as Error).message }, 'cannot list the inbox');
         return;
       }
+      const said = ignoredSaid.get(source.name);
+      for (const [name, why] of ignored)
+        if (said?.get(name) !== why)
+          log.warn({ source: source.name, file: name }, `ignoring inbox/${name}: ${why}`);
+      ignoredSaid.set(source.name, ignored);
       const { ready, timedOut } = await tracker.observe(listing, Date.now(), sourceProbes(source));
       for (const entry of timedOut) {
         await enqueue(`reject ${entry.name}`, async () => {

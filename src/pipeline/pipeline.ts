@@ -2,7 +2,9 @@
 // send (write-ahead per chunk) → delivery reports → completed. The store is the truth at
 // every step, so a process killed at any moment is resumed by the next one that takes the
 // file's lease (DESIGN-NOTES 1).
+import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.ts';
+import type { FileReasonCode } from '../errors.ts';
 import { sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
@@ -11,7 +13,13 @@ import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
-import { baseName, type Source, type SourceEntry } from '../sources/source.ts';
+import {
+  baseName,
+  fileRefusalOf,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from '../sources/source.ts';
 import {
   type ChunkResult,
   type ChunkState,
@@ -127,10 +135,27 @@ export class Pipeline {
     entries: readonly SourceEntry[],
     options: { force?: boolean } = {},
   ): Promise<FileRecord[]> {
+    const maxBytes = this.sourceConfig(source.name).maxFileBytes;
     const ready: ReadyFile[] = [];
+    const refused: { entry: SourceEntry; refusal: { reason: FileReasonCode; message: string } }[] = [];
     for (const entry of entries) {
-      const sniffed = await sniff(source.open(entry.path), { hash: true });
-      ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+      // Decided from the listing: an oversize file is never read, not even to hash it.
+      if (entry.size > maxBytes) {
+        refused.push({ entry, refusal: tooLarge(maxBytes, entry.size) });
+        continue;
+      }
+      try {
+        const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+        // It grew past the limit after the listing: the hash stopped there.
+        if (sniffed.tooLarge) refused.push({ entry, refusal: tooLarge(maxBytes, sniffed.bytes) });
+        else
+          ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
+      } catch (err) {
+        // One file's trouble is that file's: the others of the batch are claimed all the same.
+        const refusal = fileRefusalOf(err, entry.path);
+        if (refusal) refused.push({ entry, refusal });
+        else if (!(await this.unreadableNow(source, entry, err))) throw err;
+      }
     }
     const claimed = await this.store.claimFiles(source.name, ready, {
       idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
@@ -159,7 +184,63 @@ export class Pipeline {
       files.push({ ...file, path });
     }
     await this.store.setPaths(paths);
+    for (const { entry, refusal } of refused) {
+      const file = await this.rejectUnread(source, entry, refusal.reason, refusal.message);
+      if (file) files.push(file);
+    }
     return files;
+  }
+
+  /**
+   * A file that could not be read at claim for a reason that is not a refusal: gone
+   * (claimed by another worker, removed), or an I/O error of its own while the source
+   * answers. Logged, left for a later poll, and true: the rest of the batch goes on. false
+   * when the source itself does not answer: the batch waits for the next poll.
+   */
+  private async unreadableNow(source: Source, entry: SourceEntry, err: unknown): Promise<boolean> {
+    const answers = await source.ping().then(
+      () => true,
+      () => false,
+    );
+    if (!answers) return false;
+    if (await source.exists(entry.path).catch(() => true))
+      this.log.warn(
+        { source: source.name, file: entry.name, err: (err as Error).message },
+        `cannot read ${entry.path} now; it is tried again on a later poll`,
+      );
+    return true;
+  }
+
+  /**
+   * A listed file rejected before a byte of it was read (not a regular file any more,
+   * unreadable): recorded with an empty sha256, moved to failed/ with its errors.csv and
+   * manifest. null when it was recorded before (its move failed): nothing new to say.
+   */
+  private async rejectUnread(
+    source: Source,
+    entry: SourceEntry,
+    code: FileReasonCode,
+    message: string,
+  ): Promise<FileRecord | null> {
+    const prior = await this.store.countBySha(source.name, '');
+    const { file, created } = await this.store.registerFile({
+      fileId: fileIdFor(source.name, '', prior + 1),
+      source: source.name,
+      name: entry.name,
+      path: entry.path,
+      sha256: '',
+      bytes: entry.size,
+      state: 'rejected',
+    });
+    if (!created) return null;
+    const rejection = { code, message };
+    await this.store.updateFile(file.fileId, { rejection, reason: message });
+    this.log.warn(
+      { fileId: file.fileId, source: source.name, file: entry.name, code },
+      `${entry.name} rejected ${code}: ${message}`,
+    );
+    await this.finishFailed(await this.mustGet(file.fileId), source);
+    return this.mustGet(file.fileId);
   }
 
   /** One file claimed and leased by this worker (send); null when another worker holds it. */
@@ -179,7 +260,22 @@ export class Pipeline {
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
-    const sniffed = await sniff(source.open(entry.path), { hash: true });
+    if (entry.size > cfg.maxFileBytes) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, entry.size);
+      return this.rejectUnread(source, entry, reason, message);
+    }
+    let sniffed: Awaited<ReturnType<typeof sniff>>;
+    try {
+      sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes: cfg.maxFileBytes });
+    } catch (err) {
+      const refusal = fileRefusalOf(err, entry.path);
+      if (!refusal) throw err;
+      return this.rejectUnread(source, entry, refusal.reason, refusal.message);
+    }
+    if (sniffed.tooLarge) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, sniffed.bytes);
+      return this.rejectUnread(source, entry, reason, message);
+    }
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);
     const { file, created } = await this.store.registerFile({
@@ -284,67 +380,82 @@ export class Pipeline {
     let idx = 0;
     let summary: ReadSummary | null = null;
     let bulkTextStored = false;
-    for await (const batch of readDropFile(() => source.open(file.path), {
+    if (file.bytes > cfg.maxFileBytes) {
+      const { reason, message } = tooLarge(cfg.maxFileBytes, file.bytes);
+      await this.refuse(file, source, { reason, message });
+      return;
+    }
+    const claimed = file;
+    const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
       name: file.name,
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
       suppression: this.suppression,
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
-    })) {
-      for (const item of batch) {
-        switch (item.kind) {
-          case 'recipient': {
-            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
-            if (item.k > 0) bulkTextStored = true;
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: null,
-              messageId: item.messageId,
-              generatedMessageId: item.messageId === null,
-              text,
-              chunkSeq: planner.place(item.number),
-              outcome: 'pending',
-              code: null,
-              detail: null,
-              smsCount: item.segments,
-            });
-            break;
+    });
+    try {
+      for await (const batch of read) {
+        for (const item of batch) {
+          switch (item.kind) {
+            case 'recipient': {
+              // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+              const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+              if (item.k > 0) bulkTextStored = true;
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: null,
+                messageId: item.messageId,
+                generatedMessageId: item.messageId === null,
+                text,
+                chunkSeq: planner.place(item.number),
+                outcome: 'pending',
+                code: null,
+                detail: null,
+                smsCount: item.segments,
+              });
+              break;
+            }
+            case 'invalid':
+            case 'duplicate':
+            case 'suppressed':
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: item.value,
+                messageId: null,
+                text: null,
+                chunkSeq: null,
+                outcome: item.kind,
+                code: item.code,
+                detail: item.message,
+                smsCount: null,
+              });
+              break;
+            case 'summary':
+              summary = item;
+              break;
+            default:
+              break;
           }
-          case 'invalid':
-          case 'duplicate':
-          case 'suppressed':
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: item.value,
-              messageId: null,
-              text: null,
-              chunkSeq: null,
-              outcome: item.kind,
-              code: item.code,
-              detail: item.message,
-              smsCount: null,
-            });
-            break;
-          case 'summary':
-            summary = item;
-            break;
-          default:
-            break;
+        }
+        if (rows.length >= INSERT_BATCH) {
+          await this.store.insertRecipients(file.fileId, rows);
+          this.reading.set(file.fileId, idx);
+          rows = [];
         }
       }
-      if (rows.length >= INSERT_BATCH) {
-        await this.store.insertRecipients(file.fileId, rows);
-        this.reading.set(file.fileId, idx);
-        rows = [];
-      }
+    } catch (err) {
+      const refusal = fileRefusalOf(err, file.path);
+      if (!refusal) throw err;
+      this.reading.delete(file.fileId);
+      await this.refuse(file, source, refusal);
+      return;
     }
     this.reading.delete(file.fileId);
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
@@ -388,6 +499,28 @@ export class Pipeline {
       report: false,
       counts: { ...patch.counts, ...NOTHING_SENT, chunks, chunksPending: chunks },
     });
+  }
+
+  /**
+   * A claimed file that cannot be read as claimed (changed since, a link or FIFO in its
+   * place, unreadable): rejected alone, with none of the rows read from it kept.
+   */
+  private async refuse(
+    file: FileRecord,
+    source: Source,
+    refusal: { reason: FileReasonCode; message: string },
+  ): Promise<void> {
+    await this.store.clearRecipients(file.fileId);
+    const rejection = { code: refusal.reason, message: refusal.message };
+    this.log.warn(
+      { fileId: file.fileId, source: file.source, file: file.name, code: refusal.reason },
+      `${file.name} rejected ${refusal.reason}: ${refusal.message}`,
+    );
+    const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
+      rejection,
+      reason: rejection.message,
+    });
+    if (rejected) await this.finishFailed(rejected, source);
   }
 
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
@@ -635,6 +768,41 @@ export class Pipeline {
       return false;
     }
   }
+}
+
+function tooLarge(maxBytes: number, bytes: number): { reason: 'FILE_TOO_LARGE'; message: string } {
+  return {
+    reason: 'FILE_TOO_LARGE',
+    message: `the file is larger than ${maxBytes} bytes (maxFileBytes): ${bytes} bytes or more`,
+  };
+}
+
+/**
+ * The bytes of a claimed file, checked against its claim as they pass: never more than the
+ * claimed size, and at the end exactly its size and sha256. Whatever reads through it
+ * (the reader's sniff and parse passes) fails with FILE_CHANGED before it can finish on
+ * content other than the claimed one, so nothing of it reaches `sending`.
+ */
+export async function* claimedBytes(
+  chunks: AsyncIterable<Uint8Array>,
+  claimed: Pick<FileRecord, 'path' | 'bytes' | 'sha256'>,
+): AsyncGenerator<Uint8Array> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const changed = (what: string): SourceFileError =>
+    new SourceFileError(
+      'FILE_CHANGED',
+      `${claimed.path} changed after it was claimed (${what}; claimed ${claimed.bytes} bytes, sha256 ${claimed.sha256})`,
+    );
+  for await (const chunk of chunks) {
+    bytes += chunk.byteLength;
+    if (bytes > claimed.bytes) throw changed(`more than ${claimed.bytes} bytes now`);
+    hash.update(chunk);
+    yield chunk;
+  }
+  if (bytes !== claimed.bytes) throw changed(`${bytes} bytes now`);
+  const sha256 = hash.digest('hex');
+  if (sha256 !== claimed.sha256) throw changed(`sha256 ${sha256} now`);
 }
 
 /** The client's per-part outcomes → what the store records for the chunk. */

@@ -1,10 +1,20 @@
 // A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { constants as fsConstants, type Stats } from 'node:fs';
+import { type FileHandle, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { watch as chokidarWatch } from 'chokidar';
-import { readFileChunks } from '../format/file-chunks.ts';
-import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+import { readHandleChunks } from '../format/file-chunks.ts';
+import {
+  FOLDERS,
+  fileRefusalOf,
+  ignoredReason,
+  isDropFileName,
+  type ListOptions,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from './source.ts';
 
 export interface LocalSourceOptions {
   name: string;
@@ -45,12 +55,17 @@ export class LocalSource implements Source {
     if (!st.isDirectory()) throw new Error(`${this.name}: ${join(this.root, 'inbox')} is not a directory`);
   }
 
-  async list(): Promise<SourceEntry[]> {
+  async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const dir = join(this.root, 'inbox');
     const dirents = await readdir(dir, { withFileTypes: true });
     const out: SourceEntry[] = [];
     for (const d of dirents) {
-      if (!d.isFile() || !isDropFileName(d.name)) continue;
+      if (!d.isFile() || !isDropFileName(d.name)) {
+        const kind = d.isFile() ? 'file' : d.isDirectory() ? 'folder' : d.isSymbolicLink() ? 'link' : 'other';
+        const why = ignoredReason(d.name, kind);
+        if (why !== null) options.ignored?.(d.name, why);
+        continue;
+      }
       try {
         const st = await stat(join(dir, d.name));
         // The name may have been replaced by something else between readdir and stat.
@@ -75,11 +90,11 @@ export class LocalSource implements Source {
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
-    return readFileChunks(this.#abs(path));
+    return readRegular(this.#abs(path), path);
   }
 
   async readTail(path: string, bytes: number): Promise<string> {
-    const fh = await open(this.#abs(path), 'r');
+    const fh = await openRegular(this.#abs(path), path);
     try {
       const { size } = await fh.stat();
       const n = Math.max(0, Math.min(bytes, size));
@@ -232,6 +247,44 @@ export class LocalSource implements Source {
   async #existsAbs(abs: string): Promise<boolean> {
     return (await statOrNull(abs)) !== null;
   }
+}
+
+// Never a link (O_NOFOLLOW), never a wait on a FIFO with no writer (O_NONBLOCK: the open
+// returns at once and fstat refuses it); reads go through this very descriptor, so what was
+// checked is what is read, whatever the name points to a moment later.
+const READ_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+
+/** A regular file opened for reading, or a SourceFileError (NOT_A_REGULAR_FILE, FILE_UNREADABLE). */
+async function openRegular(abs: string, path: string): Promise<FileHandle> {
+  let fh: FileHandle;
+  try {
+    fh = await open(abs, READ_FLAGS);
+  } catch (err) {
+    if (errCode(err) === 'ELOOP')
+      throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is a symbolic link`, { cause: err });
+    throw fileRefusalOf(err, path) ?? err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile())
+      throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is ${kindOf(st)}, not a regular file`);
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+}
+
+async function* readRegular(abs: string, path: string): AsyncGenerator<Uint8Array> {
+  yield* readHandleChunks(await openRegular(abs, path));
+}
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isDirectory()) return 'a folder';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
 }
 
 async function statOrNull(abs: string) {

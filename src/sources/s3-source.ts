@@ -30,7 +30,14 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { redactText } from '../service/redact.ts';
-import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+import {
+  FOLDERS,
+  ignoredReason,
+  isDropFileName,
+  type ListOptions,
+  type Source,
+  type SourceEntry,
+} from './source.ts';
 
 export type ChecksumMode = 'WHEN_REQUIRED' | 'WHEN_SUPPORTED';
 
@@ -181,7 +188,7 @@ export class S3Source implements Source {
     }
   }
 
-  async list(): Promise<SourceEntry[]> {
+  async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const inbox = `${this.prefix}inbox/`;
     const out: SourceEntry[] = [];
     let token: string | undefined;
@@ -202,7 +209,12 @@ export class S3Source implements Source {
       }
       for (const o of page.Contents ?? []) {
         const name = o.Key?.slice(inbox.length) ?? '';
-        if (name === '' || name.includes('/') || !isDropFileName(name)) continue;
+        if (name === '' || name.includes('/')) continue;
+        if (!isDropFileName(name)) {
+          const why = ignoredReason(name, 'file');
+          if (why !== null) options.ignored?.(name, why);
+          continue;
+        }
         out.push({
           name,
           path: `inbox/${name}`,
@@ -210,6 +222,12 @@ export class S3Source implements Source {
           mtimeMs: o.LastModified?.getTime() ?? 0,
           etag: o.ETag,
         });
+      }
+      // `inbox/<folder>/` keys: listed as prefixes with the delimiter, never as objects.
+      for (const p of page.CommonPrefixes ?? []) {
+        const name = p.Prefix?.slice(inbox.length).replace(/\/$/, '') ?? '';
+        const why = name === '' ? null : ignoredReason(name, 'folder');
+        if (why !== null) options.ignored?.(name, why);
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

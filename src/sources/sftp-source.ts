@@ -14,7 +14,15 @@ import SftpClient from 'ssh2-sftp-client';
 import type { SourceConfig } from '../config/schema.ts';
 import { DroplineError, ERRORS } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { FOLDERS, isDropFileName, type Source, type SourceEntry } from './source.ts';
+import {
+  FOLDERS,
+  ignoredReason,
+  isDropFileName,
+  type ListOptions,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+} from './source.ts';
 
 export interface SftpSourceOptions {
   name: string;
@@ -41,8 +49,11 @@ const WRITE_BATCH_CHARS = 64 * 1024;
 const READ_CHUNK = 64 * 1024;
 /** SFTP status codes (draft-ietf-secsh-filexfer-02). */
 const NO_SUCH_FILE = 2;
+const PERMISSION_DENIED = 3;
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
 
 type Cb<T> = (err?: Error | null, value?: T) => void;
 
@@ -177,7 +188,7 @@ export class SftpSource implements Source {
     await this.#call<Stats>('ping', 'inbox', (cb) => conn.sftp.stat(this.#remote('inbox'), cb));
   }
 
-  async list(): Promise<SourceEntry[]> {
+  async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const conn = await this.#get();
     const entries = await this.#call<{ filename: string; attrs: Stats }[]>('list', 'inbox', (cb) =>
       conn.sftp.readdir(this.#remote('inbox'), cb),
@@ -185,7 +196,14 @@ export class SftpSource implements Source {
     const out: SourceEntry[] = [];
     for (const { filename, attrs } of entries) {
       // Regular files only: a directory or a symbolic link named x.txt is not a drop file.
-      if ((attrs.mode & S_IFMT) !== S_IFREG || !isDropFileName(filename)) continue;
+      if ((attrs.mode & S_IFMT) !== S_IFREG || !isDropFileName(filename)) {
+        const type = attrs.mode & S_IFMT;
+        const kind =
+          type === S_IFREG ? 'file' : type === S_IFDIR ? 'folder' : type === S_IFLNK ? 'link' : 'other';
+        const why = ignoredReason(filename, kind);
+        if (why !== null) options.ignored?.(filename, why);
+        continue;
+      }
       out.push({
         name: filename,
         path: `inbox/${filename}`,
@@ -210,7 +228,9 @@ export class SftpSource implements Source {
   async readTail(path: string, bytes: number): Promise<string> {
     const remote = this.#remote(path);
     const conn = await this.#get();
-    const st = await this.#call<Stats>('stat', path, (cb) => conn.sftp.stat(remote, cb));
+    const st = await this.#call<Stats>('stat', path, (cb) => conn.sftp.lstat(remote, cb));
+    // Not a regular file: no trailer; the claim refuses it.
+    if ((st.mode & S_IFMT) !== S_IFREG) return '';
     const n = Math.max(0, Math.min(bytes, st.size));
     if (n === 0) return '';
     const parts: Buffer[] = [];
@@ -439,6 +459,19 @@ export class SftpSource implements Source {
     given?: Conn,
   ): AsyncGenerator<Uint8Array> {
     const conn = given ?? (await this.#get());
+    // SFTP has no O_NOFOLLOW: look at the name itself first. A link, folder or FIFO put in
+    // place of a listed file is refused before it is opened (a FIFO would hold the server).
+    // (A ranged read is readTail's, which looked already.)
+    if (range === null) {
+      let st: Stats;
+      try {
+        st = await this.#raw<Stats>((cb) => conn.sftp.lstat(remote, cb));
+      } catch (err) {
+        throw this.#readError('stat', path, err);
+      }
+      if ((st.mode & S_IFMT) !== S_IFREG)
+        throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is not a regular file on the server`);
+    }
     const stream = conn.sftp.createReadStream(remote, {
       highWaterMark: READ_CHUNK,
       ...(range ? { start: range.start, end: range.end } : {}),
@@ -452,7 +485,7 @@ export class SftpSource implements Source {
         yield chunk;
       }
     } catch (err) {
-      throw this.#opError('read', path, err);
+      throw this.#readError('read', path, err);
     } finally {
       stream.destroy();
     }
@@ -489,6 +522,15 @@ export class SftpSource implements Source {
     } catch (err) {
       throw this.#opError(op, path, err);
     }
+  }
+
+  /** #opError, but a file the login may not read is that file's refusal, not the source's. */
+  #readError(op: string, path: string, err: unknown): Error {
+    if (sftpCode(err) === PERMISSION_DENIED)
+      return new SourceFileError('FILE_UNREADABLE', `${path}: permission denied on the server`, {
+        cause: err,
+      });
+    return this.#opError(op, path, err);
   }
 
   #opError(op: string, path: string, err: unknown): DroplineError {

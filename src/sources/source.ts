@@ -26,8 +26,11 @@ export interface Source {
   close(): Promise<void>;
   /** Throws when the backend cannot be reached (readiness). */
   ping(): Promise<void>;
-  /** The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names). */
-  list(): Promise<SourceEntry[]>;
+  /**
+   * The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names).
+   * `ignored` hears of every other entry worth a word to the operator (see ignoredReason).
+   */
+  list(options?: ListOptions): Promise<SourceEntry[]>;
   /** Whether a file exists (the `<name>.done` marker). */
   exists(path: string): Promise<boolean>;
   /** Streams a file's bytes. Each call starts from the beginning. */
@@ -46,6 +49,33 @@ export interface Source {
   watch?(onChange: () => void): () => void;
 }
 
+export interface ListOptions {
+  /** An inbox entry that is not a drop file, and why (said once by the daemon). */
+  ignored?: (name: string, why: string) => void;
+}
+
+/** What an inbox entry is, as the listing sees it. */
+export type EntryKind = 'file' | 'folder' | 'link' | 'other';
+
+// Names of the upload protocols: hidden or temporary names a writer renames when done,
+// and the `.done` markers. Normal traffic: they are ignored without a word.
+const QUIET_SUFFIXES = ['.part', '.tmp', '.filepart', '.partial', '.crdownload', '.done'];
+
+/**
+ * Why an inbox entry that is not a drop file is ignored; null for a drop file, and for the
+ * names uploads and markers use in passing (they need no word).
+ */
+export function ignoredReason(name: string, kind: EntryKind): string | null {
+  const lower = name.toLowerCase();
+  if (lower.startsWith('.') || lower.startsWith('~')) return null;
+  if (QUIET_SUFFIXES.some((s) => lower.endsWith(s))) return null;
+  if (kind === 'folder') return 'a folder: only files directly in inbox/ are drop files';
+  if (kind === 'link') return 'a symbolic link: links are never followed; put the file itself in inbox/';
+  if (kind === 'other') return 'not a regular file (a FIFO, socket or device)';
+  if (!isDropFileName(name)) return 'not a .txt name: only <name>.txt files are drop files';
+  return null;
+}
+
 /** FORMAT.md 1: which names in an inbox are drop files. */
 export function isDropFileName(name: string): boolean {
   const lower = name.toLowerCase();
@@ -57,4 +87,33 @@ export function isDropFileName(name: string): boolean {
 /** `x.txt` → `x` (report names: `<name>.report.csv`). */
 export function baseName(name: string): string {
   return name.replace(/\.txt$/i, '');
+}
+
+/** Why one file of a source cannot be read as a drop file: it is rejected alone, the others go on. */
+export type FileRefusal = 'NOT_A_REGULAR_FILE' | 'FILE_UNREADABLE' | 'FILE_CHANGED';
+
+export class SourceFileError extends Error {
+  readonly reason: FileRefusal;
+  constructor(reason: FileRefusal, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'SourceFileError';
+    this.reason = reason;
+  }
+}
+
+/**
+ * A per-file refusal from an open/read error: a link, FIFO or folder put in place of a
+ * listed file, or one dropline may not read. null: not the file's fault (the backend is
+ * down, the file is gone): the caller retries on its next poll.
+ */
+export function fileRefusalOf(err: unknown, path: string): SourceFileError | null {
+  if (err instanceof SourceFileError) return err;
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO' || code === 'ENODEV')
+    return new SourceFileError('NOT_A_REGULAR_FILE', `${path} is not a regular file (${code})`, {
+      cause: err,
+    });
+  if (code === 'EACCES' || code === 'EPERM')
+    return new SourceFileError('FILE_UNREADABLE', `${path}: permission denied (${code})`, { cause: err });
+  return null;
 }

@@ -1,4 +1,5 @@
 // The Source contract for LocalSource on a temp dir, plus what only a real disk can show.
+import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -48,6 +49,23 @@ describe('LocalSource on disk', () => {
     await symlink(join(root, 'outside.txt'), join(inbox, 'link.txt'));
     await writeFile(join(inbox, 'real.txt'), 'x');
     expect((await source.list()).map((e) => e.name)).toEqual(['real.txt']);
+  });
+
+  it('open and readTail refuse a link, a FIFO (at once, without a writer) and a folder: NOT_A_REGULAR_FILE', async () => {
+    const processing = join(root, 'a', 'b', 'processing');
+    await writeFile(join(root, 'outside.txt'), '573001234567;secret\n');
+    await symlink(join(root, 'outside.txt'), join(processing, 'link.txt'));
+    execFileSync('mkfifo', [join(processing, 'fifo.txt')]);
+    await mkdir(join(processing, 'dir.txt'));
+    for (const name of ['link.txt', 'fifo.txt', 'dir.txt']) {
+      const read = async () => {
+        for await (const _ of source.open(`processing/${name}`)) break;
+      };
+      await expect(read()).rejects.toMatchObject({ reason: 'NOT_A_REGULAR_FILE' });
+      await expect(source.readTail(`processing/${name}`, 16)).rejects.toMatchObject({
+        reason: 'NOT_A_REGULAR_FILE',
+      });
+    }
   });
 
   it('write leaves no temp file behind, whether it succeeds or fails', async () => {

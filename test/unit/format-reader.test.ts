@@ -1209,7 +1209,14 @@ describe('fixtures in real encodings (test/fixtures/format)', () => {
 // Every reason code of src/errors.ts produced by a minimal file.
 
 /** Decided by the pipeline (time-outs, earlier files, templates), never by the reader. */
-const NOT_THE_READERS = ['MISSING_TRAILER', 'DUPLICATE_FILE', 'MISSING_FIELD'] as const;
+const NOT_THE_READERS = [
+  'MISSING_TRAILER',
+  'DUPLICATE_FILE',
+  'MISSING_FIELD',
+  'FILE_CHANGED',
+  'NOT_A_REGULAR_FILE',
+  'FILE_UNREADABLE',
+] as const;
 type ReaderCode = Exclude<ReasonCode, (typeof NOT_THE_READERS)[number]>;
 
 const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
