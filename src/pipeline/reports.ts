@@ -1,5 +1,6 @@
 // What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
+import { baseName } from '../sources/source.ts';
 import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
 export interface Manifest {
@@ -88,7 +89,7 @@ function reportLine(r: ReportRow): string {
   ].join(',');
 }
 
-/** `<name>.report.csv`: one row per record of the file, in file order. */
+/** `<name>.<fileId>.report.csv`: one row per record of the file, in file order. */
 export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
   yield `${REPORT_HEADER}\n`;
   for await (const page of store.reportPages(fileId)) {
@@ -99,7 +100,7 @@ export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<s
 }
 
 /**
- * `<name>.errors.csv`: the file-level rejection first (line 0) when there is one, then
+ * `<name>.<fileId>.errors.csv`: the file-level rejection first (line 0) when there is one, then
  * every invalid record.
  */
 export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator<string> {
@@ -110,4 +111,34 @@ export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator
     for (const r of page) buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
     yield buf;
   }
+}
+
+export type ReportKind = 'report.csv' | 'manifest.json' | 'errors.csv';
+
+/**
+ * Longest report name, in bytes: NAME_MAX (255) less what the sources add for the temp
+ * name they write first (`.` + `.<pid>.<8 hex>.tmp`, 22 bytes at most).
+ */
+const REPORT_NAME_MAX = 230;
+
+/**
+ * `<name>.<fileId>.report.csv` (or `.manifest.json`, `.errors.csv`): the fileId makes two
+ * campaigns of one name (or of names a case-insensitive store folds together) never share a
+ * report. A name too long for that is cut at a character boundary; the fileId is kept.
+ */
+export function reportFileName(name: string, fileId: string, kind: ReportKind): string {
+  const tail = `.${fileId}.${kind}`;
+  const room = REPORT_NAME_MAX - Buffer.byteLength(tail);
+  let base = baseName(name);
+  if (Buffer.byteLength(base) > room) {
+    let cut = '';
+    let bytes = 0;
+    for (const ch of base) {
+      bytes += Buffer.byteLength(ch);
+      if (bytes > room) break;
+      cut += ch;
+    }
+    base = cut;
+  }
+  return `${base}${tail}`;
 }

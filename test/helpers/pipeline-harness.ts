@@ -2,11 +2,11 @@
 // the sandbox running in the test process, and `dropline run` as a child process. Tests act as
 // a user would: drop files, run commands, read the ops server, the folders and the sandbox.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
@@ -345,16 +345,27 @@ export class PipelineHarness {
   }
 
   /**
-   * Waits until `reports/<base>.manifest.json` shows one of `states`: the reports are written
-   * after the original was moved and its errors.csv written, so the folders are complete then.
+   * Waits until the file named `name` has a `reports/<base>.<fileId>.manifest.json` in one of
+   * `states`: the reports are written after the original was moved and its errors.csv
+   * written, so the folders are complete then.
    */
   async waitForReport(name: string, states: string | readonly string[]): Promise<Manifest> {
     const wanted = typeof states === 'string' ? [states] : states;
-    const base = name.replace(/\.txt$/i, '');
-    return waitFor(`reports/${base}.manifest.json in ${wanted.join('|')}`, async () => {
-      const m = JSON.parse(await this.readDrop(`reports/${base}.manifest.json`)) as Manifest;
-      return wanted.includes(m.state) ? m : undefined;
+    return waitFor(`reports/ manifest of ${name} in ${wanted.join('|')}`, async () => {
+      for (const entry of await readdir(join(this.drop, 'reports'))) {
+        if (entry.startsWith('.') || !entry.endsWith('.manifest.json')) continue;
+        const m = JSON.parse(await this.readDrop(`reports/${entry}`)) as Manifest;
+        if (m.name === name && wanted.includes(m.state)) return m;
+      }
+      return undefined;
     });
+  }
+
+  /** `reports/<name>.<fileId>.report.csv` (or the manifest) of a file, as text. */
+  async readReport(m: Pick<Manifest, 'name' | 'fileId'>, kind: ReportKind = 'report.csv'): Promise<string> {
+    return this.readDrop(
+      `${kind === 'errors.csv' ? 'failed' : 'reports'}/${reportFileName(m.name, m.fileId, kind)}`,
+    );
   }
 
   async readDrop(path: string): Promise<string> {
