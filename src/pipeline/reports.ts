@@ -65,9 +65,18 @@ export async function manifestOf(store: Store, fileId: string): Promise<Manifest
   return buildManifest(file, await store.counts(fileId));
 }
 
+/** What a spreadsheet would evaluate as a formula (OWASP "CSV injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV cell. A text that a spreadsheet would run as a formula gets a leading `'`
+ * (CONTRACT.md additions: every value starting with `= + - @`, TAB or CR, so a partner's
+ * line can never execute in whoever opens the report; `+57 300…` as written in a file too).
+ */
 export function csvCell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
-  const s = String(value);
+  let s = String(value);
+  if (typeof value === 'string' && FORMULA_START.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
