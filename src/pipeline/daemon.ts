@@ -2,7 +2,7 @@
 // left by a dead worker taken over when their lease expires, delivery reports received,
 // progress checked, the ops server up.
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
-import { type OpsServer, startOpsServer } from '../ops/server.ts';
+import { type OpsServer, opsToken, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { DRIVEN_STATES } from './pipeline.ts';
@@ -48,6 +48,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     return queue;
   };
 
+  // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
+  const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
   const reportDue = new Map<string, number>();
   const receiver = await startReceiver({
@@ -66,6 +68,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   if (options.withOps !== false) {
     ops = await startOpsServer({
       listen: config.ops.listen,
+      token: opsTokenValue,
       store: rt.store,
       sources: rt.sources,
       logger: log,

@@ -55,8 +55,38 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
     deliveryDeadline: file.deliveryDeadline,
-    errors: file.errors,
+    errors: file.errors.map(maskError),
   };
+}
+
+/**
+ * `300 123 4567x` → `300 12* **567x`: every digit but the first five and the last three
+ * masked, wherever spaces, letters or signs sit between them (the log form `57300****567`).
+ */
+export function maskDigits(text: string): string {
+  const total = text.replace(/\D/g, '').length;
+  if (total < 6) return text;
+  let i = 0;
+  return text.replace(/\d/g, (d) => {
+    i++;
+    return i <= 5 || i > total - 3 ? d : '*';
+  });
+}
+
+/**
+ * Raw invalid lines are personal data: the manifest (API, `status --json`, the dashboard,
+ * reports/*.manifest.json) shows them masked. report.csv and errors.csv keep them whole:
+ * they are the per-line account a campaign team fixes its file from.
+ */
+function maskError(e: Manifest['errors'][number]): Manifest['errors'][number] {
+  if (e.value === undefined || e.value === null || e.value === '') return e;
+  const value = maskDigits(e.value);
+  return { ...e, value, message: maskNumbersIn(e.message.replaceAll(e.value, value)) };
+}
+
+/** Phone-number-shaped runs (8 digits or more, spaces and dashes allowed) in free text. */
+function maskNumbersIn(text: string): string {
+  return text.replace(/\+?\d[\d -]{6,}\d/g, (run) => maskDigits(run));
 }
 
 export async function manifestOf(store: Store, fileId: string): Promise<Manifest | null> {

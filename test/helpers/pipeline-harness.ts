@@ -66,6 +66,8 @@ export interface HarnessOptions {
   api?: Record<string, unknown>;
   /** Merged over the local source's settings. */
   source?: Record<string, unknown>;
+  /** Merged over the ops section (e.g. a token). */
+  ops?: Record<string, unknown>;
   /** Merged over the top level (after api/source). */
   config?: Record<string, unknown>;
 }
@@ -126,7 +128,7 @@ export class PipelineHarness {
       },
       notify: { listen: `127.0.0.1:${notifyPort}`, token: 'e2e-notify-token' },
       store: `sqlite:${join(dir, 'state.db')}`,
-      ops: { listen: `127.0.0.1:${opsPort}` },
+      ops: { listen: `127.0.0.1:${opsPort}`, ...options.ops },
       leaseMs: 1500,
       sources: [
         {
@@ -242,7 +244,10 @@ export class PipelineHarness {
   }
 
   async opsGet(path: string): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(`${this.opsUrl}${path}`);
+    const token = (this.config.ops as { token?: string }).token;
+    const res = await fetch(`${this.opsUrl}${path}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     return { status: res.status, body: await res.json() };
   }
 
