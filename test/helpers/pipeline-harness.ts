@@ -153,9 +153,24 @@ export class PipelineHarness {
   }
 
   /** Starts `dropline run` and waits for its "dropline is running" line. */
-  async start(): Promise<void> {
+  async start(options: { umask?: number } = {}): Promise<void> {
     if (this.daemon) throw new Error('the daemon runs already');
-    const child = spawn(process.execPath, [BIN, '--config', this.configPath, 'run'], {
+    const argv = [BIN, '--config', this.configPath, 'run'];
+    // With a umask: through sh, the way a service manager with its own umask starts it.
+    const [command, args] =
+      options.umask === undefined
+        ? [process.execPath, argv]
+        : [
+            '/bin/sh',
+            [
+              '-c',
+              `umask ${options.umask.toString(8).padStart(3, '0')} && exec "$@"`,
+              'sh',
+              process.execPath,
+              ...argv,
+            ],
+          ];
+    const child = spawn(command, args, {
       cwd: this.dir,
       env: { ...process.env, DROPLINE_LOG_LEVEL: process.env.DROPLINE_LOG_LEVEL ?? 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
