@@ -1,6 +1,7 @@
 // dropline.config.json (CONTRACT.md "Configuration"): parsed once into a frozen Config.
 // Unknown keys are errors: a typo must not silently fall back to a default.
 import { z } from 'zod';
+import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
 
@@ -107,8 +108,22 @@ export const configSchema = z
       .prefault({}),
     store: z.string().default('sqlite:./.dropline/state.db'),
     ops: z
-      .object({ listen: z.string().default('127.0.0.1:8080') })
+      .object({
+        listen: z.string().default('127.0.0.1:8080'),
+        /** Bearer token of the ops API (and of every path but /healthz, /readyz when set). */
+        token: z.string().min(1, 'must not be empty').optional(),
+        tokenFile: z.string().optional(),
+      })
       .strict()
+      .superRefine((ops, ctx) => {
+        // Off loopback the API would show every campaign to the network: never without a token.
+        if (ops.token === undefined && ops.tokenFile === undefined && !isLoopbackListen(ops.listen))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['token'],
+            message: `required when ops.listen ("${ops.listen}") is not a loopback address (or ops.tokenFile)`,
+          });
+      })
       .prefault({}),
     sendWindow: z.null().default(null),
     suppressionList: z.string().nullable().default(null),

@@ -19,9 +19,18 @@
 //   is a harmless duplicate), and until it settles new requests get 503 at once.
 // - A full queue answers 503 at once rather than letting the service time out.
 // - Never log the query string (the token) or a body; numbers are masked.
+// - The port is public, so sockets are a budget: at most `maxConnections` (default 512,
+//   twice what the sandbox opens at once). A connection that has not sent a request with the
+//   token is "untrusted": it must send one within `firstRequestMs`, is answered with
+//   `connection: close` when it is refused (401/404/405/413), and is the first evicted (the
+//   oldest, and never while its request is in progress) when a new connection would pass the
+//   cap. When every connection is trusted or busy, `reserve` more are accepted whose requests
+//   are answered 503 and closed: the service retries a 503, but loses a report whose
+//   connection was refused or reset. Beyond both, Node closes new connections at once: the
+//   file descriptors stay bounded whatever arrives.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
 import { DroplineError } from '../errors.ts';
 import { maskNumber, redactText } from '../service/redact.ts';
@@ -46,6 +55,12 @@ export interface ReceiverOptions {
   readonly commitTimeoutMs?: number | undefined;
   /** Bodies above this are answered 413 (default 64 KiB). */
   readonly maxBodyBytes?: number | undefined;
+  /** Open connections kept (default 512); see the header comment. */
+  readonly maxConnections?: number | undefined;
+  /** Connections beyond maxConnections whose requests are answered 503 (default 64). */
+  readonly reserve?: number | undefined;
+  /** A connection that sent no request with the token by then is closed (default 10 s). */
+  readonly firstRequestMs?: number | undefined;
   /** Default: silent. */
   readonly logger?: Logger | undefined;
   /** After a commit that changed recipients of these files (the pipeline checks completion). */
@@ -84,6 +99,17 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+interface Conn {
+  readonly socket: Socket;
+  /** Has sent a request with the right token: never evicted for a newcomer. */
+  trusted: boolean;
+  /** Requests received and not answered yet: never closed under them. */
+  busy: number;
+  /** Accepted beyond the cap: its requests get 503 and it closes. */
+  overflow: boolean;
+  timer: NodeJS.Timeout | null;
+}
+
 interface Waiter {
   readonly events: DeliveryEvent[];
   readonly res: ServerResponse;
@@ -96,6 +122,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' } as const;
 const OK_BODY = '{"status":"ok"}';
 const UNAVAILABLE_BODY = '{"status":"unavailable","reason":"the report could not be recorded yet"}';
 const BUSY_BODY = '{"status":"unavailable","reason":"too many reports waiting"}';
+const FULL_BODY = '{"status":"unavailable","reason":"too many connections"}';
 
 /** `127.0.0.1:8081`, `[::1]:8081`, `:8081` or `8081` (all interfaces). */
 export function parseListen(listen: string): { host: string; port: number } {
@@ -124,6 +151,9 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const maxQueue = Math.max(maxBatch, options.maxQueue ?? 10 * maxBatch);
   const commitTimeoutMs = options.commitTimeoutMs ?? 5000;
   const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
+  const maxConnections = Math.max(1, options.maxConnections ?? 512);
+  const reserve = Math.max(0, options.reserve ?? 64);
+  const firstRequestMs = options.firstRequestMs ?? 10_000;
   const now = options.now ?? (() => new Date());
   const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'notify' });
   // Hashing both sides gives equal-length buffers, so neither the comparison's time nor an early
@@ -155,6 +185,11 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   /** Open connections: when each has a request queued, no further one can arrive unanswered. */
   let connections = 0;
   let idle: (() => void) | null = null;
+  /** Every open connection, oldest first (a Set keeps insertion order). */
+  const conns = new Set<Conn>();
+  const connOf = new WeakMap<Socket, Conn>();
+  let overflowing = 0;
+  let evicted = 0;
 
   const reply = (res: ServerResponse, status: number, body: string, close = false): void => {
     stats.answered[status] = (stats.answered[status] ?? 0) + 1;
@@ -285,14 +320,23 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const conn = connOf.get(req.socket);
+    if (conn) {
+      conn.busy++;
+      res.once('close', () => {
+        conn.busy--;
+      });
+    }
+    // An untrusted connection is not kept open after a refusal: no idle socket for free.
+    const refuse = !conn?.trusted;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
-    if (pathname !== path) return reply(res, 404, '{"status":"not found"}');
+    if (pathname !== path) return reply(res, 404, '{"status":"not found"}', refuse);
     stats.requests++;
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
-      return reply(res, 405, '{"status":"method not allowed"}');
+      return reply(res, 405, '{"status":"method not allowed"}', refuse);
     }
     const given = q === -1 ? null : tokenOf(url.slice(q + 1));
     if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
@@ -300,7 +344,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         { remote: req.socket.remoteAddress, token: given === null ? 'missing' : 'wrong' },
         'notify: refused',
       );
-      return reply(res, 401, '{"status":"unauthorized"}');
+      return reply(res, 401, '{"status":"unauthorized"}', refuse);
+    }
+    if (conn?.overflow) return reply(res, 503, FULL_BODY, true);
+    if (conn && !conn.trusted) {
+      conn.trusted = true;
+      if (conn.timer) clearTimeout(conn.timer);
+      conn.timer = null;
     }
     const declared = Number(req.headers['content-length']);
     if (declared > maxBodyBytes) return reply(res, 413, '{"status":"too large"}', true);
@@ -332,12 +382,49 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     req.on('error', () => {});
   };
 
+  /** The oldest untrusted connection with no request in progress, closed for a newcomer. */
+  const evictOne = (): boolean => {
+    for (const c of conns) {
+      if (c.trusted || c.busy > 0 || c.overflow) continue;
+      c.socket.destroy();
+      conns.delete(c);
+      evicted++;
+      return true;
+    }
+    return false;
+  };
+
   const server: Server = createServer(handle);
-  server.on('connection', (socket) => {
+  server.on('connection', (socket: Socket) => {
     connections++;
-    socket.once('close', () => connections--);
+    const conn: Conn = { socket, trusted: false, busy: 0, overflow: false, timer: null };
+    if (conns.size >= maxConnections && !evictOne()) {
+      conn.overflow = true;
+      overflowing++;
+      if (overflowing === 1) log.warn({ maxConnections }, 'notify: connection cap reached; answering 503');
+    }
+    conns.add(conn);
+    connOf.set(socket, conn);
+    // Untrusted connections get a short life: a request with the token, or closed.
+    conn.timer = setTimeout(() => {
+      conn.timer = null;
+      if (!conn.trusted && conn.busy === 0) socket.destroy();
+    }, firstRequestMs);
+    conn.timer.unref();
+    socket.once('close', () => {
+      connections--;
+      if (conn.timer) clearTimeout(conn.timer);
+      if (conn.overflow) overflowing--;
+      conns.delete(conn);
+    });
   });
+  // The service's sockets stay open between reports (it reuses them); a client that is slow
+  // to send its headers or body does not hold a socket for the default minutes.
   server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  // Beyond the cap and its reserve a new connection is closed at once: fds stay bounded.
+  server.maxConnections = maxConnections + reserve;
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) =>
       reject(
@@ -380,7 +467,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         if (immediate) clearImmediate(immediate);
         server.closeAllConnections();
         await stopped;
-        log.info(stats, 'notify: receiver closed');
+        log.info({ ...stats, evicted }, 'notify: receiver closed');
       })();
       return closed;
     },

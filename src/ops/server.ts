@@ -1,7 +1,11 @@
 // The ops server (CONTRACT.md "Ops server"): health, readiness and the files' manifests as JSON.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { splitListen } from '../config/load.ts';
+import { isLoopbackHost } from '../config/loopback.ts';
+import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { manifestOf } from '../pipeline/reports.ts';
 import type { Source } from '../sources/source.ts';
@@ -14,6 +18,8 @@ export interface OpsServer {
 
 export interface OpsOptions {
   listen: string;
+  /** Bearer token for everything but /healthz and /readyz (required off loopback, by the config). */
+  token?: string | undefined;
   store: Store;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
@@ -40,7 +46,64 @@ async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks:
   return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
 }
 
-async function route(options: OpsOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** Files per page of /api/files: each costs a manifest, so a page stays small. */
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+/** `?limit=`: an integer, clamped to 1..MAX_LIMIT (`-1` is not "everything"); else null. */
+export function pageLimit(raw: string | null): number | null {
+  if (raw === null || raw === '') return DEFAULT_LIMIT;
+  if (!/^-?\d{1,9}$/.test(raw)) return null;
+  return Math.min(Math.max(Number(raw), 1), MAX_LIMIT);
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Whether the request carries `Authorization: Bearer <token>`; constant time in the token. */
+function authorized(req: IncomingMessage, token: Buffer): boolean {
+  const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+  return m !== null && timingSafeEqual(digest(m[1]!.trim()), token);
+}
+
+/**
+ * On a loopback listen address a browser page from any site can still reach the port through
+ * DNS rebinding (evil.example resolving to 127.0.0.1): its requests carry the attacker's
+ * Host, so only this machine's names are answered.
+ */
+function hostAllowed(req: IncomingMessage, listenHost: string): boolean {
+  const host = req.headers.host;
+  if (host === undefined) return true; // HTTP/1.0 tools, never a browser
+  let name: string;
+  try {
+    name = new URL(`http://${host}`).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  const bare = name.replace(/^\[(.*)\]$/, '$1');
+  return (
+    bare === 'localhost' ||
+    bare === '127.0.0.1' ||
+    bare === '::1' ||
+    bare === listenHost.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  );
+}
+
+interface Guard {
+  token: Buffer | null;
+  /** The listen host when it is loopback (Host headers are checked), else null. */
+  loopbackHost: string | null;
+}
+
+async function route(
+  options: OpsOptions,
+  guard: Guard,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  if (guard.loopbackHost !== null && !hostAllowed(req, guard.loopbackHost))
+    return send(res, 421, { error: 'this server answers only localhost, 127.0.0.1 or [::1] as Host' });
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (req.method !== 'GET') return send(res, 405, { error: 'only GET' });
   if (url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
@@ -48,11 +111,25 @@ async function route(options: OpsOptions, req: IncomingMessage, res: ServerRespo
     const r = await readiness(options);
     return send(res, r.ready ? 200 : 503, r);
   }
+  if (guard.token !== null && !authorized(req, guard.token)) {
+    res.setHeader('www-authenticate', 'Bearer realm="dropline ops"');
+    return send(res, 401, { error: 'missing or wrong token (Authorization: Bearer <ops.token>)' });
+  }
   if (url.pathname === '/api/files') {
-    const limit = Math.min(Number(url.searchParams.get('limit') ?? 100) || 100, 1000);
-    const files = await options.store.listFiles({ limit });
+    const limit = pageLimit(url.searchParams.get('limit'));
+    if (limit === null) return send(res, 400, { error: `limit must be an integer from 1 to ${MAX_LIMIT}` });
+    const before = url.searchParams.get('before') ?? undefined;
+    if (before !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(before))
+      return send(res, 400, { error: 'before must be a fileId' });
+    // One more than asked: whether a next page exists without a count of every file.
+    const files = await options.store.listFiles({ limit: limit + 1, ...(before ? { before } : {}) });
+    const page = files.slice(0, limit);
+    if (files.length > limit) {
+      const next = `/api/files?limit=${limit}&before=${encodeURIComponent(page.at(-1)!.fileId)}`;
+      res.setHeader('link', `<${next}>; rel="next"`);
+    }
     const manifests = [];
-    for (const f of files) manifests.push(await manifestOf(options.store, f.fileId));
+    for (const f of page) manifests.push(await manifestOf(options.store, f.fileId));
     return send(res, 200, manifests);
   }
   const m = /^\/api\/files\/([A-Za-z0-9_-]+)$/.exec(url.pathname);
@@ -63,10 +140,34 @@ async function route(options: OpsOptions, req: IncomingMessage, res: ServerRespo
   return send(res, 404, { error: 'not found' });
 }
 
+/** ops.token, or the contents of ops.tokenFile. */
+export function opsToken(ops: {
+  token?: string | undefined;
+  tokenFile?: string | undefined;
+}): string | undefined {
+  if (ops.token !== undefined || ops.tokenFile === undefined) return ops.token;
+  let token: string;
+  try {
+    token = readFileSync(ops.tokenFile, 'utf8').trim();
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `ops.tokenFile: cannot read ${ops.tokenFile} (${(err as NodeJS.ErrnoException).code})`,
+    );
+  }
+  if (token === '')
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `ops.tokenFile: ${ops.tokenFile} is empty`);
+  return token;
+}
+
 export async function startOpsServer(options: OpsOptions): Promise<OpsServer> {
   const [host, port] = splitListen(options.listen, 'ops.listen');
+  const guard: Guard = {
+    token: options.token === undefined ? null : digest(options.token),
+    loopbackHost: isLoopbackHost(host) ? host : null,
+  };
   const server = createServer((req, res) => {
-    route(options, req, res).catch((err: unknown) => {
+    route(options, guard, req, res).catch((err: unknown) => {
       options.logger.error(
         { err: (err as Error).message, path: req.url?.split('?')[0] },
         'ops request failed',

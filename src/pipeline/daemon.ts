@@ -2,7 +2,7 @@
 // left by a dead worker taken over when their lease expires, delivery reports received,
 // progress checked, the ops server up.
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
-import { type OpsServer, startOpsServer } from '../ops/server.ts';
+import { type OpsServer, opsToken, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
@@ -25,6 +25,10 @@ const RETENTION_INTERVAL_MS = 3600_000;
 const RETENTION_PAUSE_MS = 20;
 /** Ready files claimed per store transaction. */
 const CLAIM_BATCH = 500;
+/** How long delivery reports of a finished or stopped file gather before its report.csv is rewritten. */
+const REPORT_SETTLE_MS = 2000;
+/** States in which a file's report.csv is on disk while delivery reports may still change its rows. */
+const REPORTED_STATES: ReadonlySet<string> = new Set(['paused', 'cancelled', 'partial', 'completed']);
 
 export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = {}): Promise<Daemon> {
   const { config, secrets } = rt.loaded;
@@ -49,7 +53,10 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     return queue;
   };
 
+  // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
+  const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
+  const reportDue = new Map<string, number>();
   const receiver = await startReceiver({
     listen: config.notify.listen,
     path: new URL(rt.loaded.notifyUrl).pathname,
@@ -66,6 +73,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   if (options.withOps !== false) {
     ops = await startOpsServer({
       listen: config.ops.listen,
+      token: opsTokenValue,
       store: rt.store,
       sources: rt.sources,
       logger: log,
@@ -154,14 +162,24 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
 
   // ---- progress: completion, delivery timeout, in-doubt settlement ----
   const progress = async (all: boolean): Promise<void> => {
-    const ids = new Set(progressDue);
+    const delivered = new Set(progressDue);
     progressDue.clear();
+    const ids = new Set(delivered);
     if (all)
       for (const f of await rt.store.listFiles({ states: ['submitted', 'partial'] })) ids.add(f.fileId);
     for (const id of ids) {
-      const file = await rt.store.getFile(id);
+      let file = await rt.store.getFile(id);
       if (file && (file.state === 'submitted' || file.state === 'partial'))
-        await pipeline.checkProgress(file);
+        file = await pipeline.checkProgress(file);
+      // Delivery reports changed the rows of a file whose report.csv is already written:
+      // written again once the burst settles (at most once per REPORT_SETTLE_MS).
+      if (file && delivered.has(id) && REPORTED_STATES.has(file.state) && !reportDue.has(id))
+        reportDue.set(id, Date.now() + REPORT_SETTLE_MS);
+    }
+    for (const [id, due] of reportDue) {
+      if (due > Date.now()) continue;
+      reportDue.delete(id);
+      await pipeline.writeReports(id);
     }
   };
   let rounds = 0;

@@ -13,13 +13,7 @@ import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
-import {
-  baseName,
-  fileRefusalOf,
-  type Source,
-  type SourceEntry,
-  SourceFileError,
-} from '../sources/source.ts';
+import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
   type ChunkResult,
   type ChunkState,
@@ -33,7 +27,7 @@ import {
   type RecipientInsert,
   type Store,
 } from '../store/store.ts';
-import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv } from './reports.ts';
+import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv, reportFileName } from './reports.ts';
 
 // Rows per insertRecipients transaction (~500 for a million rows). 10,000 cost no less time
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
@@ -527,7 +521,10 @@ export class Pipeline {
   private async finishFailed(file: FileRecord, source: Source): Promise<void> {
     await this.moveTo(file, source, 'failed');
     try {
-      await source.write(`failed/${baseName(file.name)}.errors.csv`, errorsCsv(this.store, file));
+      await source.write(
+        `failed/${reportFileName(file.name, file.fileId, 'errors.csv')}`,
+        errorsCsv(this.store, file),
+      );
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write errors.csv');
     }
@@ -565,6 +562,7 @@ export class Pipeline {
   /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
   private async send(file: FileRecord): Promise<FileRecord> {
     const fileId = file.fileId;
+    await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     let stop = false;
@@ -606,6 +604,9 @@ export class Pipeline {
     };
     await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
     const after = await this.mustGet(fileId);
+    // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in
+    // flight here were recorded, so it is written again with their outcomes.
+    if (after.state === 'paused' || after.state === 'cancelled') await this.writeReports(fileId);
     if (after.state !== 'sending' || stop) return after;
     // Chunk states only: the chunks table, not a count over every recipient of the file.
     const open = await this.store.listChunks(fileId, ['pending', 'inflight', 'failed', 'in_doubt']);
@@ -626,6 +627,7 @@ export class Pipeline {
       deliveryDeadline: deadline,
     });
     if (!file) return this.mustGet(fileId);
+    await this.dropStaleReport(file);
     await this.moveTo(file, this.source(file.source), 'done');
     // The manifest only: report.csv is the per-line account of a finished file, written
     // when it completes (or stops: partial, rejected, cancelled). At this point every row
@@ -728,8 +730,8 @@ export class Pipeline {
   // ---- reports --------------------------------------------------------------------------
 
   /**
-   * reports/<name>.manifest.json and reports/<name>.report.csv, rewritten at milestones. A
-   * report of a million rows costs seconds, so it is written only where its rows changed.
+   * reports/<name>.<fileId>.manifest.json and .report.csv, rewritten at milestones. A report
+   * of a million rows costs seconds, so it is written only where its rows changed.
    */
   async writeReports(
     fileId: string,
@@ -747,7 +749,7 @@ export class Pipeline {
     if (options.report !== false && !(await this.writeReportCsv(manifest))) return manifest;
     try {
       await source.write(
-        `reports/${baseName(manifest.name)}.manifest.json`,
+        `reports/${reportFileName(manifest.name, fileId, 'manifest.json')}`,
         `${JSON.stringify(manifest, null, 2)}\n`,
       );
     } catch (err) {
@@ -756,12 +758,30 @@ export class Pipeline {
     return manifest;
   }
 
-  /** reports/<name>.report.csv: one row per record of the file, as the store has it now. */
+  /**
+   * A file that was paused or partial has a report.csv from then; once it sends again (or is
+   * submitted) its rows change, and report.csv comes back when it finishes. Meanwhile
+   * no stale account of it stays in reports/.
+   */
+  private async dropStaleReport(file: FileRecord): Promise<void> {
+    if (!file.timestamps.paused && !file.timestamps.partial) return;
+    const source = this.sources.get(file.source);
+    try {
+      await source?.remove(`reports/${reportFileName(file.name, file.fileId, 'report.csv')}`);
+    } catch (err) {
+      this.log.warn({ fileId: file.fileId, err: (err as Error).message }, 'could not remove a stale report');
+    }
+  }
+
+  /** reports/<name>.<fileId>.report.csv: one row per record of the file, as the store has it now. */
   private async writeReportCsv(file: Pick<FileRecord, 'fileId' | 'source' | 'name'>): Promise<boolean> {
     const source = this.sources.get(file.source);
     if (!source) return false;
     try {
-      await source.write(`reports/${baseName(file.name)}.report.csv`, reportCsv(this.store, file.fileId));
+      await source.write(
+        `reports/${reportFileName(file.name, file.fileId, 'report.csv')}`,
+        reportCsv(this.store, file.fileId),
+      );
       return true;
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write the report');

@@ -1,5 +1,6 @@
 // What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
+import { baseName } from '../sources/source.ts';
 import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
 export interface Manifest {
@@ -56,9 +57,39 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
     deliveryDeadline: file.deliveryDeadline,
-    errors: file.errors,
+    errors: file.errors.map(maskError),
     prunedAt: file.prunedAt,
   };
+}
+
+/**
+ * `300 123 4567x` → `300 12* **567x`: every digit but the first five and the last three
+ * masked, wherever spaces, letters or signs sit between them (the log form `57300****567`).
+ */
+export function maskDigits(text: string): string {
+  const total = text.replace(/\D/g, '').length;
+  if (total < 6) return text;
+  let i = 0;
+  return text.replace(/\d/g, (d) => {
+    i++;
+    return i <= 5 || i > total - 3 ? d : '*';
+  });
+}
+
+/**
+ * Raw invalid lines are personal data: the manifest (API, `status --json`, the dashboard,
+ * reports/*.manifest.json) shows them masked. report.csv and errors.csv keep them whole:
+ * they are the per-line account a campaign team fixes its file from.
+ */
+function maskError(e: Manifest['errors'][number]): Manifest['errors'][number] {
+  if (e.value === undefined || e.value === null || e.value === '') return e;
+  const value = maskDigits(e.value);
+  return { ...e, value, message: maskNumbersIn(e.message.replaceAll(e.value, value)) };
+}
+
+/** Phone-number-shaped runs (8 digits or more, spaces and dashes allowed) in free text. */
+function maskNumbersIn(text: string): string {
+  return text.replace(/\+?\d[\d -]{6,}\d/g, (run) => maskDigits(run));
 }
 
 export async function manifestOf(store: Store, fileId: string): Promise<Manifest | null> {
@@ -67,9 +98,18 @@ export async function manifestOf(store: Store, fileId: string): Promise<Manifest
   return buildManifest(file, await store.counts(fileId));
 }
 
+/** What a spreadsheet would evaluate as a formula (OWASP "CSV injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV cell. A text that a spreadsheet would run as a formula gets a leading `'`
+ * (CONTRACT.md additions: every value starting with `= + - @`, TAB or CR, so a partner's
+ * line can never execute in whoever opens the report; `+57 300…` as written in a file too).
+ */
 export function csvCell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
-  const s = String(value);
+  let s = String(value);
+  if (typeof value === 'string' && FORMULA_START.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
@@ -91,7 +131,7 @@ function reportLine(r: ReportRow): string {
   ].join(',');
 }
 
-/** `<name>.report.csv`: one row per record of the file, in file order. */
+/** `<name>.<fileId>.report.csv`: one row per record of the file, in file order. */
 export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
   yield `${REPORT_HEADER}\n`;
   for await (const page of store.reportPages(fileId)) {
@@ -102,7 +142,7 @@ export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<s
 }
 
 /**
- * `<name>.errors.csv`: the file-level rejection first (line 0) when there is one, then
+ * `<name>.<fileId>.errors.csv`: the file-level rejection first (line 0) when there is one, then
  * every invalid record.
  */
 export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator<string> {
@@ -113,4 +153,34 @@ export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator
     for (const r of page) buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
     yield buf;
   }
+}
+
+export type ReportKind = 'report.csv' | 'manifest.json' | 'errors.csv';
+
+/**
+ * Longest report name, in bytes: NAME_MAX (255) less what the sources add for the temp
+ * name they write first (`.` + `.<pid>.<8 hex>.tmp`, 22 bytes at most).
+ */
+const REPORT_NAME_MAX = 230;
+
+/**
+ * `<name>.<fileId>.report.csv` (or `.manifest.json`, `.errors.csv`): the fileId makes two
+ * campaigns of one name (or of names a case-insensitive store folds together) never share a
+ * report. A name too long for that is cut at a character boundary; the fileId is kept.
+ */
+export function reportFileName(name: string, fileId: string, kind: ReportKind): string {
+  const tail = `.${fileId}.${kind}`;
+  const room = REPORT_NAME_MAX - Buffer.byteLength(tail);
+  let base = baseName(name);
+  if (Buffer.byteLength(base) > room) {
+    let cut = '';
+    let bytes = 0;
+    for (const ch of base) {
+      bytes += Buffer.byteLength(ch);
+      if (bytes > room) break;
+      cut += ch;
+    }
+    base = cut;
+  }
+  return `${base}${tail}`;
 }

@@ -26,6 +26,8 @@ export const WATCH_COALESCE_MS = 50;
 
 /** Strings from an async iterable are gathered up to this size per write(2). */
 const WRITE_BATCH_CHARS = 64 * 1024;
+/** Mode of every file dropline writes into a source (reports, manifests, errors.csv). */
+const REPORT_MODE = 0o640;
 
 function errCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;
@@ -178,9 +180,11 @@ export class LocalSource implements Source {
     // A dot-name in the same folder: never a drop file, and rename(2) within one
     // filesystem is atomic, so a reader sees the old file or the whole new one.
     const tmp = join(dirname(dst), `.${basename(dst)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-    const fh = await open(tmp, 'wx');
+    // Reports and errors.csv carry phone numbers: 0640 whatever the umask.
+    const fh = await open(tmp, 'wx', REPORT_MODE);
     let ok = false;
     try {
+      await fh.chmod(REPORT_MODE);
       if (typeof content === 'string') {
         await fh.writeFile(content, 'utf8');
       } else {

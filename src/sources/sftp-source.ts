@@ -281,7 +281,7 @@ export class SftpSource implements Source {
     // appear whole, so a reader sees the old report or the new one, never a part.
     const tmp = `${dst.slice(0, slash + 1)}.${dst.slice(slash + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const conn = await this.#get();
-    const stream = conn.sftp.createWriteStream(tmp, { flags: 'w', mode: 0o644 });
+    const stream = conn.sftp.createWriteStream(tmp, { flags: 'w', mode: 0o640 });
     stream.on('error', ignore);
     try {
       await pipeline(Readable.from(batches(content)), stream);

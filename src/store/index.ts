@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DroplineError } from '../errors.ts';
 import { SqliteStore } from './sqlite-store.ts';
@@ -45,6 +45,7 @@ export function createStore(url: string, options: CreateStoreOptions = {}): Stor
         },
       );
     }
+    ownerOnly(file);
     return new SqliteStore({
       path: file,
       ...clock(options),
@@ -58,6 +59,32 @@ export function createStore(url: string, options: CreateStoreOptions = {}): Stor
     'DROPLINE_ERR_CONFIG',
     `store: "${url.split(':')[0]}:…" is not a store; use sqlite:<path> or postgres://…`,
   );
+}
+
+/**
+ * The store holds phone numbers and texts: 0600 whatever the umask. SQLite creates a new
+ * database 0644 and gives its -wal and -shm the database's own mode, so the database is made
+ * (or tightened) first. Best effort: a store SQLite cannot open says so itself.
+ */
+function ownerOnly(file: string): void {
+  try {
+    const fd = openSync(file, 'wx', 0o600);
+    try {
+      fchmodSync(fd, 0o600);
+    } finally {
+      closeSync(fd);
+    }
+    return;
+  } catch {
+    // It exists (or cannot be made): tightened below where allowed.
+  }
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(f, 0o600);
+    } catch {
+      // Missing (-wal, -shm), or a read-only store: nothing to tighten.
+    }
+  }
 }
 
 function clock(options: CreateStoreOptions): { now?: () => Date } {

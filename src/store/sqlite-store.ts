@@ -621,9 +621,15 @@ export class SqliteStore implements Store {
       `SELECT * FROM files
        WHERE (:source IS NULL OR source = :source)
          AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+         AND (:before IS NULL OR (created_at, rowid) < (SELECT created_at, rowid FROM files WHERE file_id = :before))
        ORDER BY created_at DESC, rowid DESC LIMIT :limit`,
     )
-      .all({ source: options.source ?? null, states: list(options.states), limit: options.limit ?? -1 })
+      .all({
+        source: options.source ?? null,
+        states: list(options.states),
+        before: options.before ?? null,
+        limit: options.limit ?? -1,
+      })
       .map(toFile);
   }
 

@@ -346,6 +346,8 @@ export interface ListFilesOptions {
   source?: string;
   states?: readonly FileState[];
   limit?: number;
+  /** Only files older than this one in the list's order (newest first): the next page. */
+  before?: string;
 }
 
 export interface Store {

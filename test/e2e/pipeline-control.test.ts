@@ -211,7 +211,7 @@ describe('pause, resume, cancel and retry by command', () => {
     expect(partial.reason).toContain('dropline retry');
     const ledgerBefore = await h.ledger(sending.fileId);
     expect(ledgerBefore.entries.length).toBe(partial.counts.submitted);
-    const report = await h.readDrop('reports/reintento.report.csv');
+    const report = await h.readReport(partial);
     expect(report.split('\n').filter((l) => l.includes(',failed,')).length).toBe(partial.counts.failed);
 
     await h.faults({});

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 
@@ -180,7 +181,10 @@ describe('crash safety (issue 4): SIGKILL during a 50,000-recipient file', () =>
     expect(m.counts.inDoubt).toBe(0);
     expect(m.counts.delivered! + m.counts.undelivered!).toBe(RECIPIENTS);
     // The report names every recipient once.
-    const report = readFileSync(join(dir, 'drop', 'reports', 'crash.bulk.report.csv'), 'utf8')
+    const report = readFileSync(
+      join(dir, 'drop', 'reports', reportFileName('crash.bulk.txt', fileId, 'report.csv')),
+      'utf8',
+    )
       .trim()
       .split('\n');
     expect(report.length).toBe(RECIPIENTS + 1);

@@ -81,8 +81,7 @@ describe('rejected files', () => {
     expect(m.path).toBe(`failed/${name}`);
     expect(existsSync(join(h.drop, 'failed', name))).toBe(true);
     expect(existsSync(join(h.drop, 'inbox', name))).toBe(false);
-    const base = name.replace(/\.txt$/, '');
-    const text = await h.readDrop(`failed/${base}.errors.csv`);
+    const text = await h.readReport(m, 'errors.csv');
     expect(text.split('\n')[0]).toBe('line,code,message,value');
     const rows = csvRecords(text);
     expect(rows[0]).toMatchObject({ line: '0', code });
@@ -92,7 +91,7 @@ describe('rejected files', () => {
         [2, 4, 6, 8, 10].map((l) => [String(l), 'INVALID_NUMBER', '12345']),
       );
     } else expect(rows.length).toBe(1);
-    const manifest = JSON.parse(await h.readDrop(`reports/${base}.manifest.json`)) as Manifest;
+    const manifest = JSON.parse(await h.readReport(m, 'manifest.json')) as Manifest;
     expect(manifest.state).toBe('rejected');
     expect(manifest.rejection?.code).toBe(code);
     expect(manifest.counts.submitted).toBe(0);
@@ -115,7 +114,7 @@ describe('the same content dropped again', () => {
     expect(dup.fileId).not.toBe(first.fileId);
     expect(dup.counts.submitted).toBe(0);
     expect(existsSync(join(h.drop, 'failed', 'repetido-otra-vez.txt'))).toBe(true);
-    const errors = csvRecords(await h.readDrop('failed/repetido-otra-vez.errors.csv'));
+    const errors = csvRecords(await h.readReport(dup, 'errors.csv'));
     expect(errors[0]).toMatchObject({ line: '0', code: 'DUPLICATE_FILE' });
     expect((await h.ledger(dup.fileId)).entries).toEqual([]);
 

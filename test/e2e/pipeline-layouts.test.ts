@@ -109,11 +109,10 @@ describe.each(Object.keys(files))('%s end to end', (name) => {
     );
   });
 
-  it('writes reports/<name>.report.csv with one row per recipient record, and the manifest', async () => {
+  it('writes reports/<name>.<fileId>.report.csv with one row per recipient record, and the manifest', async () => {
     const m = manifests[name]!;
-    const base = name.replace(/\.txt$/, '');
-    const rows = csvRecords(await h.readDrop(`reports/${base}.report.csv`));
-    const header = (await h.readDrop(`reports/${base}.report.csv`)).split('\n')[0];
+    const rows = csvRecords(await h.readReport(m));
+    const header = (await h.readReport(m)).split('\n')[0];
     expect(header).toBe('line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt');
     expect(rows.length).toBe(gen.valid.length + gen.invalidLines.length + gen.duplicateLines.length);
     const { attempts } = await h.notifications();
@@ -141,7 +140,7 @@ describe.each(Object.keys(files))('%s end to end', (name) => {
     expect(dups.map((r) => Number(r.line))).toEqual(gen.duplicateLines);
     for (const r of dups) expect(r.code).toBe('DUPLICATE');
 
-    const onDisk = JSON.parse(await h.readDrop(`reports/${base}.manifest.json`)) as Manifest;
+    const onDisk = JSON.parse(await h.readReport(m, 'manifest.json')) as Manifest;
     expect(onDisk.fileId).toBe(m.fileId);
     expect(onDisk.state).toBe('completed');
     expect(onDisk.counts).toEqual(m.counts);

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
 import {
   bulkFile,
   expectedMessageId,
@@ -51,7 +51,7 @@ it('send without --wait exits 0 once every chunk is accepted, warning that nothi
   // The user's file is left alone; the copy sent is in done/ with its reports.
   expect(existsSync(path)).toBe(true);
   expect(existsSync(join(h.drop, 'done', 'programado.txt'))).toBe(true);
-  const onDisk = JSON.parse(await h.readDrop('reports/programado.manifest.json')) as Manifest;
+  const onDisk = JSON.parse(await h.readReport(m, 'manifest.json')) as Manifest;
   expect(onDisk.fileId).toBe(m.fileId);
   expect(onDisk.counts.submitted).toBe(gen.valid.length);
 });
@@ -94,7 +94,7 @@ it('send exits 1 for a rejected file, which lands in failed/', async () => {
   expect(m.state).toBe('rejected');
   expect(m.rejection?.code).toBe('TOO_MANY_INVALID');
   expect(existsSync(join(h.drop, 'failed', 'malo.txt'))).toBe(true);
-  expect(existsSync(join(h.drop, 'failed', 'malo.errors.csv'))).toBe(true);
+  expect(existsSync(join(h.drop, 'failed', reportFileName('malo.txt', m.fileId, 'errors.csv')))).toBe(true);
   expect((await h.ledger()).accepted).toBe(before);
 });
 

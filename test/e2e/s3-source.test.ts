@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
 import {
   csvRecords,
@@ -270,12 +270,16 @@ describe('dropline run on an S3 source', () => {
     });
     await ledgerExactlyOnce(m, gen);
     const manifest = await waitFor('the completed manifest in reports/', async () => {
-      const doc = JSON.parse(await getText(`${prefix}reports/campaña noviembre.manifest.json`)) as Manifest;
+      const doc = JSON.parse(
+        await getText(`${prefix}reports/${reportFileName(name, m.fileId, 'manifest.json')}`),
+      ) as Manifest;
       return doc.state === 'completed' ? doc : undefined;
     });
     expect(manifest.fileId).toBe(m.fileId);
     expect(await getText(`${prefix}done/${name}`)).toBe(gen.content);
-    const report = csvRecords(await getText(`${prefix}reports/campaña noviembre.report.csv`));
+    const report = csvRecords(
+      await getText(`${prefix}reports/${reportFileName(name, m.fileId, 'report.csv')}`),
+    );
     expect(report.filter((r) => r.outcome === 'sent')).toHaveLength(gen.valid.length);
     const keys = await keysUnder(prefix);
     expect(keys.filter((k) => k.startsWith('inbox/') && k !== 'inbox/')).toEqual([]);

@@ -4,7 +4,7 @@
 // server; a slow upload claimed once and whole; sshd stopped mid-file and started again.
 import type SftpClient from 'ssh2-sftp-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
 import {
   csvRecords,
   expectedMessageId,
@@ -80,17 +80,21 @@ describe.skipIf(skip !== null)('SFTP through dropline run', () => {
     expect(await partner.exists('drop/inbox/clientes.txt')).toBe(false);
     expect(await partner.exists('drop/processing/clientes.txt')).toBe(false);
     expect(await remoteText('done/clientes.txt')).toBe(gen.content);
-    const onServer = await waitFor('reports/clientes.manifest.json completed', async () => {
-      const mm = JSON.parse(await remoteText('reports/clientes.manifest.json')) as Manifest;
+    const onServer = await waitFor('reports/clientes.<fileId>.manifest.json completed', async () => {
+      const mm = JSON.parse(
+        await remoteText(`reports/${reportFileName('clientes.txt', m.fileId, 'manifest.json')}`),
+      ) as Manifest;
       return mm.state === 'completed' ? mm : undefined;
     });
     expect(onServer.fileId).toBe(m.fileId);
-    const report = csvRecords(await remoteText('reports/clientes.report.csv'));
+    const report = csvRecords(
+      await remoteText(`reports/${reportFileName('clientes.txt', m.fileId, 'report.csv')}`),
+    );
     expect(report.filter((r) => r.outcome === 'sent')).toHaveLength(gen.valid.length);
     // No temp file of dropline's own is left in reports/.
     expect((await partner.list('drop/reports')).map((e) => e.name).sort()).toEqual([
-      'clientes.manifest.json',
-      'clientes.report.csv',
+      `clientes.${m.fileId}.manifest.json`,
+      `clientes.${m.fileId}.report.csv`,
     ]);
   });
 

@@ -2,11 +2,11 @@
 // the sandbox running in the test process, and `dropline run` as a child process. Tests act as
 // a user would: drop files, run commands, read the ops server, the folders and the sandbox.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
@@ -66,6 +66,8 @@ export interface HarnessOptions {
   api?: Record<string, unknown>;
   /** Merged over the local source's settings. */
   source?: Record<string, unknown>;
+  /** Merged over the ops section (e.g. a token). */
+  ops?: Record<string, unknown>;
   /** Merged over the top level (after api/source). */
   config?: Record<string, unknown>;
 }
@@ -126,7 +128,7 @@ export class PipelineHarness {
       },
       notify: { listen: `127.0.0.1:${notifyPort}`, token: 'e2e-notify-token' },
       store: `sqlite:${join(dir, 'state.db')}`,
-      ops: { listen: `127.0.0.1:${opsPort}` },
+      ops: { listen: `127.0.0.1:${opsPort}`, ...options.ops },
       leaseMs: 1500,
       sources: [
         {
@@ -151,9 +153,24 @@ export class PipelineHarness {
   }
 
   /** Starts `dropline run` and waits for its "dropline is running" line. */
-  async start(): Promise<void> {
+  async start(options: { umask?: number } = {}): Promise<void> {
     if (this.daemon) throw new Error('the daemon runs already');
-    const child = spawn(process.execPath, [BIN, '--config', this.configPath, 'run'], {
+    const argv = [BIN, '--config', this.configPath, 'run'];
+    // With a umask: through sh, the way a service manager with its own umask starts it.
+    const [command, args] =
+      options.umask === undefined
+        ? [process.execPath, argv]
+        : [
+            '/bin/sh',
+            [
+              '-c',
+              `umask ${options.umask.toString(8).padStart(3, '0')} && exec "$@"`,
+              'sh',
+              process.execPath,
+              ...argv,
+            ],
+          ];
+    const child = spawn(command, args, {
       cwd: this.dir,
       env: { ...process.env, DROPLINE_LOG_LEVEL: process.env.DROPLINE_LOG_LEVEL ?? 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -242,7 +259,10 @@ export class PipelineHarness {
   }
 
   async opsGet(path: string): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(`${this.opsUrl}${path}`);
+    const token = (this.config.ops as { token?: string }).token;
+    const res = await fetch(`${this.opsUrl}${path}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     return { status: res.status, body: await res.json() };
   }
 
@@ -345,16 +365,27 @@ export class PipelineHarness {
   }
 
   /**
-   * Waits until `reports/<base>.manifest.json` shows one of `states`: the reports are written
-   * after the original was moved and its errors.csv written, so the folders are complete then.
+   * Waits until the file named `name` has a `reports/<base>.<fileId>.manifest.json` in one of
+   * `states`: the reports are written after the original was moved and its errors.csv
+   * written, so the folders are complete then.
    */
   async waitForReport(name: string, states: string | readonly string[]): Promise<Manifest> {
     const wanted = typeof states === 'string' ? [states] : states;
-    const base = name.replace(/\.txt$/i, '');
-    return waitFor(`reports/${base}.manifest.json in ${wanted.join('|')}`, async () => {
-      const m = JSON.parse(await this.readDrop(`reports/${base}.manifest.json`)) as Manifest;
-      return wanted.includes(m.state) ? m : undefined;
+    return waitFor(`reports/ manifest of ${name} in ${wanted.join('|')}`, async () => {
+      for (const entry of await readdir(join(this.drop, 'reports'))) {
+        if (entry.startsWith('.') || !entry.endsWith('.manifest.json')) continue;
+        const m = JSON.parse(await this.readDrop(`reports/${entry}`)) as Manifest;
+        if (m.name === name && wanted.includes(m.state)) return m;
+      }
+      return undefined;
     });
+  }
+
+  /** `reports/<name>.<fileId>.report.csv` (or the manifest) of a file, as text. */
+  async readReport(m: Pick<Manifest, 'name' | 'fileId'>, kind: ReportKind = 'report.csv'): Promise<string> {
+    return this.readDrop(
+      `${kind === 'errors.csv' ? 'failed' : 'reports'}/${reportFileName(m.name, m.fileId, kind)}`,
+    );
   }
 
   async readDrop(path: string): Promise<string> {

@@ -36,7 +36,7 @@ export function registerRun(program: Command, setExit: SetExit): void {
           'Try it:',
           `  cp samples/bulk.txt ${first.path}/inbox/`,
           '  npx dropline status',
-          `  cat ${first.path}/reports/bulk.report.csv`,
+          `  cat ${first.path}/reports/bulk.*.report.csv`,
           'Stop with Ctrl-C.',
         );
       }
