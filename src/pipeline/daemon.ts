@@ -1,6 +1,7 @@
 // `dropline run`: every source polled (and watched), ready files claimed and driven, files
 // left by a dead worker taken over when their lease expires, delivery reports received,
 // progress checked, the ops server up.
+import { DroplineError } from '../errors.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
@@ -64,6 +65,14 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       store: rt.store,
       sources: rt.sources,
       logger: log,
+    }).catch(async (err: NodeJS.ErrnoException) => {
+      // The receiver is up already: left open it would keep a failed start alive.
+      await receiver.close();
+      throw err instanceof DroplineError
+        ? err
+        : new DroplineError('DROPLINE_ERR_OPS_LISTEN', `${config.ops.listen}: ${err.code ?? err.message}`, {
+            cause: err,
+          });
     });
     log.info({ url: ops.url }, 'ops server listening');
   }

@@ -15,7 +15,14 @@ export function registerRun(program: Command, setExit: SetExit): void {
       ]);
       const logger = await commandLogger('info');
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed', backgroundCheckpoints: true });
-      const daemon = await startDaemon(rt);
+      let daemon: Awaited<ReturnType<typeof startDaemon>>;
+      try {
+        daemon = await startDaemon(rt);
+        await rt.advertise();
+      } catch (err) {
+        await rt.close();
+        throw err;
+      }
       const { config } = loaded;
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
