@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
-import { type Config, configSchema } from './schema.ts';
+import { type Config, configSchema, parseListenAddress } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 
@@ -111,10 +111,17 @@ export function loadConfig(
       ? readSecretFile(config.notify.tokenFile, 'notify.tokenFile')
       : config.notify.token) ??
     localNotifyToken(storeDir);
+  if (notifyToken === '') {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      'notify.token: must not be empty (DROPLINE_NOTIFY_TOKEN or notify.tokenFile): anyone could post reports',
+    );
+  }
 
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
   const publicUrl =
-    config.notify.publicUrl ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/notify`;
+    config.notify.publicUrl ??
+    `http://${host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host === '::' ? '::1' : host}]` : host}:${port}/notify`;
   const url = new URL(publicUrl);
   url.searchParams.set('token', notifyToken);
 
@@ -126,15 +133,9 @@ export function loadConfig(
   };
 }
 
-/** `host:port` → [host, port]. */
+/** `host:port` (validated when the configuration loaded) → [host, port]. */
 export function splitListen(listen: string, key: string): [string, number] {
-  const i = listen.lastIndexOf(':');
-  const port = Number(listen.slice(i + 1));
-  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `${key}: "${listen}" is not host:port (e.g. 127.0.0.1:8080)`,
-    );
-  }
-  return [listen.slice(0, i), port];
+  const parsed = parseListenAddress(listen);
+  if (typeof parsed === 'string') throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: ${parsed}`);
+  return parsed;
 }
