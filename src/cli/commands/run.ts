@@ -1,5 +1,6 @@
 // `dropline run`: the daemon on every configured source (or the embedded default).
 import type { Command } from 'commander';
+import { redactServiceUrl } from '../../service/redact.ts';
 import { commandLogger, configOf } from './context.ts';
 import type { SetExit } from './index.ts';
 
@@ -26,8 +27,8 @@ export function registerRun(program: Command, setExit: SetExit): void {
       const { config } = loaded;
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
-        `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : rt.serviceUrl}`,
-        `  store:    ${config.store}`,
+        `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : redactServiceUrl(rt.serviceUrl)}`,
+        `  store:    ${config.store.startsWith('sqlite:') ? config.store : redactServiceUrl(config.store)}`,
         `  reports:  delivery reports received at ${daemon.receiver.url}`,
         `  ops:      ${daemon.ops.url}/api/files  ${daemon.ops.url}/healthz  ${daemon.ops.url}/readyz`,
         ...config.sources.map((s) =>
