@@ -25,6 +25,8 @@ export function registerRun(program: Command, setExit: SetExit): void {
         throw err;
       }
       const { config } = loaded;
+      const { startupWarnings } = await import('../../config/warnings.ts');
+      for (const warning of startupWarnings(config, loaded.secrets)) logger.warn(warning);
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
         `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : redactServiceUrl(rt.serviceUrl)}`,
