@@ -60,35 +60,47 @@ export function parseConfig(raw: unknown): Config {
   return config;
 }
 
+/**
+ * The configuration file and what it says, without resolving a secret or writing anything
+ * (`validate` reads it too): `path`, else DROPLINE_CONFIG, else ./dropline.config.json when
+ * present, else the embedded default (path null).
+ */
+export function readConfigFile(options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {}): {
+  config: Config;
+  path: string | null;
+} {
+  const env = options.env ?? process.env;
+  let raw: unknown = {};
+  const named = options.path ?? (env.DROPLINE_CONFIG || undefined);
+  const candidate = named ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : null);
+  if (candidate === null) return { config: parseConfig(raw), path: null };
+  const path = resolve(candidate);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const via = options.path === undefined && named !== undefined ? ' (DROPLINE_CONFIG)' : '';
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `cannot read ${candidate}${via} (${(err as NodeJS.ErrnoException).code})`,
+    );
+  }
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${candidate} is not valid JSON: ${(err as Error).message}`,
+    );
+  }
+  return { config: parseConfig(raw), path };
+}
+
 export function loadConfig(
   options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {},
 ): LoadedConfig {
   const env = options.env ?? process.env;
-  let path: string | null = null;
-  let raw: unknown = {};
-  const explicit = options.path;
-  const candidate = explicit ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : null);
-  if (candidate !== null) {
-    path = resolve(candidate);
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `cannot read ${candidate} (${(err as NodeJS.ErrnoException).code})`,
-      );
-    }
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `${candidate} is not valid JSON: ${(err as Error).message}`,
-      );
-    }
-  }
-  const config = parseConfig(raw);
+  const { config, path } = readConfigFile(options);
 
   const apiPassword =
     env.DROPLINE_API_PASSWORD ??
