@@ -240,6 +240,11 @@ export const ERRORS = {
     hint: 'another process holds the port, or the address is not on this machine: change notify.listen',
     retryable: false,
   },
+  DROPLINE_ERR_OPS_LISTEN: {
+    message: 'the ops server cannot listen on ops.listen',
+    hint: 'another process holds the port, or the address is not on this machine: change ops.listen',
+    retryable: false,
+  },
   DROPLINE_ERR_UNKNOWN_FILE: {
     message: 'no file with this fileId in the store',
     hint: 'dropline status lists the files and their fileIds',

@@ -43,3 +43,6 @@ export async function main(argv: string[]): Promise<number> {
 
 const code = await main(process.argv);
 process.exitCode = code;
+// A failed command has closed what it opened; should anything still hold the event loop
+// (a socket, a watcher, a worker), a supervisor must still see the exit within seconds.
+if (code !== 0) setTimeout(() => process.exit(code), 2000).unref();

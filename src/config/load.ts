@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
-import { type Config, configSchema, type SftpSourceConfig } from './schema.ts';
+import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 
@@ -60,35 +60,47 @@ export function parseConfig(raw: unknown): Config {
   return config;
 }
 
+/**
+ * The configuration file and what it says, without resolving a secret or writing anything
+ * (`validate` reads it too): `path`, else DROPLINE_CONFIG, else ./dropline.config.json when
+ * present, else the embedded default (path null).
+ */
+export function readConfigFile(options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {}): {
+  config: Config;
+  path: string | null;
+} {
+  const env = options.env ?? process.env;
+  let raw: unknown = {};
+  const named = options.path ?? (env.DROPLINE_CONFIG || undefined);
+  const candidate = named ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : null);
+  if (candidate === null) return { config: parseConfig(raw), path: null };
+  const path = resolve(candidate);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const via = options.path === undefined && named !== undefined ? ' (DROPLINE_CONFIG)' : '';
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `cannot read ${candidate}${via} (${(err as NodeJS.ErrnoException).code})`,
+    );
+  }
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${candidate} is not valid JSON: ${(err as Error).message}`,
+    );
+  }
+  return { config: parseConfig(raw), path };
+}
+
 export function loadConfig(
   options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {},
 ): LoadedConfig {
   const env = options.env ?? process.env;
-  let path: string | null = null;
-  let raw: unknown = {};
-  const explicit = options.path;
-  const candidate = explicit ?? (existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : null);
-  if (candidate !== null) {
-    path = resolve(candidate);
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `cannot read ${candidate} (${(err as NodeJS.ErrnoException).code})`,
-      );
-    }
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `${candidate} is not valid JSON: ${(err as Error).message}`,
-      );
-    }
-  }
-  const config = parseConfig(raw);
+  const { config, path } = readConfigFile(options);
   config.sources = config.sources.map((s) => (s.type === 'sftp' ? pinHostKeyFile(s) : s));
 
   const apiPassword =
@@ -112,10 +124,17 @@ export function loadConfig(
       ? readSecretFile(config.notify.tokenFile, 'notify.tokenFile')
       : config.notify.token) ??
     localNotifyToken(storeDir);
+  if (notifyToken === '') {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      'notify.token: must not be empty (DROPLINE_NOTIFY_TOKEN or notify.tokenFile): anyone could post reports',
+    );
+  }
 
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
   const publicUrl =
-    config.notify.publicUrl ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/notify`;
+    config.notify.publicUrl ??
+    `http://${host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host === '::' ? '::1' : host}]` : host}:${port}/notify`;
   const url = new URL(publicUrl);
   url.searchParams.set('token', notifyToken);
 
@@ -148,15 +167,9 @@ function pinHostKeyFile(source: SftpSourceConfig): SftpSourceConfig {
   return { ...source, hostKeySha256: `SHA256:${digest.replace(/=+$/, '')}` };
 }
 
-/** `host:port` → [host, port]. */
+/** `host:port` (validated when the configuration loaded) → [host, port]. */
 export function splitListen(listen: string, key: string): [string, number] {
-  const i = listen.lastIndexOf(':');
-  const port = Number(listen.slice(i + 1));
-  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `${key}: "${listen}" is not host:port (e.g. 127.0.0.1:8080)`,
-    );
-  }
-  return [listen.slice(0, i), port];
+  const parsed = parseListenAddress(listen);
+  if (typeof parsed === 'string') throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: ${parsed}`);
+  return parsed;
 }

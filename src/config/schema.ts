@@ -1,9 +1,34 @@
 // dropline.config.json (CONTRACT.md "Configuration"): parsed once into a frozen Config.
 // Unknown keys are errors: a typo must not silently fall back to a default.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
+
+/**
+ * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for
+ * the servers, so that an address the configuration accepts is one they can listen on.
+ */
+export function parseListenAddress(listen: string): [string, number] | string {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(listen);
+  const host = m?.[1] ?? m?.[2];
+  const port = Number(m?.[3]);
+  if (!m || host === undefined || port > 65_535)
+    return `"${listen}" is not host:port (e.g. 127.0.0.1:8080, [::1]:8080; port 0 to 65535)`;
+  if (
+    m[1] !== undefined
+      ? isIP(host) !== 6
+      : isIP(host) === 0 && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)
+  )
+    return `"${listen}": ${host} is neither an IP address nor a host name`;
+  return [host, port];
+}
+
+const listenAddress = z.string().superRefine((value, ctx) => {
+  const parsed = parseListenAddress(value);
+  if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+});
 
 const sourceCommon = {
   name: z
@@ -100,8 +125,8 @@ export const configSchema = z
     notify: z
       .object({
         publicUrl: z.string().url().optional(),
-        listen: z.string().default('127.0.0.1:8081'),
-        token: z.string().optional(),
+        listen: listenAddress.default('127.0.0.1:8081'),
+        token: z.string().min(1, 'must not be empty: anyone could post reports').optional(),
         tokenFile: z.string().optional(),
       })
       .strict()
@@ -109,7 +134,7 @@ export const configSchema = z
     store: z.string().default('sqlite:./.dropline/state.db'),
     ops: z
       .object({
-        listen: z.string().default('127.0.0.1:8080'),
+        listen: listenAddress.default('127.0.0.1:8080'),
         /** Bearer token of the ops API (and of every path but /healthz, /readyz when set). */
         token: z.string().min(1, 'must not be empty').optional(),
         tokenFile: z.string().optional(),

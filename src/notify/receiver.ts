@@ -341,7 +341,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     const given = q === -1 ? null : tokenOf(url.slice(q + 1));
     if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
       log.warn(
-        { remote: req.socket.remoteAddress, token: given === null ? 'missing' : 'wrong' },
+        // Not under a key named token: the logger redacts those, and this says which case it was.
+        { remote: req.socket.remoteAddress, reason: given === null ? 'missing token' : 'wrong token' },
         'notify: refused',
       );
       return reply(res, 401, '{"status":"unauthorized"}', refuse);

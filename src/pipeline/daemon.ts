@@ -1,6 +1,8 @@
 // `dropline run`: every source polled (and watched), ready files claimed and driven, files
 // left by a dead worker taken over when their lease expires, delivery reports received,
 // progress checked, the ops server up.
+import { DroplineError } from '../errors.ts';
+import { RepeatGate } from '../log.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { type OpsServer, opsToken, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
@@ -41,13 +43,21 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   // One queue of work so files are driven one after the other (each sends its chunks
   // concurrently); a failure in one step is logged and never stops the daemon.
   let queue: Promise<void> = Promise.resolve();
+  // A failure that repeats every poll is one line a minute, not one a poll.
+  const gate = new RepeatGate();
   const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
     queue = queue.then(async () => {
       if (closing) return;
       try {
         await fn();
       } catch (err) {
-        log.error({ err: (err as Error).message, stack: (err as Error).stack }, `${what} failed`);
+        const message = (err as Error).message;
+        const { log: shown, repeated } = gate.pass(`step:${what.split(' ')[0]}`, message);
+        if (shown)
+          log.error(
+            { err: message, stack: (err as Error).stack, ...(repeated ? { repeated } : {}) },
+            `${what} failed`,
+          );
       }
     });
     return queue;
@@ -77,6 +87,14 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       store: rt.store,
       sources: rt.sources,
       logger: log,
+    }).catch(async (err: NodeJS.ErrnoException) => {
+      // The receiver is up already: left open it would keep a failed start alive.
+      await receiver.close();
+      throw err instanceof DroplineError
+        ? err
+        : new DroplineError('DROPLINE_ERR_OPS_LISTEN', `${config.ops.listen}: ${err.code ?? err.message}`, {
+            cause: err,
+          });
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
@@ -94,9 +112,16 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       try {
         listing = await source.list({ ignored: (name, why) => ignored.set(name, why) });
       } catch (err) {
-        log.warn({ source: source.name, err: (err as Error).message }, 'cannot list the inbox');
+        const message = (err as Error).message;
+        const { log: shown, repeated } = gate.pass(`list:${source.name}`, message);
+        if (shown)
+          log.warn(
+            { source: source.name, err: message, ...(repeated ? { repeated } : {}) },
+            'cannot list the inbox',
+          );
         return;
       }
+      if (gate.clear(`list:${source.name}`)) log.info({ source: source.name }, 'inbox listed again');
       const said = ignoredSaid.get(source.name);
       for (const [name, why] of ignored)
         if (said?.get(name) !== why)

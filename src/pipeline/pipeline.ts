@@ -97,7 +97,8 @@ export class Pipeline {
   }
 
   private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
-    this.log.info(
+    // A partial file waits for an operator (retry); a rejected one is warned about where it is rejected.
+    this.log[file.state === 'partial' ? 'error' : 'info'](
       { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
       `file ${file.name} ${from} → ${file.state}`,
     );
@@ -582,7 +583,7 @@ export class Pipeline {
         const result = await this.client.sendChunk(planned);
         const chunkResult = toChunkResult(result);
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
-        this.log.info(
+        this.log[state === 'failed' ? 'error' : state === 'in_doubt' ? 'warn' : 'info'](
           {
             fileId,
             chunk: chunk.seq,

@@ -1,11 +1,12 @@
 // Everything a command needs, built from the configuration: store, sources, service client
 // (or the embedded sandbox), pipeline. Commands open a runtime, use it, close it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type LoadedConfig, splitListen } from '../config/load.ts';
+import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { loadSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
@@ -30,6 +31,8 @@ export interface Runtime {
   /** The service URL in use. */
   serviceUrl: string;
   stateDir: string;
+  /** The daemon, once fully started: advertises its embedded sandbox in sandbox.url. */
+  advertise(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -57,8 +60,8 @@ export function isListening(host: string, port: number, timeoutMs = 500): Promis
 async function sandboxUrlFromDaemon(stateDir: string): Promise<string | null> {
   const file = resolve(stateDir, 'sandbox.url');
   if (!existsSync(file)) return null;
-  const url = readFileSync(file, 'utf8').trim();
   try {
+    const url = readFileSync(file, 'utf8').trim();
     const u = new URL(url);
     return (await isListening(u.hostname, Number(u.port))) ? url : null;
   } catch {
@@ -86,72 +89,128 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
   mkdirSync(stateDir, { recursive: true });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
-  const store = createStore(config.store, { backgroundCheckpoints: options.backgroundCheckpoints === true });
-  await store.migrate();
-
-  let sandbox: Sandbox | null = null;
-  let serviceUrl: string;
-  let advertised: string | null = null;
-  if (config.api.baseUrl === 'sandbox') {
-    const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
-    if (shared) serviceUrl = shared;
-    else {
-      sandbox = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
-      serviceUrl = sandbox.url;
-      if (options.sandbox === 'embed') {
-        advertised = resolve(stateDir, 'sandbox.url');
-        writeFileSync(advertised, `${serviceUrl}\n`);
-      }
-      logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
-    }
-  } else serviceUrl = config.api.baseUrl;
-
-  const client = new ServiceClient({
-    baseUrl: serviceUrl,
-    username: config.api.username,
-    password: loaded.secrets.apiPassword,
-    notifyUrl: loaded.notifyUrl,
-    notifyContentType: 'application/json',
-    concurrency: config.api.concurrency,
-    ratePerSecond: config.api.ratePerSecond,
-    timeoutMs: config.api.timeoutMs,
-    retry: config.api.retry,
-    token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
-  });
-
-  const sources = new Map<string, Source>();
-  for (const s of config.sources) {
-    const source = await createSource(s, logger);
-    await source.start();
-    sources.set(s.name, source);
-  }
-
-  let suppression: SuppressionList | null = null;
-  if (config.suppressionList) {
-    suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
-    logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
-  }
-
-  const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
-  return {
-    loaded,
-    store,
-    sources,
-    client,
-    pipeline,
-    logger,
-    owner,
-    sandbox,
-    serviceUrl,
-    stateDir,
-    async close() {
-      await client.close().catch(() => {});
-      for (const s of sources.values()) await s.close().catch(() => {});
-      if (advertised) rmSync(advertised, { force: true });
-      await sandbox?.close().catch(() => {});
-      await store.close().catch(() => {});
-    },
+  // Whatever opened so far is closed again when a later step fails: a start-up error must
+  // end the process at once, not leave a sandbox or a watcher holding it open.
+  const opened: (() => Promise<unknown>)[] = [];
+  const closeOpened = async () => {
+    for (const close of opened.splice(0).reverse()) await close().catch(() => {});
   };
+  try {
+    const store = createStore(config.store, {
+      backgroundCheckpoints: options.backgroundCheckpoints === true,
+    });
+    opened.push(() => store.close());
+    await store.migrate();
+
+    // Sources and the suppression list first: they fail on configuration mistakes, and
+    // nothing else (the sandbox above all) should have started when they do.
+    const sources = new Map<string, Source>();
+    for (const s of config.sources) {
+      const source = await createSource(s, logger);
+      opened.push(() => source.close());
+      await source.start().catch((err: unknown) => {
+        if (err instanceof DroplineError) throw err;
+        const e = err as NodeJS.ErrnoException;
+        throw new DroplineError(
+          'DROPLINE_ERR_CONFIG',
+          `sources.${s.name}: cannot use ${'path' in s ? s.path : s.name} (${e.code ?? e.message})`,
+          { cause: err },
+        );
+      });
+      sources.set(s.name, source);
+    }
+
+    let suppression: SuppressionList | null = null;
+    if (config.suppressionList) {
+      suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
+      logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
+    }
+
+    let sandbox: Sandbox | null = null;
+    let serviceUrl: string;
+    if (config.api.baseUrl === 'sandbox') {
+      const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
+      if (shared) serviceUrl = shared;
+      else {
+        const started = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
+        opened.push(() => started.close());
+        sandbox = started;
+        serviceUrl = started.url;
+        logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
+      }
+    } else serviceUrl = config.api.baseUrl;
+
+    const client = new ServiceClient({
+      baseUrl: serviceUrl,
+      username: config.api.username,
+      password: loaded.secrets.apiPassword,
+      notifyUrl: loaded.notifyUrl,
+      notifyContentType: 'application/json',
+      concurrency: config.api.concurrency,
+      ratePerSecond: config.api.ratePerSecond,
+      timeoutMs: config.api.timeoutMs,
+      retry: config.api.retry,
+      token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
+    });
+    opened.push(() => client.close());
+
+    const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
+    let advertised: Advertisement | null = null;
+    return {
+      loaded,
+      store,
+      sources,
+      client,
+      pipeline,
+      logger,
+      owner,
+      sandbox,
+      serviceUrl,
+      stateDir,
+      async advertise() {
+        if (sandbox && options.sandbox === 'embed' && !advertised)
+          advertised = await advertiseSandbox(stateDir, sandbox.url);
+      },
+      async close() {
+        if (advertised) withdraw(advertised);
+        advertised = null;
+        await closeOpened();
+      },
+    };
+  } catch (err) {
+    await closeOpened();
+    throw err;
+  }
+}
+
+interface Advertisement {
+  path: string;
+  content: string;
+}
+
+/**
+ * Tells `send` and the file commands where the daemon's sandbox listens. Called only once the
+ * daemon is fully up, written whole (temp file + rename), and never over the advertisement
+ * of another daemon whose sandbox still answers: a start that fails, or a second daemon on
+ * the same store, must not send later commands to a sandbox that is about to go away.
+ */
+async function advertiseSandbox(stateDir: string, url: string): Promise<Advertisement | null> {
+  if (await sandboxUrlFromDaemon(stateDir)) return null;
+  const path = resolve(stateDir, 'sandbox.url');
+  const content = `${url}\n`;
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600 });
+  renameSync(tmp, path);
+  return { path, content };
+}
+
+/** Removes the advertisement only while it is still this process's own. */
+function withdraw(ad: Advertisement): void {
+  try {
+    if (readFileSync(ad.path, 'utf8') === ad.content) rmSync(ad.path, { force: true });
+  } catch {
+    // gone already
+  }
 }
 
 /** notify.listen as [host, port], and whether a receiver answers there now. */

@@ -27,3 +27,19 @@ export function redactText(text: string): string {
     return plus + maskNumber(plus ? m.slice(1) : m);
   });
 }
+
+/**
+ * A service URL fit to show: userinfo (`user:password@`) becomes `***@` and the query string
+ * goes, as in redactUrl; the fragment is dropped.
+ */
+export function redactServiceUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return redactUrl(url);
+  }
+  const userinfo = u.username || u.password ? '***@' : '';
+  const query = u.search ? '?<redacted>' : '';
+  return `${u.protocol}//${userinfo}${u.host}${u.pathname}${query}`;
+}

@@ -1,5 +1,6 @@
 // `dropline run`: the daemon on every configured source (or the embedded default).
 import type { Command } from 'commander';
+import { redactServiceUrl } from '../../service/redact.ts';
 import { commandLogger, configOf } from './context.ts';
 import type { SetExit } from './index.ts';
 
@@ -15,12 +16,21 @@ export function registerRun(program: Command, setExit: SetExit): void {
       ]);
       const logger = await commandLogger('info');
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed', backgroundCheckpoints: true });
-      const daemon = await startDaemon(rt);
+      let daemon: Awaited<ReturnType<typeof startDaemon>>;
+      try {
+        daemon = await startDaemon(rt);
+        await rt.advertise();
+      } catch (err) {
+        await rt.close();
+        throw err;
+      }
       const { config } = loaded;
+      const { startupWarnings } = await import('../../config/warnings.ts');
+      for (const warning of startupWarnings(config, loaded.secrets)) logger.warn(warning);
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
-        `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : rt.serviceUrl}`,
-        `  store:    ${config.store}`,
+        `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : redactServiceUrl(rt.serviceUrl)}`,
+        `  store:    ${config.store.startsWith('sqlite:') ? config.store : redactServiceUrl(config.store)}`,
         `  reports:  delivery reports received at ${daemon.receiver.url}`,
         `  ops:      ${daemon.ops.url}/api/files  ${daemon.ops.url}/healthz  ${daemon.ops.url}/readyz`,
         ...config.sources.map((s) =>

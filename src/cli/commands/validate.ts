@@ -1,4 +1,5 @@
 // `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
+import { existsSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -55,6 +56,9 @@ export interface ValidateOptions {
   allowedCountries?: string[];
   suppressionList?: string;
   maxLineLength: number;
+  /** The source's maxFileBytes when a configuration gives one. */
+  maxFileBytes?: number;
+  source?: string;
 }
 
 export async function validateFile(path: string, opts: ValidateOptions): Promise<ReadSummary> {
@@ -69,6 +73,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
     throw new DroplineError('DROPLINE_ERR_USAGE', (err as Error).message);
   }
   const suppression = opts.suppressionList ? await loadSuppressionList(opts.suppressionList, rules) : null;
+  const maxFileBytes = opts.maxFileBytes ?? DEFAULTS.maxFileBytes;
   const read = async (sniffed: Sniff | undefined): Promise<ReadSummary> => {
     let summary: ReadSummary | null = null;
     for await (const batch of readDropFile(() => readFileChunks(path), {
@@ -78,6 +83,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       suppression,
       maxInvalidRatio: opts.maxInvalidRatio,
       maxLineLength: opts.maxLineLength,
+      maxFileBytes,
       items: false,
       ...(sniffed ? { sniffed } : {}),
     })) {
@@ -89,11 +95,11 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
   };
   let summary: ReadSummary;
   try {
-    if (info.size > DEFAULTS.maxFileBytes) summary = await read(undefined);
+    if (info.size > maxFileBytes) summary = await read(undefined);
     else {
       // The worker sniffs and hashes while this thread parses on the likely guess; the rare
       // file the guess got wrong (not UTF-8, NUL bytes) is parsed again as what it is.
-      const sniffing = sniffInWorker(path, DEFAULTS.maxFileBytes);
+      const sniffing = sniffInWorker(path, maxFileBytes);
       sniffing.catch(() => {});
       const likely = await guess(path, info.size);
       summary = likely ? await read(likely) : await read(await sniffing);
@@ -220,6 +226,59 @@ function countries(value: string): string[] {
     .filter((c) => c.length > 0);
 }
 
+/**
+ * With a configuration (--config, DROPLINE_CONFIG or ./dropline.config.json), the settings of
+ * the source the daemon would read the file from, so that validate answers what the daemon
+ * will do; a flag given on the command line wins. Without one, the flags and their defaults.
+ */
+async function withSourceSettings(
+  flags: ValidateOptions,
+  cmd: Command,
+): Promise<{ opts: ValidateOptions; from: string | null }> {
+  const explicit = (cmd.optsWithGlobals() as { config?: string }).config;
+  // Checked before loading: the schema alone costs ~70 ms that a bare validate does not need.
+  if (explicit === undefined && !process.env.DROPLINE_CONFIG && !existsSync('dropline.config.json')) {
+    if (flags.source !== undefined)
+      throw new DroplineError(
+        'DROPLINE_ERR_USAGE',
+        `--source ${flags.source}: there is no configuration file`,
+      );
+    return { opts: flags, from: null };
+  }
+  const { readConfigFile } = await import('../../config/load.ts');
+  const { config, path } = readConfigFile({ path: explicit });
+  const source =
+    flags.source === undefined ? config.sources[0] : config.sources.find((s) => s.name === flags.source);
+  if (!source) {
+    throw new DroplineError(
+      'DROPLINE_ERR_USAGE',
+      `--source ${flags.source}: no such source (configured: ${config.sources.map((s) => s.name).join(', ')})`,
+    );
+  }
+  const given = (key: keyof ValidateOptions) => {
+    const from = cmd.getOptionValueSource(key);
+    return from !== undefined && from !== 'default';
+  };
+  const opts: ValidateOptions = {
+    ...flags,
+    maxInvalidRatio: given('maxInvalidRatio') ? flags.maxInvalidRatio : source.maxInvalidRatio,
+    defaultCountry: given('defaultCountry') ? flags.defaultCountry : source.defaultCountry,
+    maxFileBytes: source.maxFileBytes,
+  };
+  const layout = given('layout') ? flags.layout : (source.layout ?? undefined);
+  const allowed = given('allowedCountries') ? flags.allowedCountries : (source.allowedCountries ?? undefined);
+  const suppression = given('suppressionList')
+    ? flags.suppressionList
+    : (config.suppressionList ?? undefined);
+  if (layout) opts.layout = layout;
+  else delete opts.layout;
+  if (allowed) opts.allowedCountries = allowed;
+  else delete opts.allowedCountries;
+  if (suppression) opts.suppressionList = suppression;
+  else delete opts.suppressionList;
+  return { opts, from: `settings of source ${source.name} (${path ?? 'embedded default'})` };
+}
+
 export function registerValidate(program: Command, setExit: SetExit): void {
   program
     .command('validate')
@@ -241,7 +300,13 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     )
     .option('--suppression-list <path>', 'file of opted-out numbers, one per line')
     .option('--max-line-length <chars>', 'longest physical line', positiveInt, DEFAULTS.maxLineLength)
-    .action(async (file: string, opts: ValidateOptions) => {
+    .option(
+      '--source <name>',
+      'with a configuration: the source whose settings apply (default: the first); flags given here override them',
+    )
+    .action(async (file: string, flags: ValidateOptions, cmd: Command) => {
+      const { opts, from } = await withSourceSettings(flags, cmd);
+      if (from && !opts.json) process.stdout.write(`${from}\n`);
       let summary: ReadSummary;
       try {
         summary = await validateFile(file, opts);

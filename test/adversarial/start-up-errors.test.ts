@@ -1,0 +1,167 @@
+// Start-up errors with the embedded sandbox (api.baseUrl "sandbox", the default): each one
+// must print its stable code and end `dropline run` non-zero within seconds, so that a
+// supervisor sees it. Every case is a real `dropline run` process; the test kills it and
+// fails when it is still alive after the bound.
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, freePort } from '../helpers/pipeline-harness.ts';
+
+const BOUND_MS = 10_000;
+
+interface Ended {
+  code: number | null;
+  stderr: string;
+  stdout: string;
+  /** Still running at the bound (then killed). */
+  hung: boolean;
+}
+
+function runDaemon(dir: string, config: unknown): Promise<Ended> {
+  return (async () => {
+    const path = join(dir, `config-${Math.random().toString(36).slice(2)}.json`);
+    await writeFile(path, JSON.stringify(config));
+    return new Promise<Ended>((done) => {
+      const child = spawn(process.execPath, [BIN, '--config', path, 'run'], {
+        cwd: dir,
+        env: { ...process.env, DROPLINE_LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      let hung = false;
+      child.stdout.on('data', (b: Buffer) => {
+        stdout += b;
+      });
+      child.stderr.on('data', (b: Buffer) => {
+        stderr += b;
+      });
+      const timer = setTimeout(() => {
+        hung = true;
+        child.kill('SIGKILL');
+      }, BOUND_MS);
+      child.once('close', (code) => {
+        clearTimeout(timer);
+        done({ code, stderr, stdout, hung });
+      });
+    });
+  })();
+}
+
+describe('dropline run: start-up errors end the process at once', () => {
+  let dir = '';
+  let held: Server;
+  let heldPort = 0;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dropline-startup-'));
+    held = createServer();
+    await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
+    heldPort = (held.address() as { port: number }).port;
+    await writeFile(join(dir, 'a-file'), 'not a folder\n');
+    await mkdir(join(dir, 'drop'), { recursive: true });
+  });
+  afterAll(async () => {
+    held.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function base(): Promise<Record<string, unknown>> {
+    return {
+      notify: { listen: `127.0.0.1:${await freePort()}`, token: 'a-long-enough-notify-token' },
+      ops: { listen: `127.0.0.1:${await freePort()}` },
+      store: `sqlite:${join(dir, 'state.db')}`,
+      sources: [{ name: 'local', type: 'local', path: join(dir, 'drop') }],
+    };
+  }
+
+  const cases: [string, (c: Record<string, unknown>) => void, RegExp][] = [
+    [
+      'notify port in use',
+      (c) => {
+        c.notify = { listen: `127.0.0.1:${heldPort}`, token: 'a-long-enough-notify-token' };
+      },
+      /DROPLINE_ERR_NOTIFY_LISTEN/,
+    ],
+    [
+      'ops port in use',
+      (c) => {
+        c.ops = { listen: `127.0.0.1:${heldPort}` };
+      },
+      /DROPLINE_ERR_OPS_LISTEN/,
+    ],
+    [
+      'ops.listen not host:port',
+      (c) => {
+        c.ops = { listen: 'localhost' };
+      },
+      /DROPLINE_ERR_CONFIG: .*ops\.listen/,
+    ],
+    [
+      'ops.listen port out of range',
+      (c) => {
+        c.ops = { listen: '127.0.0.1:99999' };
+      },
+      /DROPLINE_ERR_CONFIG: .*ops\.listen/,
+    ],
+    [
+      'notify.listen without a host',
+      (c) => {
+        c.notify = { listen: ':8081', token: 'a-long-enough-notify-token' };
+      },
+      /DROPLINE_ERR_CONFIG: .*notify\.listen/,
+    ],
+    [
+      'an empty notify token',
+      (c) => {
+        (c.notify as Record<string, unknown>).token = '';
+      },
+      /DROPLINE_ERR_CONFIG: .*notify\.token/,
+    ],
+    [
+      'a source path that is a file',
+      (c) => {
+        c.sources = [{ name: 'local', type: 'local', path: join(dir, 'a-file') }];
+      },
+      /DROPLINE_ERR_CONFIG: .*sources\.local/,
+    ],
+    [
+      'a missing suppression list',
+      (c) => {
+        c.suppressionList = join(dir, 'no-such-optouts.txt');
+      },
+      /DROPLINE_ERR_SUPPRESSION_LIST/,
+    ],
+    [
+      'a missing SFTP key',
+      (c) => {
+        c.sources = [
+          {
+            name: 'partner',
+            type: 'sftp',
+            host: '127.0.0.1',
+            username: 'u',
+            privateKeyPath: join(dir, 'no-such-key'),
+            insecureSkipHostKeyCheck: true,
+            path: '/drop',
+          },
+        ];
+      },
+      /DROPLINE_ERR_CONFIG: .*privateKeyPath/,
+    ],
+  ];
+
+  it.each(cases)('%s', async (_name, edit, code) => {
+    const config = await base();
+    edit(config);
+    const ended = await runDaemon(dir, config);
+    expect(ended.hung, `still running after ${BOUND_MS} ms; stderr:\n${ended.stderr}`).toBe(false);
+    expect(ended.code).not.toBe(0);
+    expect(ended.stderr).toMatch(code);
+    expect(ended.stderr).not.toMatch(/unexpected error/);
+    expect(ended.stdout).not.toMatch(/dropline is running/);
+  });
+});
