@@ -25,6 +25,8 @@ random() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
 printf 'demo\n' > "$dir/api_password"
 # The secret in the delivery-report URL.
 random > "$dir/notify_token"
+# The ops server's bearer token (it listens on 0.0.0.0 inside the container).
+random > "$dir/ops_token"
 # MinIO's root user; dropline uses the same key through the AWS SDK's shared credentials file.
 printf 'dropline\n' > "$dir/minio_root_user"
 random > "$dir/minio_root_password"
@@ -42,7 +44,7 @@ ssh-keygen -q -t ed25519 -N '' -C 'partner' -f "$dir/partner_key"
 # sshd a host key). The containers' users (uid 1000 in dropline) read the rest through bind
 # mounts, which keep the host's modes: those are 0644 inside the 0700 folder.
 chmod 600 "$dir/sftp_host_ed25519_key" "$dir/partner_key"
-chmod 644 "$dir/api_password" "$dir/notify_token" "$dir/minio_root_user" "$dir/minio_root_password" \
+chmod 644 "$dir/api_password" "$dir/notify_token" "$dir/ops_token" "$dir/minio_root_user" "$dir/minio_root_password" \
           "$dir/aws_credentials" "$dir/sftp_client_key" "$dir/sftp_client_key.pub" \
           "$dir/sftp_host_ed25519_key.pub" "$dir/partner_key.pub"
 
