@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
 import { createStore } from '../../src/store/index.ts';
 import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
@@ -91,7 +92,9 @@ describe('a file changed after its claim', () => {
       expect(m.counts.valid).toBe(0);
       // The original is in failed/ with an errors.csv saying why, and a log line says it too.
       await stat(join(h.drop, 'failed', name));
-      expect(await h.readDrop(`failed/${name.replace(/\.txt$/, '')}.errors.csv`)).toContain('FILE_CHANGED');
+      expect(await h.readDrop(`failed/${reportFileName(name, ids[name]!, 'errors.csv')}`)).toContain(
+        'FILE_CHANGED',
+      );
       expect(h.daemonOutput).toContain(`${name} rejected FILE_CHANGED`);
     }
   }, 90_000);

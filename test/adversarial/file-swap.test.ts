@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { silentLogger } from '../../src/log.ts';
 import { Pipeline } from '../../src/pipeline/pipeline.ts';
+import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
@@ -171,7 +172,10 @@ describe('a link or FIFO swapped in between listing and claim', () => {
         // Moved out of the inbox (as what it is: the link itself, the FIFO itself).
         expect(byName[name]?.path).toBe(`failed/${name}`);
         const manifest = JSON.parse(
-          await readFile(join(dir, 'drop', 'reports', `${name.replace('.txt', '')}.manifest.json`), 'utf8'),
+          await readFile(
+            join(dir, 'drop', 'reports', reportFileName(name, byName[name]!.fileId, 'manifest.json')),
+            'utf8',
+          ),
         ) as { rejection: { code: string } };
         expect(manifest.rejection.code).toBe('NOT_A_REGULAR_FILE');
       }
@@ -240,9 +244,8 @@ describe.skipIf(noSshd !== null)('SFTP: a link swapped in between listing and cl
         code: 'NOT_A_REGULAR_FILE',
       });
       expect(JSON.stringify(await store.listFiles())).not.toContain('secreta');
-      expect(await readFile(join(sshd.home, 'swap', 'reports', 'link.manifest.json'), 'utf8')).not.toContain(
-        'secreta',
-      );
+      const manifest = reportFileName('link.txt', byName['link.txt']!.fileId, 'manifest.json');
+      expect(await readFile(join(sshd.home, 'swap', 'reports', manifest), 'utf8')).not.toContain('secreta');
     } finally {
       await source.close();
       await store.close();

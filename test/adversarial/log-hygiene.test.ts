@@ -117,7 +117,10 @@ describe('the daemon log', () => {
 describe('startupWarnings', () => {
   const secrets = (token: string) => ({ apiPassword: 'x', notifyToken: token });
   it('names a notify token under 16 characters and ops on every interface', () => {
-    const warnings = startupWarnings(parseConfig({ ops: { listen: '0.0.0.0:8080' } }), secrets('abc'));
+    const warnings = startupWarnings(
+      parseConfig({ ops: { listen: '0.0.0.0:8080', token: 'o'.repeat(32) } }),
+      secrets('abc'),
+    );
     expect(warnings.join('\n')).toMatch(/notify\.token.*16/);
     expect(warnings.join('\n')).toMatch(/ops\.listen.*0\.0\.0\.0/);
   });
