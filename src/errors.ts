@@ -284,6 +284,14 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/** What to do about a code, from either table ('' for a code of the service's own). */
+export function hintOf(code: string | null): string {
+  if (code === null) return '';
+  if (Object.hasOwn(REASONS, code)) return REASONS[code as keyof typeof REASONS].hint;
+  if (Object.hasOwn(ERRORS, code)) return ERRORS[code as ErrorCode].hint;
+  return '';
+}
+
 export class DroplineError extends Error {
   readonly code: ErrorCode;
   readonly hint: string;

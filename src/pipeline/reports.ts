@@ -1,5 +1,6 @@
 // What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
+import { hintOf } from '../errors.ts';
 import { baseName } from '../sources/source.ts';
 import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
@@ -113,8 +114,11 @@ export function csvCell(value: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-export const REPORT_HEADER = 'line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt';
-export const ERRORS_HEADER = 'line,code,message,value';
+/** The contract's columns, then `detail` (what the code means for this row: `already on line 8`). */
+export const REPORT_HEADER =
+  'line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt,detail';
+/** The contract's columns, then `hint` (what to do about the code, as docs/errors.md says). */
+export const ERRORS_HEADER = 'line,code,message,value,hint';
 
 function reportLine(r: ReportRow): string {
   const status = r.outcome === 'sent' || r.outcome === 'in_doubt' ? r.status : '';
@@ -128,6 +132,7 @@ function reportLine(r: ReportRow): string {
     csvCell(r.transactionNumber),
     r.smsCount ?? '',
     r.updatedAt,
+    csvCell(r.detail),
   ].join(',');
 }
 
@@ -147,10 +152,13 @@ export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<s
  */
 export async function* errorsCsv(store: Store, file: FileRecord): AsyncGenerator<string> {
   yield `${ERRORS_HEADER}\n`;
-  if (file.rejection) yield `0,${file.rejection.code},${csvCell(file.rejection.message)},\n`;
+  const { rejection } = file;
+  if (rejection)
+    yield `0,${rejection.code},${csvCell(rejection.message)},,${csvCell(hintOf(rejection.code))}\n`;
   for await (const page of store.recipientPages(file.fileId, ['invalid'])) {
     let buf = '';
-    for (const r of page) buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)}\n`;
+    for (const r of page)
+      buf += `${r.line},${csvCell(r.code)},${csvCell(r.detail)},${csvCell(r.value)},${csvCell(hintOf(r.code))}\n`;
     yield buf;
   }
 }

@@ -251,12 +251,14 @@ const RESULT_SQL = `${OUTCOME_SQL} AS outcome,
   CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
     ELSE r.transaction_number END AS transaction_number,
   CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
+/** A row's detail: its own (invalid, duplicate…) until its chunk has a result, then the chunk's. */
+const DETAIL_SQL = 'CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail';
 /** A recipient row as it reads (toRecipient's columns). */
 const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
-  r.status, ${RESULT_SQL}, CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail`;
+  r.status, ${RESULT_SQL}, ${DETAIL_SQL}`;
 /** reportPages' columns, in this order: what a report row needs, no text. */
 const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
-  ${RESULT_SQL}`;
+  ${RESULT_SQL}, ${DETAIL_SQL}`;
 
 /** The recipient outcome a chunk state gives the rows that follow it. */
 const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
@@ -1580,6 +1582,7 @@ export class SqliteStore implements Store {
             transactionNumber: strOrNull(r[11]),
             smsCount: numOrNull(r[7]),
             updatedAt: str(r[12]),
+            detail: strOrNull(r[13]),
           };
         }
         yield out;

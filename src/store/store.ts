@@ -213,6 +213,7 @@ export type ReportRow = Pick<
   | 'transactionNumber'
   | 'smsCount'
   | 'updatedAt'
+  | 'detail'
 >;
 
 export interface ChunkInsert {

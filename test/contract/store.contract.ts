@@ -1683,6 +1683,7 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
           transactionNumber: r.transactionNumber,
           smsCount: r.smsCount,
           updatedAt: r.updatedAt,
+          detail: r.detail,
         });
         expect(all).toEqual(full.map(pick));
         expect(all[1]).toEqual({
@@ -1696,11 +1697,13 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
           transactionNumber: 'T1',
           smsCount: 1,
           updatedAt: at(1000),
+          detail: null,
         });
         expect(all[11_999]).toMatchObject({
           outcome: 'invalid',
           number: null,
           code: 'INVALID_NUMBER',
+          detail: 'not a number',
           smsCount: null,
         });
         expect(await collect(store.reportPages('missing'))).toEqual([]);

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REASONS } from '../../src/errors.ts';
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import {
   csvRecords,
@@ -82,9 +83,11 @@ describe('rejected files', () => {
     expect(existsSync(join(h.drop, 'failed', name))).toBe(true);
     expect(existsSync(join(h.drop, 'inbox', name))).toBe(false);
     const text = await h.readReport(m, 'errors.csv');
-    expect(text.split('\n')[0]).toBe('line,code,message,value');
+    expect(text.split('\n')[0]).toBe('line,code,message,value,hint');
     const rows = csvRecords(text);
-    expect(rows[0]).toMatchObject({ line: '0', code });
+    // Every row says what to do about it (the hint of its code, as docs/errors.md has it).
+    expect(rows[0]).toMatchObject({ line: '0', code, hint: REASONS[code as keyof typeof REASONS].hint });
+    for (const r of rows.slice(1)) expect(r.hint).toBe(REASONS[r.code as keyof typeof REASONS].hint);
     expect(rows[0]!.message).toBe(m.rejection!.message);
     if (code === 'TOO_MANY_INVALID') {
       expect(rows.slice(1).map((r) => [r.line, r.code, r.value])).toEqual(

@@ -113,7 +113,9 @@ describe.each(Object.keys(files))('%s end to end', (name) => {
     const m = manifests[name]!;
     const rows = csvRecords(await h.readReport(m));
     const header = (await h.readReport(m)).split('\n')[0];
-    expect(header).toBe('line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt');
+    expect(header).toBe(
+      'line,number,messageId,outcome,code,status,transactionNumber,smsCount,updatedAt,detail',
+    );
     expect(rows.length).toBe(gen.valid.length + gen.invalidLines.length + gen.duplicateLines.length);
     const { attempts } = await h.notifications();
     const statusOf = new Map(attempts.filter((a) => a.bulkId === m.fileId).map((a) => [a.messageId, a]));
@@ -138,7 +140,17 @@ describe.each(Object.keys(files))('%s end to end', (name) => {
     }
     const dups = rows.filter((r) => r.outcome === 'duplicate');
     expect(dups.map((r) => Number(r.line))).toEqual(gen.duplicateLines);
-    for (const r of dups) expect(r.code).toBe('DUPLICATE');
+    for (const r of dups) {
+      expect(r.code).toBe('DUPLICATE');
+      // The detail names the line it repeats: a row sent to the same number.
+      const first = Number(/^already on line (\d+)$/.exec(r.detail ?? '')?.[1]);
+      expect(
+        rows.some((s) => s.outcome === 'sent' && Number(s.line) === first && s.number === r.number),
+        r.detail,
+      ).toBe(true);
+    }
+    for (const r of invalid) expect(r.detail).toMatch(/not a valid mobile number/);
+    for (const r of sent) expect(r.detail).toBe('');
 
     const onDisk = JSON.parse(await h.readReport(m, 'manifest.json')) as Manifest;
     expect(onDisk.fileId).toBe(m.fileId);
