@@ -70,6 +70,8 @@ export class Pipeline {
   private readonly rules = new Map<string, NumberRules>();
   /** Files this process is driving now: never driven twice at once. */
   private readonly driving = new Set<string>();
+  /** Per-file read errors at claim already logged (source + path → message). */
+  private readonly unreadableSaid = new Map<string, string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
   readonly reading = new Map<string, number>();
 
@@ -214,11 +216,17 @@ export class Pipeline {
       () => false,
     );
     if (!answers) return false;
-    if (await source.exists(entry.path).catch(() => true))
+    const message = (err as Error).message;
+    const key = `${source.name}\n${entry.path}`;
+    // Said once while the same error repeats (a poll a second would repeat it a second).
+    if (this.unreadableSaid.get(key) !== message && (await source.exists(entry.path).catch(() => true))) {
+      if (this.unreadableSaid.size >= 10_000) this.unreadableSaid.clear();
+      this.unreadableSaid.set(key, message);
       this.log.warn(
-        { source: source.name, file: entry.name, err: (err as Error).message },
+        { source: source.name, file: entry.name, err: message },
         `cannot read ${entry.path} now; it is tried again on a later poll`,
       );
+    }
     return true;
   }
 
