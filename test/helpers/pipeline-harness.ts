@@ -150,10 +150,15 @@ export class PipelineHarness {
     return 'e2e-notify-token';
   }
 
-  /** Starts `dropline run` and waits for its "dropline is running" line. */
-  async start(): Promise<void> {
+  /**
+   * Starts `dropline run` and waits for its "dropline is running" line. `wrap`: a command
+   * the daemon runs under (e.g. setpriv with fewer capabilities).
+   */
+  async start(options: { wrap?: string[] } = {}): Promise<void> {
     if (this.daemon) throw new Error('the daemon runs already');
-    const child = spawn(process.execPath, [BIN, '--config', this.configPath, 'run'], {
+    const argv = [process.execPath, BIN, '--config', this.configPath, 'run'];
+    const [command, ...args] = [...(options.wrap ?? []), ...argv];
+    const child = spawn(command!, args, {
       cwd: this.dir,
       env: { ...process.env, DROPLINE_LOG_LEVEL: process.env.DROPLINE_LOG_LEVEL ?? 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
