@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
-import { sniff } from '../format/decode.ts';
+import { type Sniff, sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
@@ -40,6 +40,8 @@ import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv } from '
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
 // 128 MB during ingest (peak RSS ~380 MB at 1M recipients against ~290 MB with 2,000).
 const INSERT_BATCH = 2000;
+/** Claim-time sniffs kept for their ingest: a claim batch's worth, and more. */
+const SNIFFS_KEPT = 2000;
 /** Files of a claim batch read (hashed) and moved at once (round trips, not bandwidth, on SFTP/S3). */
 const CLAIM_READ_CONCURRENCY = 16;
 
@@ -70,6 +72,8 @@ export class Pipeline {
   private readonly rules = new Map<string, NumberRules>();
   /** Files this process is driving now: never driven twice at once. */
   private readonly driving = new Set<string>();
+  /** Claim-time sniffs by sha256, for the ingest that follows (rememberSniff). */
+  private readonly sniffs = new Map<string, Sniff>();
   /** Per-file read errors at claim already logged (source + path → message). */
   private readonly unreadableSaid = new Map<string, string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
@@ -154,6 +158,7 @@ export class Pipeline {
           const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
           // It grew past the limit after the listing: the hash stopped there.
           if (sniffed.tooLarge) return { entry, refusal: tooLarge(maxBytes, sniffed.bytes) };
+          this.rememberSniff(sniffed);
           return { name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes };
         } catch (err) {
           // One file's trouble is that file's: the others of the batch are claimed all the same.
@@ -202,6 +207,18 @@ export class Pipeline {
       if (file) files.push(file);
     }
     return files;
+  }
+
+  /**
+   * The claim's read of a file (encoding, BOM, line count), kept by content for its ingest:
+   * the reader then reads the file once more instead of twice. Keyed by sha256, so it can
+   * never describe other bytes than those it was made of; and the ingest's one read is
+   * checked against the same sha256 (claimedBytes).
+   */
+  private rememberSniff(sniffed: Sniff): void {
+    if (sniffed.sha256 === null) return;
+    if (this.sniffs.size >= SNIFFS_KEPT) this.sniffs.delete(this.sniffs.keys().next().value!);
+    this.sniffs.set(sniffed.sha256, sniffed);
   }
 
   /**
@@ -414,7 +431,10 @@ export class Pipeline {
       return;
     }
     const claimed = file;
+    const sniffed = this.sniffs.get(file.sha256);
+    this.sniffs.delete(file.sha256);
     const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
+      ...(sniffed?.bytes === file.bytes ? { sniffed } : {}),
       name: file.name,
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
