@@ -433,6 +433,8 @@ export class Pipeline {
     const claimed = file;
     const sniffed = this.sniffs.get(file.sha256);
     this.sniffs.delete(file.sha256);
+    // A refusal (changed since the claim, not a regular file…) ends the read; its rows go.
+    const refused: { error: SourceFileError | null } = { error: null };
     const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
       ...(sniffed?.bytes === file.bytes ? { sniffed } : {}),
       name: file.name,
@@ -442,71 +444,67 @@ export class Pipeline {
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
     });
-    try {
-      for await (const batch of read) {
-        for (const item of batch) {
-          switch (item.kind) {
-            case 'recipient': {
-              valid++;
-              // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-              const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
-              if (item.k > 0) bulkTextStored = true;
-              rows.push({
-                idx: ++idx,
-                line: item.line,
-                k: item.k,
-                number: item.number,
-                value: null,
-                messageId: item.messageId,
-                generatedMessageId: item.messageId === null,
-                text,
-                chunkSeq: Math.ceil(valid / chunkSize),
-                outcome: 'pending',
-                code: null,
-                detail: null,
-                smsCount: item.segments,
-              });
-              break;
-            }
-            case 'invalid':
-            case 'duplicate':
-            case 'suppressed':
-              rows.push({
-                idx: ++idx,
-                line: item.line,
-                k: item.k,
-                number: item.number,
-                value: item.value,
-                messageId: null,
-                text: null,
-                chunkSeq: null,
-                outcome: item.kind,
-                code: item.code,
-                detail: item.message,
-                smsCount: null,
-              });
-              break;
-            case 'summary':
-              summary = item;
-              break;
-            default:
-              break;
+    for await (const batch of untilRefused(read, file.path, refused)) {
+      for (const item of batch) {
+        switch (item.kind) {
+          case 'recipient': {
+            valid++;
+            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+            if (item.k > 0) bulkTextStored = true;
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: null,
+              messageId: item.messageId,
+              generatedMessageId: item.messageId === null,
+              text,
+              chunkSeq: Math.ceil(valid / chunkSize),
+              outcome: 'pending',
+              code: null,
+              detail: null,
+              smsCount: item.segments,
+            });
+            break;
           }
-        }
-        if (rows.length >= INSERT_BATCH) {
-          await this.store.insertRecipients(file.fileId, rows);
-          this.reading.set(file.fileId, idx);
-          rows = [];
+          case 'invalid':
+          case 'duplicate':
+          case 'suppressed':
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: item.value,
+              messageId: null,
+              text: null,
+              chunkSeq: null,
+              outcome: item.kind,
+              code: item.code,
+              detail: item.message,
+              smsCount: null,
+            });
+            break;
+          case 'summary':
+            summary = item;
+            break;
+          default:
+            break;
         }
       }
-    } catch (err) {
-      const refusal = fileRefusalOf(err, file.path);
-      if (!refusal) throw err;
-      this.reading.delete(file.fileId);
-      await this.refuse(file, source, refusal);
-      return;
+      if (rows.length >= INSERT_BATCH) {
+        await this.store.insertRecipients(file.fileId, rows);
+        this.reading.set(file.fileId, idx);
+        rows = [];
+      }
     }
     this.reading.delete(file.fileId);
+    if (refused.error) {
+      await this.refuse(file, source, refused.error);
+      return;
+    }
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
     if (!summary) throw new Error('the reader ended without a summary');
 
@@ -857,6 +855,21 @@ export async function* claimedBytes(
   if (bytes !== claimed.bytes) throw changed(`${bytes} bytes now`);
   const sha256 = hash.digest('hex');
   if (sha256 !== claimed.sha256) throw changed(`sha256 ${sha256} now`);
+}
+
+/** `items` until one fails with a file refusal, which is kept in `out`; other errors pass. */
+async function* untilRefused<T>(
+  items: AsyncIterable<T>,
+  path: string,
+  out: { error: SourceFileError | null },
+): AsyncGenerator<T> {
+  try {
+    yield* items;
+  } catch (err) {
+    const refusal = fileRefusalOf(err, path);
+    if (!refusal) throw err;
+    out.error = refusal;
+  }
 }
 
 /** The client's per-part outcomes → what the store records for the chunk. */
