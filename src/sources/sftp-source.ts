@@ -190,7 +190,20 @@ export class SftpSource implements Source {
     if (conn) {
       conn.lost = true;
       failPending(conn, `${this.name}: the source is closed`);
-      await conn.client.end().catch(() => {});
+      // A server that stopped answering never says goodbye: wait for it no longer than for
+      // any other answer.
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([
+        conn.client.end().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((done) => {
+          timer = setTimeout(() => done(false), this.#opTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!ended) (conn.client as unknown as { client?: { destroy?: () => void } }).client?.destroy?.();
     }
   }
 
