@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
-import { sniff } from '../format/decode.ts';
+import { type Sniff, sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
@@ -13,6 +13,7 @@ import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
+import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
   type ChunkResult,
@@ -33,6 +34,10 @@ import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv, reportF
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
 // 128 MB during ingest (peak RSS ~380 MB at 1M recipients against ~290 MB with 2,000).
 const INSERT_BATCH = 2000;
+/** Claim-time sniffs kept for their ingest: a claim batch's worth, and more. */
+const SNIFFS_KEPT = 2000;
+/** Files of a claim batch read (hashed) and moved at once (round trips, not bandwidth, on SFTP/S3). */
+const CLAIM_READ_CONCURRENCY = 16;
 
 export interface PipelineOptions {
   config: Config;
@@ -61,6 +66,10 @@ export class Pipeline {
   private readonly rules = new Map<string, NumberRules>();
   /** Files this process is driving now: never driven twice at once. */
   private readonly driving = new Set<string>();
+  /** Claim-time sniffs by sha256, for the ingest that follows (rememberSniff). */
+  private readonly sniffs = new Map<string, Sniff>();
+  /** Per-file read errors at claim already logged (source + path → message). */
+  private readonly unreadableSaid = new Map<string, string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
   readonly reading = new Map<string, number>();
 
@@ -131,59 +140,80 @@ export class Pipeline {
     options: { force?: boolean } = {},
   ): Promise<FileRecord[]> {
     const maxBytes = this.sourceConfig(source.name).maxFileBytes;
+    type Refused = { entry: SourceEntry; refusal: { reason: FileReasonCode; message: string } };
+    // Several files read at once: on SFTP or S3 a claim costs round trips, not bandwidth,
+    // and one at a time made a claim of 500 small files wait for 4,000 answers in a row.
+    const read = await mapLimited(
+      entries,
+      CLAIM_READ_CONCURRENCY,
+      async (entry): Promise<ReadyFile | Refused | null> => {
+        // Decided from the listing: an oversize file is never read, not even to hash it.
+        if (entry.size > maxBytes) return { entry, refusal: tooLarge(maxBytes, entry.size) };
+        try {
+          const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+          // It grew past the limit after the listing: the hash stopped there.
+          if (sniffed.tooLarge) return { entry, refusal: tooLarge(maxBytes, sniffed.bytes) };
+          this.rememberSniff(sniffed);
+          return { name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes };
+        } catch (err) {
+          // One file's trouble is that file's: the others of the batch are claimed all the same.
+          const refusal = fileRefusalOf(err, entry.path);
+          if (refusal) return { entry, refusal };
+          if (!(await this.unreadableNow(source, entry, err))) throw err;
+          return null;
+        }
+      },
+    );
     const ready: ReadyFile[] = [];
-    const refused: { entry: SourceEntry; refusal: { reason: FileReasonCode; message: string } }[] = [];
-    for (const entry of entries) {
-      // Decided from the listing: an oversize file is never read, not even to hash it.
-      if (entry.size > maxBytes) {
-        refused.push({ entry, refusal: tooLarge(maxBytes, entry.size) });
-        continue;
-      }
-      try {
-        const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
-        // It grew past the limit after the listing: the hash stopped there.
-        if (sniffed.tooLarge) refused.push({ entry, refusal: tooLarge(maxBytes, sniffed.bytes) });
-        else
-          ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
-      } catch (err) {
-        // One file's trouble is that file's: the others of the batch are claimed all the same.
-        const refusal = fileRefusalOf(err, entry.path);
-        if (refusal) refused.push({ entry, refusal });
-        else if (!(await this.unreadableNow(source, entry, err))) throw err;
-      }
+    const refused: Refused[] = [];
+    for (const r of read) {
+      if (r === null) continue;
+      if ('refusal' in r) refused.push(r);
+      else ready.push(r);
     }
     const claimed = await this.store.claimFiles(source.name, ready, {
       idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
       duplicateSince: new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString(),
       force: options.force ?? false,
     });
-    const files: FileRecord[] = [];
     const paths: { fileId: string; path: string }[] = [];
-    for (const { file, created, duplicateOf } of claimed) {
-      // Recorded before (a crash between recording and moving): whoever takes the lease goes on.
-      if (!created) {
-        files.push(file);
-        continue;
-      }
-      this.log.info(
-        { fileId: file.fileId, source: source.name, file: file.name, bytes: file.bytes, state: file.state },
-        `claimed ${file.name}`,
-      );
-      if (duplicateOf) {
-        await this.finishFailed(file, source);
-        files.push(await this.mustGet(file.fileId));
-        continue;
-      }
-      const path = await this.moveTo(file, source, 'processing', { record: false });
-      if (path !== file.path) paths.push({ fileId: file.fileId, path });
-      files.push({ ...file, path });
-    }
+    const files = await mapLimited(
+      claimed,
+      CLAIM_READ_CONCURRENCY,
+      async ({ file, created, duplicateOf }) => {
+        // Recorded before (a crash between recording and moving): whoever takes the lease goes on.
+        if (!created) return file;
+        this.log.info(
+          { fileId: file.fileId, source: source.name, file: file.name, bytes: file.bytes, state: file.state },
+          `claimed ${file.name}`,
+        );
+        if (duplicateOf) {
+          await this.finishFailed(file, source);
+          return this.mustGet(file.fileId);
+        }
+        const path = await this.moveTo(file, source, 'processing', { record: false });
+        if (path !== file.path) paths.push({ fileId: file.fileId, path });
+        return { ...file, path };
+      },
+    );
     await this.store.setPaths(paths);
     for (const { entry, refusal } of refused) {
       const file = await this.rejectUnread(source, entry, refusal.reason, refusal.message);
       if (file) files.push(file);
     }
     return files;
+  }
+
+  /**
+   * The claim's read of a file (encoding, BOM, line count), kept by content for its ingest:
+   * the reader then reads the file once more instead of twice. Keyed by sha256, so it can
+   * never describe other bytes than those it was made of; and the ingest's one read is
+   * checked against the same sha256 (claimedBytes).
+   */
+  private rememberSniff(sniffed: Sniff): void {
+    if (sniffed.sha256 === null) return;
+    if (this.sniffs.size >= SNIFFS_KEPT) this.sniffs.delete(this.sniffs.keys().next().value!);
+    this.sniffs.set(sniffed.sha256, sniffed);
   }
 
   /**
@@ -198,11 +228,17 @@ export class Pipeline {
       () => false,
     );
     if (!answers) return false;
-    if (await source.exists(entry.path).catch(() => true))
+    const message = (err as Error).message;
+    const key = `${source.name}\n${entry.path}`;
+    // Said once while the same error repeats (a poll a second would repeat it a second).
+    if (this.unreadableSaid.get(key) !== message && (await source.exists(entry.path).catch(() => true))) {
+      if (this.unreadableSaid.size >= 10_000) this.unreadableSaid.clear();
+      this.unreadableSaid.set(key, message);
       this.log.warn(
-        { source: source.name, file: entry.name, err: (err as Error).message },
+        { source: source.name, file: entry.name, err: message },
         `cannot read ${entry.path} now; it is tried again on a later poll`,
       );
+    }
     return true;
   }
 
@@ -310,8 +346,16 @@ export class Pipeline {
     if (file.path.startsWith(`${folder}/`)) return file.path;
     let target = `${folder}/${file.name}`;
     try {
-      if (await source.exists(target)) target = `${folder}/${file.fileId}-${file.name}`;
-      const moved = await source.move(file.path, target);
+      let moved: boolean;
+      try {
+        moved = await source.move(file.path, target);
+      } catch (err) {
+        // The name is taken there (move never replaces a file): a name of its own. Asked only
+        // then, so a move costs no extra look-up (a round trip per file on SFTP).
+        if (!(await source.exists(target))) throw err;
+        target = `${folder}/${file.fileId}-${file.name}`;
+        moved = await source.move(file.path, target);
+      }
       if (!moved) {
         this.log.warn({ fileId: file.fileId, path: file.path }, 'original already moved away');
         return file.path;
@@ -381,7 +425,12 @@ export class Pipeline {
       return;
     }
     const claimed = file;
+    const sniffed = this.sniffs.get(file.sha256);
+    this.sniffs.delete(file.sha256);
+    // A refusal (changed since the claim, not a regular file…) ends the read; its rows go.
+    const refused: { error: SourceFileError | null } = { error: null };
     const read = readDropFile(() => claimedBytes(source.open(claimed.path), claimed), {
+      ...(sniffed?.bytes === file.bytes ? { sniffed } : {}),
       name: file.name,
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
@@ -389,70 +438,66 @@ export class Pipeline {
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
     });
-    try {
-      for await (const batch of read) {
-        for (const item of batch) {
-          switch (item.kind) {
-            case 'recipient': {
-              // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-              const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
-              if (item.k > 0) bulkTextStored = true;
-              rows.push({
-                idx: ++idx,
-                line: item.line,
-                k: item.k,
-                number: item.number,
-                value: null,
-                messageId: item.messageId,
-                generatedMessageId: item.messageId === null,
-                text,
-                chunkSeq: planner.place(item.number),
-                outcome: 'pending',
-                code: null,
-                detail: null,
-                smsCount: item.segments,
-              });
-              break;
-            }
-            case 'invalid':
-            case 'duplicate':
-            case 'suppressed':
-              rows.push({
-                idx: ++idx,
-                line: item.line,
-                k: item.k,
-                number: item.number,
-                value: item.value,
-                messageId: null,
-                text: null,
-                chunkSeq: null,
-                outcome: item.kind,
-                code: item.code,
-                detail: item.message,
-                smsCount: null,
-              });
-              break;
-            case 'summary':
-              summary = item;
-              break;
-            default:
-              break;
+    for await (const batch of untilRefused(read, file.path, refused)) {
+      for (const item of batch) {
+        switch (item.kind) {
+          case 'recipient': {
+            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+            if (item.k > 0) bulkTextStored = true;
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: null,
+              messageId: item.messageId,
+              generatedMessageId: item.messageId === null,
+              text,
+              chunkSeq: planner.place(item.number),
+              outcome: 'pending',
+              code: null,
+              detail: null,
+              smsCount: item.segments,
+            });
+            break;
           }
-        }
-        if (rows.length >= INSERT_BATCH) {
-          await this.store.insertRecipients(file.fileId, rows);
-          this.reading.set(file.fileId, idx);
-          rows = [];
+          case 'invalid':
+          case 'duplicate':
+          case 'suppressed':
+            rows.push({
+              idx: ++idx,
+              line: item.line,
+              k: item.k,
+              number: item.number,
+              value: item.value,
+              messageId: null,
+              text: null,
+              chunkSeq: null,
+              outcome: item.kind,
+              code: item.code,
+              detail: item.message,
+              smsCount: null,
+            });
+            break;
+          case 'summary':
+            summary = item;
+            break;
+          default:
+            break;
         }
       }
-    } catch (err) {
-      const refusal = fileRefusalOf(err, file.path);
-      if (!refusal) throw err;
-      this.reading.delete(file.fileId);
-      await this.refuse(file, source, refusal);
-      return;
+      if (rows.length >= INSERT_BATCH) {
+        await this.store.insertRecipients(file.fileId, rows);
+        this.reading.set(file.fileId, idx);
+        rows = [];
+      }
     }
     this.reading.delete(file.fileId);
+    if (refused.error) {
+      await this.refuse(file, source, refused.error);
+      return;
+    }
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
     if (!summary) throw new Error('the reader ended without a summary');
 
@@ -824,6 +869,21 @@ export async function* claimedBytes(
   if (bytes !== claimed.bytes) throw changed(`${bytes} bytes now`);
   const sha256 = hash.digest('hex');
   if (sha256 !== claimed.sha256) throw changed(`sha256 ${sha256} now`);
+}
+
+/** `items` until one fails with a file refusal, which is kept in `out`; other errors pass. */
+async function* untilRefused<T>(
+  items: AsyncIterable<T>,
+  path: string,
+  out: { error: SourceFileError | null },
+): AsyncGenerator<T> {
+  try {
+    yield* items;
+  } catch (err) {
+    const refusal = fileRefusalOf(err, path);
+    if (!refusal) throw err;
+    out.error = refusal;
+  }
 }
 
 /** The client's per-part outcomes → what the store records for the chunk. */

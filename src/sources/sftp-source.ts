@@ -7,8 +7,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { SFTPWrapper, Stats } from 'ssh2';
 import SftpClient from 'ssh2-sftp-client';
 import type { SourceConfig } from '../config/schema.ts';
@@ -42,6 +40,8 @@ export interface SftpSourceOptions {
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   readyTimeoutMs?: number;
+  /** Longest wait for the server's answer to one SFTP request (default 30 s). */
+  opTimeoutMs?: number;
 }
 
 /** Strings from an async iterable are gathered up to this size per SFTP write. */
@@ -61,6 +61,8 @@ interface Conn {
   client: SftpClient;
   sftp: SFTPWrapper;
   lost: boolean;
+  /** Requests awaiting an answer: failed at once when the connection goes. */
+  pending: Set<(err: Error) => void>;
 }
 
 function sftpCode(err: unknown): unknown {
@@ -99,6 +101,8 @@ export class SftpSource implements Source {
   readonly #initialBackoffMs: number;
   readonly #maxBackoffMs: number;
   readonly #readyTimeoutMs: number;
+  readonly #opTimeoutMs: number;
+  #operations = 0;
 
   #conn: Conn | null = null;
   #connecting: Promise<Conn> | null = null;
@@ -122,6 +126,7 @@ export class SftpSource implements Source {
     this.#initialBackoffMs = options.initialBackoffMs ?? 250;
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.#readyTimeoutMs = options.readyTimeoutMs ?? 15_000;
+    this.#opTimeoutMs = options.opTimeoutMs ?? 30_000;
     this.#backoffMs = this.#initialBackoffMs;
     const key = `sources.${this.name}`;
     if (options.hostKeySha256 !== undefined) {
@@ -143,6 +148,11 @@ export class SftpSource implements Source {
         'DROPLINE_ERR_CONFIG',
         `${key}: set privateKeyPath or password (or passwordFile) for the SFTP login`,
       );
+  }
+
+  /** SFTP operations made so far, each one awaited answer (a listing is one): what a poll or a claim costs. */
+  get operations(): number {
+    return this.#operations;
   }
 
   get #where(): string {
@@ -179,18 +189,32 @@ export class SftpSource implements Source {
     this.#conn = null;
     if (conn) {
       conn.lost = true;
-      await conn.client.end().catch(() => {});
+      failPending(conn, `${this.name}: the source is closed`);
+      // A server that stopped answering never says goodbye: wait for it no longer than for
+      // any other answer.
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([
+        conn.client.end().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((done) => {
+          timer = setTimeout(() => done(false), this.#opTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!ended) (conn.client as unknown as { client?: { destroy?: () => void } }).client?.destroy?.();
     }
   }
 
   async ping(): Promise<void> {
     const conn = await this.#get();
-    await this.#call<Stats>('ping', 'inbox', (cb) => conn.sftp.stat(this.#remote('inbox'), cb));
+    await this.#call<Stats>(conn, 'ping', 'inbox', (cb) => conn.sftp.stat(this.#remote('inbox'), cb));
   }
 
   async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const conn = await this.#get();
-    const entries = await this.#call<{ filename: string; attrs: Stats }[]>('list', 'inbox', (cb) =>
+    const entries = await this.#call<{ filename: string; attrs: Stats }[]>(conn, 'list', 'inbox', (cb) =>
       conn.sftp.readdir(this.#remote('inbox'), cb),
     );
     const out: SourceEntry[] = [];
@@ -228,7 +252,7 @@ export class SftpSource implements Source {
   async readTail(path: string, bytes: number): Promise<string> {
     const remote = this.#remote(path);
     const conn = await this.#get();
-    const st = await this.#call<Stats>('stat', path, (cb) => conn.sftp.lstat(remote, cb));
+    const st = await this.#call<Stats>(conn, 'stat', path, (cb) => conn.sftp.lstat(remote, cb));
     // Not a regular file: no trailer; the claim refuses it.
     if ((st.mode & S_IFMT) !== S_IFREG) return '';
     const n = Math.max(0, Math.min(bytes, st.size));
@@ -253,7 +277,7 @@ export class SftpSource implements Source {
       throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: cannot move ${from}: ${to} already exists`);
     }
     try {
-      await this.#call('rename', from, (cb) => conn.sftp.ext_openssh_rename(src, dst, cb));
+      await this.#call(conn, 'rename', from, (cb) => conn.sftp.ext_openssh_rename(src, dst, cb));
       return true;
     } catch (err) {
       // Gone: another worker moved it first. Otherwise (the target's folder is missing…) an error.
@@ -266,7 +290,7 @@ export class SftpSource implements Source {
     const remote = this.#remote(path);
     const conn = await this.#get();
     try {
-      await this.#raw((cb) => conn.sftp.unlink(remote, cb));
+      await this.#raw(conn, (cb) => conn.sftp.unlink(remote, cb));
     } catch (err) {
       // Already gone is what the caller wanted (a resumed cleanup after a crash).
       if (sftpCode(err) === NO_SUCH_FILE) return;
@@ -281,15 +305,28 @@ export class SftpSource implements Source {
     // appear whole, so a reader sees the old report or the new one, never a part.
     const tmp = `${dst.slice(0, slash + 1)}.${dst.slice(slash + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const conn = await this.#get();
-    const stream = conn.sftp.createWriteStream(tmp, { flags: 'w', mode: 0o640 });
-    stream.on('error', ignore);
+    // open/write/close one request at a time, each with its time limit: a server that stops
+    // answering fails the write instead of holding it (and the work queue) forever.
+    let handle: Buffer | null = null;
     try {
-      await pipeline(Readable.from(batches(content)), stream);
-      if (!stream.closed) await new Promise<void>((done) => stream.once('close', () => done()));
-      await this.#call('rename', path, (cb) => conn.sftp.ext_openssh_rename(tmp, dst, cb));
+      const h = await this.#call<Buffer>(conn, 'write', path, (cb) =>
+        conn.sftp.open(tmp, 'w', { mode: 0o640 }, cb),
+      );
+      handle = h;
+      let position = 0;
+      for await (const buf of batches(content)) {
+        await this.#call(conn, 'write', path, (cb) => conn.sftp.write(h, buf, 0, buf.length, position, cb));
+        position += buf.length;
+      }
+      handle = null;
+      await this.#call(conn, 'write', path, (cb) => conn.sftp.close(h, cb));
+      await this.#call(conn, 'rename', path, (cb) => conn.sftp.ext_openssh_rename(tmp, dst, cb));
     } catch (err) {
-      stream.destroy();
-      if (!conn.lost) await this.#raw((cb) => conn.sftp.unlink(tmp, cb)).catch(() => {});
+      if (!conn.lost) {
+        const h = handle;
+        if (h) await this.#raw(conn, (cb) => conn.sftp.close(h, cb)).catch(() => {});
+        await this.#raw(conn, (cb) => conn.sftp.unlink(tmp, cb)).catch(() => {});
+      }
       if (err instanceof DroplineError) throw err;
       // The caller's own failure (its iterable threw) is passed on as is.
       if (conn.lost || isSftpError(err)) throw this.#opError('write', path, err);
@@ -375,6 +412,7 @@ export class SftpSource implements Source {
       const conn = holder.conn;
       if (!conn || conn.lost) return;
       conn.lost = true;
+      failPending(conn, `${this.name}: connection to ${this.#where} lost`);
       if (this.#conn === conn) {
         this.#conn = null;
         this.#lastError = new DroplineError(
@@ -414,7 +452,7 @@ export class SftpSource implements Source {
           return pinned === null || presented === `SHA256:${pinned}`;
         },
       });
-      const conn: Conn = { client, sftp, lost: false };
+      const conn: Conn = { client, sftp, lost: false, pending: new Set() };
       holder.conn = conn;
       sftp.on('close', onLost);
       await this.#ensureFolders(conn);
@@ -465,38 +503,58 @@ export class SftpSource implements Source {
     if (range === null) {
       let st: Stats;
       try {
-        st = await this.#raw<Stats>((cb) => conn.sftp.lstat(remote, cb));
+        st = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(remote, cb));
       } catch (err) {
         throw this.#readError('stat', path, err);
       }
       if ((st.mode & S_IFMT) !== S_IFREG)
         throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is not a regular file on the server`);
     }
-    const stream = conn.sftp.createReadStream(remote, {
-      highWaterMark: READ_CHUNK,
-      ...(range ? { start: range.start, end: range.end } : {}),
-    });
-    // The iteration sees errors by itself; this keeps a late one (the handle's close failing
-    // when the connection goes) from becoming an uncaught exception.
-    stream.on('error', ignore);
+    let handle: Buffer;
     try {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        if (conn.lost) break;
+      handle = await this.#raw<Buffer>(conn, (cb) => conn.sftp.open(remote, 'r', cb));
+    } catch (err) {
+      throw this.#readError('open', path, err);
+    }
+    const h = handle;
+    const end = range ? range.end + 1 : Number.POSITIVE_INFINITY;
+    let position = range ? range.start : 0;
+    // One read ahead: the next request is on the wire while the consumer works on a chunk.
+    const readAt = (at: number): Promise<Buffer> => {
+      const len = Math.min(READ_CHUNK, end - at);
+      if (len <= 0) return Promise.resolve(Buffer.alloc(0));
+      return this.#raw<Buffer>(conn, (cb) =>
+        conn.sftp.read(h, Buffer.allocUnsafe(len), 0, len, at, (err, n, data) =>
+          cb(err, err ? undefined : data.subarray(0, n)),
+        ),
+      );
+    };
+    let next = readAt(position);
+    try {
+      for (;;) {
+        let chunk: Buffer;
+        try {
+          chunk = await next;
+        } catch (err) {
+          throw this.#readError('read', path, err);
+        }
+        if (chunk.length === 0) break;
+        position += chunk.length;
+        next = readAt(position);
         yield chunk;
       }
-    } catch (err) {
-      throw this.#readError('read', path, err);
     } finally {
-      stream.destroy();
+      await next.catch(() => {});
+      if (!conn.lost) await this.#raw(conn, (cb) => conn.sftp.close(h, cb)).catch(() => {});
     }
-    // A connection that dropped may end the stream quietly: never pass a short file as whole.
+    // A connection that dropped may end the reads quietly: never pass a short file as whole.
     if (conn.lost)
       throw new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: connection lost while reading ${path}`);
   }
 
   async #existsOn(conn: Conn, remote: string, path: string): Promise<boolean> {
     try {
-      await this.#raw<Stats>((cb) => conn.sftp.lstat(remote, cb));
+      await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(remote, cb));
       return true;
     } catch (err) {
       if (sftpCode(err) === NO_SUCH_FILE) return false;
@@ -504,24 +562,79 @@ export class SftpSource implements Source {
     }
   }
 
-  /** A callback-style ssh2 call as a promise (errors as ssh2 gives them). */
-  #raw<T = void>(fn: (cb: Cb<T>) => void): Promise<T> {
+  /**
+   * A callback-style ssh2 call as a promise (errors as ssh2 gives them), within the
+   * per-operation time limit. A server that does not answer in time (stopped, wedged) fails
+   * the operation and loses the connection: its later answers could not be trusted, and
+   * the next operation reconnects.
+   */
+  #raw<T = void>(conn: Conn, fn: (cb: Cb<T>) => void): Promise<T> {
+    this.#operations++;
     return new Promise<T>((done, fail) => {
-      try {
-        fn((err, value) => (err ? fail(err) : done(value as T)));
-      } catch (err) {
+      if (conn.lost) {
+        fail(new DroplineError('DROPLINE_ERR_SFTP', `${this.name}: connection to ${this.#where} lost`));
+        return;
+      }
+      const settle = (err: Error): void => {
+        clearTimeout(timer);
+        conn.pending.delete(settle);
         fail(err);
+      };
+      conn.pending.add(settle);
+      const timer = setTimeout(() => {
+        conn.pending.delete(settle);
+        fail(
+          new DroplineError(
+            'DROPLINE_ERR_SFTP',
+            `${this.name}: no answer from ${this.#where} within ${this.#opTimeoutMs} ms`,
+          ),
+        );
+        this.#abandon(conn);
+      }, this.#opTimeoutMs);
+      try {
+        fn((err, value) => {
+          clearTimeout(timer);
+          conn.pending.delete(settle);
+          if (err) fail(err);
+          else done(value as T);
+        });
+      } catch (err) {
+        settle(err as Error);
       }
     });
   }
 
   /** #raw with the error made a DroplineError naming the operation and path. */
-  async #call<T = void>(op: string, path: string, fn: (cb: Cb<T>) => void): Promise<T> {
+  async #call<T = void>(conn: Conn, op: string, path: string, fn: (cb: Cb<T>) => void): Promise<T> {
     try {
-      return await this.#raw(fn);
+      return await this.#raw(conn, fn);
     } catch (err) {
       throw this.#opError(op, path, err);
     }
+  }
+
+  /** A connection whose server stopped answering: dropped, reconnected with backoff. */
+  #abandon(conn: Conn): void {
+    if (conn.lost) return;
+    conn.lost = true;
+    failPending(conn, `${this.name}: ${this.#where} stopped answering`);
+    if (this.#conn === conn) {
+      this.#conn = null;
+      this.#lastError = new DroplineError(
+        'DROPLINE_ERR_SFTP',
+        `${this.name}: ${this.#where} stopped answering (no answer within ${this.#opTimeoutMs} ms)`,
+      );
+      if (!this.#closed) {
+        this.#log.warn(
+          { source: this.name, host: this.host, port: this.port, timeoutMs: this.#opTimeoutMs },
+          `sftp source ${this.name}: ${this.#where} stopped answering; reconnecting`,
+        );
+        this.#scheduleRetry();
+      }
+    }
+    // end() waits for the server's goodbye, which a stopped server never sends.
+    (conn.client as unknown as { client?: { destroy?: () => void } }).client?.destroy?.();
+    void conn.client.end().catch(() => {});
   }
 
   /** #opError, but a file the login may not read is that file's refusal, not the source's. */
@@ -561,8 +674,6 @@ export class SftpSource implements Source {
   }
 }
 
-function ignore(): void {}
-
 /** A DroplineError's message without its code's general text and the source name. */
 function detailOf(err: DroplineError, source: string): string {
   let m = err.message;
@@ -572,13 +683,21 @@ function detailOf(err: DroplineError, source: string): string {
   return m;
 }
 
+function failPending(conn: Conn, message: string): void {
+  const pending = [...conn.pending];
+  conn.pending.clear();
+  for (const fail of pending) fail(new DroplineError('DROPLINE_ERR_SFTP', message));
+}
+
 function isSftpError(err: unknown): boolean {
   return typeof sftpCode(err) === 'number';
 }
 
 async function* batches(content: string | AsyncIterable<string>): AsyncGenerator<Buffer> {
   if (typeof content === 'string') {
-    if (content.length > 0) yield Buffer.from(content, 'utf8');
+    // In pieces: each write request has its own time limit, whatever the report's size.
+    const all = Buffer.from(content, 'utf8');
+    for (let at = 0; at < all.length; at += WRITE_BATCH_CHARS) yield all.subarray(at, at + WRITE_BATCH_CHARS);
     return;
   }
   let pending = '';

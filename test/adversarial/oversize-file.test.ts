@@ -3,7 +3,8 @@
 // other file for ~20 s). Every source type, each on its real backend; the bytes each file
 // gives the pipeline are counted.
 
-import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -11,12 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { silentLogger } from '../../src/log.ts';
 import { Pipeline } from '../../src/pipeline/pipeline.ts';
+import { fileIdFor } from '../../src/plan/ids.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
 import { SftpSource } from '../../src/sources/sftp-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { createStore } from '../../src/store/index.ts';
+import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
@@ -217,4 +220,41 @@ describe('an oversize file is never read: S3', () => {
       },
     );
   }, 30_000);
+});
+
+describe('a claimed file over the limit (the limit lowered since its claim): the real daemon', () => {
+  let h: PipelineHarness;
+  beforeAll(async () => {
+    h = await PipelineHarness.create({ source: { maxFileBytes: LIMIT } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('is rejected FILE_TOO_LARGE from its claimed size, without opening it', async () => {
+    for (const f of ['inbox', 'processing', 'done', 'failed', 'reports'])
+      await mkdir(join(h.drop, f), { recursive: true });
+    const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+    await store.migrate();
+    let fileId: string;
+    try {
+      const [c] = await store.claimFiles(
+        'local',
+        [{ name: 'big.txt', path: 'processing/big.txt', sha256: 'a'.repeat(64), bytes: LIMIT * 20 }],
+        { idFor: (sha, g) => fileIdFor('local', sha, g), duplicateSince: new Date().toISOString() },
+      );
+      fileId = c!.file.fileId;
+    } finally {
+      await store.close();
+    }
+    // Whatever opened it would find a FIFO (refused NOT_A_REGULAR_FILE): the size alone decides.
+    execFileSync('mkfifo', [join(h.drop, 'processing', 'big.txt')]);
+    await h.start();
+    const m = await h.waitForFile(fileId, ['rejected', 'sending', 'submitted'], { timeoutMs: 20_000 });
+    expect({ state: m.state, code: m.rejection?.code }).toEqual({
+      state: 'rejected',
+      code: 'FILE_TOO_LARGE',
+    });
+    expect(h.daemonOutput).toContain('big.txt rejected FILE_TOO_LARGE');
+  }, 60_000);
 });

@@ -1,10 +1,13 @@
 // Issue 10 item 7: one file that cannot be read must not block its source. Errors are per
 // file: that file gets a code and a log line, the others go on.
 //
-// Tests run as root, for whom chmod 000 changes nothing locally, so the permission error
-// comes from where it really happens to dropline: an SFTP server whose login (sshd runs as
-// an unprivileged user, test/helpers/sshd.ts) may not read a file a partner left 0600.
-// Locally, a file removed between the listing and the claim is the per-file error.
+// Tests run as root, for whom chmod 000 changes nothing, so the permission errors are made
+// where they really happen: a local daemon run as root without CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH (setpriv --bounding-set: root then obeys a file's mode bits like any
+// user), and an SFTP server whose login (sshd runs as an unprivileged user,
+// test/helpers/sshd.ts) may not read a file a partner left 0600. A file removed between
+// the listing and the claim is the other per-file error.
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +27,58 @@ const campaign = (from: number, n: number): string =>
   );
 
 const noSshd = sshdUnavailable();
+const noSetpriv = (() => {
+  try {
+    execFileSync('setpriv', ['--bounding-set=-dac_override,-dac_read_search', 'true']);
+    return process.getuid?.() === 0 ? null : 'not root';
+  } catch {
+    return 'setpriv cannot drop capabilities here';
+  }
+})();
+if (noSetpriv) console.warn(`local EACCES test skipped: ${noSetpriv}`);
+
+describe.skipIf(noSetpriv !== null)(
+  'a local file the daemon may not read (root without DAC override)',
+  () => {
+    let h: PipelineHarness;
+
+    beforeAll(async () => {
+      h = await PipelineHarness.create();
+    });
+
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it('is rejected FILE_UNREADABLE with one log line; the files beside it are sent', async () => {
+      await h.start({ wrap: ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--'] });
+      const inbox = join(h.drop, 'inbox');
+      for (const [name, content] of [
+        ['locked.txt', campaign(0, 5)],
+        ['a.txt', campaign(100, 7)],
+        ['b.txt', campaign(200, 9)],
+      ] as const) {
+        await writeFile(join(inbox, `.${name}.tmp`), content);
+        if (name === 'locked.txt') await chmod(join(inbox, `.${name}.tmp`), 0o000);
+      }
+      // Visible in one listing, so one claim batch holds all three.
+      for (const name of ['locked.txt', 'a.txt', 'b.txt'])
+        await rename(join(inbox, `.${name}.tmp`), join(inbox, name));
+
+      const a = await h.waitForState('a.txt', ['submitted', 'completed'], { timeoutMs: 30_000 });
+      const b = await h.waitForState('b.txt', ['submitted', 'completed'], { timeoutMs: 30_000 });
+      expect((await h.ledger(a.fileId)).entries).toHaveLength(7);
+      expect((await h.ledger(b.fileId)).entries).toHaveLength(9);
+      const locked = await h.waitForState('locked.txt', ['rejected'], { timeoutMs: 30_000 });
+      expect(locked.rejection?.code).toBe('FILE_UNREADABLE');
+      expect(await stat(join(h.drop, 'failed', 'locked.txt'))).toBeTruthy();
+      await h.dropFile('c.txt', campaign(300, 3));
+      await h.waitForState('c.txt', ['submitted', 'completed'], { timeoutMs: 30_000 });
+      expect(h.daemonOutput.split('locked.txt rejected FILE_UNREADABLE').length - 1).toBe(1);
+      expect(h.daemonOutput).not.toContain('file(s) failed');
+    }, 90_000);
+  },
+);
 
 describe.skipIf(noSshd !== null)('an SFTP file the login may not read (the real daemon)', () => {
   let sshd: Sshd;

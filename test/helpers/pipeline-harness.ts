@@ -152,25 +152,20 @@ export class PipelineHarness {
     return 'e2e-notify-token';
   }
 
-  /** Starts `dropline run` and waits for its "dropline is running" line. */
-  async start(options: { umask?: number } = {}): Promise<void> {
+  /**
+   * Starts `dropline run` and waits for its "dropline is running" line. `umask`: through sh,
+   * the way a service manager with its own umask starts it; `wrap`: a command the daemon
+   * runs under (e.g. setpriv with fewer capabilities).
+   */
+  async start(options: { umask?: number; wrap?: string[] } = {}): Promise<void> {
     if (this.daemon) throw new Error('the daemon runs already');
-    const argv = [BIN, '--config', this.configPath, 'run'];
-    // With a umask: through sh, the way a service manager with its own umask starts it.
-    const [command, args] =
+    const argv = [process.execPath, BIN, '--config', this.configPath, 'run'];
+    const umask =
       options.umask === undefined
-        ? [process.execPath, argv]
-        : [
-            '/bin/sh',
-            [
-              '-c',
-              `umask ${options.umask.toString(8).padStart(3, '0')} && exec "$@"`,
-              'sh',
-              process.execPath,
-              ...argv,
-            ],
-          ];
-    const child = spawn(command, args, {
+        ? []
+        : ['/bin/sh', '-c', `umask ${options.umask.toString(8).padStart(3, '0')} && exec "$@"`, 'sh'];
+    const [command, ...args] = [...umask, ...(options.wrap ?? []), ...argv];
+    const child = spawn(command!, args, {
       cwd: this.dir,
       env: { ...process.env, DROPLINE_LOG_LEVEL: process.env.DROPLINE_LOG_LEVEL ?? 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],

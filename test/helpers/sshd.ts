@@ -52,6 +52,10 @@ export interface Sshd {
   stop(): Promise<void>;
   /** Starts sshd again on the same port. */
   start(): Promise<void>;
+  /** SIGSTOP to sshd and every session: connections stay open, nothing answers. */
+  freeze(): Promise<void>;
+  /** SIGCONT: a frozen sshd answers again. */
+  thaw(): Promise<void>;
   running(): boolean;
   /** A partner's own SFTP connection (key login), to upload the way a partner does. */
   partner(): Promise<SftpClient>;
@@ -208,6 +212,18 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
       await exited;
     };
 
+    const signalAll = async (signal: NodeJS.Signals): Promise<void> => {
+      const p = child as ChildProcess | null;
+      if (!p || p.pid === undefined) return;
+      for (const pid of [p.pid, ...(await descendants(p.pid))]) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // already gone
+        }
+      }
+    };
+
     await launch();
     const sshd: Sshd = {
       host: '127.0.0.1',
@@ -221,6 +237,8 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
       output: () => output,
       stop,
       start: launch,
+      freeze: () => signalAll('SIGSTOP'),
+      thaw: () => signalAll('SIGCONT'),
       running: () => child !== null && child.exitCode === null,
       async partner() {
         const client = new SftpClient('partner', { error: () => {}, end: () => {}, close: () => {} });
@@ -235,6 +253,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
         return client;
       },
       async close() {
+        await signalAll('SIGCONT');
         await stop();
         await cleanupUser();
         await rm(dir, { recursive: true, force: true });
