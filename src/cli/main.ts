@@ -24,6 +24,21 @@ export async function main(argv: string[]): Promise<number> {
   registerCommands(program, (code) => {
     exitCode = code;
   });
+  // `dropline status | head`: once the reader is gone, nothing more can be said; end quietly
+  // with the code the command has so far. The servers (run, sandbox) go on: their output is
+  // a banner, their work is elsewhere.
+  let serves = false;
+  program.hook('preAction', (_program, action) => {
+    serves = action.name() === 'run' || action.name() === 'sandbox';
+  });
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (serves) return;
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') process.exit(exitCode);
+    throw err;
+  });
+  process.stderr.on('error', () => {
+    // Nobody reads the diagnostics any more: the work goes on without them.
+  });
   try {
     await program.parseAsync(argv, { from: 'node' });
     return exitCode;
