@@ -286,6 +286,8 @@ export class Pipeline {
     let valid = 0;
     let summary: ReadSummary | null = null;
     let bulkTextStored = false;
+    const read = { invalid: 0, duplicates: 0, suppressed: 0 };
+    let readShownAt = Date.now();
     for await (const batch of readDropFile(() => source.open(file.path), {
       name: file.name,
       layout: cfg.layout,
@@ -346,7 +348,20 @@ export class Pipeline {
       if (rows.length >= INSERT_BATCH) {
         await this.store.insertRecipients(file.fileId, rows);
         this.reading.set(file.fileId, idx);
+        for (const r of rows) {
+          if (r.outcome === 'invalid') read.invalid++;
+          else if (r.outcome === 'duplicate') read.duplicates++;
+          else if (r.outcome === 'suppressed') read.suppressed++;
+        }
         rows = [];
+        // `status` in another process shows how far the read got: one small UPDATE at most
+        // every half second, the final counts replace it.
+        if (Date.now() - readShownAt >= 500) {
+          readShownAt = Date.now();
+          await this.store.updateFile(file.fileId, {
+            counts: { records: idx, valid, ...read, segments: 0 },
+          });
+        }
       }
     }
     this.reading.delete(file.fileId);
