@@ -61,11 +61,25 @@ async function sandboxUrlFromDaemon(stateDir: string): Promise<string | null> {
   const file = resolve(stateDir, 'sandbox.url');
   if (!existsSync(file)) return null;
   try {
-    const url = readFileSync(file, 'utf8').trim();
+    // `<url>\n<pid>\n`: a daemon that died without removing it leaves a pid that is gone,
+    // and its port may since belong to something else.
+    const [url = '', pid] = readFileSync(file, 'utf8').split('\n');
+    if (pid && !processAlive(Number(pid))) return null;
     const u = new URL(url);
     return (await isListening(u.hostname, Number(u.port))) ? url : null;
   } catch {
     return null;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: alive, another user's.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -197,7 +211,7 @@ interface Advertisement {
 async function advertiseSandbox(stateDir: string, url: string): Promise<Advertisement | null> {
   if (await sandboxUrlFromDaemon(stateDir)) return null;
   const path = resolve(stateDir, 'sandbox.url');
-  const content = `${url}\n`;
+  const content = `${url}\n${process.pid}\n`;
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600 });
   renameSync(tmp, path);
