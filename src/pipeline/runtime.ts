@@ -97,12 +97,6 @@ export interface OpenOptions {
 }
 
 export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): Promise<Runtime> {
-  const { config } = loaded;
-  const logger = options.logger;
-  const stateDir = stateDirOf(loaded);
-  mkdirSync(stateDir, { recursive: true });
-  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-
   // Whatever opened so far is closed again when a later step fails: a start-up error must
   // end the process at once, not leave a sandbox or a watcher holding it open.
   const opened: (() => Promise<unknown>)[] = [];
@@ -110,91 +104,104 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
     for (const close of opened.splice(0).reverse()) await close().catch(() => {});
   };
   try {
-    const store = createStore(config.store, {
-      backgroundCheckpoints: options.backgroundCheckpoints === true,
-    });
-    opened.push(() => store.close());
-    await store.migrate();
-
-    // Sources and the suppression list first: they fail on configuration mistakes, and
-    // nothing else (the sandbox above all) should have started when they do.
-    const sources = new Map<string, Source>();
-    for (const s of config.sources) {
-      const source = await createSource(s, logger);
-      opened.push(() => source.close());
-      await source.start().catch((err: unknown) => {
-        if (err instanceof DroplineError) throw err;
-        const e = err as NodeJS.ErrnoException;
-        throw new DroplineError(
-          'DROPLINE_ERR_CONFIG',
-          `sources.${s.name}: cannot use ${'path' in s ? s.path : s.name} (${e.code ?? e.message})`,
-          { cause: err },
-        );
-      });
-      sources.set(s.name, source);
-    }
-
-    let suppression: SuppressionList | null = null;
-    if (config.suppressionList) {
-      suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
-      logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
-    }
-
-    let sandbox: Sandbox | null = null;
-    let serviceUrl: string;
-    if (config.api.baseUrl === 'sandbox') {
-      const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
-      if (shared) serviceUrl = shared;
-      else {
-        const started = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
-        opened.push(() => started.close());
-        sandbox = started;
-        serviceUrl = started.url;
-        logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
-      }
-    } else serviceUrl = config.api.baseUrl;
-
-    const client = new ServiceClient({
-      baseUrl: serviceUrl,
-      username: config.api.username,
-      password: loaded.secrets.apiPassword,
-      notifyUrl: loaded.notifyUrl,
-      notifyContentType: 'application/json',
-      concurrency: config.api.concurrency,
-      ratePerSecond: config.api.ratePerSecond,
-      timeoutMs: config.api.timeoutMs,
-      retry: config.api.retry,
-      token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
-    });
-    opened.push(() => client.close());
-
-    const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
-    let advertised: Advertisement | null = null;
-    return {
-      loaded,
-      store,
-      sources,
-      client,
-      pipeline,
-      logger,
-      owner,
-      sandbox,
-      serviceUrl,
-      stateDir,
-      async advertise() {
-        if (sandbox && options.sandbox === 'embed' && !advertised)
-          advertised = await advertiseSandbox(stateDir, sandbox.url);
-      },
-      async close() {
-        if (advertised) withdraw(advertised);
-        advertised = null;
-        await closeOpened();
-      },
-    };
+    return await assemble(loaded, options, opened, closeOpened);
   } catch (err) {
     await closeOpened();
     throw err;
   }
+}
+
+async function assemble(
+  loaded: LoadedConfig,
+  options: OpenOptions,
+  opened: (() => Promise<unknown>)[],
+  closeOpened: () => Promise<void>,
+): Promise<Runtime> {
+  const { config } = loaded;
+  const logger = options.logger;
+  const stateDir = stateDirOf(loaded);
+  mkdirSync(stateDir, { recursive: true });
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+
+  const store = createStore(config.store, { backgroundCheckpoints: options.backgroundCheckpoints === true });
+  opened.push(() => store.close());
+  await store.migrate();
+
+  // Sources and the suppression list before the sandbox: they fail on configuration
+  // mistakes, and nothing that listens should have started when they do.
+  const sources = new Map<string, Source>();
+  for (const s of config.sources) {
+    const source = await createSource(s, logger);
+    opened.push(() => source.close());
+    await source.start().catch((err: unknown) => {
+      if (err instanceof DroplineError) throw err;
+      const e = err as NodeJS.ErrnoException;
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `sources.${s.name}: cannot use ${'path' in s ? s.path : s.name} (${e.code ?? e.message})`,
+        { cause: err },
+      );
+    });
+    sources.set(s.name, source);
+  }
+
+  let suppression: SuppressionList | null = null;
+  if (config.suppressionList) {
+    suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
+    logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
+  }
+
+  let sandbox: Sandbox | null = null;
+  let serviceUrl: string;
+  if (config.api.baseUrl === 'sandbox') {
+    const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
+    if (shared) serviceUrl = shared;
+    else {
+      const started = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
+      opened.push(() => started.close());
+      sandbox = started;
+      serviceUrl = sandbox.url;
+      logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
+    }
+  } else serviceUrl = config.api.baseUrl;
+
+  const client = new ServiceClient({
+    baseUrl: serviceUrl,
+    username: config.api.username,
+    password: loaded.secrets.apiPassword,
+    notifyUrl: loaded.notifyUrl,
+    notifyContentType: 'application/json',
+    concurrency: config.api.concurrency,
+    ratePerSecond: config.api.ratePerSecond,
+    timeoutMs: config.api.timeoutMs,
+    retry: config.api.retry,
+    token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
+  });
+  opened.push(() => client.close());
+
+  const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
+  let advertised: Advertisement | null = null;
+  return {
+    loaded,
+    store,
+    sources,
+    client,
+    pipeline,
+    logger,
+    owner,
+    sandbox,
+    serviceUrl,
+    stateDir,
+    async advertise() {
+      if (sandbox && options.sandbox === 'embed' && !advertised)
+        advertised = await advertiseSandbox(stateDir, sandbox.url);
+    },
+    async close() {
+      if (advertised) withdraw(advertised);
+      advertised = null;
+      await closeOpened();
+    },
+  };
 }
 
 interface Advertisement {
