@@ -474,7 +474,9 @@ export class Pipeline {
         const result = await this.client.sendChunk(planned);
         const chunkResult = toChunkResult(result);
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
-        this.log[state === 'failed' ? 'error' : state === 'in_doubt' ? 'warn' : 'info'](
+        this.log[
+          state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
+        ](
           {
             fileId,
             chunk: chunk.seq,
