@@ -9,6 +9,13 @@
 // 240 or 370 MB for the same run, by chance. The flag must be given when node starts:
 // v8.setFlagsFromString after start-up does not resize the young generation (measured).
 import module from 'node:module';
+import { MIN_NODE, nodeSupported } from './supported-node.js';
 
+if (!nodeSupported(process.versions.node)) {
+  process.stderr.write(
+    `dropline: needs Node.js ${MIN_NODE} or newer (24 LTS recommended); this is Node.js ${process.versions.node} (${process.execPath}).\n`,
+  );
+  process.exit(2);
+}
 module.enableCompileCache?.();
 await import('../src/cli/main.ts');

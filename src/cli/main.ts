@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // dropline's command line. Exit codes (CONTRACT.md): 0 success, 1 the work failed or was
 // rejected, 2 usage or configuration error.
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { DroplineError } from '../errors.ts';
 import { registerCommands } from './commands/index.ts';
@@ -15,14 +16,36 @@ const USAGE_CODES = new Set<string>([
 ]);
 
 export async function main(argv: string[]): Promise<number> {
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   const program = new Command('dropline')
     .description('Drop-folder SMS campaigns for the messaging service')
-    .option('--config <path>', 'configuration file (default ./dropline.config.json when present)')
+    .version(`dropline ${version}`, '-V, --version', 'the version of dropline')
+    .option(
+      '--config <path>',
+      'configuration file (default $DROPLINE_CONFIG, else ./dropline.config.json when present)',
+    )
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   let exitCode = 0;
   registerCommands(program, (code) => {
     exitCode = code;
+  });
+  // `dropline status | head`: once the reader is gone, nothing more can be said; end quietly
+  // with the code the command has so far. The servers (run, sandbox) go on: their output is
+  // a banner, their work is elsewhere.
+  let serves = false;
+  program.hook('preAction', (_program, action) => {
+    serves = action.name() === 'run' || action.name() === 'sandbox';
+  });
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (serves) return;
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') process.exit(exitCode);
+    throw err;
+  });
+  process.stderr.on('error', () => {
+    // Nobody reads the diagnostics any more: the work goes on without them.
   });
   try {
     await program.parseAsync(argv, { from: 'node' });

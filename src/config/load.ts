@@ -132,9 +132,7 @@ export function loadConfig(
   }
 
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
-  const publicUrl =
-    config.notify.publicUrl ??
-    `http://${host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host === '::' ? '::1' : host}]` : host}:${port}/notify`;
+  const publicUrl = config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`;
   const url = new URL(publicUrl);
   url.searchParams.set('token', notifyToken);
 
@@ -165,6 +163,12 @@ function pinHostKeyFile(source: SftpSourceConfig): SftpSourceConfig {
     );
   const digest = createHash('sha256').update(Buffer.from(blob, 'base64')).digest('base64');
   return { ...source, hostKeySha256: `SHA256:${digest.replace(/=+$/, '')}` };
+}
+
+/** A wildcard listen address is not something a client can dial: the loopback instead. */
+function dialable(host: string): string {
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return h.includes(':') ? `[${h}]` : h;
 }
 
 /** `host:port` (validated when the configuration loaded) → [host, port]. */

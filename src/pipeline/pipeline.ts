@@ -424,6 +424,8 @@ export class Pipeline {
       await this.refuse(file, source, { reason, message });
       return;
     }
+    const seen = { valid: 0, invalid: 0, duplicates: 0, suppressed: 0 };
+    let readShownAt = Date.now();
     const claimed = file;
     const sniffed = this.sniffs.get(file.sha256);
     this.sniffs.delete(file.sha256);
@@ -490,7 +492,21 @@ export class Pipeline {
       if (rows.length >= INSERT_BATCH) {
         await this.store.insertRecipients(file.fileId, rows);
         this.reading.set(file.fileId, idx);
+        for (const r of rows) {
+          if (r.outcome === 'pending') seen.valid++;
+          else if (r.outcome === 'invalid') seen.invalid++;
+          else if (r.outcome === 'duplicate') seen.duplicates++;
+          else if (r.outcome === 'suppressed') seen.suppressed++;
+        }
         rows = [];
+        // `status` in another process shows how far the read got: one small UPDATE at most
+        // every half second, the final counts replace it.
+        if (Date.now() - readShownAt >= 500) {
+          readShownAt = Date.now();
+          await this.store.updateFile(file.fileId, {
+            counts: { records: idx, ...seen, segments: 0 },
+          });
+        }
       }
     }
     this.reading.delete(file.fileId);
@@ -628,7 +644,9 @@ export class Pipeline {
         const result = await this.client.sendChunk(planned);
         const chunkResult = toChunkResult(result);
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
-        this.log[state === 'failed' ? 'error' : state === 'in_doubt' ? 'warn' : 'info'](
+        this.log[
+          state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
+        ](
           {
             fileId,
             chunk: chunk.seq,

@@ -61,11 +61,25 @@ async function sandboxUrlFromDaemon(stateDir: string): Promise<string | null> {
   const file = resolve(stateDir, 'sandbox.url');
   if (!existsSync(file)) return null;
   try {
-    const url = readFileSync(file, 'utf8').trim();
+    // `<url>\n<pid>\n`: a daemon that died without removing it leaves a pid that is gone,
+    // and its port may since belong to something else.
+    const [url = '', pid] = readFileSync(file, 'utf8').split('\n');
+    if (pid && !processAlive(Number(pid))) return null;
     const u = new URL(url);
     return (await isListening(u.hostname, Number(u.port))) ? url : null;
   } catch {
     return null;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: alive, another user's.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -83,12 +97,6 @@ export interface OpenOptions {
 }
 
 export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): Promise<Runtime> {
-  const { config } = loaded;
-  const logger = options.logger;
-  const stateDir = stateDirOf(loaded);
-  mkdirSync(stateDir, { recursive: true });
-  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-
   // Whatever opened so far is closed again when a later step fails: a start-up error must
   // end the process at once, not leave a sandbox or a watcher holding it open.
   const opened: (() => Promise<unknown>)[] = [];
@@ -96,91 +104,104 @@ export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): P
     for (const close of opened.splice(0).reverse()) await close().catch(() => {});
   };
   try {
-    const store = createStore(config.store, {
-      backgroundCheckpoints: options.backgroundCheckpoints === true,
-    });
-    opened.push(() => store.close());
-    await store.migrate();
-
-    // Sources and the suppression list first: they fail on configuration mistakes, and
-    // nothing else (the sandbox above all) should have started when they do.
-    const sources = new Map<string, Source>();
-    for (const s of config.sources) {
-      const source = await createSource(s, logger);
-      opened.push(() => source.close());
-      await source.start().catch((err: unknown) => {
-        if (err instanceof DroplineError) throw err;
-        const e = err as NodeJS.ErrnoException;
-        throw new DroplineError(
-          'DROPLINE_ERR_CONFIG',
-          `sources.${s.name}: cannot use ${'path' in s ? s.path : s.name} (${e.code ?? e.message})`,
-          { cause: err },
-        );
-      });
-      sources.set(s.name, source);
-    }
-
-    let suppression: SuppressionList | null = null;
-    if (config.suppressionList) {
-      suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
-      logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
-    }
-
-    let sandbox: Sandbox | null = null;
-    let serviceUrl: string;
-    if (config.api.baseUrl === 'sandbox') {
-      const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
-      if (shared) serviceUrl = shared;
-      else {
-        const started = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
-        opened.push(() => started.close());
-        sandbox = started;
-        serviceUrl = started.url;
-        logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
-      }
-    } else serviceUrl = config.api.baseUrl;
-
-    const client = new ServiceClient({
-      baseUrl: serviceUrl,
-      username: config.api.username,
-      password: loaded.secrets.apiPassword,
-      notifyUrl: loaded.notifyUrl,
-      notifyContentType: 'application/json',
-      concurrency: config.api.concurrency,
-      ratePerSecond: config.api.ratePerSecond,
-      timeoutMs: config.api.timeoutMs,
-      retry: config.api.retry,
-      token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
-    });
-    opened.push(() => client.close());
-
-    const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
-    let advertised: Advertisement | null = null;
-    return {
-      loaded,
-      store,
-      sources,
-      client,
-      pipeline,
-      logger,
-      owner,
-      sandbox,
-      serviceUrl,
-      stateDir,
-      async advertise() {
-        if (sandbox && options.sandbox === 'embed' && !advertised)
-          advertised = await advertiseSandbox(stateDir, sandbox.url);
-      },
-      async close() {
-        if (advertised) withdraw(advertised);
-        advertised = null;
-        await closeOpened();
-      },
-    };
+    return await assemble(loaded, options, opened, closeOpened);
   } catch (err) {
     await closeOpened();
     throw err;
   }
+}
+
+async function assemble(
+  loaded: LoadedConfig,
+  options: OpenOptions,
+  opened: (() => Promise<unknown>)[],
+  closeOpened: () => Promise<void>,
+): Promise<Runtime> {
+  const { config } = loaded;
+  const logger = options.logger;
+  const stateDir = stateDirOf(loaded);
+  mkdirSync(stateDir, { recursive: true });
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+
+  const store = createStore(config.store, { backgroundCheckpoints: options.backgroundCheckpoints === true });
+  opened.push(() => store.close());
+  await store.migrate();
+
+  // Sources and the suppression list before the sandbox: they fail on configuration
+  // mistakes, and nothing that listens should have started when they do.
+  const sources = new Map<string, Source>();
+  for (const s of config.sources) {
+    const source = await createSource(s, logger);
+    opened.push(() => source.close());
+    await source.start().catch((err: unknown) => {
+      if (err instanceof DroplineError) throw err;
+      const e = err as NodeJS.ErrnoException;
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `sources.${s.name}: cannot use ${'path' in s ? s.path : s.name} (${e.code ?? e.message})`,
+        { cause: err },
+      );
+    });
+    sources.set(s.name, source);
+  }
+
+  let suppression: SuppressionList | null = null;
+  if (config.suppressionList) {
+    suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
+    logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
+  }
+
+  let sandbox: Sandbox | null = null;
+  let serviceUrl: string;
+  if (config.api.baseUrl === 'sandbox') {
+    const shared = options.sandbox === 'share' ? await sandboxUrlFromDaemon(stateDir) : null;
+    if (shared) serviceUrl = shared;
+    else {
+      const started = await startSandbox({ deliveryDelayMs: options.sandboxDeliveryDelayMs ?? 1000 });
+      opened.push(() => started.close());
+      sandbox = started;
+      serviceUrl = sandbox.url;
+      logger.info({ url: serviceUrl }, 'embedded sandbox started (api.baseUrl "sandbox")');
+    }
+  } else serviceUrl = config.api.baseUrl;
+
+  const client = new ServiceClient({
+    baseUrl: serviceUrl,
+    username: config.api.username,
+    password: loaded.secrets.apiPassword,
+    notifyUrl: loaded.notifyUrl,
+    notifyContentType: 'application/json',
+    concurrency: config.api.concurrency,
+    ratePerSecond: config.api.ratePerSecond,
+    timeoutMs: config.api.timeoutMs,
+    retry: config.api.retry,
+    token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
+  });
+  opened.push(() => client.close());
+
+  const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
+  let advertised: Advertisement | null = null;
+  return {
+    loaded,
+    store,
+    sources,
+    client,
+    pipeline,
+    logger,
+    owner,
+    sandbox,
+    serviceUrl,
+    stateDir,
+    async advertise() {
+      if (sandbox && options.sandbox === 'embed' && !advertised)
+        advertised = await advertiseSandbox(stateDir, sandbox.url);
+    },
+    async close() {
+      if (advertised) withdraw(advertised);
+      advertised = null;
+      await closeOpened();
+    },
+  };
 }
 
 interface Advertisement {
@@ -197,7 +218,7 @@ interface Advertisement {
 async function advertiseSandbox(stateDir: string, url: string): Promise<Advertisement | null> {
   if (await sandboxUrlFromDaemon(stateDir)) return null;
   const path = resolve(stateDir, 'sandbox.url');
-  const content = `${url}\n`;
+  const content = `${url}\n${process.pid}\n`;
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600 });
   renameSync(tmp, path);

@@ -10,9 +10,10 @@ export function registerRun(program: Command, setExit: SetExit): void {
     .description('the daemon: every source, the delivery-report receiver, the ops server')
     .action(async (_opts: unknown, cmd: Command) => {
       const loaded = await configOf(cmd);
-      const [{ startDaemon }, { openRuntime }] = await Promise.all([
+      const [{ startDaemon }, { openRuntime }, { startupWarnings }] = await Promise.all([
         import('../../pipeline/daemon.ts'),
         import('../../pipeline/runtime.ts'),
+        import('../../config/warnings.ts'),
       ]);
       const logger = await commandLogger('info');
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed', backgroundCheckpoints: true });
@@ -24,8 +25,9 @@ export function registerRun(program: Command, setExit: SetExit): void {
         await rt.close();
         throw err;
       }
+      // No await from here to the signal handlers: a stop signal in between would end the
+      // process with sandbox.url left behind.
       const { config } = loaded;
-      const { startupWarnings } = await import('../../config/warnings.ts');
       for (const warning of startupWarnings(config, loaded.secrets)) logger.warn(warning);
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,

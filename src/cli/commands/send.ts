@@ -8,8 +8,9 @@ import { manifestOf } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import { isDropFileName } from '../../sources/source.ts';
 import { commandLogger, localSource, withRuntime } from './context.ts';
-import { printManifest, progressLine, successState } from './files.ts';
+import { printManifest, successState } from './files.ts';
 import type { SetExit } from './index.ts';
+import { ProgressMeter } from './progress.ts';
 
 interface SendOptions {
   wait?: boolean;
@@ -18,19 +19,12 @@ interface SendOptions {
   source?: string;
 }
 
-/** `show`: null when no progress line is shown (no terminal, --json): no manifest is made then. */
-async function waitForDeliveries(
-  rt: Runtime,
-  fileId: string,
-  show: ((line: string) => void) | null,
-): Promise<void> {
+async function waitForDeliveries(rt: Runtime, fileId: string): Promise<void> {
   for (;;) {
     const file = await rt.store.getFile(fileId);
     if (file?.state !== 'submitted') return;
     const after = await rt.pipeline.checkProgress(file);
     if (after.state !== 'submitted') return;
-    const m = show && (await manifestOf(rt.store, fileId));
-    if (m) show(progressLine(m));
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -65,9 +59,9 @@ export function registerSend(program: Command, setExit: SetExit): void {
         await copyFile(path, join(resolve(cfg.path), target));
 
         const tty = process.stderr.isTTY && !opts.json;
+        const meter = new ProgressMeter(process.stderr.columns);
         const show = (line: string) => {
-          // One line, cut to the terminal's width: a wrapped line cannot be redrawn with \r.
-          if (tty) process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 80) - 1)}`);
+          if (tty) process.stderr.write(`\r\x1b[2K${line}`);
         };
         let receiver: Receiver | null = null;
         const [{ startReceiver }, { receiverListening }] = await Promise.all([
@@ -92,17 +86,23 @@ export function registerSend(program: Command, setExit: SetExit): void {
         }
         try {
           let fileId = '';
+          let drawing = false;
           const timer = tty
             ? setInterval(() => {
                 if (!fileId) return;
                 const read = rt.pipeline.reading.get(fileId);
                 if (read !== undefined) {
-                  show(`${name} validating: ${read.toLocaleString('en-US')} records read`);
+                  show(meter.reading(name, read));
                   return;
                 }
+                if (drawing) return;
+                drawing = true;
                 void manifestOf(rt.store, fileId)
-                  .then((m) => m && show(progressLine(m)))
-                  .catch(() => {});
+                  .then((m) => m && show(meter.line(m)))
+                  .catch(() => {})
+                  .finally(() => {
+                    drawing = false;
+                  });
               }, 200)
             : null;
           try {
@@ -118,7 +118,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
               );
             fileId = file.fileId;
             if (file.state === 'validating' || file.state === 'sending') await rt.pipeline.drive(fileId);
-            if (opts.wait) await waitForDeliveries(rt, fileId, tty ? show : null);
+            if (opts.wait) await waitForDeliveries(rt, fileId);
           } finally {
             if (timer) clearInterval(timer);
             if (tty) process.stderr.write('\r\x1b[2K');

@@ -306,7 +306,6 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     )
     .action(async (file: string, flags: ValidateOptions, cmd: Command) => {
       const { opts, from } = await withSourceSettings(flags, cmd);
-      if (from && !opts.json) process.stdout.write(`${from}\n`);
       let summary: ReadSummary;
       try {
         summary = await validateFile(file, opts);
@@ -323,7 +322,9 @@ export function registerValidate(program: Command, setExit: SetExit): void {
         throw err;
       }
       process.stdout.write(
-        opts.json ? `${JSON.stringify(toJson(file, summary), null, 2)}\n` : toText(file, summary),
+        opts.json
+          ? `${JSON.stringify(toJson(file, summary), null, 2)}\n`
+          : `${from ? `${from}\n` : ''}${toText(file, summary)}`,
       );
       setExit(summary.accepted ? 0 : 1);
     });
