@@ -48,6 +48,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     return queue;
   };
 
+  // A store that cannot be written would take reports it cannot keep: refuse to start.
+  await rt.store.probeWrite();
   // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
   const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
