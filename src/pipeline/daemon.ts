@@ -20,6 +20,8 @@ const WORK_INTERVAL_MS = 1000;
 const PROGRESS_INTERVAL_MS = 2000;
 /** Ready files claimed per store transaction. */
 const CLAIM_BATCH = 500;
+/** Stop waits for the work in hand at most one request's timeout plus this. */
+const STOP_MARGIN_MS = 5000;
 /** How long delivery reports of a finished or stopped file gather before its report.csv is rewritten. */
 const REPORT_SETTLE_MS = 2000;
 /** States in which a file's report.csv is on disk while delivery reports may still change its rows. */
@@ -182,9 +184,27 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     idle: () => queue,
     async close() {
       closing = true;
+      // Sends stop between chunks: the work in hand ends within one request's timeout.
+      pipeline.stop();
       for (const t of timers) clearInterval(t);
       for (const u of unwatch) u();
-      await queue.catch(() => {});
+      const graceMs = config.api.timeoutMs + STOP_MARGIN_MS;
+      let grace: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        queue.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<boolean>((done) => {
+          grace = setTimeout(() => done(false), graceMs);
+        }),
+      ]);
+      clearTimeout(grace);
+      if (!finished)
+        log.warn(
+          { ms: graceMs },
+          'stopping without waiting for the current work: its file resumes at the next start',
+        );
       await receiver.close();
       await ops?.close();
     },

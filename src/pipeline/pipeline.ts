@@ -61,6 +61,8 @@ export class Pipeline {
   private readonly driving = new Set<string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
   readonly reading = new Map<string, number>();
+  /** Aborted by stop(): no new chunk starts, and a chunk waiting to retry gives up as pending. */
+  private readonly stopping = new AbortController();
 
   constructor(options: PipelineOptions) {
     this.store = options.store;
@@ -71,6 +73,15 @@ export class Pipeline {
     this.owner = options.owner;
     this.suppression = options.suppression ?? null;
     this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Graceful stop: every send stops between chunks. A chunk whose request is in flight gets its
+   * answer; one waiting to retry after a 5xx (not accepted) goes back to pending, as do the
+   * chunks never tried, so the file stays `sending` and the next start resumes it.
+   */
+  stop(): void {
+    this.stopping.abort();
   }
 
   sourceConfig(name: string): SourceConfig {
@@ -447,7 +458,8 @@ export class Pipeline {
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     let stop = false;
     const worker = async (): Promise<void> => {
-      for (let chunk = pending.shift(); chunk && !stop; chunk = pending.shift()) {
+      const stopping = this.stopping.signal;
+      for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
         const current = await this.store.getFile(fileId);
         if (
           current?.state !== 'sending' ||
@@ -459,8 +471,8 @@ export class Pipeline {
         if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending']))) continue;
         const rows = await this.store.chunkDestinations(fileId, chunk.seq);
         const planned = planChunk(fileId, chunk.seq, rows, bulkText);
-        const result = await this.client.sendChunk(planned);
-        const chunkResult = toChunkResult(result);
+        const result = await this.client.sendChunk(planned, { signal: stopping });
+        const chunkResult = toChunkResult(result, { stopped: stopping.aborted });
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
         this.log.info(
           {
@@ -670,8 +682,12 @@ export class Pipeline {
   }
 }
 
-/** The client's per-part outcomes → what the store records for the chunk. */
-export function toChunkResult(result: SendResult): ChunkResult {
+/**
+ * The client's per-part outcomes → what the store records for the chunk. `stopped`: the send
+ * was cut short by a stop, so a retryable failure (the service never took the part) is
+ * pending again rather than failed for good.
+ */
+export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
   const parts: PartOutcome[] = [];
   let attempts = 0;
   let accepted = 0;
@@ -712,8 +728,13 @@ export function toChunkResult(result: SendResult): ChunkResult {
         parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
         break;
       default:
-        failed++;
-        parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
+        if (options.stopped && o.retryable) {
+          blocked++;
+          parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
+        } else {
+          failed++;
+          parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
+        }
     }
   }
   let state: ChunkState;
