@@ -16,6 +16,14 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
+interface Step {
+  readonly what: string;
+  readonly startedAt: number;
+  stalledAt: number | null;
+  /** Lets the queue go on without this step. */
+  release: () => void;
+}
+
 const WORK_INTERVAL_MS = 1000;
 const PROGRESS_INTERVAL_MS = 2000;
 /** Ready files claimed per store transaction. */
@@ -38,16 +46,55 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   // One queue of work so files are driven one after the other (each sends its chunks
   // concurrently); a failure in one step is logged and never stops the daemon.
   let queue: Promise<void> = Promise.resolve();
+  // The watchdog: a step during which nothing moves (no batch read, no chunk answered, no
+  // transition) for workStallMs is stalled. The queue stops waiting for it, so the other
+  // files are claimed and sent; it goes on in the background (its file keeps its lease, so
+  // nothing else drives it) and /readyz names it until it ends.
+  let current: Step | null = null;
+  const stalled = new Set<Step>();
   const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
     queue = queue.then(async () => {
       if (closing) return;
-      try {
-        await fn();
-      } catch (err) {
-        log.error({ err: (err as Error).message, stack: (err as Error).stack }, `${what} failed`);
-      }
+      const step: Step = { what, startedAt: Date.now(), stalledAt: null, release: () => {} };
+      const run = fn().then(
+        () => {},
+        (err: unknown) => {
+          log.error({ err: (err as Error).message, stack: (err as Error).stack }, `${what} failed`);
+        },
+      );
+      current = step;
+      await new Promise<void>((release) => {
+        step.release = release;
+        void run.then(release);
+      });
+      if (current === step) current = null;
+      void run.then(() => {
+        if (stalled.delete(step))
+          log.warn({ work: what, s: Math.round((Date.now() - step.startedAt) / 1000) }, 'stalled work ended');
+      });
     });
     return queue;
+  };
+  const watchdog = (): void => {
+    const step = current;
+    if (!step) return;
+    const quiet = Date.now() - Math.max(step.startedAt, pipeline.lastProgress);
+    if (quiet < config.workStallMs) return;
+    step.stalledAt = Date.now();
+    stalled.add(step);
+    current = null;
+    log.error(
+      { work: step.what, quietMs: quiet },
+      `no progress in ${step.what} for ${Math.round(quiet / 1000)} s: going on with the other files`,
+    );
+    step.release();
+  };
+  /** The readiness check "work": null when every step moves. */
+  const workCheck = (): string | null => {
+    const worst = [...stalled][0];
+    if (!worst) return null;
+    const s = Math.round((Date.now() - worst.startedAt) / 1000);
+    return `no progress in ${worst.what} (started ${s} s ago${stalled.size > 1 ? `, and ${stalled.size - 1} more` : ''}); other files go on`;
   };
 
   // A store that cannot be written would take reports it cannot keep: refuse to start.
@@ -73,6 +120,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     ops = await startOpsServer({
       listen: config.ops.listen,
       token: opsTokenValue,
+      work: workCheck,
       store: rt.store,
       sources: rt.sources,
       logger: log,
@@ -173,6 +221,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       await pipeline.writeReports(id);
     }
   };
+  timers.push(setInterval(watchdog, Math.min(1000, Math.max(100, config.workStallMs / 3))));
   let rounds = 0;
   timers.push(
     setInterval(() => void enqueue('progress', () => progress(rounds++ % 5 === 0)), PROGRESS_INTERVAL_MS / 4),

@@ -61,6 +61,8 @@ export class Pipeline {
   private readonly driving = new Set<string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
   readonly reading = new Map<string, number>();
+  /** When work last moved (a batch read, a chunk answered, a transition): the daemon's watchdog. */
+  lastProgress = Date.now();
   /** Aborted by stop(): no new chunk starts, and a chunk waiting to retry gives up as pending. */
   private readonly stopping = new AbortController();
 
@@ -105,7 +107,12 @@ export class Pipeline {
     return r;
   }
 
+  private touch(): void {
+    this.lastProgress = Date.now();
+  }
+
   private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
+    this.touch();
     this.log.info(
       { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
       `file ${file.name} ${from} → ${file.state}`,
@@ -141,6 +148,7 @@ export class Pipeline {
     const ready: ReadyFile[] = [];
     for (const entry of entries) {
       const sniffed = await sniff(source.open(entry.path), { hash: true });
+      this.touch();
       ready.push({ name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes });
     }
     const claimed = await this.store.claimFiles(source.name, ready, {
@@ -356,6 +364,7 @@ export class Pipeline {
       if (rows.length >= INSERT_BATCH) {
         await this.store.insertRecipients(file.fileId, rows);
         this.reading.set(file.fileId, idx);
+        this.touch();
         rows = [];
       }
     }
@@ -474,6 +483,7 @@ export class Pipeline {
         const result = await this.client.sendChunk(planned, { signal: stopping });
         const chunkResult = toChunkResult(result, { stopped: stopping.aborted });
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
+        this.touch();
         this.log.info(
           {
             fileId,
