@@ -65,8 +65,8 @@ async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks:
 }
 
 /** Files per page of /api/files: each costs a manifest, so a page stays small. */
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 500;
 
 /** `?limit=`: an integer, clamped to 1..MAX_LIMIT (`-1` is not "everything"); else null. */
 export function pageLimit(raw: string | null): number | null {

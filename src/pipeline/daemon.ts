@@ -19,7 +19,6 @@ export interface Daemon {
 interface Step {
   readonly what: string;
   readonly startedAt: number;
-  stalledAt: number | null;
   /** Lets the queue go on without this step. */
   release: () => void;
 }
@@ -55,7 +54,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
     queue = queue.then(async () => {
       if (closing) return;
-      const step: Step = { what, startedAt: Date.now(), stalledAt: null, release: () => {} };
+      const step: Step = { what, startedAt: Date.now(), release: () => {} };
       const run = fn().then(
         () => {},
         (err: unknown) => {
@@ -80,7 +79,6 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     if (!step) return;
     const quiet = Date.now() - Math.max(step.startedAt, pipeline.lastProgress);
     if (quiet < config.workStallMs) return;
-    step.stalledAt = Date.now();
     stalled.add(step);
     current = null;
     log.error(
