@@ -24,6 +24,8 @@ random() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
 printf 'demo\n' > "$dir/api_password"
 # The secret in the delivery-report URL.
 random > "$dir/notify_token"
+# The ops API's bearer token: ops.listen is 0.0.0.0 inside the container, so one is required.
+random > "$dir/ops_token"
 # MinIO's root user; dropline uses the same key through the AWS SDK's shared credentials file.
 printf 'dropline\n' > "$dir/minio_root_user"
 random > "$dir/minio_root_password"
@@ -38,7 +40,7 @@ ssh-keygen -q -t ed25519 -N '' -C 'dropline' -f "$dir/sftp_client_key"
 # sshd refuses a host key others can read; the containers' users (root in sftp, uid 1000 in
 # dropline) read the rest through bind mounts, which keep these modes.
 chmod 600 "$dir/sftp_host_ed25519_key"
-chmod 644 "$dir/api_password" "$dir/notify_token" "$dir/minio_root_user" "$dir/minio_root_password" \
+chmod 644 "$dir/api_password" "$dir/notify_token" "$dir/ops_token" "$dir/minio_root_user" "$dir/minio_root_password" \
           "$dir/aws_credentials" "$dir/sftp_client_key" "$dir/sftp_client_key.pub" "$dir/sftp_host_ed25519_key.pub"
 
 fingerprint=$(ssh-keygen -l -E sha256 -f "$dir/sftp_host_ed25519_key.pub" | awk '{print $2}')
