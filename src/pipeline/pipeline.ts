@@ -25,7 +25,15 @@ import {
   type RecipientInsert,
   type Store,
 } from '../store/store.ts';
-import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv, reportFileName } from './reports.ts';
+import {
+  buildManifest,
+  cutToBytes,
+  errorsCsv,
+  type Manifest,
+  manifestOf,
+  reportCsv,
+  reportFileName,
+} from './reports.ts';
 
 // Rows per insertRecipients transaction (~500 for a million rows). 10,000 cost no less time
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
@@ -238,7 +246,13 @@ export class Pipeline {
     if (file.path.startsWith(`${folder}/`)) return file.path;
     let target = `${folder}/${file.name}`;
     try {
-      if (await source.exists(target)) target = `${folder}/${file.fileId}-${file.name}`;
+      if (await source.exists(target)) {
+        // Prefixed with the fileId, cut so that it still fits NAME_MAX (255 bytes).
+        const prefix = `${file.fileId}-`;
+        const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
+        const base = file.name.slice(0, file.name.length - ext.length);
+        target = `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
+      }
       const moved = await source.move(file.path, target);
       if (!moved) {
         this.log.warn({ fileId: file.fileId, path: file.path }, 'original already moved away');
