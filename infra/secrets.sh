@@ -25,7 +25,7 @@ random() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
 printf 'demo\n' > "$dir/api_password"
 # The secret in the delivery-report URL.
 random > "$dir/notify_token"
-# The ops server's bearer token (it listens on 0.0.0.0 inside the container).
+# The ops API's bearer token: ops.listen is 0.0.0.0 inside the container, so one is required.
 random > "$dir/ops_token"
 # MinIO's root user; dropline uses the same key through the AWS SDK's shared credentials file.
 printf 'dropline\n' > "$dir/minio_root_user"

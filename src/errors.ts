@@ -265,6 +265,11 @@ export const ERRORS = {
     hint: "check the store setting, the database file's directory (permissions, free disk space) and that its schema is not newer than this dropline",
     retryable: true,
   },
+  DROPLINE_ERR_STORE_READONLY: {
+    message: 'the store cannot be written',
+    hint: "make the database file, its directory and their file system writable for dropline's user (not mounted read-only, no chattr +i) and free disk space; `dropline run` refuses to start until then",
+    retryable: true,
+  },
   DROPLINE_ERR_S3: {
     message: 'an S3 source cannot be reached or refused an operation',
     hint: 'check bucket, region, endpoint and forcePathStyle, the credentials (env, profile, web identity) and what the bucket policy allows',

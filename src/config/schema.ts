@@ -161,6 +161,8 @@ export const configSchema = z
     retentionDays: z.number().nonnegative().default(90),
     /** How long a worker holds a file before another may take it over (crash recovery). */
     leaseMs: duration.default(30_000),
+    /** Work that makes no progress this long is stuck: /readyz says so, other files go on. */
+    workStallMs: duration.min(1).default(10 * 60_000),
     sources: z
       .array(z.discriminatedUnion('type', [localSource, sftpSource, s3Source]))
       .min(1)

@@ -321,7 +321,9 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const conn = connOf.get(req.socket);
-    if (conn) {
+    // Only untrusted connections can be evicted, so only theirs need a busy count (and the
+    // service's own requests, the hot path, skip the listener).
+    if (conn && !conn.trusted) {
       conn.busy++;
       res.once('close', () => {
         conn.busy--;

@@ -18,12 +18,17 @@ export interface OpsServer {
 
 export interface OpsOptions {
   listen: string;
+  /** The daemon's work watchdog: a message when work is stalled, null when it moves. */
+  work?: (() => string | null) | undefined;
   /** Bearer token for everything but /healthz and /readyz (required off loopback, by the config). */
   token?: string | undefined;
   store: Store;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
 }
+
+/** Each readiness probe answers within this or counts as failed. */
+const PROBE_TIMEOUT_MS = 5000;
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = `${JSON.stringify(body, null, 2)}\n`;
@@ -34,21 +39,34 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const checks: Record<string, string> = {};
   const probe = async (name: string, fn: () => Promise<void>) => {
+    let timer: NodeJS.Timeout | undefined;
+    // A hung backend must not hang the probe: a supervisor's readiness check has a deadline.
+    const limit = new Promise<never>((_, fail) => {
+      timer = setTimeout(
+        () => fail(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)),
+        PROBE_TIMEOUT_MS,
+      );
+    });
     try {
-      await fn();
+      await Promise.race([fn(), limit]);
       checks[name] = 'ok';
     } catch (err) {
       checks[name] = (err as Error).message;
+    } finally {
+      clearTimeout(timer);
     }
   };
-  await probe('store', () => options.store.ping());
-  for (const [name, source] of options.sources) await probe(`source:${name}`, () => source.ping());
+  await Promise.all([
+    probe('store', () => options.store.ping()),
+    ...[...options.sources].map(([name, source]) => probe(`source:${name}`, () => source.ping())),
+  ]);
+  if (options.work) checks.work = options.work() ?? 'ok';
   return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
 }
 
 /** Files per page of /api/files: each costs a manifest, so a page stays small. */
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 500;
 
 /** `?limit=`: an integer, clamped to 1..MAX_LIMIT (`-1` is not "everything"); else null. */
 export function pageLimit(raw: string | null): number | null {

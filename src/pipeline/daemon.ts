@@ -19,6 +19,13 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
+interface Step {
+  readonly what: string;
+  readonly startedAt: number;
+  /** Lets the queue go on without this step. */
+  release: () => void;
+}
+
 const WORK_INTERVAL_MS = 1000;
 const PROGRESS_INTERVAL_MS = 2000;
 /** Retention runs at start and then this often. */
@@ -27,6 +34,8 @@ const RETENTION_INTERVAL_MS = 3600_000;
 const RETENTION_PAUSE_MS = 20;
 /** Ready files claimed per store transaction. */
 const CLAIM_BATCH = 500;
+/** Stop waits for the work in hand at most one request's timeout plus this. */
+const STOP_MARGIN_MS = 5000;
 /** How long delivery reports of a finished or stopped file gather before its report.csv is rewritten. */
 const REPORT_SETTLE_MS = 2000;
 /** States in which a file's report.csv is on disk while delivery reports may still change its rows. */
@@ -45,24 +54,64 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   let queue: Promise<void> = Promise.resolve();
   // A failure that repeats every poll is one line a minute, not one a poll.
   const gate = new RepeatGate();
+  // The watchdog: a step during which nothing moves (no batch read, no chunk answered, no
+  // transition) for workStallMs is stalled. The queue stops waiting for it, so the other
+  // files are claimed and sent; it goes on in the background (its file keeps its lease, so
+  // nothing else drives it) and /readyz names it until it ends.
+  let current: Step | null = null;
+  const stalled = new Set<Step>();
   const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
     queue = queue.then(async () => {
       if (closing) return;
-      try {
-        await fn();
-      } catch (err) {
-        const message = (err as Error).message;
-        const { log: shown, repeated } = gate.pass(`step:${what.split(' ')[0]}`, message);
-        if (shown)
-          log.error(
-            { err: message, stack: (err as Error).stack, ...(repeated ? { repeated } : {}) },
-            `${what} failed`,
-          );
-      }
+      const step: Step = { what, startedAt: Date.now(), release: () => {} };
+      const run = fn().then(
+        () => {},
+        (err: unknown) => {
+          const message = (err as Error).message;
+          const { log: shown, repeated } = gate.pass(`step:${what.split(' ')[0]}`, message);
+          if (shown)
+            log.error(
+              { err: message, stack: (err as Error).stack, ...(repeated ? { repeated } : {}) },
+              `${what} failed`,
+            );
+        },
+      );
+      current = step;
+      await new Promise<void>((release) => {
+        step.release = release;
+        void run.then(release);
+      });
+      if (current === step) current = null;
+      void run.then(() => {
+        if (stalled.delete(step))
+          log.warn({ work: what, s: Math.round((Date.now() - step.startedAt) / 1000) }, 'stalled work ended');
+      });
     });
     return queue;
   };
+  const watchdog = (): void => {
+    const step = current;
+    if (!step) return;
+    const quiet = Date.now() - Math.max(step.startedAt, pipeline.lastProgress);
+    if (quiet < config.workStallMs) return;
+    stalled.add(step);
+    current = null;
+    log.error(
+      { work: step.what, quietMs: quiet },
+      `no progress in ${step.what} for ${Math.round(quiet / 1000)} s: going on with the other files`,
+    );
+    step.release();
+  };
+  /** The readiness check "work": null when every step moves. */
+  const workCheck = (): string | null => {
+    const worst = [...stalled][0];
+    if (!worst) return null;
+    const s = Math.round((Date.now() - worst.startedAt) / 1000);
+    return `no progress in ${worst.what} (started ${s} s ago${stalled.size > 1 ? `, and ${stalled.size - 1} more` : ''}); other files go on`;
+  };
 
+  // A store that cannot be written would take reports it cannot keep: refuse to start.
+  await rt.store.probeWrite();
   // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
   const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
@@ -84,6 +133,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     ops = await startOpsServer({
       listen: config.ops.listen,
       token: opsTokenValue,
+      work: workCheck,
       store: rt.store,
       sources: rt.sources,
       logger: log,
@@ -207,6 +257,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       await pipeline.writeReports(id);
     }
   };
+  timers.push(setInterval(watchdog, Math.min(1000, Math.max(100, config.workStallMs / 3))));
   let rounds = 0;
   timers.push(
     setInterval(() => void enqueue('progress', () => progress(rounds++ % 5 === 0)), PROGRESS_INTERVAL_MS / 4),
@@ -238,10 +289,28 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     idle: () => queue,
     async close() {
       closing = true;
+      // Sends stop between chunks: the work in hand ends within one request's timeout.
+      pipeline.stop();
       for (const t of timers) clearInterval(t);
       for (const u of unwatch) u();
       await pruning;
-      await queue.catch(() => {});
+      const graceMs = config.api.timeoutMs + STOP_MARGIN_MS;
+      let grace: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        queue.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<boolean>((done) => {
+          grace = setTimeout(() => done(false), graceMs);
+        }),
+      ]);
+      clearTimeout(grace);
+      if (!finished)
+        log.warn(
+          { ms: graceMs },
+          'stopping without waiting for the current work: its file resumes at the next start',
+        );
       await receiver.close();
       await ops?.close();
     },

@@ -28,7 +28,15 @@ import {
   type RecipientInsert,
   type Store,
 } from '../store/store.ts';
-import { buildManifest, errorsCsv, type Manifest, manifestOf, reportCsv, reportFileName } from './reports.ts';
+import {
+  buildManifest,
+  cutToBytes,
+  errorsCsv,
+  type Manifest,
+  manifestOf,
+  reportCsv,
+  reportFileName,
+} from './reports.ts';
 
 // Rows per insertRecipients transaction (~500 for a million rows). 10,000 cost no less time
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
@@ -72,6 +80,10 @@ export class Pipeline {
   private readonly unreadableSaid = new Map<string, string>();
   /** Records read so far of the files this process is reading (progress before the counts exist). */
   readonly reading = new Map<string, number>();
+  /** When work last moved (a batch read, a chunk answered, a transition): the daemon's watchdog. */
+  lastProgress = Date.now();
+  /** Aborted by stop(): no new chunk starts, and a chunk waiting to retry gives up as pending. */
+  private readonly stopping = new AbortController();
 
   constructor(options: PipelineOptions) {
     this.store = options.store;
@@ -82,6 +94,15 @@ export class Pipeline {
     this.owner = options.owner;
     this.suppression = options.suppression ?? null;
     this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Graceful stop: every send stops between chunks. A chunk whose request is in flight gets its
+   * answer; one waiting to retry after a 5xx (not accepted) goes back to pending, as do the
+   * chunks never tried, so the file stays `sending` and the next start resumes it.
+   */
+  stop(): void {
+    this.stopping.abort();
   }
 
   sourceConfig(name: string): SourceConfig {
@@ -105,7 +126,12 @@ export class Pipeline {
     return r;
   }
 
+  private touch(): void {
+    this.lastProgress = Date.now();
+  }
+
   private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
+    this.touch();
     // A partial file waits for an operator (retry); a rejected one is warned about where it is rejected.
     this.log[file.state === 'partial' ? 'error' : 'info'](
       { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
@@ -151,6 +177,7 @@ export class Pipeline {
         if (entry.size > maxBytes) return { entry, refusal: tooLarge(maxBytes, entry.size) };
         try {
           const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+          this.touch();
           // It grew past the limit after the listing: the hash stopped there.
           if (sniffed.tooLarge) return { entry, refusal: tooLarge(maxBytes, sniffed.bytes) };
           this.rememberSniff(sniffed);
@@ -350,10 +377,14 @@ export class Pipeline {
       try {
         moved = await source.move(file.path, target);
       } catch (err) {
-        // The name is taken there (move never replaces a file): a name of its own. Asked only
+        // The name is taken there (move never replaces a file): a name of its own, prefixed
+        // with the fileId and cut so that it still fits NAME_MAX (255 bytes). Asked only
         // then, so a move costs no extra look-up (a round trip per file on SFTP).
         if (!(await source.exists(target))) throw err;
-        target = `${folder}/${file.fileId}-${file.name}`;
+        const prefix = `${file.fileId}-`;
+        const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
+        const base = file.name.slice(0, file.name.length - ext.length);
+        target = `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
         moved = await source.move(file.path, target);
       }
       if (!moved) {
@@ -498,6 +529,7 @@ export class Pipeline {
           else if (r.outcome === 'duplicate') seen.duplicates++;
           else if (r.outcome === 'suppressed') seen.suppressed++;
         }
+        this.touch();
         rows = [];
         // `status` in another process shows how far the read got: one small UPDATE at most
         // every half second, the final counts replace it.
@@ -629,7 +661,8 @@ export class Pipeline {
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     let stop = false;
     const worker = async (): Promise<void> => {
-      for (let chunk = pending.shift(); chunk && !stop; chunk = pending.shift()) {
+      const stopping = this.stopping.signal;
+      for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
         const current = await this.store.getFile(fileId);
         if (
           current?.state !== 'sending' ||
@@ -641,9 +674,10 @@ export class Pipeline {
         if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending']))) continue;
         const rows = await this.store.chunkDestinations(fileId, chunk.seq);
         const planned = planChunk(fileId, chunk.seq, rows, bulkText);
-        const result = await this.client.sendChunk(planned);
-        const chunkResult = toChunkResult(result);
+        const result = await this.client.sendChunk(planned, { signal: stopping });
+        const chunkResult = toChunkResult(result, { stopped: stopping.aborted });
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
+        this.touch();
         this.log[
           state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
         ](
@@ -904,8 +938,12 @@ async function* untilRefused<T>(
   }
 }
 
-/** The client's per-part outcomes → what the store records for the chunk. */
-export function toChunkResult(result: SendResult): ChunkResult {
+/**
+ * The client's per-part outcomes → what the store records for the chunk. `stopped`: the send
+ * was cut short by a stop, so a retryable failure (the service never took the part) is
+ * pending again rather than failed for good.
+ */
+export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
   const parts: PartOutcome[] = [];
   let attempts = 0;
   let accepted = 0;
@@ -946,8 +984,13 @@ export function toChunkResult(result: SendResult): ChunkResult {
         parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
         break;
       default:
-        failed++;
-        parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
+        if (options.stopped && o.retryable) {
+          blocked++;
+          parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
+        } else {
+          failed++;
+          parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
+        }
     }
   }
   let state: ChunkState;

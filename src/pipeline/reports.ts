@@ -178,17 +178,18 @@ const REPORT_NAME_MAX = 230;
  */
 export function reportFileName(name: string, fileId: string, kind: ReportKind): string {
   const tail = `.${fileId}.${kind}`;
-  const room = REPORT_NAME_MAX - Buffer.byteLength(tail);
-  let base = baseName(name);
-  if (Buffer.byteLength(base) > room) {
-    let cut = '';
-    let bytes = 0;
-    for (const ch of base) {
-      bytes += Buffer.byteLength(ch);
-      if (bytes > room) break;
-      cut += ch;
-    }
-    base = cut;
+  return `${cutToBytes(baseName(name), REPORT_NAME_MAX - Buffer.byteLength(tail))}${tail}`;
+}
+
+/** `text` cut to at most `max` UTF-8 bytes at a character boundary. */
+export function cutToBytes(text: string, max: number): string {
+  if (Buffer.byteLength(text) <= max) return text;
+  let cut = '';
+  let bytes = 0;
+  for (const ch of text) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > max) break;
+    cut += ch;
   }
-  return `${base}${tail}`;
+  return cut;
 }

@@ -7,6 +7,9 @@
 // The work is synchronous: each method runs to completion inside one call, so no
 // transaction stays open across an await.
 
+import { accessSync, constants } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { DroplineError } from '../errors.ts';
@@ -80,6 +83,23 @@ parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.
 `;
 
 type Row = Record<string, SQLOutputValue>;
+
+/** Why the database file (or its directory, for a new one) cannot be written; null when it can. */
+function unwritable(path: string): string | null {
+  for (const p of [path, dirname(path)]) {
+    try {
+      accessSync(p, constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue;
+      return `${p} is not writable (${code}${code === 'EROFS' ? ': a read-only file system' : code === 'EPERM' ? ': immutable, chattr +i?' : ''})`;
+    }
+  }
+  return null;
+}
+
+/** Free bytes under which the store's file system counts as full (readiness). */
+const MIN_FREE_BYTES = 16 * 1024 ** 2;
 
 // Rows per page of recipients and reports: a page and the CSV text built from it stay small
 // young-generation garbage (5,000 rows of a personalized file made ~0.5 MB strings).
@@ -396,6 +416,11 @@ export class SqliteStore implements Store {
         this.checkpointer.unref();
       }
     } catch (err) {
+      const denied = options.path === ':memory:' ? null : unwritable(options.path);
+      if (denied)
+        throw new DroplineError('DROPLINE_ERR_STORE_READONLY', `cannot open ${options.path}: ${denied}`, {
+          cause: err,
+        });
       throw new DroplineError(
         'DROPLINE_ERR_STORE',
         `cannot open ${options.path}: ${(err as Error).message}`,
@@ -492,6 +517,38 @@ export class SqliteStore implements Store {
       throw new DroplineError('DROPLINE_ERR_STORE', `${this.path}: ${(err as Error).message}`, {
         cause: err,
       });
+    }
+    await this.probeWrite();
+    if (this.path === ':memory:') return;
+    // A WAL that reuses its frames can still commit on a full disk, until it has to grow or
+    // a file is ingested: the free space says it first.
+    const fs = await statfs(dirname(this.path));
+    const free = fs.bavail * fs.bsize;
+    if (free < MIN_FREE_BYTES) {
+      throw new DroplineError(
+        'DROPLINE_ERR_STORE_READONLY',
+        `${this.path}: the disk is full (${Math.floor(free / 1024)} KiB free, under ${MIN_FREE_BYTES / 1024 ** 2} MiB)`,
+      );
+    }
+  }
+
+  async probeWrite(): Promise<void> {
+    // A row written and deleted in one committed transaction: a real write to the WAL (a
+    // rolled-back one never reaches the disk), and nothing left behind.
+    try {
+      this.tx(() => {
+        this.stmt('INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, ?, ?)').run(
+          'write-probe',
+          this.now(),
+        );
+        this.stmt('DELETE FROM schema_migrations WHERE version = -1').run();
+      });
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_STORE_READONLY',
+        `${this.path} cannot be written: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 

@@ -354,8 +354,10 @@ export interface ListFilesOptions {
 export interface Store {
   /** Applies pending migrations. Idempotent. */
   migrate(): Promise<void>;
-  /** Throws when the store cannot be used (readiness). */
+  /** Throws when the store cannot be used: read, written, or has too little free disk (readiness). */
   ping(): Promise<void>;
+  /** Throws DROPLINE_ERR_STORE_READONLY when a committed write fails (`run` refuses to start). */
+  probeWrite(): Promise<void>;
   close(): Promise<void>;
 
   // ---- files ----

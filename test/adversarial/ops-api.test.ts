@@ -50,7 +50,7 @@ describe('/api/files limits and pages', () => {
     }
     const auth = { authorization: `Bearer ${TOKEN}` };
 
-    expect(pageLimit('100000')).toBe(200);
+    expect(pageLimit('100000')).toBe(500);
     expect(pageLimit('0')).toBe(1);
     const minus = await rawGet(`${h.opsUrl}/api/files?limit=-1`, auth);
     expect(minus.status).toBe(200);

@@ -97,6 +97,17 @@ describe('report names', () => {
     expect(files.some((f) => f.endsWith(`.${m.fileId}.manifest.json`))).toBe(true);
     const rows = csvRecords(await h.readDrop(`reports/${report}`));
     expect(rows.filter((r) => r.outcome === 'sent')).toHaveLength(gen.valid.length);
+
+    // A second campaign of that name: its original cannot take the name in done/, and the
+    // fileId-prefixed name it gets instead still fits the file system.
+    const again = personalizedFile(20, 37);
+    await h.dropFile(name, again.content);
+    const second = await h.waitForState(name, 'completed', {
+      where: (f) => f.name === name && f.fileId !== m.fileId,
+    });
+    expect(second.path.startsWith(`done/${second.fileId}-`)).toBe(true);
+    expect(Buffer.byteLength(second.path.slice('done/'.length))).toBeLessThanOrEqual(255);
+    expect(await h.readDrop(second.path)).toBe(again.content);
   });
 
   it('a report written at pause or cancel is rewritten when the rows change again', async () => {

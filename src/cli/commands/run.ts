@@ -61,5 +61,8 @@ export function registerRun(program: Command, setExit: SetExit): void {
       await daemon.close();
       await rt.close();
       setExit(0);
+      // Work the watchdog gave up on (a hung read) may still hold a socket or a timer; it is
+      // not waited for: its file resumes at the next start.
+      setTimeout(() => process.exit(), 2000).unref();
     });
 }
