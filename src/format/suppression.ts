@@ -7,8 +7,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { DroplineError } from '../errors.ts';
-import type { NumberRules } from './numbers.ts';
-import { normalizeNumber } from './numbers.ts';
+import { makeNumberRules, type NumberRules, normalizeNumber } from './numbers.ts';
 
 export interface SuppressionList {
   /** Whether a sent-form number (digits only, country code first) is suppressed. */
@@ -115,8 +114,15 @@ function fail(path: string, err: unknown): DroplineError {
  * blank lines and `#` comments skipped; LF, CRLF or CR; UTF-8 (BOM or not) or UTF-16 with
  * BOM. Each number is normalised with `rules` (allowedCountries ignored). An unreadable
  * file throws DroplineError DROPLINE_ERR_SUPPRESSION_LIST.
+ *
+ * The list is the whole configuration's, not a source's: the daemon and `validate` read it
+ * with the default rules (a national number is Colombian), whatever a source's
+ * defaultCountry, so both give the same answer.
  */
-export async function loadSuppressionList(path: string, rules: NumberRules): Promise<SuppressionList> {
+export async function loadSuppressionList(
+  path: string,
+  rules: NumberRules = makeNumberRules(),
+): Promise<SuppressionList> {
   let encoding: { label: string; bom: number };
   try {
     // Opening first turns a missing file, a directory or a permission problem into one

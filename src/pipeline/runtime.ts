@@ -147,7 +147,7 @@ async function assemble(
 
   let suppression: SuppressionList | null = null;
   if (config.suppressionList) {
-    suppression = await loadSuppressionList(config.suppressionList, makeNumberRules('CO'));
+    suppression = await loadSuppressionList(config.suppressionList);
     logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
   }
 

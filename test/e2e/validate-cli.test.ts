@@ -196,6 +196,13 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
     expect(json).toMatchObject({ valid: 4, suppressed: 2, accepted: true });
   });
 
+  it('the suppression list is read as the daemon reads it (national numbers are Colombian), whatever --default-country', async () => {
+    const list = await tempFile('optouts-co.list', '3109876543\n');
+    const file = await tempFile('mx.txt', 'Hola\n+573109876543\n5512345678\n');
+    const { json } = await validateJson('--default-country', 'MX', '--suppression-list', list, file);
+    expect(json).toMatchObject({ valid: 1, suppressed: 1 });
+  });
+
   it('mistakes.txt: every mistake with its line, code and value', async () => {
     const { json } = await validateJson('samples/mistakes.txt');
     expect(json.errors.map((e) => [e.line, e.code, e.value])).toEqual([

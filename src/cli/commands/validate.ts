@@ -72,7 +72,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
   } catch (err) {
     throw new DroplineError('DROPLINE_ERR_USAGE', (err as Error).message);
   }
-  const suppression = opts.suppressionList ? await loadSuppressionList(opts.suppressionList, rules) : null;
+  const suppression = opts.suppressionList ? await loadSuppressionList(opts.suppressionList) : null;
   const maxFileBytes = opts.maxFileBytes ?? DEFAULTS.maxFileBytes;
   const read = async (sniffed: Sniff | undefined): Promise<ReadSummary> => {
     let summary: ReadSummary | null = null;
