@@ -7,7 +7,6 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type LoadedConfig, splitListen } from '../config/load.ts';
 import { DroplineError } from '../errors.ts';
-import { makeNumberRules } from '../format/numbers.ts';
 import { loadSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
