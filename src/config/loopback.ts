@@ -1,5 +1,6 @@
 // Which listen addresses only this machine can reach: the ops API needs no token there.
 import { isIP } from 'node:net';
+import { parseListenAddress } from './schema.ts';
 
 /** `127.0.0.0/8`, `::1` (bracketed or not), `::ffff:127.x.x.x` and `localhost`. */
 export function isLoopbackHost(host: string): boolean {
@@ -12,6 +13,6 @@ export function isLoopbackHost(host: string): boolean {
 
 /** Whether `host:port` listens on loopback only (a malformed address is not). */
 export function isLoopbackListen(listen: string): boolean {
-  const i = listen.lastIndexOf(':');
-  return i > 0 && isLoopbackHost(listen.slice(0, i));
+  const parsed = parseListenAddress(listen);
+  return typeof parsed !== 'string' && isLoopbackHost(parsed[0]);
 }

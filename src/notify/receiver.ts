@@ -28,10 +28,12 @@
 //   are answered 503 and closed: the service retries a 503, but loses a report whose
 //   connection was refused or reset. Beyond both, Node closes new connections at once: the
 //   file descriptors stay bounded whatever arrives.
+
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
+import { parseListenAddress } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { maskNumber, redactText } from '../service/redact.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
@@ -124,16 +126,6 @@ const UNAVAILABLE_BODY = '{"status":"unavailable","reason":"the report could not
 const BUSY_BODY = '{"status":"unavailable","reason":"too many reports waiting"}';
 const FULL_BODY = '{"status":"unavailable","reason":"too many connections"}';
 
-/** `127.0.0.1:8081`, `[::1]:8081`, `:8081` or `8081` (all interfaces). */
-export function parseListen(listen: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen) ?? /^()()(\d{1,5})$/.exec(listen);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || !(port >= 0 && port <= 65_535)) {
-    throw new DroplineError('DROPLINE_ERR_CONFIG', `notify.listen must be host:port, got "${listen}"`);
-  }
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
-}
-
 const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
 
 export async function startReceiver(options: ReceiverOptions): Promise<Receiver> {
@@ -159,7 +151,10 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   // Hashing both sides gives equal-length buffers, so neither the comparison's time nor an early
   // length mismatch says anything about the token.
   const expected = sha256(options.token);
-  const { host, port: wantedPort } = parseListen(options.listen);
+  // Checked when the configuration loaded; a caller that skipped that gets the same message.
+  const parsed = parseListenAddress(options.listen);
+  if (typeof parsed === 'string') throw new DroplineError('DROPLINE_ERR_CONFIG', `notify.listen: ${parsed}`);
+  const [host, wantedPort] = parsed;
 
   const stats: ReceiverStats = {
     requests: 0,

@@ -24,6 +24,8 @@ interface Step {
   readonly startedAt: number;
   /** Lets the queue go on without this step. */
   release: () => void;
+  /** Settles when the step's work has ended (stalled or not). */
+  ended: Promise<void>;
 }
 
 const WORK_INTERVAL_MS = 1000;
@@ -38,6 +40,8 @@ const CLAIM_BATCH = 500;
 const STOP_MARGIN_MS = 5000;
 /** How long delivery reports of a finished or stopped file gather before its report.csv is rewritten. */
 const REPORT_SETTLE_MS = 2000;
+/** A file whose reports never stop coming has its report.csv rewritten at most this often. */
+const REPORT_MAX_WAIT_MS = 60_000;
 /** States in which a file's report.csv is on disk while delivery reports may still change its rows. */
 const REPORTED_STATES: ReadonlySet<string> = new Set(['paused', 'cancelled', 'partial', 'completed']);
 
@@ -63,7 +67,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   const enqueue = (what: string, fn: () => Promise<unknown>): Promise<void> => {
     queue = queue.then(async () => {
       if (closing) return;
-      const step: Step = { what, startedAt: Date.now(), release: () => {} };
+      const step: Step = { what, startedAt: Date.now(), release: () => {}, ended: Promise.resolve() };
       const run = fn().then(
         () => {},
         (err: unknown) => {
@@ -76,6 +80,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
             );
         },
       );
+      step.ended = run;
       current = step;
       await new Promise<void>((release) => {
         step.release = release;
@@ -115,7 +120,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
   const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
-  const reportDue = new Map<string, number>();
+  const reportDue = new Map<string, { first: number; due: number }>();
   const receiver = await startReceiver({
     listen: config.notify.listen,
     path: new URL(rt.loaded.notifyUrl).pathname,
@@ -244,17 +249,25 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       for (const f of await rt.store.listFiles({ states: ['submitted', 'partial'] })) ids.add(f.fileId);
     for (const id of ids) {
       let file = await rt.store.getFile(id);
-      if (file && (file.state === 'submitted' || file.state === 'partial'))
-        file = await pipeline.checkProgress(file);
-      // Delivery reports changed the rows of a file whose report.csv is already written:
-      // written again once the burst settles (at most once per REPORT_SETTLE_MS).
-      if (file && delivered.has(id) && REPORTED_STATES.has(file.state) && !reportDue.has(id))
-        reportDue.set(id, Date.now() + REPORT_SETTLE_MS);
+      if (!file) continue;
+      // Its report.csv was written before these delivery reports changed its rows (a file
+      // that completes now has just had its report written by checkProgress).
+      const written = REPORTED_STATES.has(file.state);
+      if (file.state === 'submitted' || file.state === 'partial') file = await pipeline.checkProgress(file);
+      // Written again once the burst settles: each burst pushes the rewrite back, up to
+      // REPORT_MAX_WAIT_MS after the first, so a steady stream costs one rewrite a minute.
+      if (written && delivered.has(id) && REPORTED_STATES.has(file.state)) {
+        const now = Date.now();
+        const first = reportDue.get(id)?.first ?? now;
+        reportDue.set(id, { first, due: Math.min(now + REPORT_SETTLE_MS, first + REPORT_MAX_WAIT_MS) });
+      }
     }
-    for (const [id, due] of reportDue) {
+    for (const [id, { due }] of reportDue) {
       if (due > Date.now()) continue;
       reportDue.delete(id);
-      await pipeline.writeReports(id);
+      // Resumed or retried meanwhile: its old report is gone on purpose until it finishes.
+      const file = await rt.store.getFile(id);
+      if (file && REPORTED_STATES.has(file.state)) await pipeline.writeReports(id);
     }
   };
   timers.push(setInterval(watchdog, Math.min(1000, Math.max(100, config.workStallMs / 3))));
@@ -296,8 +309,10 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       await pruning;
       const graceMs = config.api.timeoutMs + STOP_MARGIN_MS;
       let grace: NodeJS.Timeout | undefined;
+      // Stalled steps too: the store must not close under a chunk whose answer may still come
+      // (it would stay inflight, then in doubt).
       const finished = await Promise.race([
-        queue.then(
+        Promise.all([queue, ...[...stalled].map((s) => s.ended)]).then(
           () => true,
           () => true,
         ),

@@ -455,7 +455,7 @@ export class Pipeline {
       await this.refuse(file, source, { reason, message });
       return;
     }
-    const seen = { valid: 0, invalid: 0, duplicates: 0, suppressed: 0 };
+    const seen = { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0 };
     let readShownAt = Date.now();
     const claimed = file;
     const sniffed = this.sniffs.get(file.sha256);
@@ -524,6 +524,8 @@ export class Pipeline {
         await this.store.insertRecipients(file.fileId, rows);
         this.reading.set(file.fileId, idx);
         for (const r of rows) {
+          // One row a record, but a bulk line of several numbers: counted at its first.
+          if (r.k <= 1) seen.records++;
           if (r.outcome === 'pending') seen.valid++;
           else if (r.outcome === 'invalid') seen.invalid++;
           else if (r.outcome === 'duplicate') seen.duplicates++;
@@ -536,7 +538,7 @@ export class Pipeline {
         if (Date.now() - readShownAt >= 500) {
           readShownAt = Date.now();
           await this.store.updateFile(file.fileId, {
-            counts: { records: idx, ...seen, segments: 0 },
+            counts: { ...seen, segments: 0 },
           });
         }
       }
@@ -607,6 +609,8 @@ export class Pipeline {
     const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
       rejection,
       reason: rejection.message,
+      // The records-read progress of a read it ended: none of those rows is kept.
+      counts: { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0, segments: 0 },
     });
     if (rejected) await this.finishFailed(rejected, source);
   }

@@ -2,7 +2,7 @@
 // one conformance suite (test/contract/source.contract.ts) for every implementation.
 //
 // Paths are relative to the source root and use `/`: `inbox/x.txt`, `processing/x.txt`,
-// `done/x.txt`, `failed/x.txt`, `failed/x.errors.csv`, `reports/x.report.csv`.
+// `done/x.txt`, `failed/x.txt`, `failed/x.<fileId>.errors.csv`, `reports/x.<fileId>.report.csv`.
 
 export const FOLDERS = ['inbox', 'processing', 'done', 'failed', 'reports'] as const;
 export type Folder = (typeof FOLDERS)[number];
@@ -84,7 +84,7 @@ export function isDropFileName(name: string): boolean {
   return true;
 }
 
-/** `x.txt` → `x` (report names: `<name>.report.csv`). */
+/** `x.txt` → `x` (report names: `<name>.<fileId>.report.csv`). */
 export function baseName(name: string): string {
   return name.replace(/\.txt$/i, '');
 }

@@ -20,7 +20,7 @@ describe('SIGTERM during a service outage', () => {
         chunkSize: 100,
         concurrency: 1,
         ratePerSecond: 400,
-        timeoutMs: 2000,
+        timeoutMs: 1000, // the stop bound is this + 5 s: well inside the harness's 10 s before SIGKILL
         retry: { baseMs: 2000, maxMs: 10_000, maxAttempts: 8 },
       },
     });

@@ -2,7 +2,7 @@
 // `x.txt` (or `x.txt` and `X.TXT`) each keep their report.csv, manifest and errors.csv; a
 // name near the file-system limit still gets its report; a report written at pause or
 // cancel is rewritten when the file's rows change afterwards, so none stays stale.
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reportFileName } from '../../src/pipeline/reports.ts';
@@ -61,6 +61,20 @@ describe('report names', () => {
     // The first campaign's report is byte for byte what it was.
     expect(await h.readDrop(`reports/${reportFileName('x.txt', one.fileId, 'report.csv')}`)).toBe(oneReport);
     expect(await reportsDir(h)).toHaveLength(6);
+  });
+
+  it('a completed file’s report.csv is written once: the delivery reports that complete it do not write it again', async () => {
+    h = await PipelineHarness.create();
+    await h.start();
+    await h.dropFile('una-vez.txt', personalizedFile(200, 37).content);
+    const m = await h.waitForState('una-vez.txt', 'completed');
+    const path = join(h.drop, 'reports', reportFileName('una-vez.txt', m.fileId, 'report.csv'));
+    // Every write is a new file renamed into place: a new inode.
+    const written = (await stat(path)).ino;
+    // Longer than the daemon waits before rewriting a report whose rows changed (2 s) and
+    // one progress round: an absence can only be seen by waiting.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect((await stat(path)).ino).toBe(written);
   });
 
   it('two rejected files of one name keep one errors.csv each', async () => {

@@ -17,11 +17,13 @@ export function registerRun(program: Command, setExit: SetExit): void {
       ]);
       const logger = await commandLogger('info');
       const rt = await openRuntime(loaded, { logger, sandbox: 'embed', backgroundCheckpoints: true });
-      let daemon: Awaited<ReturnType<typeof startDaemon>>;
+      let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
       try {
         daemon = await startDaemon(rt);
         await rt.advertise();
       } catch (err) {
+        // What started is stopped, so the error exits at once (not on the forced exit).
+        await daemon?.close();
         await rt.close();
         throw err;
       }
