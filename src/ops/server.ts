@@ -127,7 +127,9 @@ async function route(
   if (url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
   if (url.pathname === '/readyz') {
     const r = await readiness(options);
-    return send(res, r.ready ? 200 : 503, r);
+    // Open to probes; the checks name files and backends' errors: only with the token.
+    const shown = guard.token === null || authorized(req, guard.token) ? r : { ready: r.ready };
+    return send(res, r.ready ? 200 : 503, shown);
   }
   if (guard.token !== null && !authorized(req, guard.token)) {
     res.setHeader('www-authenticate', 'Bearer realm="dropline ops"');

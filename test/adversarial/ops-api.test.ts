@@ -107,6 +107,12 @@ describe('who may call the ops API', () => {
     expect((await rawGet(`${h.opsUrl}/api/files`, { authorization: `Bearer ${TOKEN}x` })).status).toBe(401);
     expect((await rawGet(`${h.opsUrl}/api/files`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await rawGet(`${h.opsUrl}/healthz`, {})).status).toBe(200);
+    // Readiness stays open to probes, but its checks (files, backends' errors) only with the token.
+    const open = await rawGet(`${h.opsUrl}/readyz`, {});
+    expect(open.status).toBe(200);
+    expect(JSON.parse(open.body)).toEqual({ ready: true });
+    const full = await rawGet(`${h.opsUrl}/readyz`, { authorization: `Bearer ${TOKEN}` });
+    expect(JSON.parse(full.body)).toMatchObject({ ready: true, checks: { store: 'ok' } });
     expect(h.daemonOutput).not.toContain(TOKEN);
   });
 
