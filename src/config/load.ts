@@ -14,7 +14,7 @@ export interface LoadedConfig {
   /** The file read, or null for the embedded default. */
   path: string | null;
   /** Secrets, kept apart so nothing that prints the config can print them. */
-  secrets: { apiPassword: string; notifyToken: string };
+  secrets: { apiPassword: string; notifyToken: string; opsToken: string | undefined };
   /** The URL the service posts delivery reports to (token in the query string). */
   notifyUrl: string;
 }
@@ -131,6 +131,12 @@ export function loadConfig(
     );
   }
 
+  const opsToken = config.ops.tokenFile
+    ? readSecretFile(config.ops.tokenFile, 'ops.tokenFile')
+    : config.ops.token;
+  if (opsToken === '')
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `ops.tokenFile: ${config.ops.tokenFile} is empty`);
+
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
   const publicUrl = config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`;
   const url = new URL(publicUrl);
@@ -139,7 +145,7 @@ export function loadConfig(
   return {
     config: Object.freeze(config),
     path,
-    secrets: { apiPassword, notifyToken },
+    secrets: { apiPassword, notifyToken, opsToken },
     notifyUrl: url.toString(),
   };
 }

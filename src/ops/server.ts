@@ -1,11 +1,9 @@
 // The ops server (CONTRACT.md "Ops server"): health, readiness and the files' manifests as JSON.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { splitListen } from '../config/load.ts';
 import { isLoopbackHost } from '../config/loopback.ts';
-import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { manifestOf } from '../pipeline/reports.ts';
 import type { Source } from '../sources/source.ts';
@@ -158,26 +156,6 @@ async function route(
     return manifest ? send(res, 200, manifest) : send(res, 404, { error: `no file ${m[1]}` });
   }
   return send(res, 404, { error: 'not found' });
-}
-
-/** ops.token, or the contents of ops.tokenFile. */
-export function opsToken(ops: {
-  token?: string | undefined;
-  tokenFile?: string | undefined;
-}): string | undefined {
-  if (ops.token !== undefined || ops.tokenFile === undefined) return ops.token;
-  let token: string;
-  try {
-    token = readFileSync(ops.tokenFile, 'utf8').trim();
-  } catch (err) {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `ops.tokenFile: cannot read ${ops.tokenFile} (${(err as NodeJS.ErrnoException).code})`,
-    );
-  }
-  if (token === '')
-    throw new DroplineError('DROPLINE_ERR_CONFIG', `ops.tokenFile: ${ops.tokenFile} is empty`);
-  return token;
 }
 
 export async function startOpsServer(options: OpsOptions): Promise<OpsServer> {

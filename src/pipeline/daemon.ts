@@ -4,7 +4,7 @@
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
-import { type OpsServer, opsToken, startOpsServer } from '../ops/server.ts';
+import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
@@ -117,8 +117,6 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
 
   // A store that cannot be written would take reports it cannot keep: refuse to start.
   await rt.store.probeWrite();
-  // Read before anything listens: an unreadable ops.tokenFile stops the start at once.
-  const opsTokenValue = options.withOps !== false ? opsToken(config.ops) : undefined;
   const progressDue = new Set<string>();
   const reportDue = new Map<string, { first: number; due: number }>();
   const receiver = await startReceiver({
@@ -137,7 +135,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   if (options.withOps !== false) {
     ops = await startOpsServer({
       listen: config.ops.listen,
-      token: opsTokenValue,
+      token: secrets.opsToken,
       work: workCheck,
       store: rt.store,
       sources: rt.sources,

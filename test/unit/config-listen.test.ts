@@ -1,7 +1,7 @@
 // Listen addresses and the notify token are checked when the configuration loads, before
 // anything starts (issue 10 item 10): a mistake is a DROPLINE_ERR_CONFIG naming the key.
 import { describe, expect, it } from 'vitest';
-import { parseConfig, splitListen } from '../../src/config/load.ts';
+import { loadConfig, parseConfig, splitListen } from '../../src/config/load.ts';
 import { DroplineError } from '../../src/errors.ts';
 
 function configError(raw: unknown): string {
@@ -47,5 +47,26 @@ describe('listen addresses in the configuration', () => {
 describe('the notify token', () => {
   it('an empty token is refused at load', () => {
     expect(configError({ notify: { token: '' } })).toMatch(/notify\.token/);
+  });
+});
+
+describe('ops.tokenFile', () => {
+  it('is read when the configuration loads; an empty one is refused there', async () => {
+    const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'dropline-ops-token-'));
+    try {
+      const tokenFile = join(dir, 'ops_token');
+      const config = join(dir, 'dropline.config.json');
+      await writeFile(config, JSON.stringify({ ops: { listen: '0.0.0.0:8080', tokenFile } }));
+      const env = { DROPLINE_NOTIFY_TOKEN: 'n'.repeat(24) };
+      await writeFile(tokenFile, 'the-ops-token-0123456789\n');
+      expect(loadConfig({ path: config, env }).secrets.opsToken).toBe('the-ops-token-0123456789');
+      await writeFile(tokenFile, '\n');
+      expect(() => loadConfig({ path: config, env })).toThrow(/ops\.tokenFile/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
