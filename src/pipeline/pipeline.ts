@@ -173,19 +173,13 @@ export class Pipeline {
       entries,
       CLAIM_READ_CONCURRENCY,
       async (entry): Promise<ReadyFile | Refused | null> => {
-        // Decided from the listing: an oversize file is never read, not even to hash it.
-        if (entry.size > maxBytes) return { entry, refusal: tooLarge(maxBytes, entry.size) };
         try {
-          const sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
-          this.touch();
-          // It grew past the limit after the listing: the hash stopped there.
-          if (sniffed.tooLarge) return { entry, refusal: tooLarge(maxBytes, sniffed.bytes) };
-          this.rememberSniff(sniffed);
-          return { name: entry.name, path: entry.path, sha256: sniffed.sha256!, bytes: sniffed.bytes };
+          const r = await this.readForClaim(source, entry, maxBytes);
+          if ('refusal' in r) return { entry, refusal: r.refusal };
+          this.rememberSniff(r.sniffed);
+          return { name: entry.name, path: entry.path, sha256: r.sniffed.sha256!, bytes: r.sniffed.bytes };
         } catch (err) {
           // One file's trouble is that file's: the others of the batch are claimed all the same.
-          const refusal = fileRefusalOf(err, entry.path);
-          if (refusal) return { entry, refusal };
           if (!(await this.unreadableNow(source, entry, err))) throw err;
           return null;
         }
@@ -313,27 +307,39 @@ export class Pipeline {
   }
 
   /**
+   * A listed file read as a claim reads it (hashed, at most `maxBytes`), or why it is refused:
+   * too large (from the listing first: an oversize file is never read, not even to hash it),
+   * not a regular file, changed… Other errors are thrown.
+   */
+  private async readForClaim(
+    source: Source,
+    entry: SourceEntry,
+    maxBytes: number,
+  ): Promise<{ sniffed: Sniff } | { refusal: { reason: FileReasonCode; message: string } }> {
+    if (entry.size > maxBytes) return { refusal: tooLarge(maxBytes, entry.size) };
+    let sniffed: Sniff;
+    try {
+      sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+    } catch (err) {
+      const refusal = fileRefusalOf(err, entry.path);
+      if (!refusal) throw err;
+      return { refusal };
+    }
+    this.touch();
+    // It grew past the limit after the listing: the hash stopped there.
+    if (sniffed.tooLarge) return { refusal: tooLarge(maxBytes, sniffed.bytes) };
+    return { sniffed };
+  }
+
+  /**
    * A file that never became complete (no trailer, or no marker, before incompleteTimeout):
    * rejected MISSING_TRAILER, moved to failed/ with its errors.csv.
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
-    if (entry.size > cfg.maxFileBytes) {
-      const { reason, message } = tooLarge(cfg.maxFileBytes, entry.size);
-      return this.rejectUnread(source, entry, reason, message);
-    }
-    let sniffed: Awaited<ReturnType<typeof sniff>>;
-    try {
-      sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes: cfg.maxFileBytes });
-    } catch (err) {
-      const refusal = fileRefusalOf(err, entry.path);
-      if (!refusal) throw err;
-      return this.rejectUnread(source, entry, refusal.reason, refusal.message);
-    }
-    if (sniffed.tooLarge) {
-      const { reason, message } = tooLarge(cfg.maxFileBytes, sniffed.bytes);
-      return this.rejectUnread(source, entry, reason, message);
-    }
+    const r = await this.readForClaim(source, entry, cfg.maxFileBytes);
+    if ('refusal' in r) return this.rejectUnread(source, entry, r.refusal.reason, r.refusal.message);
+    const { sniffed } = r;
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);
     const { file, created } = await this.store.registerFile({
