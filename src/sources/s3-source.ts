@@ -62,6 +62,11 @@ export interface S3SourceOptions {
   listPageSize?: number;
   /** Part size of multipart report uploads (S3's minimum: 5 MiB). */
   partSize?: number;
+  /**
+   * How long a request may wait without a byte from the endpoint (default 30 s): a stalled
+   * endpoint fails the listing or read instead of holding it (and the work queue) forever.
+   */
+  opTimeoutMs?: number;
   /** Merged over the client configuration built from the options (tests: static credentials). */
   clientConfig?: S3ClientConfig;
   logger?: Logger;
@@ -139,9 +144,10 @@ export class S3Source implements Source {
       forcePathStyle: options.forcePathStyle ?? false,
       requestChecksumCalculation: checksums,
       responseChecksumValidation: checksums,
-      // A black-holed endpoint fails in seconds instead of hanging a poll; no request
-      // timeout: a large object may stream for a long time.
-      requestHandler: { connectionTimeout: 5000 },
+      // A black-holed endpoint fails in seconds instead of hanging a poll; an endpoint that
+      // stops answering fails after opTimeoutMs of silence (an idle limit, not a total one:
+      // a large object may stream for a long time).
+      requestHandler: { connectionTimeout: 5000, socketTimeout: options.opTimeoutMs ?? 30_000 },
       ...options.clientConfig,
     });
   }

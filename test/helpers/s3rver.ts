@@ -17,6 +17,9 @@ export interface S3rverHandle {
   /** What an S3 client (or S3Source's clientConfig) needs to talk to it. */
   clientConfig: S3ClientConfig;
   client: S3Client;
+  /** Stops the server process (SIGSTOP): connections stay open, nothing answers. */
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -66,8 +69,11 @@ export async function startS3rver(buckets: string[]): Promise<S3rverHandle> {
     directory,
     clientConfig,
     client,
+    freeze: () => child.kill('SIGSTOP'),
+    thaw: () => child.kill('SIGCONT'),
     async close() {
       client.destroy();
+      child.kill('SIGCONT');
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise<void>((done) => child.once('exit', () => done()));
         child.stdin?.end();
