@@ -16,11 +16,10 @@ import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
-import { SftpSource } from '../../src/sources/sftp-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { createStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const sha256 = (b: string): string => createHash('sha256').update(b).digest('hex');
 const mkfifo = (path: string): void => void execFileSync('mkfifo', [path]);
@@ -206,16 +205,7 @@ describe.skipIf(noSshd !== null)('SFTP: a link swapped in between listing and cl
   });
 
   it('lstat on the server: the link is refused NOT_A_REGULAR_FILE, the other file claimed', async () => {
-    const source = new SftpSource({
-      name: 'partner',
-      host: sshd.host,
-      port: sshd.port,
-      username: sshd.user,
-      privateKey: await readFile(sshd.clientKeyPath),
-      hostKeySha256: sshd.hostKeySha256,
-      path: 'swap',
-      logger: silentLogger,
-    });
+    const source = await sftpSourceFor(sshd, 'swap');
     await source.start();
     const { store, pipeline } = await pipelineFor(dir, source, {
       type: 'sftp',

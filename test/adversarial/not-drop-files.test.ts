@@ -7,13 +7,11 @@ import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
-import { SftpSource } from '../../src/sources/sftp-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const campaign = (from: number): string => `57304${String(from).padStart(7, '0')};Hola\n`;
 const count = (text: string, what: string): number => text.split(what).length - 1;
@@ -78,16 +76,7 @@ describe.skipIf(noSshd !== null)('not drop files in an SFTP inbox', () => {
   });
 
   it('the listing names each with its reason', async () => {
-    const source = new SftpSource({
-      name: 'partner',
-      host: sshd.host,
-      port: sshd.port,
-      username: sshd.user,
-      privateKey: await readFile(sshd.clientKeyPath),
-      hostKeySha256: sshd.hostKeySha256,
-      path: 'nd',
-      logger: silentLogger,
-    });
+    const source = await sftpSourceFor(sshd, 'nd');
     await source.start();
     try {
       const inbox = join(sshd.home, 'nd', 'inbox');

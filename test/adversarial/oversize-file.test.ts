@@ -4,7 +4,7 @@
 // gives the pipeline are counted.
 
 import { execFileSync } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -16,12 +16,11 @@ import { fileIdFor } from '../../src/plan/ids.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
-import { SftpSource } from '../../src/sources/sftp-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { createStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const LIMIT = 64 * 1024;
 const campaign = (from: number, n: number): string =>
@@ -163,16 +162,7 @@ describe.skipIf(noSshd !== null)('an oversize file is never read: SFTP', () => {
   });
 
   it('sftp', async () => {
-    const source = new SftpSource({
-      name: 'partner',
-      host: sshd.host,
-      port: sshd.port,
-      username: sshd.user,
-      privateKey: await readFile(sshd.clientKeyPath),
-      hostKeySha256: sshd.hostKeySha256,
-      path: 'big',
-      logger: silentLogger,
-    });
+    const source = await sftpSourceFor(sshd, 'big');
     await claimBoth(
       dir,
       source,

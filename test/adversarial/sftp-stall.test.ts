@@ -6,10 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.ts';
-import { SftpSource } from '../../src/sources/sftp-source.ts';
+import type { SftpSource } from '../../src/sources/sftp-source.ts';
 import { waitFor } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const skip = sshdUnavailable();
 
@@ -19,20 +18,7 @@ describe.skipIf(skip !== null)('an SFTP server that stops answering', () => {
 
   beforeAll(async () => {
     sshd = await startSshd();
-    source = new SftpSource({
-      name: 'partner',
-      host: sshd.host,
-      port: sshd.port,
-      username: sshd.user,
-      privateKey: await readFile(sshd.clientKeyPath),
-      hostKeySha256: sshd.hostKeySha256,
-      path: 'stall',
-      logger: silentLogger,
-      opTimeoutMs: 1000,
-      readyTimeoutMs: 2000,
-      initialBackoffMs: 50,
-      maxBackoffMs: 400,
-    });
+    source = await sftpSourceFor(sshd, 'stall', { opTimeoutMs: 1000, readyTimeoutMs: 2000 });
     await source.start();
   });
 

@@ -1,14 +1,13 @@
 // The Source contract for SftpSource against a real OpenSSH sshd on 127.0.0.1 (test/helpers/
 // sshd.ts), plus what only SFTP shows: folders made on connect, symlinks and directories
 // named x.txt, paths that leave the root, a broken download.
-import { readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type SftpClient from 'ssh2-sftp-client';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.ts';
-import { SftpSource } from '../../src/sources/sftp-source.ts';
+import type { SftpSource } from '../../src/sources/sftp-source.ts';
 import { FOLDERS } from '../../src/sources/source.ts';
-import { type Sshd, sftpPut, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpPut, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 import { sourceContract } from './source.contract.ts';
 
 const skip = sshdUnavailable();
@@ -29,28 +28,13 @@ afterAll(async () => {
   await sshd?.close();
 });
 
-export async function sftpSourceFor(s: Sshd, path: string, name = 'sftp'): Promise<SftpSource> {
-  return new SftpSource({
-    name,
-    host: s.host,
-    port: s.port,
-    username: s.user,
-    privateKey: await readFile(s.clientKeyPath),
-    hostKeySha256: s.hostKeySha256,
-    path,
-    logger: silentLogger,
-    initialBackoffMs: 50,
-    maxBackoffMs: 500,
-  });
-}
-
 describe.skipIf(skip !== null)('SFTP', () => {
   sourceContract('sftp', async () => {
     const { sshd: s, partner: p } = await server();
     const dir = `t${++n}`;
     return {
       // Relative to the login directory, as most partner sites are given.
-      source: await sftpSourceFor(s, `${dir}/drop`),
+      source: await sftpSourceFor(s, `${dir}/drop`, { name: 'sftp' }),
       put: (path, content) => sftpPut(p, `${dir}/drop/${path}`, content),
       cleanup: () => rm(join(s.home, dir), { recursive: true, force: true }),
     };
@@ -65,7 +49,7 @@ describe.skipIf(skip !== null)('SFTP', () => {
       const dir = `u${++n}`;
       root = join(s.home, dir);
       // An absolute path this time.
-      source = await sftpSourceFor(s, join(root, 'a', 'b'));
+      source = await sftpSourceFor(s, join(root, 'a', 'b'), { name: 'sftp' });
       await source.start();
     });
 

@@ -2,7 +2,7 @@
 // password login, a server down at start and one that goes away mid-file, 5,000 files in an
 // inbox without a store query per file, and `dropline run` end to end (upload through SFTP,
 // every recipient in the sandbox exactly once, reports and the original on the server).
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -15,11 +15,11 @@ import { silentLogger } from '../../src/log.ts';
 import { Pipeline } from '../../src/pipeline/pipeline.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { ReadinessTracker, sourceProbes } from '../../src/sources/readiness.ts';
-import { SftpSource, type SftpSourceOptions } from '../../src/sources/sftp-source.ts';
+import type { SftpSource } from '../../src/sources/sftp-source.ts';
 import { createStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { waitFor } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sftpPut, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpPut, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const skip = sshdUnavailable();
 if (skip) console.warn(`SFTP e2e tests skipped: ${skip}`);
@@ -34,22 +34,6 @@ function capturingLogger(): { logger: Logger; text: () => string } {
     },
   });
   return { logger: pino({ level: 'debug' }, sink) as unknown as Logger, text: () => text };
-}
-
-async function sourceFor(s: Sshd, path: string, extra: Partial<SftpSourceOptions> = {}): Promise<SftpSource> {
-  return new SftpSource({
-    name: 'partner',
-    host: s.host,
-    port: s.port,
-    username: s.user,
-    privateKey: await readFile(s.clientKeyPath),
-    hostKeySha256: s.hostKeySha256,
-    path,
-    logger: silentLogger,
-    initialBackoffMs: 50,
-    maxBackoffMs: 400,
-    ...extra,
-  });
 }
 
 async function drain(source: SftpSource, path: string): Promise<Buffer> {
@@ -75,7 +59,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
   it('refuses a server whose host key is not the pinned one, with a clear error, and never crashes', async () => {
     const wrong = `SHA256:${Buffer.alloc(32, 7).toString('base64').replace(/=+$/, '')}`;
     const cap = capturingLogger();
-    const source = await sourceFor(sshd, 'pin', { hostKeySha256: wrong, logger: cap.logger });
+    const source = await sftpSourceFor(sshd, 'pin', { hostKeySha256: wrong, logger: cap.logger });
     await source.start(); // resolves: the daemon keeps running and says not ready
     try {
       const expected = {
@@ -95,11 +79,11 @@ describe.skipIf(skip !== null)('SFTP source', () => {
       await source.close();
     }
     // Malformed or missing pins are configuration errors.
-    await expect(sourceFor(sshd, 'pin', { hostKeySha256: 'abc' })).rejects.toMatchObject({
+    await expect(sftpSourceFor(sshd, 'pin', { hostKeySha256: 'abc' })).rejects.toMatchObject({
       code: 'DROPLINE_ERR_CONFIG',
       message: expect.stringContaining('hostKeySha256'),
     });
-    await expect(sourceFor(sshd, 'pin', { hostKeySha256: undefined })).rejects.toMatchObject({
+    await expect(sftpSourceFor(sshd, 'pin', { hostKeySha256: undefined })).rejects.toMatchObject({
       code: 'DROPLINE_ERR_CONFIG',
       message: expect.stringContaining('insecureSkipHostKeyCheck'),
     });
@@ -107,7 +91,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
 
   it('insecureSkipHostKeyCheck connects without a pin and warns at every start', async () => {
     const cap = capturingLogger();
-    const source = await sourceFor(sshd, 'insecure', {
+    const source = await sftpSourceFor(sshd, 'insecure', {
       hostKeySha256: undefined,
       insecureSkipHostKeyCheck: true,
       logger: cap.logger,
@@ -126,7 +110,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
     await sftpPut(partner, 'down/inbox/big.txt', bytes);
     await partner.end();
     await sshd.stop();
-    const source = await sourceFor(sshd, 'down');
+    const source = await sftpSourceFor(sshd, 'down');
     try {
       await source.start();
       await expect(source.ping()).rejects.toMatchObject({ code: 'DROPLINE_ERR_SFTP' });
@@ -164,7 +148,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
     const inbox = join(sshd.home, 'many', 'inbox');
     // The source makes the folders (as the SFTP user); the files are then
     // written on the server's disk directly (uploading 5,000 files is not what is tested).
-    const source = await sourceFor(sshd, 'many');
+    const source = await sftpSourceFor(sshd, 'many');
     await source.start();
     for (let i = 0; i < N; i++)
       await writeFile(join(inbox, `f${i}.txt`), `3${String(100_000_000 + i)};hola ${i}\n`);
@@ -276,14 +260,14 @@ describe.skipIf(skip !== null)('SFTP password login', () => {
   it('logs in with a password; a wrong one fails clearly, and no secret reaches a log or an error', async () => {
     const cap = capturingLogger();
     const base = { privateKey: undefined, logger: cap.logger };
-    const good = await sourceFor(sshd, 'pw', { ...base, password });
+    const good = await sftpSourceFor(sshd, 'pw', { ...base, password });
     await good.start();
     await good.ping();
     await good.write('inbox/a.txt', 'x\n');
     expect((await good.list()).map((e) => e.name)).toEqual(['a.txt']);
     await good.close();
 
-    const bad = await sourceFor(sshd, 'pw', { ...base, password: 'not the password' });
+    const bad = await sftpSourceFor(sshd, 'pw', { ...base, password: 'not the password' });
     await bad.start();
     const err = (await bad.ping().catch((e: Error) => e)) as Error & { code: string };
     await bad.close();

@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import SftpClient from 'ssh2-sftp-client';
+import { silentLogger } from '../../src/log.ts';
+import { SftpSource, type SftpSourceOptions } from '../../src/sources/sftp-source.ts';
 import { freePort, waitFor } from './pipeline-harness.ts';
 
 const run = promisify(execFile);
@@ -271,4 +273,25 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
 export async function sftpPut(client: SftpClient, remote: string, content: string | Buffer): Promise<void> {
   await client.mkdir(dirname(remote), true);
   await client.put(Buffer.from(content), remote);
+}
+
+/** dropline's SFTP source logged in to this server as its user (fast reconnects for tests). */
+export async function sftpSourceFor(
+  s: Sshd,
+  path: string,
+  extra: Partial<SftpSourceOptions> = {},
+): Promise<SftpSource> {
+  return new SftpSource({
+    name: 'partner',
+    host: s.host,
+    port: s.port,
+    username: s.user,
+    privateKey: await readFile(s.clientKeyPath),
+    hostKeySha256: s.hostKeySha256,
+    path,
+    logger: silentLogger,
+    initialBackoffMs: 50,
+    maxBackoffMs: 400,
+    ...extra,
+  });
 }
