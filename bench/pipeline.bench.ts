@@ -3,16 +3,15 @@
 // and post the same chunk bodies with a bare undici Pool: bench/floor-send.ts). The sandbox
 // runs in its own process without notifications, so this measures the send path. Peak RSS
 // of `dropline send` is read by bench/peak-rss.ts.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
-const cli = join(root, 'bin', 'dropline.js');
 // The node flag of the bin's shebang (bin/dropline.js), which `node <file>` does not read.
-const SEMI_SPACE = '--max-semi-space-size=16';
 const LINES = Number(process.env.PIPELINE_BENCH_LINES ?? 1_000_000);
 const CHUNK = 1000;
 const CONCURRENCY = 4;
@@ -38,22 +37,6 @@ async function generate(path: string, kind: 'bulk' | 'personalized'): Promise<vo
   }
   ws.end(buf);
   await once(ws, 'finish');
-}
-
-async function startSandbox(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [SEMI_SPACE, cli, 'sandbox', '--port', '0', '--no-notifications'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      text += d.toString();
-      const m = /sandbox listening on (http:\/\/\S+)/.exec(text);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', () => reject(new Error('sandbox exited')));
-  });
-  return { url, child };
 }
 
 interface Timed {
@@ -89,7 +72,7 @@ export default async function pipelineBench(): Promise<string> {
   await generate(files.personalized, 'personalized');
   const rows: string[] = [];
   for (const kind of ['bulk', 'personalized'] as const) {
-    const sandbox = await startSandbox();
+    const sandbox = await startSandboxProcess(['--no-notifications']);
     try {
       const floors: Timed[] = [];
       const runs: (Timed & { state: string })[] = [];

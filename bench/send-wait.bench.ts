@@ -3,17 +3,16 @@
 // and without notifications, measured in the same run. --wait serves notify.listen itself,
 // records every delivery report and checks the file's progress until every recipient has its
 // final status. Goal: at most 2× the send without notifications.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
-const cli = join(root, 'bin', 'dropline.js');
-const SEMI_SPACE = '--max-semi-space-size=16';
 const LINES = Number(process.env.SEND_WAIT_BENCH_LINES ?? 1_000_000);
 const CHUNK = 1000;
 const CONCURRENCY = 4;
@@ -47,22 +46,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startSandbox(notifications: boolean): Promise<{ url: string; child: ChildProcess }> {
-  const args = [SEMI_SPACE, cli, 'sandbox', '--port', '0', '--delivery-delay-ms', '0'];
-  if (!notifications) args.push('--no-notifications');
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      text += d.toString();
-      const m = /sandbox listening on (http:\/\/\S+)/.exec(text);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', () => reject(new Error('sandbox exited')));
-  });
-  return { url, child };
-}
-
 interface Run {
   seconds: number;
   state: string;
@@ -76,7 +59,7 @@ interface Run {
  * notify.listen; the time until the last report reached it.
  */
 async function floor(file: string): Promise<Run> {
-  const sandbox = await startSandbox(true);
+  const sandbox = await startSandboxProcess(['--delivery-delay-ms', '0']);
   const worker = new Worker(new URL('./notify-server.ts', import.meta.url), {
     workerData: { mode: 'bare', recipients: LINES },
   });
@@ -138,7 +121,11 @@ function workDir(name: string, baseUrl: string, notifyPort: number | string): st
 }
 
 async function send(file: string, wait: boolean): Promise<Run> {
-  const sandbox = await startSandbox(wait);
+  const sandbox = await startSandboxProcess([
+    '--delivery-delay-ms',
+    '0',
+    ...(wait ? [] : ['--no-notifications']),
+  ]);
   try {
     const work = workDir(wait ? 'wait' : 'plain', sandbox.url, await freePort());
     const t = process.hrtime.bigint();
