@@ -477,79 +477,83 @@ export class Pipeline {
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
     });
-    for await (const batch of untilRefused(read, file.path, refused)) {
-      for (const item of batch) {
-        switch (item.kind) {
-          case 'recipient': {
-            // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-            const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
-            if (item.k > 0) bulkTextStored = true;
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: null,
-              messageId: item.messageId,
-              generatedMessageId: item.messageId === null,
-              text,
-              chunkSeq: planner.place(item.number),
-              outcome: 'pending',
-              code: null,
-              detail: null,
-              smsCount: item.segments,
-            });
-            break;
+    // The progress entry goes whatever ends the read (a store error too).
+    try {
+      for await (const batch of untilRefused(read, file.path, refused)) {
+        for (const item of batch) {
+          switch (item.kind) {
+            case 'recipient': {
+              // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
+              const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
+              if (item.k > 0) bulkTextStored = true;
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: null,
+                messageId: item.messageId,
+                generatedMessageId: item.messageId === null,
+                text,
+                chunkSeq: planner.place(item.number),
+                outcome: 'pending',
+                code: null,
+                detail: null,
+                smsCount: item.segments,
+              });
+              break;
+            }
+            case 'invalid':
+            case 'duplicate':
+            case 'suppressed':
+              rows.push({
+                idx: ++idx,
+                line: item.line,
+                k: item.k,
+                number: item.number,
+                value: item.value,
+                messageId: null,
+                text: null,
+                chunkSeq: null,
+                outcome: item.kind,
+                code: item.code,
+                detail: item.message,
+                smsCount: null,
+              });
+              break;
+            case 'summary':
+              summary = item;
+              break;
+            default:
+              break;
           }
-          case 'invalid':
-          case 'duplicate':
-          case 'suppressed':
-            rows.push({
-              idx: ++idx,
-              line: item.line,
-              k: item.k,
-              number: item.number,
-              value: item.value,
-              messageId: null,
-              text: null,
-              chunkSeq: null,
-              outcome: item.kind,
-              code: item.code,
-              detail: item.message,
-              smsCount: null,
+        }
+        if (rows.length >= INSERT_BATCH) {
+          await this.store.insertRecipients(file.fileId, rows);
+          this.reading.set(file.fileId, idx);
+          for (const r of rows) {
+            // One row a record, but a bulk line of several numbers: counted at its first.
+            if (r.k <= 1) seen.records++;
+            if (r.outcome === 'pending') seen.valid++;
+            else if (r.outcome === 'invalid') seen.invalid++;
+            else if (r.outcome === 'duplicate') seen.duplicates++;
+            else if (r.outcome === 'suppressed') seen.suppressed++;
+          }
+          this.touch();
+          rows = [];
+          // `status` in another process shows how far the read got: one small UPDATE at most
+          // every half second, the final counts replace it.
+          if (Date.now() - readShownAt >= 500) {
+            readShownAt = Date.now();
+            await this.store.updateFile(file.fileId, {
+              counts: { ...seen, segments: 0 },
             });
-            break;
-          case 'summary':
-            summary = item;
-            break;
-          default:
-            break;
+          }
         }
       }
-      if (rows.length >= INSERT_BATCH) {
-        await this.store.insertRecipients(file.fileId, rows);
-        this.reading.set(file.fileId, idx);
-        for (const r of rows) {
-          // One row a record, but a bulk line of several numbers: counted at its first.
-          if (r.k <= 1) seen.records++;
-          if (r.outcome === 'pending') seen.valid++;
-          else if (r.outcome === 'invalid') seen.invalid++;
-          else if (r.outcome === 'duplicate') seen.duplicates++;
-          else if (r.outcome === 'suppressed') seen.suppressed++;
-        }
-        this.touch();
-        rows = [];
-        // `status` in another process shows how far the read got: one small UPDATE at most
-        // every half second, the final counts replace it.
-        if (Date.now() - readShownAt >= 500) {
-          readShownAt = Date.now();
-          await this.store.updateFile(file.fileId, {
-            counts: { ...seen, segments: 0 },
-          });
-        }
-      }
+    } finally {
+      this.reading.delete(file.fileId);
     }
-    this.reading.delete(file.fileId);
     if (refused.error) {
       await this.refuse(file, source, refused.error);
       return;
