@@ -576,7 +576,7 @@ export class SqliteStore implements Store {
       `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, created_at, updated_at, timestamps)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
        ON CONFLICT DO NOTHING RETURNING *`,
-    ).get(
+    ).all(
       file.fileId,
       file.source,
       file.name,
@@ -589,7 +589,7 @@ export class SqliteStore implements Store {
       now,
       file.state,
       now,
-    );
+    )[0];
     if (inserted) return { file: toFile(inserted), created: true };
     // Same content at the same place, or the same fileId (the same bytes dropped again).
     const existing = this.stmt(
@@ -705,7 +705,10 @@ export class SqliteStore implements Store {
     to: FileState,
     options: { from?: readonly FileState[]; owner?: string; patch?: FilePatch } = {},
   ): Promise<FileRecord | null> {
-    const r = this.stmt(PATCH_SQL).get({
+    // all(), never get(), for a write outside a transaction: get() stops at the first row
+    // and resets the statement, and node:sqlite drops the error of the commit that reset
+    // does (a full disk). The row would come back for a write the database does not hold.
+    const [r] = this.stmt(PATCH_SQL).all({
       ...patchParams(options.patch),
       to,
       now: this.now(),
@@ -717,7 +720,7 @@ export class SqliteStore implements Store {
   }
 
   async updateFile(fileId: string, patch: FilePatch): Promise<void> {
-    this.stmt(PATCH_SQL).get({
+    this.stmt(PATCH_SQL).all({
       ...patchParams(patch),
       to: null,
       now: this.now(),
@@ -747,12 +750,12 @@ export class SqliteStore implements Store {
            ORDER BY updated_at, file_id LIMIT 1)
          AND (lease_owner IS NULL OR lease_until <= :now)
        RETURNING *`,
-    ).get({
+    ).all({
       owner,
       until: new Date(now.getTime() + leaseMs).toISOString(),
       states: JSON.stringify(states),
       now: now.toISOString(),
-    });
+    })[0];
     return r ? toFile(r) : null;
   }
 

@@ -20,8 +20,10 @@ let mounted = false;
 
 beforeAll(() => {
   mnt = mkdtempSync(join(tmpdir(), 'dropline-store-tmpfs-'));
-  // Fails loudly when the mount is impossible: this test is not skipped.
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'tmpfs', mnt]);
+  // Fails loudly when the mount is impossible: this test is not skipped. Room enough, once
+  // the filler is gone, for the store and a WAL that may grow to twice its size while
+  // readers hold back checkpoints (48 MiB filled up again on a slower CI machine).
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=128m', 'tmpfs', mnt]);
   mounted = true;
 });
 

@@ -155,4 +155,53 @@ describe('store on a full disk', () => {
       expect(await reportNumbers(again, `file-${f}`), `file-${f}`).toEqual(expected(f, N));
     }
   });
+  it('a single write whose commit finds the disk full is an error, never a success the disk does not hold', async () => {
+    // node:sqlite's get() on UPDATE … RETURNING hands back the row and drops the commit's
+    // error: the daemon logged "submitted → completed" every tick while the file stayed
+    // submitted. Each single-statement write must fail loudly instead.
+    const path = join(dir, 'single.db');
+    const filler = join(dir, 'filler');
+    const store = openStore(path);
+    await store.migrate();
+    await register(store, 7);
+    const emptyWal = (): void => {
+      const db = new DatabaseSync(path);
+      db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      db.close();
+    };
+    const attempts: [string, () => Promise<unknown>][] = [
+      ['transition', () => store.transition('file-7', 'sending', { from: ['validating'] })],
+      ['updateFile', () => store.updateFile('file-7', { reason: 'a reason' })],
+      ['acquireFile', () => store.acquireFile('worker-a', ['validating', 'sending'], 60_000)],
+      [
+        'registerFile',
+        () =>
+          store.registerFile({
+            fileId: 'file-8',
+            source: 'local',
+            name: 'file-8.txt',
+            path: 'processing/file-8.txt',
+            sha256: 'sha-8',
+            bytes: 1000,
+            state: 'validating',
+          }),
+      ],
+    ];
+    for (const [name, attempt] of attempts) {
+      emptyWal();
+      fill(filler);
+      await expect(attempt(), name).rejects.toThrow(/full|disk/i);
+      rmSync(filler);
+    }
+    // Nothing of those writes is in the store, and with space each of them works.
+    const file = await store.getFile('file-7');
+    expect(file?.state).toBe('validating');
+    expect(file?.reason ?? null).toBeNull();
+    expect(file?.leaseOwner ?? null).toBeNull();
+    expect(await store.getFile('file-8')).toBeNull();
+    for (const [, attempt] of attempts) await attempt();
+    const after = await store.getFile('file-7');
+    expect([after?.state, after?.reason, after?.leaseOwner]).toEqual(['sending', 'a reason', 'worker-a']);
+    expect((await store.getFile('file-8'))?.state).toBe('validating');
+  });
 });
