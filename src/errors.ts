@@ -265,6 +265,21 @@ export const ERRORS = {
     hint: "check the store setting, the database file's directory (permissions, free disk space) and that its schema is not newer than this dropline",
     retryable: true,
   },
+  DROPLINE_ERR_STORE_CONFLICT: {
+    message: 'the store refused a write that conflicts with what another writer did first',
+    hint: 'another worker or command changed the same file at the same moment; dropline re-reads and goes on, and a command can simply be run again',
+    retryable: false,
+  },
+  DROPLINE_ERR_STORE_UNAVAILABLE: {
+    message: 'the store cannot be reached (connection lost, the database restarting or refusing connections)',
+    hint: 'check that the database is up and reachable at the store URL; dropline waits and goes on where it was once it answers again',
+    retryable: true,
+  },
+  DROPLINE_ERR_STORE_SCHEMA: {
+    message: "the database's schema is newer than this dropline",
+    hint: 'a newer dropline migrated this database: run that version (or newer); never point an older one at it',
+    retryable: false,
+  },
   DROPLINE_ERR_STORE_READONLY: {
     message: 'the store cannot be written',
     hint: "make the database file, its directory and their file system writable for dropline's user (not mounted read-only, no chattr +i) and free disk space; `dropline run` refuses to start until then",
