@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // One PostgreSQL cluster for the run (test/helpers/postgres.ts); each test its own schema.
+    globalSetup: ['test/helpers/postgres-global-setup.ts'],
   },
 });
