@@ -1,0 +1,173 @@
+// The PostgreSQL connection of the store: a pg.Pool whose connections all work in the store's
+// schema and speak UTC, a transaction helper that retries what PostgreSQL asks to retry
+// (serialization failures, deadlocks), and the classification of errors into the store's
+// error kinds (src/errors.ts). Nothing here knows the store's tables.
+import pg from 'pg';
+import { DroplineError, type ErrorCode } from '../../errors.ts';
+
+/** What a statement runs on: the pool (one statement) or a checked-out client (a transaction). */
+export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+export interface ConnectionOptions {
+  connectionString: string;
+  /** search_path of every connection; the database user's default when omitted. */
+  schema?: string;
+  poolSize?: number;
+}
+
+/** A schema name used as is in SQL (search_path, CREATE SCHEMA): a plain identifier only. */
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function checkSchemaName(schema: string): string {
+  if (!IDENTIFIER.test(schema))
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `store schema "${schema}": use lowercase letters, digits and _ (a plain PostgreSQL identifier)`,
+    );
+  return schema;
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+// Types read as the Store interface speaks them. int8 (ids, counts, sums of int) and numeric
+// (sum of bigint) as numbers: every value the store keeps is far below 2^53 (recipient ids
+// are bounded by MAX_FILE_NO). timestamptz as an ISO-8601 UTC string of millisecond
+// precision, straight from the text PostgreSQL sends with TimeZone=UTC and DateStyle=ISO
+// (2026-03-01 12:00:00.123456+00), without a Date in between.
+const INT8 = 20;
+const NUMERIC = 1700;
+const TIMESTAMPTZ = 1184;
+
+export function isoFromPg(s: string): string {
+  // YYYY-MM-DD HH:MM:SS[.ffffff]+00
+  const ms = s.charCodeAt(19) === 46 /* . */ ? s.slice(20, 23).replace(/\D.*$/, '').padEnd(3, '0') : '000';
+  return `${s.slice(0, 10)}T${s.slice(11, 19)}.${ms}Z`;
+}
+
+const types = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === INT8 || oid === NUMERIC) return Number;
+    if (oid === TIMESTAMPTZ) return isoFromPg;
+    return pg.types.getTypeParser(oid, (format ?? 'text') as 'text');
+  },
+};
+
+export function createPool(options: ConnectionOptions): pg.Pool {
+  const schema = options.schema === undefined ? undefined : checkSchemaName(options.schema);
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    types: types as unknown as pg.CustomTypesConfig,
+  });
+  // An idle client loses its connection (PostgreSQL restarting): the pool drops it and emits
+  // 'error' here; without a listener that error would end the process.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    // Queued before any query of whoever checks the client out. The connection string may
+    // carry its own `options`, which would override startup parameters: SET always applies.
+    const settings = [`SET TimeZone TO 'UTC'`, `SET DateStyle TO 'ISO'`];
+    if (schema) settings.push(`SET search_path TO ${schema}`);
+    client.query(settings.join('; ')).catch(() => {
+      // The connection broke at once: the first query on it reports that.
+    });
+  });
+  return pool;
+}
+
+/** PostgreSQL says: run the transaction again (it did nothing). */
+const RETRY_CODES = new Set(['40001', '40P01']);
+const RETRIES = 5;
+
+export interface TransactionOptions {
+  /** Label for error messages ("recording a chunk result"). */
+  what: string;
+}
+
+/**
+ * Runs `fn` in one transaction on a client of its own: BEGIN, fn, COMMIT; ROLLBACK when fn
+ * throws. A serialization failure or deadlock (PostgreSQL rolled the transaction back) runs
+ * it again, a few times, after a short jittered pause: `fn` must be safe to run again.
+ */
+export async function transaction<T>(
+  pool: pg.Pool,
+  what: string,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw storeError(err, what);
+    }
+    let failure: unknown;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      client.release();
+      return result;
+    } catch (err) {
+      failure = err;
+    }
+    let broken = false;
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      broken = true;
+    }
+    // A client whose connection broke is destroyed, never handed out again.
+    client.release(broken || unavailable(failure) ? true : undefined);
+    const code = (failure as { code?: unknown }).code;
+    if (typeof code === 'string' && RETRY_CODES.has(code) && attempt < RETRIES) {
+      await new Promise((resolve) => setTimeout(resolve, 5 * 2 ** attempt * (0.5 + Math.random())));
+      continue;
+    }
+    throw storeError(failure, what);
+  }
+}
+
+/** Connection lost or refused, PostgreSQL shutting down, starting or in recovery. */
+export function unavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH'].includes(
+      code,
+    )
+  )
+    return true;
+  if (code === '57P01' || code === '57P02' || code === '57P03' || code.startsWith('08')) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect|Connection ended/i.test(
+    message,
+  );
+}
+
+/** The store's error for a failure of PostgreSQL (or of the connection to it). */
+export function storeError(err: unknown, what: string): DroplineError {
+  if (err instanceof DroplineError) return err;
+  const e = err as { code?: unknown; message?: unknown; constraint?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  let code: ErrorCode = 'DROPLINE_ERR_STORE';
+  if (unavailable(err)) code = 'DROPLINE_ERR_STORE_UNAVAILABLE';
+  else if (e.code === '23505') code = 'DROPLINE_ERR_STORE_CONFLICT';
+  const pgCode = typeof e.code === 'string' ? ` (${e.code})` : '';
+  return new DroplineError(code, `${what}: ${redactMessage(message)}${pgCode}`, { cause: err });
+}
+
+/** A message with anything that looks like a URL's password removed. */
+function redactMessage(message: string): string {
+  return message.replace(/(postgres(?:ql)?:\/\/[^:/@\s]+):[^@\s]*@/gi, '$1:***@');
+}

@@ -1,0 +1,1404 @@
+// The Store on PostgreSQL: the executor of ./sql.ts. Several workers share one database, so
+// concurrency is the database's: SKIP LOCKED acquisition, a sequence for file numbers,
+// unique constraints with "on conflict, re-read", advisory locks where a decision spans rows
+// (claims of one content, migrations), row locks on a chunk for the decisions about it, and
+// one clock (the database's now(), or the `now` option in tests) for timestamps and leases.
+// Each compound decision is one statement or one transaction with its precondition inside.
+
+import type pg from 'pg';
+import { DroplineError } from '../../errors.ts';
+import { messageIdFor } from '../../plan/ids.ts';
+import {
+  type ChunkDestination,
+  type ChunkInsert,
+  type ChunkRecord,
+  type ChunkResult,
+  type ChunkState,
+  type ClaimedFile,
+  type ClaimOptions,
+  type DeliveryEvent,
+  type DeliveryResult,
+  FINAL_FILE_STATES,
+  type FileCounts,
+  type FilePatch,
+  type FileRecord,
+  type FileState,
+  type ListedIssue,
+  type ListFilesOptions,
+  type NewFile,
+  NOTHING_SENT,
+  type PartOutcome,
+  type PruneStep,
+  type ReadyFile,
+  type RecipientInsert,
+  type RecipientOutcome,
+  type RecipientRecord,
+  type ReportRow,
+  type Store,
+} from '../store.ts';
+import { createPool, type Queryable, storeError, transaction } from './connection.ts';
+import { loadPostgresMigrations } from './migrations.ts';
+import * as S from './sql.ts';
+
+export interface PostgresStoreOptions {
+  connectionString: string;
+  /** The schema the store's tables live in (created by migrate); search_path of every connection. */
+  schema?: string;
+  /** The clock for timestamps and lease expiry (tests); the database's now() by default. */
+  now?: () => Date;
+  poolSize?: number;
+  /** Rows per page when iterating recipients. */
+  pageSize?: number;
+}
+
+type Row = Record<string, unknown>;
+
+const DEFAULT_PAGE = 2000;
+
+// ---------------------------------------------------------------------------------------
+// Rules shared with the SQLite store (to be called from src/store's shared modules).
+// ---------------------------------------------------------------------------------------
+
+/** Recipient ids: file_no * 2^32 + idx, so a file's rows are one id range. */
+const SPAN = 4294967296;
+const MAX_FILE_NO = 2 ** 21;
+
+const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
+  pending: 'pending',
+  inflight: 'pending',
+  accepted: 'sent',
+  rejected: 'rejected',
+  failed: 'failed',
+  in_doubt: 'in_doubt',
+};
+
+/** States of a file being sent now: the same content is DUPLICATE_FILE. */
+const ACTIVE_STATES: readonly FileState[] = ['validating', 'scheduled', 'sending', 'paused', 'partial'];
+/** States of a file sent: a duplicate when submitted or completed since the window's start. */
+const RECENT_STATES: readonly FileState[] = ['submitted', 'completed'];
+
+function storedMessageId(fileId: string, r: RecipientInsert): string | null {
+  if (r.chunkSeq === null) return r.messageId;
+  if (r.generatedMessageId === true) return null;
+  if (r.messageId === null) return '';
+  return r.messageId === messageIdFor(fileId, r.line, r.k) ? null : r.messageId;
+}
+
+function readMessageId(
+  stored: unknown,
+  fileId: string,
+  line: number,
+  k: number,
+  chunkSeq: unknown,
+): string | null {
+  if (chunkSeq === null || chunkSeq === undefined) return strOrNull(stored);
+  if (stored === null || stored === undefined) return messageIdFor(fileId, line, k);
+  const s = str(stored);
+  return s === '' ? null : s;
+}
+
+const GENERATED_PART = /^[1-9][0-9]{0,9}$/;
+
+function parseGenerated(fileId: string, messageId: string): { line: number; k: number } | null {
+  if (
+    messageId.length <= fileId.length + 1 ||
+    !messageId.startsWith(fileId) ||
+    messageId[fileId.length] !== '-'
+  ) {
+    return null;
+  }
+  const rest = messageId.slice(fileId.length + 1).split('-');
+  if (rest.length > 2 || !rest.every((p) => GENERATED_PART.test(p))) return null;
+  return { line: Number(rest[0]), k: rest.length === 2 ? Number(rest[1]) : 0 };
+}
+
+function sentForm(to: string): string {
+  return to.replace(/\D/g, '');
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : String(v);
+}
+function strOrNull(v: unknown): string | null {
+  return v === null || v === undefined ? null : str(v);
+}
+function num(v: unknown): number {
+  return typeof v === 'number' ? v : Number(v);
+}
+function numOrNull(v: unknown): number | null {
+  return v === null || v === undefined ? null : num(v);
+}
+function bool(v: unknown): boolean {
+  return v === true || v === 1 || v === '1' || v === 't';
+}
+function json<T>(v: unknown): T {
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
+}
+
+function toFile(r: Row): FileRecord {
+  const rejectionCode = strOrNull(r.rejection_code);
+  return {
+    fileId: str(r.file_id),
+    source: str(r.source),
+    name: str(r.name),
+    path: str(r.path),
+    sha256: str(r.sha256),
+    bytes: num(r.bytes),
+    state: str(r.state) as FileState,
+    layout: strOrNull(r.layout) as FileRecord['layout'],
+    encoding: strOrNull(r.encoding),
+    separator: strOrNull(r.separator),
+    header: bool(r.header),
+    counts: {
+      records: num(r.records),
+      valid: num(r.valid),
+      invalid: num(r.invalid),
+      duplicates: num(r.duplicates),
+      suppressed: num(r.suppressed),
+      segments: num(r.segments),
+    },
+    rejection:
+      rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
+    reason: strOrNull(r.reason),
+    forced: bool(r.forced),
+    possibleDuplicates: num(r.possible_duplicates),
+    errors: json<ListedIssue[]>(r.errors),
+    createdAt: str(r.created_at),
+    updatedAt: str(r.updated_at),
+    timestamps: json<FileRecord['timestamps']>(r.timestamps),
+    deliveryDeadline: strOrNull(r.delivery_deadline),
+    leaseOwner: strOrNull(r.lease_owner),
+    leaseUntil: strOrNull(r.lease_until),
+    prunedAt: strOrNull(r.pruned_at),
+  };
+}
+
+function toChunk(r: Row): ChunkRecord {
+  return {
+    fileId: str(r.file_id),
+    seq: num(r.seq),
+    size: num(r.size),
+    state: str(r.state) as ChunkState,
+    attempts: num(r.attempts),
+    transactionNumber: strOrNull(r.transaction_number),
+    errorCode: strOrNull(r.error_code),
+    errorMessage: strOrNull(r.error_message),
+    updatedAt: str(r.updated_at),
+  };
+}
+
+function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
+  const line = num(r.line);
+  const k = num(r.k);
+  return {
+    fileId,
+    idx: num(r.id) - base,
+    line,
+    k,
+    number: strOrNull(r.number),
+    value: strOrNull(r.value),
+    messageId: readMessageId(r.message_id, fileId, line, k, r.chunk_seq),
+    text: strOrNull(r.text),
+    chunkSeq: numOrNull(r.chunk_seq),
+    outcome: str(r.outcome) as RecipientOutcome,
+    code: strOrNull(r.code),
+    detail: strOrNull(r.detail),
+    smsCount: numOrNull(r.sms_count),
+    status: str(r.status),
+    transactionNumber: strOrNull(r.transaction_number),
+    updatedAt: str(r.updated_at),
+  };
+}
+
+function toReportRow(r: Row, fileId: string): ReportRow {
+  const line = num(r.line);
+  return {
+    line,
+    number: strOrNull(r.number),
+    value: strOrNull(r.value),
+    messageId: readMessageId(r.message_id, fileId, line, num(r.k), r.chunk_seq),
+    outcome: str(r.outcome) as RecipientOutcome,
+    code: strOrNull(r.code),
+    status: str(r.status),
+    transactionNumber: strOrNull(r.transaction_number),
+    smsCount: numOrNull(r.sms_count),
+    updatedAt: str(r.updated_at),
+    detail: strOrNull(r.detail),
+  };
+}
+
+interface ChunkAggregate {
+  state: ChunkState;
+  chunks: number;
+  size: number;
+  reported: number;
+  delivered: number;
+  unknown: number;
+  reportedFollow: number;
+  reportedSent: number;
+}
+interface OwnOutcomes {
+  outcome: RecipientOutcome;
+  /** The state of the row's chunk (null: no chunk row). */
+  chunkState: ChunkState | null;
+  n: number;
+}
+
+const CHUNK_COUNT_KEY: Record<ChunkState, keyof FileCounts> = {
+  pending: 'chunksPending',
+  inflight: 'chunksInflight',
+  accepted: 'chunksAccepted',
+  rejected: 'chunksRejected',
+  failed: 'chunksFailed',
+  in_doubt: 'chunksInDoubt',
+};
+
+function assembleCounts(
+  base: Omit<FileCounts, keyof typeof NOTHING_SENT>,
+  chunks: readonly ChunkAggregate[],
+  own: readonly OwnOutcomes[],
+): FileCounts {
+  const c: FileCounts = { ...base, ...NOTHING_SENT };
+  const following: Record<ChunkState, number> = {
+    pending: 0,
+    inflight: 0,
+    accepted: 0,
+    rejected: 0,
+    failed: 0,
+    in_doubt: 0,
+  };
+  let reportedSent = 0;
+  for (const a of chunks) {
+    following[a.state] += a.size;
+    c.chunks += a.chunks;
+    c.delivered += a.delivered;
+    c.undelivered += a.reported - a.delivered;
+    c.unknown += a.unknown;
+    reportedSent += a.reportedSent + (a.state === 'accepted' ? a.reportedFollow : 0);
+    (c[CHUNK_COUNT_KEY[a.state]] as number) += a.chunks;
+  }
+  const mine: Partial<Record<RecipientOutcome, number>> = {};
+  for (const o of own) {
+    mine[o.outcome] = (mine[o.outcome] ?? 0) + o.n;
+    if (o.chunkState !== null) following[o.chunkState] -= o.n;
+  }
+  c.submitted = (mine.sent ?? 0) + following.accepted;
+  c.rejected = (mine.rejected ?? 0) + following.rejected;
+  c.failed = (mine.failed ?? 0) + following.failed;
+  c.inDoubt = (mine.in_doubt ?? 0) + following.in_doubt;
+  c.pendingDelivery = c.submitted - reportedSent;
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------
+
+const OUTCOME_OF_CHUNK = S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state');
+const CHUNK_RECIPIENTS = S.chunkRecipientsSql(OUTCOME_OF_CHUNK);
+const RECIPIENT_PAGE = S.recipientPageSql(OUTCOME_OF_CHUNK);
+const REPORT_PAGE = S.reportPageSql(OUTCOME_OF_CHUNK);
+/** Chunk states whose rows still read `pending` (chunkDestinations). */
+const PENDING_CHUNK_STATES = (Object.keys(CHUNK_OUTCOME) as ChunkState[]).filter(
+  (s) => CHUNK_OUTCOME[s] === 'pending',
+);
+
+function patchParams(patch: FilePatch | undefined): Record<string, unknown> {
+  const p = patch ?? {};
+  const flag = (v: unknown): boolean => v !== undefined;
+  return {
+    set_path: flag(p.path),
+    path: p.path ?? null,
+    set_layout: flag(p.layout),
+    layout: p.layout ?? null,
+    set_encoding: flag(p.encoding),
+    encoding: p.encoding ?? null,
+    set_separator: flag(p.separator),
+    separator: p.separator ?? null,
+    set_header: flag(p.header),
+    header: p.header === true,
+    set_counts: flag(p.counts),
+    records: p.counts?.records ?? 0,
+    valid: p.counts?.valid ?? 0,
+    invalid: p.counts?.invalid ?? 0,
+    duplicates: p.counts?.duplicates ?? 0,
+    suppressed: p.counts?.suppressed ?? 0,
+    segments: p.counts?.segments ?? 0,
+    set_rejection: flag(p.rejection),
+    rejection_code: p.rejection?.code ?? null,
+    rejection_message: p.rejection?.message ?? null,
+    set_reason: flag(p.reason),
+    reason: p.reason ?? null,
+    set_errors: flag(p.errors),
+    errors: JSON.stringify(p.errors ?? []),
+    set_deadline: flag(p.deliveryDeadline),
+    deadline: p.deliveryDeadline ?? null,
+    add_pd: p.addPossibleDuplicates ?? 0,
+  };
+}
+
+/** A report and the recipient it names. */
+interface Target {
+  readonly e: DeliveryEvent;
+  /** As the UPDATE returns it: `line-k` (generated) or the messageId (own). */
+  readonly key: string;
+  readonly line: number;
+  readonly k: number;
+}
+
+export class PostgresStore implements Store {
+  /** Versions of the migrations this instance applied (another instance may have applied them). */
+  readonly migrated: number[] = [];
+  private readonly pool: pg.Pool;
+  private readonly clock: (() => Date) | null;
+  private readonly schema: string | null;
+  private readonly pageSize: number;
+  private closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    this.clock = options.now ?? null;
+    this.schema = options.schema ?? null;
+    this.pageSize = options.pageSize ?? DEFAULT_PAGE;
+    this.pool = createPool({
+      connectionString: options.connectionString,
+      ...(options.schema === undefined ? {} : { schema: options.schema }),
+      ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
+    });
+  }
+
+  /** The :now parameter: the injected clock's instant, or NULL for the database's now(). */
+  private now(): string | null {
+    return this.clock ? this.clock().toISOString() : null;
+  }
+
+  private async rows(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<Row[]> {
+    try {
+      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
+      return r.rows as Row[];
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
+  private async count(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<number> {
+    try {
+      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
+      return r.rowCount ?? 0;
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
+  private tx<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return transaction(this.pool, what, fn);
+  }
+
+  // ---- lifecycle ----
+
+  async migrate(): Promise<void> {
+    const migrations = loadPostgresMigrations();
+    const newest = migrations.at(-1)?.version ?? 0;
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw storeError(err, 'migrating');
+    }
+    const lock = { schema: this.schema };
+    let locked = false;
+    try {
+      // One migrator at a time per schema: N workers starting together migrate once.
+      await client.query({ text: S.MIGRATE_LOCK.text, values: S.values(S.MIGRATE_LOCK, lock) });
+      locked = true;
+      if (this.schema) await client.query(S.createSchema(this.schema));
+      await client.query(S.CREATE_MIGRATIONS);
+      const applied = new Set(
+        (await client.query({ text: S.APPLIED.text })).rows.map((r: Row) => num(r.version)),
+      );
+      const newer = [...applied].filter((v) => v > newest);
+      if (newer.length > 0)
+        throw new DroplineError(
+          'DROPLINE_ERR_STORE_SCHEMA',
+          `the database is at schema version ${Math.max(...newer)}, newer than this dropline knows (${newest}): upgrade dropline`,
+        );
+      for (const m of migrations) {
+        if (applied.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query({
+            text: S.RECORD_MIGRATION.text,
+            values: S.values(S.RECORD_MIGRATION, { version: m.version, name: m.name, now: this.now() }),
+          });
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw err;
+        }
+        this.migrated.push(m.version);
+      }
+    } catch (err) {
+      throw storeError(err, 'migrating');
+    } finally {
+      if (locked)
+        await client
+          .query({ text: S.MIGRATE_UNLOCK.text, values: S.values(S.MIGRATE_UNLOCK, lock) })
+          .catch(() => {});
+      client.release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.rows('ping', S.PING, {});
+    await this.probeWrite();
+  }
+
+  async probeWrite(): Promise<void> {
+    try {
+      await this.tx('write probe', async (c) => {
+        await this.rows('write probe', S.PROBE_INSERT, { now: this.now() }, c);
+        await this.rows('write probe', S.PROBE_DELETE, {}, c);
+      });
+    } catch (err) {
+      const e = err as DroplineError;
+      if (e.code === 'DROPLINE_ERR_STORE_UNAVAILABLE') throw err;
+      throw new DroplineError('DROPLINE_ERR_STORE_READONLY', `the database cannot be written: ${e.message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  // ---- files ----
+
+  async registerFile(file: NewFile): Promise<{ file: FileRecord; created: boolean }> {
+    const what = `registering ${file.fileId}`;
+    const key = { source: file.source, path: file.path, sha256: file.sha256, file_id: file.fileId };
+    // Looked up first: an INSERT that conflicts still takes a number of the sequence.
+    const [known] = await this.rows(what, S.REGISTERED, key);
+    if (known) return { file: toFile(known), created: false };
+    const [inserted] = await this.rows(what, S.INSERT_FILE, {
+      ...key,
+      name: file.name,
+      bytes: file.bytes,
+      state: file.state,
+      forced: file.forced === true,
+      rejection_code: null,
+      rejection_message: null,
+      reason: null,
+      now: this.now(),
+    });
+    if (inserted) return { file: toFile(inserted), created: true };
+    // Another writer recorded it meanwhile: its row (the INSERT waited for its commit).
+    const [winner] = await this.rows(what, S.REGISTERED, key);
+    if (!winner) throw new DroplineError('DROPLINE_ERR_STORE_CONFLICT', `${what}: conflict without a row`);
+    return { file: toFile(winner), created: false };
+  }
+
+  async claimFiles(
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    if (files.length === 0) return [];
+    const what = `claiming files of ${source}`;
+    return this.tx(what, async (c) => {
+      const now = this.now();
+      await this.rows(what, S.CLAIM_LOCKS, { source, shas: files.map((f) => f.sha256) }, c);
+      const out: ClaimedFile[] = [];
+      for (const f of files) {
+        const found = await this.rows(
+          what,
+          S.CLAIM_LOOKUP,
+          {
+            source,
+            path: f.path,
+            sha256: f.sha256,
+            force: options.force === true,
+            active: ACTIVE_STATES,
+            recent: RECENT_STATES,
+            since: options.duplicateSince,
+          },
+          c,
+        );
+        const same = found.find((r) => r.kind === 'same');
+        if (same) {
+          out.push({ file: toFile(same), created: false, duplicateOf: null });
+          continue;
+        }
+        const counted = found.find((r) => r.kind === 'count')!;
+        const prior = num(counted.prior);
+        const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
+        const state: FileState = duplicateOf ? 'duplicate' : 'validating';
+        const message = duplicateOf
+          ? `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`
+          : null;
+        const fileId = options.idFor(f.sha256, prior + 1);
+        const [row] = await this.rows(
+          what,
+          S.INSERT_FILE,
+          {
+            file_id: fileId,
+            source,
+            name: f.name,
+            path: f.path,
+            sha256: f.sha256,
+            bytes: f.bytes,
+            state,
+            forced: options.force === true,
+            rejection_code: duplicateOf ? 'DUPLICATE_FILE' : null,
+            rejection_message: message,
+            reason: message,
+            now,
+          },
+          c,
+        );
+        if (row) {
+          out.push({ file: toFile(row), created: true, duplicateOf });
+          continue;
+        }
+        // Recorded meanwhile by a writer that takes no claim lock (registerFile): its row.
+        const [again] = await this.rows(
+          what,
+          S.REGISTERED,
+          { source, path: f.path, sha256: f.sha256, file_id: fileId },
+          c,
+        );
+        if (
+          again &&
+          str(again.source) === source &&
+          str(again.path) === f.path &&
+          str(again.sha256) === f.sha256
+        ) {
+          out.push({ file: toFile(again), created: false, duplicateOf: null });
+          continue;
+        }
+        throw new DroplineError(
+          'DROPLINE_ERR_STORE_CONFLICT',
+          `claiming ${f.path}: fileId ${fileId} already taken`,
+        );
+      }
+      return out;
+    });
+  }
+
+  async setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void> {
+    if (paths.length === 0) return;
+    await this.rows('setting paths', S.SET_PATHS, {
+      file_ids: paths.map((p) => p.fileId),
+      paths: paths.map((p) => p.path),
+      now: this.now(),
+    });
+  }
+
+  async getFile(fileId: string): Promise<FileRecord | null> {
+    const [r] = await this.rows(`reading ${fileId}`, S.FILE_BY_ID, { file_id: fileId });
+    return r ? toFile(r) : null;
+  }
+
+  async listFiles(options: ListFilesOptions = {}): Promise<FileRecord[]> {
+    return (
+      await this.rows('listing files', S.LIST_FILES, {
+        source: options.source ?? null,
+        states: options.states ?? null,
+        before: options.before ?? null,
+        limit: options.limit ?? null,
+      })
+    ).map(toFile);
+  }
+
+  async countBySha(source: string, sha256: string): Promise<number> {
+    const [r] = await this.rows('counting files', S.COUNT_BY_SHA, { source, sha256 });
+    return num(r?.n ?? 0);
+  }
+
+  async transition(
+    fileId: string,
+    to: FileState,
+    options: { from?: readonly FileState[]; owner?: string; patch?: FilePatch } = {},
+  ): Promise<FileRecord | null> {
+    const [r] = await this.rows(`moving ${fileId} to ${to}`, S.PATCH_FILE, {
+      ...patchParams(options.patch),
+      to,
+      now: this.now(),
+      file_id: fileId,
+      from: options.from ?? null,
+      owner: options.owner ?? null,
+    });
+    return r ? toFile(r) : null;
+  }
+
+  async updateFile(fileId: string, patch: FilePatch): Promise<void> {
+    await this.rows(`updating ${fileId}`, S.PATCH_FILE, {
+      ...patchParams(patch),
+      to: null,
+      now: this.now(),
+      file_id: fileId,
+      from: null,
+      owner: null,
+    });
+  }
+
+  // ---- leases ----
+
+  async acquireFile(
+    owner: string,
+    states: readonly FileState[],
+    leaseMs: number,
+  ): Promise<FileRecord | null> {
+    if (states.length === 0) return null;
+    const [r] = await this.rows('acquiring a file', S.ACQUIRE_FILE, {
+      owner,
+      states,
+      lease_ms: leaseMs,
+      now: this.now(),
+    });
+    return r ? toFile(r) : null;
+  }
+
+  async takeLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return (
+      (await this.count(`taking the lease of ${fileId}`, S.TAKE_LEASE, {
+        owner,
+        file_id: fileId,
+        lease_ms: leaseMs,
+        now: this.now(),
+      })) === 1
+    );
+  }
+
+  async renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
+    return (
+      (await this.count(`renewing the lease of ${fileId}`, S.RENEW_LEASE, {
+        owner,
+        file_id: fileId,
+        lease_ms: leaseMs,
+        now: this.now(),
+      })) === 1
+    );
+  }
+
+  async releaseLease(fileId: string, owner: string): Promise<void> {
+    await this.count(`releasing the lease of ${fileId}`, S.RELEASE_LEASE, { owner, file_id: fileId });
+  }
+
+  // ---- recipient ids ----
+
+  /** The file's number (null: unknown file). A number never changes once given. */
+  private async fileNo(fileId: string, on: Queryable = this.pool): Promise<number | null> {
+    const [r] = await this.rows(`reading ${fileId}`, S.FILE_NO, { file_id: fileId }, on);
+    return r ? num(r.file_no) : null;
+  }
+
+  private async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {
+    const n = await this.fileNo(fileId, on);
+    return n === null ? null : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
+  }
+
+  // ---- ingest ----
+
+  async clearRecipients(fileId: string): Promise<void> {
+    const what = `clearing the recipients of ${fileId}`;
+    await this.tx(what, async (c) => {
+      const n = await this.fileNo(fileId, c);
+      if (n !== null) {
+        await this.count(what, S.CLEAR_RECIPIENTS, { lo: n * SPAN, hi: n * SPAN + SPAN - 1 }, c);
+        await this.count(what, S.CLEAR_SPANS, { file_no: n }, c);
+      }
+      await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
+    });
+  }
+
+  async insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    const what = `recording recipients of ${fileId}`;
+    for (const r of rows) {
+      if (!(Number.isInteger(r.idx) && r.idx >= 0 && r.idx < SPAN))
+        throw new DroplineError('DROPLINE_ERR_STORE', `${what}: idx ${r.idx} out of range`);
+    }
+    const n = rows.length;
+    const ids: number[] = new Array(n);
+    const lines: number[] = new Array(n);
+    const ks: number[] = new Array(n);
+    const numbers: (string | null)[] = new Array(n);
+    const vals: (string | null)[] = new Array(n);
+    const messageIds: (string | null)[] = new Array(n);
+    const texts: (string | null)[] = new Array(n);
+    const chunkSeqs: (number | null)[] = new Array(n);
+    const outcomes: string[] = new Array(n);
+    const codes: (string | null)[] = new Array(n);
+    const details: (string | null)[] = new Array(n);
+    const smsCounts: (number | null)[] = new Array(n);
+    // each chunk's id range in this batch (idx; made ids below)
+    const spans = new Map<number, [number, number]>();
+    for (let i = 0; i < n; i++) {
+      const r = rows[i]!;
+      lines[i] = r.line;
+      ks[i] = r.k;
+      numbers[i] = r.number;
+      vals[i] = r.value;
+      messageIds[i] = storedMessageId(fileId, r);
+      texts[i] = r.text;
+      chunkSeqs[i] = r.chunkSeq;
+      outcomes[i] = r.outcome;
+      codes[i] = r.code;
+      details[i] = r.detail;
+      smsCounts[i] = r.smsCount;
+      if (r.chunkSeq !== null) {
+        const span = spans.get(r.chunkSeq);
+        if (!span) spans.set(r.chunkSeq, [r.idx, r.idx]);
+        else {
+          if (r.idx < span[0]) span[0] = r.idx;
+          if (r.idx > span[1]) span[1] = r.idx;
+        }
+      }
+    }
+    await this.tx(what, async (c) => {
+      // The file's number as committed, read inside the write: its rows are its own.
+      const fileNo = await this.fileNo(fileId, c);
+      if (fileNo === null)
+        throw new DroplineError('DROPLINE_ERR_STORE', `recipients of unknown file ${fileId}`);
+      if (fileNo >= MAX_FILE_NO)
+        throw new DroplineError('DROPLINE_ERR_STORE', `file number ${fileNo} out of range`);
+      const base = fileNo * SPAN;
+      for (let i = 0; i < n; i++) ids[i] = base + rows[i]!.idx;
+      await this.count(
+        what,
+        S.INSERT_RECIPIENTS,
+        {
+          ids,
+          lines,
+          ks,
+          numbers,
+          vals,
+          message_ids: messageIds,
+          texts,
+          chunk_seqs: chunkSeqs,
+          outcomes,
+          codes,
+          details,
+          sms_counts: smsCounts,
+          now: this.now(),
+        },
+        c,
+      );
+      if (spans.size > 0) {
+        const seqs = [...spans.keys()];
+        await this.count(
+          what,
+          S.UPSERT_SPANS,
+          {
+            file_no: fileNo,
+            seqs,
+            firsts: seqs.map((s) => base + spans.get(s)![0]),
+            lasts: seqs.map((s) => base + spans.get(s)![1]),
+          },
+          c,
+        );
+      }
+    });
+  }
+
+  async insertChunks(fileId: string, chunks: readonly ChunkInsert[]): Promise<void> {
+    if (chunks.length === 0) return;
+    await this.count(`recording chunks of ${fileId}`, S.INSERT_CHUNKS, {
+      file_id: fileId,
+      seqs: chunks.map((c) => c.seq),
+      sizes: chunks.map((c) => c.size),
+      now: this.now(),
+    });
+  }
+
+  // ---- sending ----
+
+  async listChunks(fileId: string, states?: readonly ChunkState[]): Promise<ChunkRecord[]> {
+    return (
+      await this.rows(`reading the chunks of ${fileId}`, S.LIST_CHUNKS, {
+        file_id: fileId,
+        states: states ?? null,
+      })
+    ).map(toChunk);
+  }
+
+  async chunkRecipients(
+    fileId: string,
+    seq: number,
+    outcomes?: readonly RecipientOutcome[],
+  ): Promise<RecipientRecord[]> {
+    const rows = await this.rows(`reading chunk ${seq} of ${fileId}`, CHUNK_RECIPIENTS, {
+      file_id: fileId,
+      seq,
+      outcomes: outcomes ?? null,
+    });
+    if (rows.length === 0) return [];
+    const base = Math.floor(num(rows[0]!.id) / SPAN) * SPAN;
+    return rows.map((r) => toRecipient(r, fileId, base));
+  }
+
+  async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
+    let rows: unknown[][];
+    try {
+      const s = S.CHUNK_DESTINATIONS;
+      rows = (
+        await this.pool.query({
+          name: s.name,
+          text: s.text,
+          values: S.values(s, { file_id: fileId, seq, pending_states: PENDING_CHUNK_STATES }),
+          rowMode: 'array',
+        })
+      ).rows as unknown[][];
+    } catch (err) {
+      throw storeError(err, `reading chunk ${seq} of ${fileId}`);
+    }
+    const out: ChunkDestination[] = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      const stored = r[1];
+      // '' (a valid recipient recorded without a messageId) reads back as before: a string.
+      const messageId = stored === null ? messageIdFor(fileId, num(r[3]), num(r[4])) : str(stored);
+      out[i] = { number: str(r[0]), messageId, text: strOrNull(r[2]) };
+    }
+    return out;
+  }
+
+  async setChunkState(
+    fileId: string,
+    seq: number,
+    to: ChunkState,
+    from: readonly ChunkState[],
+  ): Promise<boolean> {
+    return (
+      (await this.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, {
+        to,
+        from,
+        file_id: fileId,
+        seq,
+        now: this.now(),
+      })) === 1
+    );
+  }
+
+  async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
+    const what = `recording the result of chunk ${seq} of ${fileId}`;
+    return this.tx(what, async (c) => {
+      const now = this.now();
+      const [span] = await this.rows(what, S.LOCK_CHUNK, { file_id: fileId, seq }, c);
+      const lo = span?.first_id == null ? 1 : num(span.first_id);
+      const hi = span?.last_id == null ? 0 : num(span.last_id);
+      const at = { file_id: fileId, seq, lo, hi };
+      const doubtParts = result.parts.filter(
+        (p) => p.outcome === 'in_doubt' && (p.wholeChunk === true || p.messageIds.length > 0),
+      );
+      const parts = [...result.parts];
+      if (result.state === 'in_doubt' && doubtParts.length === 0) {
+        // A chunk in doubt without in-doubt parts: the whole chunk's unanswered recipients are.
+        parts.push({
+          messageIds: [],
+          outcome: 'in_doubt',
+          code: result.errorCode,
+          detail: result.errorMessage,
+        });
+      }
+      let settled = false;
+      let doubtful = false;
+      const settle = async (part: PartOutcome, reportedAlready: () => Promise<boolean>) => {
+        let outcome: RecipientOutcome = part.outcome;
+        if (outcome === 'in_doubt') {
+          if (await reportedAlready()) {
+            outcome = 'sent';
+            settled = true;
+          } else doubtful = true;
+        }
+        const proven = outcome === 'sent' && part.outcome === 'in_doubt';
+        return {
+          outcome,
+          code: proven ? null : (part.code ?? null),
+          detail: proven ? null : (part.detail ?? null),
+          tn: part.transactionNumber ?? null,
+        };
+      };
+      const reported = async (s: S.Statement, ids: string[] | null) =>
+        (await this.rows(what, s, { ...at, ids }, c)).length > 0;
+      let wholePart: Awaited<ReturnType<typeof settle>> | null = null;
+      for (const part of parts) {
+        if (part.wholeChunk === true) {
+          wholePart = await settle(part, () => reported(S.REPORTED_WHOLE, null));
+          continue;
+        }
+        if (part.messageIds.length === 0) {
+          if (part.outcome === 'in_doubt') await settle(part, () => reported(S.REPORTED_PART, null));
+          continue;
+        }
+        const set = await settle(part, () => reported(S.REPORTED_PART, part.messageIds));
+        await this.count(what, S.SET_PART, { ...at, ...set, ids: part.messageIds, now }, c);
+      }
+      const state: ChunkState =
+        result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
+      const cleared = state !== result.state;
+      const code = cleared ? null : (result.errorCode ?? null);
+      const message = cleared ? null : (result.errorMessage ?? null);
+      const chunk = {
+        ...at,
+        state,
+        attempts: result.attempts,
+        chunk_tn: result.transactionNumber ?? null,
+        error_code: code,
+        error_message: message,
+        now,
+      };
+      if (wholePart) {
+        const follows =
+          wholePart.outcome === CHUNK_OUTCOME[state] &&
+          wholePart.code === code &&
+          wholePart.detail === message &&
+          (wholePart.tn === null || wholePart.tn === (result.transactionNumber ?? null));
+        if (follows) await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE, chunk, c);
+        else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...wholePart }, c);
+      } else await this.count(what, S.FINISH_CHUNK, chunk, c);
+      return state;
+    });
+  }
+
+  async markInflightInDoubt(fileId: string): Promise<number> {
+    const what = `marking the inflight chunks of ${fileId} in doubt`;
+    return this.tx(what, async (c) => {
+      const seqs = (await this.rows(what, S.LOCK_INFLIGHT, { file_id: fileId }, c)).map((r) => num(r.seq));
+      if (seqs.length === 0) return 0;
+      const fileNo = await this.fileNo(fileId, c);
+      // Read after the lock: a report recorded before it proves its chunk was accepted.
+      const proven = new Set(
+        fileNo === null
+          ? []
+          : (await this.rows(what, S.CHUNKS_REPORTED, { file_no: fileNo, seqs }, c)).map((r) => num(r.seq)),
+      );
+      await this.count(
+        what,
+        S.SET_INFLIGHT_STATES,
+        {
+          file_id: fileId,
+          file_no: fileNo ?? -1,
+          seqs,
+          states: seqs.map((s): ChunkState => (proven.has(s) ? 'accepted' : 'in_doubt')),
+          now: this.now(),
+        },
+        c,
+      );
+      return seqs.length;
+    });
+  }
+
+  async requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number> {
+    // Only recipients the service did not take go back: a failed chunk may hold sent ones.
+    const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
+    const [r] = await this.rows(`requeueing chunks of ${fileId}`, S.REQUEUE_CHUNKS, {
+      file_id: fileId,
+      states,
+      outcomes,
+      now: this.now(),
+    });
+    return num(r?.n ?? 0);
+  }
+
+  // ---- delivery reports ----
+
+  async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
+    const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
+    if (events.length === 0) return result;
+    const what = 'recording delivery reports';
+    const files = await this.tx(what, async (c) => {
+      const now = this.now();
+      const files: string[] = [];
+      const inserted = await this.rows(
+        what,
+        S.INSERT_EVENTS,
+        {
+          tns: events.map((e) => e.transactionNumber),
+          tos: events.map((e) => e.to),
+          message_ids: events.map((e) => e.messageId),
+          bulk_ids: events.map((e) => e.bulkId),
+          callbacks: events.map((e) => e.callbackData),
+          sms_counts: events.map((e) => e.smsCount),
+          statuses: events.map((e) => e.status),
+          received: events.map((e) => e.receivedAt),
+          now,
+        },
+        c,
+      );
+      // The new ones, in order (of two alike in the batch, the first is the one kept).
+      let fresh: DeliveryEvent[];
+      if (inserted.length === events.length) fresh = [...events];
+      else {
+        const keys = new Set(inserted.map((r) => `${str(r.transaction_number)}\n${str(r.to_number)}`));
+        fresh = events.filter((e) => keys.delete(`${e.transactionNumber}\n${e.to}`));
+      }
+      result.recorded = fresh.length;
+      result.duplicates = events.length - fresh.length;
+      const byFile = new Map<string, DeliveryEvent[]>();
+      for (const e of fresh) {
+        const list = byFile.get(e.bulkId);
+        if (list) list.push(e);
+        else byFile.set(e.bulkId, [e]);
+      }
+      const orphans: DeliveryEvent[] = [];
+      const fileNos = new Map<string, number>();
+      if (byFile.size > 0) {
+        for (const r of await this.rows(what, S.FILE_NOS, { file_ids: [...byFile.keys()] }, c))
+          fileNos.set(str(r.file_id), num(r.file_no));
+      }
+      for (const [fileId, list] of byFile) {
+        const fileNo = fileNos.get(fileId);
+        if (fileNo === undefined) {
+          orphans.push(...list);
+          continue;
+        }
+        const unmatched = await this.applyDeliveries(c, fileId, fileNo, list, now);
+        orphans.push(...unmatched);
+        if (unmatched.length < list.length) files.push(fileId);
+      }
+      if (orphans.length > 0)
+        await this.count(
+          what,
+          S.MARK_ORPHANS,
+          { tns: orphans.map((e) => e.transactionNumber), tos: orphans.map((e) => e.to) },
+          c,
+        );
+      result.orphans = orphans.length;
+      return files;
+    });
+    result.fileIds = files;
+    return result;
+  }
+
+  /**
+   * Inside the transaction: one file's new events onto its recipients, then what they prove.
+   * A generated messageId is looked up by (line, k), an own one by itself ('' matches nobody).
+   * Returns the events that matched no recipient.
+   */
+  private async applyDeliveries(
+    c: pg.PoolClient,
+    fileId: string,
+    fileNo: number,
+    events: readonly DeliveryEvent[],
+    now: string | null,
+  ): Promise<DeliveryEvent[]> {
+    const what = `recording delivery reports of ${fileId}`;
+    const lo = fileNo * SPAN;
+    const hi = lo + SPAN - 1;
+    const generated: Target[] = [];
+    const own: DeliveryEvent[] = [];
+    const unmatched: DeliveryEvent[] = [];
+    for (const e of events) {
+      const at = parseGenerated(fileId, e.messageId);
+      if (at) generated.push({ e, key: `${at.line}-${at.k}`, line: at.line, k: at.k });
+      else if (e.messageId !== '') own.push(e);
+      else unmatched.push(e);
+    }
+    // The chunks first, in seq order (LOCK_REPORTED_CHUNKS); a generated-looking id may be
+    // an own one, so every non-empty id is looked up as an own one too.
+    const ownLike = events.filter((e) => e.messageId !== '');
+    await this.rows(
+      what,
+      S.LOCK_REPORTED_CHUNKS,
+      {
+        file_id: fileId,
+        lo,
+        hi,
+        lines: generated.map((t) => t.line),
+        ks: generated.map((t) => t.k),
+        gen_numbers: generated.map((t) => sentForm(t.e.to)),
+        message_ids: ownLike.map((e) => e.messageId),
+        own_numbers: ownLike.map((e) => sentForm(e.to)),
+      },
+      c,
+    );
+    const rows: Row[] = [];
+    // A generated-looking id that names no valid row may be a file's own id.
+    for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows)) own.push(t.e);
+    const byId = own.map((e): Target => ({ e, key: e.messageId, line: 0, k: 0 }));
+    for (const t of await this.deliver(c, 'own', byId, lo, hi, now, rows)) unmatched.push(t.e);
+    await this.settleByReports(c, fileId, fileNo, rows, now);
+    return unmatched;
+  }
+
+  /**
+   * One UPDATE per round of targets; a recipient named twice in one batch is updated once per
+   * report, in order (rounds), as one UPDATE would apply only one of them. Returns the targets
+   * that matched no row; appends the rows changed to `rows`.
+   */
+  private async deliver(
+    c: pg.PoolClient,
+    kind: 'generated' | 'own',
+    targets: readonly Target[],
+    lo: number,
+    hi: number,
+    now: string | null,
+    rows: Row[],
+  ): Promise<Target[]> {
+    const missed: Target[] = [];
+    let round = targets;
+    while (round.length > 0) {
+      const keys = new Set<string>();
+      const current: Target[] = [];
+      const later: Target[] = [];
+      for (const t of round) {
+        if (keys.has(t.key)) later.push(t);
+        else {
+          keys.add(t.key);
+          current.push(t);
+        }
+      }
+      const common = {
+        lo,
+        hi,
+        now,
+        statuses: current.map((t) => t.e.status),
+        sms_counts: current.map((t) => t.e.smsCount),
+        tns: current.map((t) => t.e.transactionNumber),
+        numbers: current.map((t) => sentForm(t.e.to)),
+      };
+      const found =
+        kind === 'generated'
+          ? await this.rows(
+              'recording delivery reports',
+              S.DELIVER_GENERATED,
+              { ...common, lines: current.map((t) => t.line), ks: current.map((t) => t.k) },
+              c,
+            )
+          : await this.rows(
+              'recording delivery reports',
+              S.DELIVER_OWN,
+              { ...common, message_ids: current.map((t) => t.e.messageId) },
+              c,
+            );
+      rows.push(...found);
+      // A key names at most one sent recipient: as many rows as targets is every one found.
+      if (found.length < current.length) {
+        const matched = new Set(found.map((r) => str(r.key)));
+        for (const t of current) if (!matched.has(t.key)) missed.push(t);
+      }
+      round = later;
+    }
+    return missed;
+  }
+
+  /**
+   * What the reported rows prove: the request that carried a reported recipient reached the
+   * service. Chunks with a reported row that follows it or is in doubt are looked at; rows
+   * already `sent` (an accepted part of a mixed chunk) prove nothing more.
+   */
+  private async settleByReports(
+    c: pg.PoolClient,
+    fileId: string,
+    fileNo: number,
+    rows: readonly Row[],
+    now: string | null,
+  ): Promise<void> {
+    const seqs = new Set<number>();
+    const doubt = new Set<number>();
+    for (const r of rows) {
+      if (r.chunk_seq === null || r.chunk_seq === undefined) continue;
+      const follows = r.outcome === 'pending' && r.code === null;
+      if (r.outcome !== 'in_doubt' && !follows) continue;
+      const seq = num(r.chunk_seq);
+      seqs.add(seq);
+      if (r.outcome === 'in_doubt') doubt.add(seq);
+    }
+    if (seqs.size === 0) return;
+    await this.count(
+      `recording delivery reports of ${fileId}`,
+      S.SETTLE_BY_REPORTS,
+      { file_id: fileId, file_no: fileNo, seqs: [...seqs], doubt_seqs: [...doubt], now },
+      c,
+    );
+  }
+
+  async expireDeliveries(fileId: string): Promise<number> {
+    const range = await this.range(fileId);
+    if (!range) return 0;
+    return this.count(`expiring deliveries of ${fileId}`, S.EXPIRE_DELIVERIES, {
+      ...range,
+      file_id: fileId,
+      now: this.now(),
+    });
+  }
+
+  // ---- retention ----
+
+  async prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep> {
+    const maxRows = Math.max(1, Math.trunc(options.maxRows));
+    const what = 'pruning';
+    return this.tx(what, async (c): Promise<PruneStep> => {
+      const now = this.now();
+      const step: PruneStep = {
+        fileId: null,
+        marked: false,
+        fileDone: false,
+        recipients: 0,
+        events: 0,
+        idle: false,
+      };
+      // A file being pruned first, else the oldest finished file past the cutoff.
+      let [row] = await this.rows(what, S.PRUNING_FILE, {}, c);
+      if (!row) {
+        [row] = await this.rows(
+          what,
+          S.PRUNABLE_FILE,
+          { states: FINAL_FILE_STATES, before: options.finishedBefore },
+          c,
+        );
+        if (row) {
+          const fileId = str(row.file_id);
+          // Its counts as they are now: what status shows once its rows are gone.
+          const counts = await this.countsOn(c, fileId);
+          await this.count(what, S.MARK_PRUNED, { file_id: fileId, counts: JSON.stringify(counts), now }, c);
+          step.marked = true;
+        }
+      }
+      if (!row) {
+        // No file left: orphan reports recorded before the cutoff, a batch at a time.
+        step.events = await this.count(
+          what,
+          S.PRUNE_ORPHANS,
+          { before: options.finishedBefore, max_rows: maxRows },
+          c,
+        );
+        step.idle = step.events < maxRows;
+        return step;
+      }
+      const fileId = str(row.file_id);
+      const n = num(row.file_no);
+      step.fileId = fileId;
+      const tns = new Set<string>();
+      const deleted = await this.rows(
+        what,
+        S.PRUNE_RECIPIENTS,
+        { lo: n * SPAN, hi: n * SPAN + SPAN - 1, max_rows: maxRows },
+        c,
+      );
+      step.recipients = deleted.length;
+      for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
+      if (step.recipients < maxRows) {
+        for (const r of await this.rows(what, S.CHUNK_TNS, { file_id: fileId }, c))
+          tns.add(str(r.transaction_number));
+        await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
+        await this.count(what, S.CLEAR_SPANS, { file_no: n }, c);
+        await this.count(what, S.PRUNE_DONE, { file_id: fileId }, c);
+        step.fileDone = true;
+      }
+      if (tns.size > 0)
+        step.events = await this.count(what, S.PRUNE_EVENTS, { tns: [...tns], file_id: fileId }, c);
+      return step;
+    });
+  }
+
+  // ---- progress and reports ----
+
+  async counts(fileId: string): Promise<FileCounts> {
+    return this.countsOn(this.pool, fileId);
+  }
+
+  /** counts() on a connection (prune reads them inside its transaction). */
+  private async countsOn(on: Queryable, fileId: string): Promise<FileCounts> {
+    const what = `counting ${fileId}`;
+    const [file] = await this.rows(what, S.COUNTS_FILE, { file_id: fileId }, on);
+    if (file?.pruned_counts != null) return json<FileCounts>(file.pruned_counts);
+    const base = {
+      records: num(file?.records ?? 0),
+      valid: num(file?.valid ?? 0),
+      invalid: num(file?.invalid ?? 0),
+      duplicates: num(file?.duplicates ?? 0),
+      suppressed: num(file?.suppressed ?? 0),
+      segments: num(file?.segments ?? 0),
+    };
+    if (!file) return { ...base, ...NOTHING_SENT };
+    const n = num(file.file_no);
+    const chunks: ChunkAggregate[] = [];
+    const own: OwnOutcomes[] = [];
+    for (const r of await this.rows(
+      what,
+      S.COUNTS_ROWS,
+      { file_id: fileId, file_no: n, lo: n * SPAN, hi: n * SPAN + SPAN - 1 },
+      on,
+    )) {
+      if (r.kind === 'chunk')
+        chunks.push({
+          state: str(r.state) as ChunkState,
+          chunks: num(r.n),
+          size: num(r.size),
+          reported: num(r.reported),
+          delivered: num(r.delivered),
+          unknown: num(r.unknown),
+          reportedFollow: num(r.reported_follow),
+          reportedSent: num(r.reported_sent),
+        });
+      else
+        own.push({
+          outcome: str(r.outcome) as RecipientOutcome,
+          chunkState: r.state === null ? null : (str(r.state) as ChunkState),
+          n: num(r.n),
+        });
+    }
+    return assembleCounts(base, chunks, own);
+  }
+
+  async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
+    const range = await this.range(fileId);
+    if (!range) return;
+    let after = range.lo - 1;
+    for (;;) {
+      // Keyset paging: each page is its own short read; no cursor stays open while the
+      // consumer writes a report.
+      const rows = await this.rows(`reading the report of ${fileId}`, REPORT_PAGE, {
+        file_id: fileId,
+        after,
+        hi: range.hi,
+        limit: this.pageSize,
+      });
+      if (rows.length > 0) {
+        yield rows.map((r) => toReportRow(r, fileId));
+        after = num(rows.at(-1)!.id);
+      }
+      if (rows.length < this.pageSize) return;
+    }
+  }
+
+  async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {
+    for await (const page of this.recipientPages(fileId, outcomes)) yield* page;
+  }
+
+  async *recipientPages(
+    fileId: string,
+    outcomes?: readonly RecipientOutcome[],
+  ): AsyncGenerator<RecipientRecord[]> {
+    const range = await this.range(fileId);
+    if (!range) return;
+    let after = range.lo - 1;
+    for (;;) {
+      const rows = await this.rows(`reading the recipients of ${fileId}`, RECIPIENT_PAGE, {
+        file_id: fileId,
+        after,
+        hi: range.hi,
+        outcomes: outcomes ?? null,
+        limit: this.pageSize,
+      });
+      if (rows.length > 0) {
+        yield rows.map((r) => toRecipient(r, fileId, range.lo));
+        after = num(rows.at(-1)!.id);
+      }
+      if (rows.length < this.pageSize) return;
+    }
+  }
+}

@@ -1,0 +1,570 @@
+// The SQL of the PostgreSQL store, and nothing else (pg-boss's plans.ts): constants and
+// builders of statement text; postgres-store.ts executes them. Parameters are named
+// (`:name`, compiled to $n once per statement); `:now` is the store's clock, or NULL for
+// the database's own (NOW below), so timestamps and lease expiry come from one clock.
+//
+// Every name is unqualified: search_path is the store's schema on each connection.
+
+import type { ChunkState, RecipientOutcome } from '../store.ts';
+
+/** A statement with named parameters compiled to PostgreSQL's $n. */
+export interface Statement {
+  /** Name of the server-side prepared statement (one per text). */
+  readonly name: string;
+  readonly text: string;
+  /** Parameter names in $n order. */
+  readonly params: readonly string[];
+}
+
+let statements = 0;
+
+/** Compiles `:name` parameters (never `::type` casts) into $1, $2… in order of first use. */
+export function statement(sql: string): Statement {
+  const params: string[] = [];
+  const text = sql.replace(/(?<![:\w]):([a-z_][a-z0-9_]*)/g, (_, name: string) => {
+    let i = params.indexOf(name);
+    if (i < 0) i = params.push(name) - 1;
+    return `$${i + 1}`;
+  });
+  return { name: `dropline_${++statements}`, text, params };
+}
+
+/** The values of a statement's parameters, in $n order; a missing one is an error, not NULL. */
+export function values(s: Statement, params: Record<string, unknown>): unknown[] {
+  return s.params.map((p) => {
+    const v = params[p];
+    if (v === undefined) throw new Error(`statement parameter :${p} missing`);
+    return v;
+  });
+}
+
+/** The store's clock, or the database's when :now is NULL. */
+const NOW = 'coalesce(:now::timestamptz, now())';
+/** A lease of :lease_ms from now. */
+const LEASE_UNTIL = `${NOW} + :lease_ms * interval '1 millisecond'`;
+
+// ---- migrations ----
+
+/** One key for every migrator of this schema (advisory locks are per database). */
+export const MIGRATE_LOCK = statement(
+  `SELECT pg_advisory_lock(hashtext('dropline.migrate'), hashtext(coalesce(:schema::text, current_schema(), '')))`,
+);
+export const MIGRATE_UNLOCK = statement(
+  `SELECT pg_advisory_unlock(hashtext('dropline.migrate'), hashtext(coalesce(:schema::text, current_schema(), '')))`,
+);
+export const createSchema = (schema: string) => `CREATE SCHEMA IF NOT EXISTS ${schema}`;
+export const CREATE_MIGRATIONS = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`;
+/** Applied versions (negative ones are write probes). */
+export const APPLIED = statement('SELECT version FROM schema_migrations WHERE version > 0 ORDER BY version');
+export const RECORD_MIGRATION = statement(
+  `INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, ${NOW})`,
+);
+export const PING = statement('SELECT count(*) AS n FROM schema_migrations');
+/** A row of this connection's own (two probes at once never collide), written and deleted. */
+export const PROBE_INSERT = statement(
+  `INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1 - pg_backend_pid(), 'write-probe', ${NOW})`,
+);
+export const PROBE_DELETE = statement('DELETE FROM schema_migrations WHERE version = -1 - pg_backend_pid()');
+
+// ---- files ----
+
+export const FILE_BY_ID = statement('SELECT * FROM files WHERE file_id = :file_id');
+
+/** The record registerFile finds: this very (source, path, content), else the same fileId. */
+export const REGISTERED = statement(
+  `SELECT * FROM files WHERE (source = :source AND path = :path AND sha256 = :sha256) OR file_id = :file_id
+   ORDER BY file_id = :file_id LIMIT 1`,
+);
+
+const INSERT_FILE_COLUMNS = `file_id, source, name, path, sha256, bytes, state, forced, rejection_code,
+  rejection_message, reason, created_at, updated_at, timestamps`;
+const INSERT_FILE_VALUES = `:file_id, :source, :name, :path, :sha256, :bytes, :state, :forced, :rejection_code,
+  :rejection_message, :reason, ${NOW}, ${NOW}, jsonb_build_object(:state::text, iso_time(${NOW}))`;
+
+/** Nothing on any conflict (same place and content, same fileId): the caller re-reads. */
+export const INSERT_FILE = statement(
+  `INSERT INTO files (${INSERT_FILE_COLUMNS}) VALUES (${INSERT_FILE_VALUES}) ON CONFLICT DO NOTHING RETURNING *`,
+);
+
+/**
+ * claimFiles serialises decisions on one content of one source (its generation number, the
+ * duplicate check) across workers: every (source, sha256) of the batch, in one order so two
+ * batches never wait for each other in a cycle.
+ */
+export const CLAIM_LOCKS = statement(
+  `SELECT pg_advisory_xact_lock(hashtext(:source::text), hashtext(s.sha))
+   FROM (SELECT DISTINCT sha FROM unnest(:shas::text[]) AS sha ORDER BY sha) AS s`,
+);
+
+/**
+ * claimFiles' view of one ready file: a row `same` when this very file was recorded, and a
+ * row `count` with the number of files of this content (prior) and, unless forced, the file
+ * it would duplicate (its columns; file_id NULL when none): `active` states, or `recent` ones
+ * submitted or completed since :since.
+ */
+export const CLAIM_LOOKUP = statement(
+  `SELECT 'same' AS kind, 0::bigint AS prior, f.* FROM files f
+     WHERE f.source = :source AND f.path = :path AND f.sha256 = :sha256
+   UNION ALL
+   SELECT 'count', c.n, d.* FROM (SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = :sha256) c
+   LEFT JOIN LATERAL (
+     SELECT * FROM files
+     WHERE source = :source AND sha256 = :sha256 AND NOT :force::boolean
+       AND (state = ANY(:active::text[])
+            OR (state = ANY(:recent::text[])
+                AND (timestamps->>'submitted' >= :since::text OR timestamps->>'completed' >= :since::text)))
+     ORDER BY created_at DESC, file_no DESC LIMIT 1) d ON true`,
+);
+
+export const SET_PATHS = statement(
+  `UPDATE files f SET path = v.path, updated_at = ${NOW}
+   FROM unnest(:file_ids::text[], :paths::text[]) AS v(file_id, path) WHERE f.file_id = v.file_id`,
+);
+
+export const LIST_FILES = statement(
+  `SELECT * FROM files
+   WHERE (:source::text IS NULL OR source = :source::text)
+     AND (:states::text[] IS NULL OR state = ANY(:states::text[]))
+     AND (:before::text IS NULL
+          OR (created_at, file_no) < (SELECT created_at, file_no FROM files WHERE file_id = :before::text))
+   ORDER BY created_at DESC, file_no DESC LIMIT :limit::bigint`,
+);
+
+export const COUNT_BY_SHA = statement(
+  'SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = :sha256',
+);
+
+/**
+ * Every transition and update: each patch field has a "set" flag, so one prepared statement
+ * serves any patch, and the precondition (state, lease owner) sits in the same UPDATE.
+ */
+export const PATCH_FILE = statement(
+  `UPDATE files SET
+  state = coalesce(:to::text, state),
+  timestamps = CASE WHEN :to::text IS NULL OR timestamps ? :to::text THEN timestamps
+    ELSE timestamps || jsonb_build_object(:to::text, iso_time(${NOW})) END,
+  path = CASE WHEN :set_path::boolean THEN :path::text ELSE path END,
+  layout = CASE WHEN :set_layout::boolean THEN :layout::text ELSE layout END,
+  encoding = CASE WHEN :set_encoding::boolean THEN :encoding::text ELSE encoding END,
+  separator = CASE WHEN :set_separator::boolean THEN :separator::text ELSE separator END,
+  header = CASE WHEN :set_header::boolean THEN :header::boolean ELSE header END,
+  records = CASE WHEN :set_counts::boolean THEN :records::bigint ELSE records END,
+  valid = CASE WHEN :set_counts::boolean THEN :valid::bigint ELSE valid END,
+  invalid = CASE WHEN :set_counts::boolean THEN :invalid::bigint ELSE invalid END,
+  duplicates = CASE WHEN :set_counts::boolean THEN :duplicates::bigint ELSE duplicates END,
+  suppressed = CASE WHEN :set_counts::boolean THEN :suppressed::bigint ELSE suppressed END,
+  segments = CASE WHEN :set_counts::boolean THEN :segments::bigint ELSE segments END,
+  rejection_code = CASE WHEN :set_rejection::boolean THEN :rejection_code::text ELSE rejection_code END,
+  rejection_message = CASE WHEN :set_rejection::boolean THEN :rejection_message::text ELSE rejection_message END,
+  reason = CASE WHEN :set_reason::boolean THEN :reason::text ELSE reason END,
+  errors = CASE WHEN :set_errors::boolean THEN :errors::jsonb ELSE errors END,
+  delivery_deadline = CASE WHEN :set_deadline::boolean THEN :deadline::timestamptz ELSE delivery_deadline END,
+  possible_duplicates = possible_duplicates + :add_pd::bigint,
+  updated_at = ${NOW}
+WHERE file_id = :file_id
+  AND (:from::text[] IS NULL OR state = ANY(:from::text[]))
+  AND (:owner::text IS NULL OR lease_owner = :owner::text)
+RETURNING *`,
+);
+
+// ---- leases ----
+
+/**
+ * The pick and the take in one statement. SKIP LOCKED: concurrent callers each lock a
+ * different candidate instead of queueing behind the oldest one and coming back empty; the
+ * lease condition is checked again on the row as locked (another worker may have just
+ * committed its lease).
+ */
+export const ACQUIRE_FILE = statement(
+  `UPDATE files SET lease_owner = :owner, lease_until = ${LEASE_UNTIL}
+   WHERE file_id = (
+       SELECT file_id FROM files
+       WHERE state = ANY(:states::text[]) AND (lease_owner IS NULL OR lease_until <= ${NOW})
+       ORDER BY updated_at, file_id LIMIT 1
+       FOR UPDATE SKIP LOCKED)
+     AND (lease_owner IS NULL OR lease_until <= ${NOW})
+   RETURNING *`,
+);
+
+export const TAKE_LEASE = statement(
+  `UPDATE files SET lease_owner = :owner::text, lease_until = ${LEASE_UNTIL}
+   WHERE file_id = :file_id AND (lease_owner IS NULL OR lease_until <= ${NOW} OR lease_owner = :owner::text)`,
+);
+
+export const RENEW_LEASE = statement(
+  `UPDATE files SET lease_until = ${LEASE_UNTIL} WHERE file_id = :file_id AND lease_owner = :owner`,
+);
+
+export const RELEASE_LEASE = statement(
+  'UPDATE files SET lease_owner = NULL, lease_until = NULL WHERE file_id = :file_id AND lease_owner = :owner',
+);
+
+// ---- recipient ids ----
+
+export const FILE_NO = statement('SELECT file_no FROM files WHERE file_id = :file_id');
+export const FILE_NOS = statement(
+  'SELECT file_id, file_no FROM files WHERE file_id = ANY(:file_ids::text[])',
+);
+
+// ---- ingest ----
+
+export const CLEAR_RECIPIENTS = statement('DELETE FROM recipients WHERE id BETWEEN :lo AND :hi');
+export const CLEAR_SPANS = statement('DELETE FROM chunk_spans WHERE file_no = :file_no');
+export const CLEAR_CHUNKS = statement('DELETE FROM chunks WHERE file_id = :file_id');
+
+/** A batch of recipients as parallel arrays: one statement, whatever its size. */
+export const INSERT_RECIPIENTS = statement(
+  `INSERT INTO recipients (id, line, k, number, value, message_id, text, chunk_seq, outcome, code, detail,
+     sms_count, status, updated_at)
+   SELECT v.*, 'pending', ${NOW}
+   FROM unnest(:ids::bigint[], :lines::int[], :ks::int[], :numbers::text[], :vals::text[], :message_ids::text[],
+     :texts::text[], :chunk_seqs::int[], :outcomes::text[], :codes::text[], :details::text[], :sms_counts::int[]) AS v`,
+);
+
+/** The id range of each chunk in a batch, widened by later batches. */
+export const UPSERT_SPANS = statement(
+  `INSERT INTO chunk_spans (file_no, seq, first_id, last_id)
+   SELECT :file_no, * FROM unnest(:seqs::int[], :firsts::bigint[], :lasts::bigint[])
+   ON CONFLICT (file_no, seq) DO UPDATE SET first_id = least(chunk_spans.first_id, excluded.first_id),
+     last_id = greatest(chunk_spans.last_id, excluded.last_id)`,
+);
+
+export const INSERT_CHUNKS = statement(
+  `INSERT INTO chunks (file_id, seq, size, state, attempts, updated_at)
+   SELECT :file_id, s, n, 'pending', 0, ${NOW} FROM unnest(:seqs::int[], :sizes::int[]) AS v(s, n)`,
+);
+
+// ---- reading recipients ----
+
+/** SQL of a chunk state's recipient outcome, from the one table of it (CHUNK_OUTCOME). */
+export function chunkOutcomeSql(table: Record<ChunkState, RecipientOutcome>, column: string): string {
+  const whens = Object.entries(table)
+    .map(([state, outcome]) => `WHEN '${state}' THEN '${outcome}'`)
+    .join(' ');
+  return `CASE ${column} ${whens} END`;
+}
+
+/**
+ * A row's columns as it reads: a valid row saying `pending` without a code follows its chunk
+ * `c` (joined only for those rows): the chunk's outcome, code, message and, once accepted,
+ * transaction number.
+ */
+export function recipientColumns(outcomeOfChunk: string, withText: boolean): string {
+  return `r.id, r.line, r.k, r.number, r.value, r.message_id, ${withText ? 'r.text, ' : ''}r.chunk_seq, r.sms_count, r.status,
+  CASE WHEN c.state IS NULL THEN r.outcome ELSE ${outcomeOfChunk} END AS outcome,
+  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
+  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
+    ELSE r.transaction_number END AS transaction_number,
+  greatest(c.updated_at, r.updated_at) AS updated_at,
+  CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail`;
+}
+
+/** The chunk a row follows (migration 0001: outcome 'pending' without a code). */
+export const FOLLOWED_CHUNK = `LEFT JOIN chunks c
+  ON r.outcome = 'pending' AND r.code IS NULL AND c.file_id = :file_id AND c.seq = r.chunk_seq`;
+
+export function outcomeFilter(outcomeOfChunk: string): string {
+  return `(:outcomes::text[] IS NULL OR (CASE WHEN c.state IS NULL THEN r.outcome ELSE ${outcomeOfChunk} END) = ANY(:outcomes::text[]))`;
+}
+
+/** The span of a chunk of a file (no row: the chunk has no recipients). */
+const SPAN_OF = `chunk_spans s ON s.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq`;
+/** The rows of the chunk whose span is `s`. */
+const CHUNK_ROWS =
+  'chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq';
+const THIS_CHUNK = 's.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq';
+
+export function chunkRecipientsSql(outcomeOfChunk: string): Statement {
+  return statement(
+    `SELECT ${recipientColumns(outcomeOfChunk, true)}
+     FROM ${CHUNK_ROWS} ${FOLLOWED_CHUNK}
+     WHERE ${THIS_CHUNK} AND ${outcomeFilter(outcomeOfChunk)}
+     ORDER BY r.id`,
+  );
+}
+
+/** A page of a file's rows after id :after (keyset paging: no OFFSET). */
+export function recipientPageSql(outcomeOfChunk: string): Statement {
+  return statement(
+    `SELECT ${recipientColumns(outcomeOfChunk, true)} FROM recipients r ${FOLLOWED_CHUNK}
+     WHERE r.id > :after AND r.id <= :hi AND ${outcomeFilter(outcomeOfChunk)}
+     ORDER BY r.id LIMIT :limit`,
+  );
+}
+
+/** reportPages: what a report row needs, no text. */
+export function reportPageSql(outcomeOfChunk: string): Statement {
+  return statement(
+    `SELECT ${recipientColumns(outcomeOfChunk, false)} FROM recipients r ${FOLLOWED_CHUNK}
+     WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
+  );
+}
+
+// ---- sending ----
+
+export const LIST_CHUNKS = statement(
+  `SELECT * FROM chunks WHERE file_id = :file_id AND (:states::text[] IS NULL OR state = ANY(:states::text[]))
+   ORDER BY seq`,
+);
+
+/** A chunk's pending recipients, while the chunk's own state leaves them pending. */
+export const CHUNK_DESTINATIONS = statement(
+  `SELECT r.number, r.message_id, r.text, r.line, r.k
+   FROM ${CHUNK_ROWS}
+   WHERE ${THIS_CHUNK} AND r.outcome = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = :file_id AND c.seq = :seq
+                     AND NOT c.state = ANY(:pending_states::text[]))
+   ORDER BY r.id`,
+);
+
+export const SET_CHUNK_STATE = statement(
+  `UPDATE chunks SET state = :to::text, attempts = attempts + (:to::text = 'inflight')::int, updated_at = ${NOW}
+   WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])`,
+);
+
+/**
+ * recordChunkResult's first statement: the chunk's row locked (a delivery report for the
+ * chunk waits, or is waited for: the two never decide on a state the other has not seen)
+ * and its id range.
+ */
+export const LOCK_CHUNK = statement(
+  `WITH locked AS (SELECT seq FROM chunks WHERE file_id = :file_id AND seq = :seq FOR UPDATE)
+   SELECT s.first_id, s.last_id, (SELECT count(*) FROM locked) AS locked
+   FROM (SELECT 1) AS one LEFT JOIN ${SPAN_OF}`,
+);
+
+/** A recipient's messageId as it reads (readMessageId), for matching a list of them. */
+const MESSAGE_ID = `CASE WHEN r.message_id IS NULL THEN :file_id::text || '-' || r.line || CASE WHEN r.k > 0 THEN '-' || r.k ELSE '' END
+  ELSE nullif(r.message_id, '') END`;
+
+const IN_CHUNK = 'r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq';
+
+/** A delivery report already in for one of the listed recipients (all when :ids is NULL). */
+export const REPORTED_PART = statement(
+  `SELECT 1 FROM recipients r WHERE ${IN_CHUNK}
+     AND (:ids::text[] IS NULL OR ${MESSAGE_ID} = ANY(:ids::text[])) AND r.status <> 'pending' LIMIT 1`,
+);
+
+/** … for one of the chunk's unsettled recipients (a whole-chunk part). */
+export const REPORTED_WHOLE = statement(
+  `SELECT 1 FROM recipients r WHERE ${IN_CHUNK}
+     AND r.outcome IN ('pending', 'in_doubt') AND r.status <> 'pending' LIMIT 1`,
+);
+
+const SET_OUTCOME = `outcome = :outcome::text, code = :code::text, detail = :detail::text,
+  transaction_number = coalesce(:tn::text, transaction_number), updated_at = ${NOW}`;
+
+export const SET_PART = statement(
+  `UPDATE recipients r SET ${SET_OUTCOME} WHERE ${IN_CHUNK} AND ${MESSAGE_ID} = ANY(:ids::text[])`,
+);
+
+/** The chunk's own row after a result. */
+const UPDATE_CHUNK = `UPDATE chunks SET state = :state::text, attempts = :attempts,
+  transaction_number = coalesce(:chunk_tn::text, transaction_number),
+  error_code = :error_code::text, error_message = :error_message::text, updated_at = ${NOW}
+  WHERE file_id = :file_id AND seq = :seq`;
+
+export const FINISH_CHUNK = statement(UPDATE_CHUNK);
+
+/** A whole-chunk part recorded on the chunk's unsettled rows, and the chunk's row. */
+export const FINISH_CHUNK_SET_WHOLE = statement(
+  `WITH whole AS (UPDATE recipients r SET ${SET_OUTCOME}
+     WHERE ${IN_CHUNK} AND r.outcome IN ('pending', 'in_doubt') RETURNING 1)
+   ${UPDATE_CHUNK}`,
+);
+
+/**
+ * A whole-chunk part with the chunk's own result: its rows follow the chunk again; only rows
+ * an earlier result marked (in doubt, held back) are touched.
+ */
+export const FINISH_CHUNK_FOLLOW_WHOLE = statement(
+  `WITH whole AS (UPDATE recipients r SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ${NOW}
+     WHERE ${IN_CHUNK} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
+   ${UPDATE_CHUNK}`,
+);
+
+/** markInflightInDoubt: the file's inflight chunks, locked. */
+export const LOCK_INFLIGHT = statement(
+  `SELECT seq FROM chunks WHERE file_id = :file_id AND state = 'inflight' ORDER BY seq FOR UPDATE`,
+);
+
+/** Which of these chunks have a delivery report for one of their rows (read after the lock). */
+export const CHUNKS_REPORTED = statement(
+  `SELECT s.seq FROM chunk_spans s
+   WHERE s.file_no = :file_no AND s.seq = ANY(:seqs::int[])
+     AND EXISTS (SELECT 1 FROM recipients r WHERE r.id BETWEEN s.first_id AND s.last_id
+                 AND r.chunk_seq = s.seq AND r.status <> 'pending')`,
+);
+
+/** The chunks' new states, and their rows held back (403) follow them again: they were in the request. */
+export const SET_INFLIGHT_STATES = statement(
+  `WITH v AS (SELECT * FROM unnest(:seqs::int[], :states::text[]) AS v(seq, state)),
+   held AS (UPDATE recipients r SET code = NULL, detail = NULL, updated_at = ${NOW}
+     FROM chunk_spans s
+     WHERE s.file_no = :file_no AND s.seq = ANY(:seqs::int[]) AND r.id BETWEEN s.first_id AND s.last_id
+       AND r.chunk_seq = s.seq AND r.outcome = 'pending' AND r.code IS NOT NULL RETURNING 1)
+   UPDATE chunks c SET state = v.state, updated_at = ${NOW} FROM v WHERE c.file_id = :file_id AND c.seq = v.seq`,
+);
+
+/** Chunks in :states back to pending, and their rows whose outcome is one of :outcomes. */
+export const REQUEUE_CHUNKS = statement(
+  `WITH moved AS (
+     UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = ${NOW}
+     WHERE file_id = :file_id AND state = ANY(:states::text[]) RETURNING seq),
+   rows AS (
+     UPDATE recipients r SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ${NOW}
+     FROM chunk_spans s
+     WHERE s.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq IN (SELECT seq FROM moved)
+       AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq AND r.outcome = ANY(:outcomes::text[])
+     RETURNING 1)
+   SELECT count(*) AS n FROM moved`,
+);
+
+// ---- delivery reports ----
+
+/** New events kept, in the batch's order (the first of two alike is the one kept). */
+export const INSERT_EVENTS = statement(
+  `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data, sms_count,
+     status, received_at, recorded_at)
+   SELECT tn, to_number, message_id, bulk_id, callback_data, sms_count, status, received_at, ${NOW}
+   FROM unnest(:tns::text[], :tos::text[], :message_ids::text[], :bulk_ids::text[], :callbacks::text[],
+     :sms_counts::int[], :statuses::text[], :received::text[])
+     WITH ORDINALITY AS v(tn, to_number, message_id, bulk_id, callback_data, sms_count, status, received_at, ord)
+   ORDER BY ord
+   ON CONFLICT (transaction_number, to_number) DO NOTHING
+   RETURNING transaction_number, to_number`,
+);
+
+/** A generated messageId's recipient: (line, k) within the file's ids, valid, with that number. */
+const GENERATED_MATCH = `r.line = v.line AND r.k = v.k AND r.id BETWEEN :lo AND :hi
+  AND r.message_id IS NULL AND r.chunk_seq IS NOT NULL AND r.number = v.number`;
+/** An own messageId's recipient (chunk_seq: invalid and duplicate rows were never sent). */
+const OWN_MATCH = `r.message_id = v.message_id AND r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL
+  AND r.number = v.number`;
+
+/**
+ * The chunks the reports name, locked in seq order before any of their rows changes (as
+ * recordChunkResult locks its chunk first): a report and a chunk result never decide on
+ * the chunk without seeing each other, and never wait for each other in a cycle.
+ */
+export const LOCK_REPORTED_CHUNKS = statement(
+  `SELECT c.seq FROM chunks c WHERE c.file_id = :file_id AND c.seq IN (
+     SELECT r.chunk_seq FROM unnest(:lines::int[], :ks::int[], :gen_numbers::text[]) AS v(line, k, number)
+       JOIN recipients r ON ${GENERATED_MATCH}
+     UNION
+     SELECT r.chunk_seq FROM unnest(:message_ids::text[], :own_numbers::text[]) AS v(message_id, number)
+       JOIN recipients r ON ${OWN_MATCH})
+   ORDER BY c.seq FOR UPDATE`,
+);
+
+const DELIVERY_SET = `status = v.status, sms_count = coalesce(v.sms_count, r.sms_count),
+  transaction_number = coalesce(r.transaction_number, v.tn), updated_at = ${NOW}`;
+
+/** Reports onto recipients by generated messageId; returns [key, chunk_seq, outcome, code]. */
+export const DELIVER_GENERATED = statement(
+  `UPDATE recipients r SET ${DELIVERY_SET}
+   FROM unnest(:lines::int[], :ks::int[], :statuses::text[], :sms_counts::int[], :tns::text[], :numbers::text[])
+     AS v(line, k, status, sms_count, tn, number)
+   WHERE ${GENERATED_MATCH}
+   RETURNING r.line || '-' || r.k AS key, r.chunk_seq, r.outcome, r.code`,
+);
+
+/** Reports onto recipients by the file's own messageIds. */
+export const DELIVER_OWN = statement(
+  `UPDATE recipients r SET ${DELIVERY_SET}
+   FROM unnest(:message_ids::text[], :statuses::text[], :sms_counts::int[], :tns::text[], :numbers::text[])
+     AS v(message_id, status, sms_count, tn, number)
+   WHERE ${OWN_MATCH}
+   RETURNING r.message_id AS key, r.chunk_seq, r.outcome, r.code`,
+);
+
+/**
+ * What reported rows prove: in-doubt chunks among :seqs become accepted, or pending when they
+ * hold rows a 403 held back (never sent: they still go out); the in-doubt rows of the chunks
+ * settled and of :doubt_seqs (chunks with reported rows in doubt of their own) are sent.
+ */
+export const SETTLE_BY_REPORTS = statement(
+  `WITH settled AS (
+     UPDATE chunks c SET state = CASE WHEN EXISTS (
+         SELECT 1 FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+         WHERE s.file_no = :file_no AND s.seq = c.seq AND r.outcome = 'pending' AND r.code IS NOT NULL)
+       THEN 'pending' ELSE 'accepted' END,
+       error_code = NULL, error_message = NULL, updated_at = ${NOW}
+     WHERE c.file_id = :file_id AND c.seq = ANY(:seqs::int[]) AND c.state = 'in_doubt'
+     RETURNING c.seq)
+   UPDATE recipients r SET outcome = 'sent', updated_at = ${NOW}
+   FROM chunk_spans s
+   WHERE s.file_no = :file_no AND (s.seq IN (SELECT seq FROM settled) OR s.seq = ANY(:doubt_seqs::int[]))
+     AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq AND r.outcome = 'in_doubt'`,
+);
+
+export const MARK_ORPHANS = statement(
+  `UPDATE delivery_events e SET orphan = true FROM unnest(:tns::text[], :tos::text[]) AS v(tn, to_number)
+   WHERE e.transaction_number = v.tn AND e.to_number = v.to_number`,
+);
+
+/** Sent recipients (their own outcome, or their accepted chunk's) still without a report. */
+export const EXPIRE_DELIVERIES = statement(
+  `UPDATE recipients r SET status = 'UNKNOWN', updated_at = ${NOW}
+   WHERE r.id BETWEEN :lo AND :hi AND r.status = 'pending' AND r.chunk_seq IS NOT NULL
+     AND (r.outcome = 'sent' OR (r.outcome = 'pending' AND r.code IS NULL
+       AND r.chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :file_id AND state = 'accepted')))`,
+);
+
+// ---- counts ----
+
+export const COUNTS_FILE = statement(
+  `SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts, file_no
+   FROM files WHERE file_id = :file_id`,
+);
+
+/**
+ * Two kinds of rows: per chunk state (`chunk`: chunks, their sizes, the delivery counters of
+ * their spans), and the valid rows with an outcome of their own by outcome and by the state
+ * of their chunk (`own`): a read of the chunks and of the few settled rows, never of every row.
+ */
+export const COUNTS_ROWS = statement(
+  `SELECT 'chunk' AS kind, c.state, NULL::text AS outcome, count(*) AS n, coalesce(sum(c.size), 0) AS size,
+     coalesce(sum(s.reported), 0) AS reported, coalesce(sum(s.delivered), 0) AS delivered,
+     coalesce(sum(s.unknown), 0) AS unknown, coalesce(sum(s.reported_follow), 0) AS reported_follow,
+     coalesce(sum(s.reported_sent), 0) AS reported_sent
+   FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :file_no AND s.seq = c.seq
+   WHERE c.file_id = :file_id GROUP BY c.state
+   UNION ALL
+   SELECT 'own', c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
+   FROM recipients r LEFT JOIN chunks c ON c.file_id = :file_id AND c.seq = r.chunk_seq
+   WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
+   GROUP BY c.state, r.outcome`,
+);
+
+// ---- retention ----
+
+export const PRUNING_FILE = statement(
+  'SELECT file_id, file_no FROM files WHERE pruning LIMIT 1 FOR UPDATE SKIP LOCKED',
+);
+export const PRUNABLE_FILE = statement(
+  `SELECT file_id, file_no FROM files WHERE state = ANY(:states::text[]) AND updated_at < :before::timestamptz
+     AND pruned_at IS NULL ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+);
+export const MARK_PRUNED = statement(
+  `UPDATE files SET pruned_counts = :counts::jsonb, pruned_at = ${NOW}, pruning = true
+   WHERE file_id = :file_id AND pruned_at IS NULL`,
+);
+export const PRUNE_ORPHANS = statement(
+  `DELETE FROM delivery_events WHERE (transaction_number, to_number) IN (
+     SELECT transaction_number, to_number FROM delivery_events
+     WHERE orphan AND recorded_at < :before::timestamptz LIMIT :max_rows)`,
+);
+export const PRUNE_RECIPIENTS = statement(
+  `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN :lo AND :hi ORDER BY id LIMIT :max_rows)
+   RETURNING transaction_number`,
+);
+export const CHUNK_TNS = statement(
+  'SELECT transaction_number FROM chunks WHERE file_id = :file_id AND transaction_number IS NOT NULL',
+);
+export const PRUNE_DONE = statement('UPDATE files SET pruning = false WHERE file_id = :file_id');
+/** A report names its request's transactionNumber: the file's reports by those and its bulkId. */
+export const PRUNE_EVENTS = statement(
+  'DELETE FROM delivery_events WHERE transaction_number = ANY(:tns::text[]) AND bulk_id = :file_id',
+);
