@@ -1,10 +1,10 @@
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DroplineError } from '../errors.ts';
-import { SqliteStore } from './sqlite-store.ts';
+import { SqliteStore } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';
 
-export { SqliteStore } from './sqlite-store.ts';
+export { SqliteStore } from './sqlite/sqlite-store.ts';
 export type * from './store.ts';
 export { DELIVERED, FINAL_FILE_STATES, PENDING_DELIVERY, UNKNOWN_DELIVERY } from './store.ts';
 

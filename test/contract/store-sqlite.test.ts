@@ -6,8 +6,8 @@ import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { createStore } from '../../src/store/index.ts';
-import { loadMigrations } from '../../src/store/migrations.ts';
-import { SqliteStore } from '../../src/store/sqlite-store.ts';
+import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
 import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 

@@ -7,16 +7,15 @@
 // The work is synchronous: each method runs to completion inside one call, so no
 // transaction stays open across an await.
 
-import { accessSync, constants } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
-import { DroplineError } from '../errors.ts';
-import { messageIdFor } from '../plan/ids.ts';
-import { assembleCounts, type ChunkGroup, type OwnGroup } from './counts.ts';
-import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from './lifecycle.ts';
-import { num, numOrNull, str, strOrNull, toChunk, toFile, toRecipient } from './mapping.ts';
+import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
+import type { Worker } from 'node:worker_threads';
+import { DroplineError } from '../../errors.ts';
+import { messageIdFor } from '../../plan/ids.ts';
+import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
+import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
+import { num, numOrNull, str, strOrNull, toChunk, toFile, toRecipient } from '../mapping.ts';
 import {
   idRange,
   MAX_FILE_NO,
@@ -25,8 +24,8 @@ import {
   SPAN,
   sentForm,
   storedMessageId,
-} from './message-ids.ts';
-import { loadMigrations, type Migration } from './migrations.ts';
+} from '../message-ids.ts';
+import type { Migration } from '../migrations.ts';
 import {
   abandonedChunkState,
   CHUNK_OUTCOME,
@@ -35,7 +34,7 @@ import {
   planChunkResult,
   reportCheck,
   resultParts,
-} from './outcomes.ts';
+} from '../outcomes.ts';
 import {
   type ChunkDestination,
   type ChunkInsert,
@@ -63,7 +62,8 @@ import {
   type ReportRow,
   type Store,
   UNKNOWN_DELIVERY,
-} from './store.ts';
+} from '../store.ts';
+import { connect, sqliteMigrations } from './connection.ts';
 
 export interface SqliteStoreOptions {
   /** Database file, or `:memory:`. */
@@ -81,38 +81,6 @@ export interface SqliteStoreOptions {
    * copies pages back into the database file, nor waits for that copy's fsync.
    */
   backgroundCheckpoints?: boolean;
-}
-
-/** Every this often the checkpointer copies the WAL back into the database file. */
-const CHECKPOINT_EVERY_MS = 250;
-/** With a checkpointer, a commit checkpoints only past this many WAL pages (it fell behind). */
-const CHECKPOINT_BACKSTOP_PAGES = 10_000;
-/**
- * The checkpointer: its own connection, a PASSIVE checkpoint (never waits for, never blocks
- * the writer) every CHECKPOINT_EVERY_MS. Plain CommonJS, run with `eval`.
- */
-const CHECKPOINTER = `
-const { DatabaseSync } = require('node:sqlite');
-const { parentPort, workerData } = require('node:worker_threads');
-const db = new DatabaseSync(workerData.path);
-const timer = setInterval(() => {
-  try { db.exec('PRAGMA wal_checkpoint(PASSIVE)'); } catch {}
-}, workerData.everyMs);
-parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
-`;
-
-/** Why the database file (or its directory, for a new one) cannot be written; null when it can. */
-function unwritable(path: string): string | null {
-  for (const p of [path, dirname(path)]) {
-    try {
-      accessSync(p, constants.W_OK);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') continue;
-      return `${p} is not writable (${code}${code === 'EROFS' ? ': a read-only file system' : code === 'EPERM' ? ': immutable, chattr +i?' : ''})`;
-    }
-  }
-  return null;
 }
 
 /** Free bytes under which the store's file system counts as full (readiness). */
@@ -270,37 +238,10 @@ export class SqliteStore implements Store {
     this.clock = options.now ?? (() => new Date());
     this.pageSize = options.pageSize ?? DEFAULT_PAGE;
     this.migrations = options.migrations;
-    const busy = options.busyTimeoutMs ?? 10_000;
-    try {
-      this.db = new DatabaseSync(options.path, { timeout: busy, enableForeignKeyConstraints: true });
-      this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busy)}`);
-      this.db.exec('PRAGMA journal_mode = WAL');
-      // NORMAL in WAL mode: a power loss may lose the last commits, never corrupt the file;
-      // an application crash loses nothing.
-      this.db.exec('PRAGMA synchronous = NORMAL');
-      this.db.exec('PRAGMA foreign_keys = ON');
-      if (options.backgroundCheckpoints && options.path !== ':memory:') {
-        this.db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
-        this.checkpointer = new Worker(CHECKPOINTER, {
-          eval: true,
-          workerData: { path: options.path, everyMs: CHECKPOINT_EVERY_MS },
-        });
-        this.checkpointer.unref();
-      }
-    } catch (err) {
-      const denied = options.path === ':memory:' ? null : unwritable(options.path);
-      if (denied)
-        throw new DroplineError('DROPLINE_ERR_STORE_READONLY', `cannot open ${options.path}: ${denied}`, {
-          cause: err,
-        });
-      throw new DroplineError(
-        'DROPLINE_ERR_STORE',
-        `cannot open ${options.path}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
-    }
+    ({ db: this.db, checkpointer: this.checkpointer } = connect(options.path, {
+      busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
+      checkpointer: options.backgroundCheckpoints === true,
+    }));
   }
 
   private now(): string {
@@ -348,7 +289,7 @@ export class SqliteStore implements Store {
   }
 
   async migrate(): Promise<void> {
-    const migrations = this.migrations ?? loadMigrations();
+    const migrations = this.migrations ?? sqliteMigrations();
     try {
       this.tx(() =>
         this.db.exec(
