@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startReceiver } from '../src/notify/receiver.ts';
-import { createStore } from '../src/store/index.ts';
+import { openStore } from '../src/store/index.ts';
 import type { RecipientInsert, Store } from '../src/store/store.ts';
 
 export interface ServerData {
@@ -88,7 +88,7 @@ if (data.mode === 'bare') {
   });
 } else {
   // As `dropline run` opens it.
-  const store = createStore(`sqlite:${data.dbPath}`, { backgroundCheckpoints: true });
+  const store = await openStore(`sqlite:${data.dbPath}`, { backgroundCheckpoints: true });
   await store.migrate();
   if (!(await store.getFile(data.fileId))) {
     await registerSent(store, data.fileId, 0, data.recipients, data.chunkSize);

@@ -13,7 +13,7 @@ import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
 import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
-import { createStore } from '../store/index.ts';
+import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
 import { Pipeline } from './pipeline.ts';
 
@@ -122,7 +122,9 @@ async function assemble(
   mkdirSync(stateDir, { recursive: true });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
-  const store = createStore(config.store, { backgroundCheckpoints: options.backgroundCheckpoints === true });
+  const store = await openStore(config.store, {
+    backgroundCheckpoints: options.backgroundCheckpoints === true,
+  });
   opened.push(() => store.close());
   await store.migrate();
 

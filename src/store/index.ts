@@ -1,14 +1,15 @@
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { DroplineError } from '../errors.ts';
-import { SqliteStore } from './sqlite-store.ts';
+import { SqliteStore } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';
+import { parseStoreUrl } from './url.ts';
 
-export { SqliteStore } from './sqlite-store.ts';
+export { SqliteStore } from './sqlite/sqlite-store.ts';
 export type * from './store.ts';
 export { DELIVERED, FINAL_FILE_STATES, PENDING_DELIVERY, UNKNOWN_DELIVERY } from './store.ts';
 
-export interface CreateStoreOptions {
+export interface OpenStoreOptions {
   /** The store's clock (tests). */
   now?: () => Date;
   /** Relative sqlite paths resolve against this directory (default: the working directory). */
@@ -18,47 +19,36 @@ export interface CreateStoreOptions {
 }
 
 /**
- * The store named by the `store` setting: `sqlite:<path>` (the parent directory is created),
- * `sqlite::memory:` or `:memory:` for tests, `postgres://…` later. Not migrated: call migrate().
+ * The store named by the `store` setting (url.ts), not migrated: call migrate(). A SQLite
+ * database's directory is created; the PostgreSQL backend (and pg) is loaded only when asked for.
  */
-export function createStore(url: string, options: CreateStoreOptions = {}): Store {
-  if (url === ':memory:' || url === 'sqlite::memory:')
-    return new SqliteStore({ path: ':memory:', ...clock(options) });
-  if (url.startsWith('sqlite:')) {
-    // sqlite:./x.db, sqlite:/abs/x.db and the URL form sqlite:///abs/x.db
-    let path = url.slice('sqlite:'.length);
-    if (path.startsWith('//')) path = path.slice(2);
-    if (path === '')
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        'store: sqlite: needs a file path, as in sqlite:./.dropline/state.db',
-      );
-    const file = resolve(options.cwd ?? process.cwd(), path);
-    try {
-      mkdirSync(dirname(file), { recursive: true });
-    } catch (err) {
-      throw new DroplineError(
-        'DROPLINE_ERR_STORE',
-        `cannot create ${dirname(file)}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
-    }
-    ownerOnly(file);
-    return new SqliteStore({
-      path: file,
-      ...clock(options),
-      ...(options.backgroundCheckpoints ? { backgroundCheckpoints: true } : {}),
-    });
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
+  const parsed = parseStoreUrl(url, options.cwd);
+  if (parsed.kind === 'postgres') {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${parsed.redacted}: the PostgreSQL store is not merged yet`,
+    );
   }
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    throw new DroplineError('DROPLINE_ERR_CONFIG', 'PostgreSQL store arrives with the multi-worker issue');
+  if (parsed.path === ':memory:') return new SqliteStore({ path: ':memory:', ...clock(options) });
+  const file = parsed.path;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+  } catch (err) {
+    throw new DroplineError(
+      'DROPLINE_ERR_STORE',
+      `cannot create ${dirname(file)}: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
-  throw new DroplineError(
-    'DROPLINE_ERR_CONFIG',
-    `store: "${url.split(':')[0]}:…" is not a store; use sqlite:<path> or postgres://…`,
-  );
+  ownerOnly(file);
+  return new SqliteStore({
+    path: file,
+    ...clock(options),
+    ...(options.backgroundCheckpoints ? { backgroundCheckpoints: true } : {}),
+  });
 }
 
 /**
@@ -87,6 +77,6 @@ function ownerOnly(file: string): void {
   }
 }
 
-function clock(options: CreateStoreOptions): { now?: () => Date } {
+function clock(options: OpenStoreOptions): { now?: () => Date } {
   return options.now ? { now: options.now } : {};
 }

@@ -1,6 +1,6 @@
-// Numbered migrations shared by every store implementation: `NNNN_name.sql` files applied
-// in order, each recorded in schema_migrations. The PostgreSQL store reads the same list
-// (with its dialect's variant of a file when one exists).
+// Numbered migrations: `NNNN_name.sql` files applied in order, each recorded in
+// schema_migrations. Each backend has its own lineage (src/store/<backend>/migrations): the
+// PostgreSQL schema starts from what SQLite's became, not from its history.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,11 +11,9 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
-
 const FILE = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
 
-export function loadMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
+export function loadMigrations(dir: string): Migration[] {
   const migrations: Migration[] = [];
   for (const file of readdirSync(dir)) {
     const m = FILE.exec(file);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
 const sha256 = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -46,7 +46,7 @@ describe('a file changed after its claim', () => {
     };
     // Claimed by an earlier run (the record points at processing/), then changed there
     // before any worker read it.
-    const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
     await store.migrate();
     const ids: Record<string, string> = {};
     const claimed: Record<string, string> = {};

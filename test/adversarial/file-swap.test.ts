@@ -17,7 +17,7 @@ import { fileIdFor } from '../../src/plan/ids.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import type { Source } from '../../src/sources/source.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
@@ -49,7 +49,7 @@ describe('a link or FIFO swapped in after listing: the real daemon', () => {
 
   it('in processing/ after the claim: refused NOT_A_REGULAR_FILE, never read, others go on, SIGTERM exits', async () => {
     // Claimed (as regular files) by an earlier run, then swapped in processing/.
-    const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
     await store.migrate();
     const ids: Record<string, string> = {};
     try {
@@ -114,7 +114,7 @@ describe('a link or FIFO swapped in after listing: the real daemon', () => {
 
 /** A pipeline on a fresh store with one source (no service: these tests only claim). */
 async function pipelineFor(dir: string, source: Source, cfg: Record<string, unknown>) {
-  const store = createStore(`sqlite:${join(dir, 'state.db')}`);
+  const store = await openStore(`sqlite:${join(dir, 'state.db')}`);
   await store.migrate();
   const config = parseConfig({
     store: `sqlite:${join(dir, 'state.db')}`,

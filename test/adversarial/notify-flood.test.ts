@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startReceiver } from '../../src/notify/receiver.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness, personalizedFile, waitFor } from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness | null = null;
@@ -87,7 +87,7 @@ describe('notify port under a socket flood', () => {
 describe('the receiver at its cap', () => {
   it('trusted connections are never evicted; a newcomer past the cap gets 503 (retried), not a reset', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dropline-cap-'));
-    const store = createStore(`sqlite:${join(dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(dir, 'state.db')}`);
     await store.migrate();
     const receiver = await startReceiver({
       listen: '127.0.0.1:0',

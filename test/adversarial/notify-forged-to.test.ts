@@ -3,7 +3,7 @@
 // as an orphan; it never changes the recipient's status. Real daemon, real sandbox reports.
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { ReportRow } from '../../src/store/store.ts';
 import { PipelineHarness, personalizedFile, waitFor } from '../helpers/pipeline-harness.ts';
 
@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 async function reportRows(fileId: string): Promise<ReportRow[]> {
-  const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+  const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
   const rows: ReportRow[] = [];
   try {
     for await (const page of store.reportPages(fileId)) rows.push(...page);

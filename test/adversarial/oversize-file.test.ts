@@ -17,7 +17,7 @@ import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
 import type { Source } from '../../src/sources/source.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
@@ -58,7 +58,7 @@ async function claimBoth(
   put: (name: string, c: string) => Promise<void>,
 ) {
   const { source, read } = counting(raw);
-  const store = createStore(`sqlite:${join(dir, `${raw.kind}.db`)}`);
+  const store = await openStore(`sqlite:${join(dir, `${raw.kind}.db`)}`);
   await store.migrate();
   const pipeline = new Pipeline({
     config: parseConfig({
@@ -117,7 +117,7 @@ describe('an oversize file is never read', () => {
   it('local folder: a file that grows past the limit after the listing is hashed no further than the limit', async () => {
     const root = join(dir, 'grow');
     const { source, read } = counting(new LocalSource({ name: 'grow', path: root }));
-    const store = createStore(`sqlite:${join(dir, 'grow.db')}`);
+    const store = await openStore(`sqlite:${join(dir, 'grow.db')}`);
     await store.migrate();
     const pipeline = new Pipeline({
       config: parseConfig({
@@ -224,7 +224,7 @@ describe('a claimed file over the limit (the limit lowered since its claim): the
   it('is rejected FILE_TOO_LARGE from its claimed size, without opening it', async () => {
     for (const f of ['inbox', 'processing', 'done', 'failed', 'reports'])
       await mkdir(join(h.drop, f), { recursive: true });
-    const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
     await store.migrate();
     let fileId: string;
     try {

@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/log.ts';
 import { Pipeline } from '../../src/pipeline/pipeline.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
@@ -157,7 +157,7 @@ describe('a local file removed between the listing and the claim', () => {
   it('is skipped alone: the rest of the batch is claimed', async () => {
     const source = new LocalSource({ name: 'local', path: join(dir, 'drop') });
     await source.start();
-    const store = createStore(`sqlite:${join(dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(dir, 'state.db')}`);
     await store.migrate();
     const pipeline = new Pipeline({
       config: parseConfig({

@@ -1,7 +1,7 @@
 // A second process's view of the database for store-sqlite.test.ts: claims files in a
 // loop on its own connection until none is left, then reports what it won.
 import { parentPort, workerData } from 'node:worker_threads';
-import { SqliteStore } from '../../src/store/sqlite-store.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 
 const { path, owner } = workerData as { path: string; owner: string };
 const store = new SqliteStore({ path });

@@ -5,10 +5,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
-import { createStore } from '../../src/store/index.ts';
-import { loadMigrations } from '../../src/store/migrations.ts';
-import { SqliteStore } from '../../src/store/sqlite-store.ts';
+import { openStore } from '../../src/store/index.ts';
+import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
+import { parseStoreUrl, redactStoreUrl } from '../../src/store/url.ts';
 import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 
 function tempDir(): string {
@@ -502,15 +503,15 @@ describe('SqliteStore', () => {
   });
 });
 
-describe('createStore', () => {
+describe('openStore', () => {
   it('sqlite:<path> creates the parent directory', async () => {
     const dir = tempDir();
     try {
-      const store = createStore('sqlite:./deep/er/state.db', { cwd: dir });
+      const store = await openStore('sqlite:./deep/er/state.db', { cwd: dir });
       await store.migrate();
       await store.registerFile(newFile());
       await store.close();
-      const again = createStore(`sqlite://${join(dir, 'deep/er/state.db')}`);
+      const again = await openStore(`sqlite://${join(dir, 'deep/er/state.db')}`);
       expect((await again.getFile('f1'))?.fileId).toBe('f1');
       await again.close();
     } finally {
@@ -520,27 +521,33 @@ describe('createStore', () => {
 
   it(':memory: and sqlite::memory: for tests, with an injectable clock', async () => {
     for (const url of [':memory:', 'sqlite::memory:']) {
-      const store = createStore(url, { now: () => T0 });
+      const store = await openStore(url, { now: () => T0 });
       await store.migrate();
       expect((await store.registerFile(newFile())).file.createdAt).toBe(T0.toISOString());
       await store.close();
     }
   });
 
-  it('postgres and unknown schemes are configuration errors', () => {
-    expect(() => createStore('postgres://u:secret@host/db')).toThrow(
-      expect.objectContaining({
-        code: 'DROPLINE_ERR_CONFIG',
-        message: expect.stringMatching(/PostgreSQL store/),
-      }),
-    );
-    try {
-      createStore('mysql://u:secret@host/db');
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toMatchObject({ code: 'DROPLINE_ERR_CONFIG' });
-      expect((err as Error).message).not.toContain('secret');
+  it('unknown schemes, an empty sqlite path and a bad schema name are configuration errors that never show a password', async () => {
+    for (const url of [
+      'mysql://u:secret@host/db',
+      'sqlite:',
+      'postgres://u:secret@host/db?schema=Bad-Name',
+    ]) {
+      const err = await openStore(url).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err, url).toMatchObject({ code: 'DROPLINE_ERR_CONFIG' });
+      expect((err as Error).message, url).not.toContain('secret');
     }
-    expect(() => createStore('sqlite:')).toThrow(expect.objectContaining({ code: 'DROPLINE_ERR_CONFIG' }));
+    expect(redactStoreUrl('postgres://app:s3cret@db.example:5432/x?schema=y')).toBe(
+      'postgres://app:***@db.example:5432/x?schema=y',
+    );
+    expect(parseStoreUrl('postgresql://app:pw@h/db?schema=campaigns&sslmode=require')).toMatchObject({
+      kind: 'postgres',
+      schema: 'campaigns',
+      connectionString: 'postgresql://app:pw@h/db?sslmode=require',
+    });
   });
 });

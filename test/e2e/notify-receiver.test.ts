@@ -7,7 +7,7 @@ import { Agent, Client, request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/notify/receiver.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../../src/store/store.ts';
 
 const TOKEN = 'r3ceiver-t0ken';
@@ -141,7 +141,7 @@ const statusOf = async (fileId: string) =>
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dropline-notify-'));
-  store = await createStore(`sqlite:${join(dir, 'state.db')}`);
+  store = await await openStore(`sqlite:${join(dir, 'state.db')}`);
   await store.migrate();
   await registerFile(FILE, 300);
 });

@@ -6,7 +6,7 @@
 // its line waited for the delivery deadline (72 h) to become UNKNOWN.
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { ReportRow } from '../../src/store/store.ts';
 import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
@@ -65,7 +65,7 @@ it('the same number on several lines: each line is sent once, in a request of it
   expect(done.counts.delivered + done.counts.undelivered).toBe(valid);
 
   // And each line carries the status of its own report.
-  const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+  const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
   const rows: ReportRow[] = [];
   try {
     for await (const page of store.reportPages(fileId)) rows.push(...page);

@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import { bulkFile, PipelineHarness, personalizedFile, waitFor } from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness;
@@ -28,7 +28,7 @@ async function send(name: string, content: string, wait: boolean): Promise<Manif
 }
 
 async function rowsOf(fileId: string): Promise<number> {
-  const store = createStore(`sqlite:${join(h.dir, 'state.db')}`);
+  const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
   try {
     let n = 0;
     for await (const page of store.reportPages(fileId)) n += page.length;

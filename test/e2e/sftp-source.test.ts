@@ -16,7 +16,7 @@ import { Pipeline } from '../../src/pipeline/pipeline.ts';
 import type { ServiceClient } from '../../src/service/client.ts';
 import { ReadinessTracker, sourceProbes } from '../../src/sources/readiness.ts';
 import type { SftpSource } from '../../src/sources/sftp-source.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { waitFor } from '../helpers/pipeline-harness.ts';
 import { type Sshd, sftpPut, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
@@ -154,7 +154,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
       await writeFile(join(inbox, `f${i}.txt`), `3${String(100_000_000 + i)};hola ${i}\n`);
     const dir = join(tmpdir(), `dropline-sftp-many-${process.pid}`);
     await mkdir(dir, { recursive: true });
-    const real = createStore(`sqlite:${join(dir, 'state.db')}`);
+    const real = await openStore(`sqlite:${join(dir, 'state.db')}`);
     await real.migrate();
     const calls = new Map<string, number>();
     const store = new Proxy(real, {

@@ -10,7 +10,7 @@ import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeli
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { ChunkRecord, FileRecord } from '../../src/store/store.ts';
 
 export const REPO = resolve(import.meta.dirname, '../..');
@@ -338,7 +338,7 @@ export class PipelineHarness {
 
   /** The store's own view of a file and its chunks (lease holder, chunks in flight). */
   async stored(fileId: string): Promise<{ file: FileRecord | null; chunks: ChunkRecord[] }> {
-    const store = createStore(`sqlite:${join(this.dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(this.dir, 'state.db')}`);
     try {
       return { file: await store.getFile(fileId), chunks: await store.listChunks(fileId) };
     } finally {

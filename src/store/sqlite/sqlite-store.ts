@@ -7,14 +7,34 @@
 // The work is synchronous: each method runs to completion inside one call, so no
 // transaction stays open across an await.
 
-import { accessSync, constants } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
-import { DroplineError } from '../errors.ts';
-import { messageIdFor } from '../plan/ids.ts';
-import { loadMigrations, type Migration } from './migrations.ts';
+import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
+import type { Worker } from 'node:worker_threads';
+import { DroplineError } from '../../errors.ts';
+import { messageIdFor } from '../../plan/ids.ts';
+import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
+import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
+import { num, numOrNull, str, strOrNull, toChunk, toFile, toRecipient } from '../mapping.ts';
+import {
+  idRange,
+  MAX_FILE_NO,
+  parseGenerated,
+  readMessageId,
+  SPAN,
+  sentForm,
+  storedMessageId,
+} from '../message-ids.ts';
+import type { Migration } from '../migrations.ts';
+import {
+  abandonedChunkState,
+  CHUNK_OUTCOME,
+  needsReportCheck,
+  type PartWrite,
+  planChunkResult,
+  reportCheck,
+  resultParts,
+} from '../outcomes.ts';
 import {
   type ChunkDestination,
   type ChunkInsert,
@@ -30,10 +50,8 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
-  type ListedIssue,
   type ListFilesOptions,
   type NewFile,
-  NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,
@@ -44,7 +62,8 @@ import {
   type ReportRow,
   type Store,
   UNKNOWN_DELIVERY,
-} from './store.ts';
+} from '../store.ts';
+import { connect, sqliteMigrations } from './connection.ts';
 
 export interface SqliteStoreOptions {
   /** Database file, or `:memory:`. */
@@ -62,40 +81,6 @@ export interface SqliteStoreOptions {
    * copies pages back into the database file, nor waits for that copy's fsync.
    */
   backgroundCheckpoints?: boolean;
-}
-
-/** Every this often the checkpointer copies the WAL back into the database file. */
-const CHECKPOINT_EVERY_MS = 250;
-/** With a checkpointer, a commit checkpoints only past this many WAL pages (it fell behind). */
-const CHECKPOINT_BACKSTOP_PAGES = 10_000;
-/**
- * The checkpointer: its own connection, a PASSIVE checkpoint (never waits for, never blocks
- * the writer) every CHECKPOINT_EVERY_MS. Plain CommonJS, run with `eval`.
- */
-const CHECKPOINTER = `
-const { DatabaseSync } = require('node:sqlite');
-const { parentPort, workerData } = require('node:worker_threads');
-const db = new DatabaseSync(workerData.path);
-const timer = setInterval(() => {
-  try { db.exec('PRAGMA wal_checkpoint(PASSIVE)'); } catch {}
-}, workerData.everyMs);
-parentPort.once('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
-`;
-
-type Row = Record<string, SQLOutputValue>;
-
-/** Why the database file (or its directory, for a new one) cannot be written; null when it can. */
-function unwritable(path: string): string | null {
-  for (const p of [path, dirname(path)]) {
-    try {
-      accessSync(p, constants.W_OK);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') continue;
-      return `${p} is not writable (${code}${code === 'EROFS' ? ': a read-only file system' : code === 'EPERM' ? ': immutable, chattr +i?' : ''})`;
-    }
-  }
-  return null;
 }
 
 /** Free bytes under which the store's file system counts as full (readiness). */
@@ -125,15 +110,6 @@ function pieces(n: number): [number, number][] {
 const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
      transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
 
-/**
- * A report's `to` in the form numbers are stored and sent (digits only, country code first):
- * a report names its recipient by bulkId + messageId AND number; one whose `to` is another
- * number is an orphan, never a status change (issue 10, item 17).
- */
-function sentForm(to: string): string {
-  return to.replace(/\D/g, '');
-}
-
 /** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
 interface Target {
   readonly e: DeliveryEvent;
@@ -141,114 +117,8 @@ interface Target {
   readonly values: SQLInputValue[];
 }
 
-function str(v: SQLOutputValue | undefined): string {
-  return typeof v === 'string' ? v : String(v);
-}
-function strOrNull(v: SQLOutputValue | undefined): string | null {
-  return v === null || v === undefined ? null : str(v);
-}
-function num(v: SQLOutputValue | undefined): number {
-  return typeof v === 'number' ? v : Number(v);
-}
-function numOrNull(v: SQLOutputValue | undefined): number | null {
-  return v === null || v === undefined ? null : num(v);
-}
 function changes(r: { changes: number | bigint }): number {
   return Number(r.changes);
-}
-
-function toFile(r: Row): FileRecord {
-  const rejectionCode = strOrNull(r.rejection_code);
-  return {
-    fileId: str(r.file_id),
-    source: str(r.source),
-    name: str(r.name),
-    path: str(r.path),
-    sha256: str(r.sha256),
-    bytes: num(r.bytes),
-    state: str(r.state) as FileState,
-    layout: strOrNull(r.layout) as FileRecord['layout'],
-    encoding: strOrNull(r.encoding),
-    separator: strOrNull(r.separator),
-    header: num(r.header) === 1,
-    counts: {
-      records: num(r.records),
-      valid: num(r.valid),
-      invalid: num(r.invalid),
-      duplicates: num(r.duplicates),
-      suppressed: num(r.suppressed),
-      segments: num(r.segments),
-    },
-    rejection:
-      rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
-    reason: strOrNull(r.reason),
-    forced: num(r.forced) === 1,
-    possibleDuplicates: num(r.possible_duplicates),
-    errors: JSON.parse(str(r.errors)) as ListedIssue[],
-    createdAt: str(r.created_at),
-    updatedAt: str(r.updated_at),
-    timestamps: JSON.parse(str(r.timestamps)) as FileRecord['timestamps'],
-    deliveryDeadline: strOrNull(r.delivery_deadline),
-    leaseOwner: strOrNull(r.lease_owner),
-    leaseUntil: strOrNull(r.lease_until),
-    prunedAt: strOrNull(r.pruned_at),
-  };
-}
-
-function toChunk(r: Row): ChunkRecord {
-  return {
-    fileId: str(r.file_id),
-    seq: num(r.seq),
-    size: num(r.size),
-    state: str(r.state) as ChunkState,
-    attempts: num(r.attempts),
-    transactionNumber: strOrNull(r.transaction_number),
-    errorCode: strOrNull(r.error_code),
-    errorMessage: strOrNull(r.error_message),
-    updatedAt: str(r.updated_at),
-  };
-}
-
-// Recipient ids: file_no * 2^32 + idx (migration 0002), so a file's rows are one id range.
-const SPAN = 4294967296;
-const MAX_FILE_NO = 2 ** 21; // ids stay safe integers
-
-/** What message_id holds: NULL for a valid recipient's generated id, '' for a valid one without any. */
-function storedMessageId(fileId: string, r: RecipientInsert): string | null {
-  if (r.chunkSeq === null) return r.messageId;
-  if (r.generatedMessageId === true) return null;
-  if (r.messageId === null) return '';
-  return r.messageId === messageIdFor(fileId, r.line, r.k) ? null : r.messageId;
-}
-
-/** The messageId back from message_id (storedMessageId's inverse). */
-function readMessageId(
-  stored: SQLOutputValue | undefined,
-  fileId: string,
-  line: number,
-  k: number,
-  chunkSeq: SQLOutputValue | undefined,
-): string | null {
-  if (chunkSeq === null || chunkSeq === undefined) return strOrNull(stored);
-  if (stored === null || stored === undefined) return messageIdFor(fileId, line, k);
-  const s = str(stored);
-  return s === '' ? null : s;
-}
-
-const GENERATED_PART = /^[1-9][0-9]{0,9}$/;
-
-/** (line, k) of a generated messageId of this file, or null. */
-function parseGenerated(fileId: string, messageId: string): { line: number; k: number } | null {
-  if (
-    messageId.length <= fileId.length + 1 ||
-    !messageId.startsWith(fileId) ||
-    messageId[fileId.length] !== '-'
-  ) {
-    return null;
-  }
-  const rest = messageId.slice(fileId.length + 1).split('-');
-  if (rest.length > 2 || !rest.every((p) => GENERATED_PART.test(p))) return null;
-  return { line: Number(rest[0]), k: rest.length === 2 ? Number(rest[1]) : 0 };
 }
 
 /** The SQL form of readMessageId for matching a list of messageIds (:fid is the fileId). */
@@ -280,38 +150,8 @@ const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.tex
 const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
   ${RESULT_SQL}, ${DETAIL_SQL}`;
 
-/** The recipient outcome a chunk state gives the rows that follow it. */
-const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
-  pending: 'pending',
-  inflight: 'pending',
-  accepted: 'sent',
-  rejected: 'rejected',
-  failed: 'failed',
-  in_doubt: 'in_doubt',
-};
-
-function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
-  const line = num(r.line);
-  const k = num(r.k);
-  return {
-    fileId,
-    idx: num(r.id) - base,
-    line,
-    k,
-    number: strOrNull(r.number),
-    value: strOrNull(r.value),
-    messageId: readMessageId(r.message_id, fileId, line, k, r.chunk_seq),
-    text: strOrNull(r.text),
-    chunkSeq: numOrNull(r.chunk_seq),
-    outcome: str(r.outcome) as RecipientOutcome,
-    code: strOrNull(r.code),
-    detail: strOrNull(r.detail),
-    smsCount: numOrNull(r.sms_count),
-    status: str(r.status),
-    transactionNumber: strOrNull(r.transaction_number),
-    updatedAt: str(r.updated_at),
-  };
-}
+const ACTIVE = JSON.stringify(DUPLICATE_ACTIVE_STATES);
+const RECENT = JSON.stringify(DUPLICATE_RECENT_STATES);
 
 /** Lists travel as one JSON parameter (`IN (SELECT value FROM json_each(?))`): one cached statement for any length. */
 function list(values: readonly string[] | undefined): string | null {
@@ -398,37 +238,10 @@ export class SqliteStore implements Store {
     this.clock = options.now ?? (() => new Date());
     this.pageSize = options.pageSize ?? DEFAULT_PAGE;
     this.migrations = options.migrations;
-    const busy = options.busyTimeoutMs ?? 10_000;
-    try {
-      this.db = new DatabaseSync(options.path, { timeout: busy, enableForeignKeyConstraints: true });
-      this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busy)}`);
-      this.db.exec('PRAGMA journal_mode = WAL');
-      // NORMAL in WAL mode: a power loss may lose the last commits, never corrupt the file;
-      // an application crash loses nothing.
-      this.db.exec('PRAGMA synchronous = NORMAL');
-      this.db.exec('PRAGMA foreign_keys = ON');
-      if (options.backgroundCheckpoints && options.path !== ':memory:') {
-        this.db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
-        this.checkpointer = new Worker(CHECKPOINTER, {
-          eval: true,
-          workerData: { path: options.path, everyMs: CHECKPOINT_EVERY_MS },
-        });
-        this.checkpointer.unref();
-      }
-    } catch (err) {
-      const denied = options.path === ':memory:' ? null : unwritable(options.path);
-      if (denied)
-        throw new DroplineError('DROPLINE_ERR_STORE_READONLY', `cannot open ${options.path}: ${denied}`, {
-          cause: err,
-        });
-      throw new DroplineError(
-        'DROPLINE_ERR_STORE',
-        `cannot open ${options.path}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
-    }
+    ({ db: this.db, checkpointer: this.checkpointer } = connect(options.path, {
+      busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
+      checkpointer: options.backgroundCheckpoints === true,
+    }));
   }
 
   private now(): string {
@@ -476,7 +289,7 @@ export class SqliteStore implements Store {
   }
 
   async migrate(): Promise<void> {
-    const migrations = this.migrations ?? loadMigrations();
+    const migrations = this.migrations ?? sqliteMigrations();
     try {
       this.tx(() =>
         this.db.exec(
@@ -612,8 +425,8 @@ export class SqliteStore implements Store {
     const count = this.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?');
     const active = this.stmt(
       `SELECT * FROM files WHERE source = :source AND sha256 = :sha
-         AND (state IN ('validating', 'scheduled', 'sending', 'paused', 'partial')
-              OR (state IN ('submitted', 'completed')
+         AND (state IN (SELECT value FROM json_each(:active))
+              OR (state IN (SELECT value FROM json_each(:recent))
                   AND (json_extract(timestamps, '$.submitted') >= :since OR json_extract(timestamps, '$.completed') >= :since)))
        ORDER BY created_at DESC, rowid DESC LIMIT 1`,
     );
@@ -630,13 +443,16 @@ export class SqliteStore implements Store {
         const prior = num(count.get(source, f.sha256)?.n);
         const dup =
           prior > 0 && !options.force
-            ? active.get({ source, sha: f.sha256, since: options.duplicateSince })
+            ? active.get({
+                source,
+                sha: f.sha256,
+                since: options.duplicateSince,
+                active: ACTIVE,
+                recent: RECENT,
+              })
             : undefined;
         const duplicateOf = dup ? toFile(dup) : null;
-        const state: FileState = duplicateOf ? 'duplicate' : 'validating';
-        const message = duplicateOf
-          ? `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`
-          : null;
+        const { state, rejectionCode, message } = claimVerdict(duplicateOf);
         const row = insert.get(
           options.idFor(f.sha256, prior + 1),
           source,
@@ -646,7 +462,7 @@ export class SqliteStore implements Store {
           f.bytes,
           state,
           options.force ? 1 : 0,
-          duplicateOf ? 'DUPLICATE_FILE' : null,
+          rejectionCode,
           message,
           message,
           now,
@@ -1042,98 +858,46 @@ export class SqliteStore implements Store {
          AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NOT NULL))`,
     );
     const { lo, hi } = this.span(fileId, seq);
+    const parts = resultParts(result);
+    const row = (w: PartWrite) => ({
+      outcome: w.outcome,
+      code: w.code,
+      detail: w.detail,
+      tn: w.transactionNumber,
+      now,
+      seq,
+      lo,
+      hi,
+    });
     return this.tx(() => {
-      // A delivery report already in for a recipient of an in-doubt part proves that part's
-      // request reached the service (DESIGN-NOTES 1). Checked per part, not per chunk: the
-      // reports of a bisected chunk's accepted part prove nothing about its other parts.
-      const doubtParts = result.parts.filter(
-        (p) => p.outcome === 'in_doubt' && (p.wholeChunk === true || p.messageIds.length > 0),
-      );
-      const parts = [...result.parts];
-      if (result.state === 'in_doubt' && doubtParts.length === 0) {
-        // A chunk in doubt without in-doubt parts: the whole chunk's unanswered recipients are.
-        parts.push({
-          messageIds: [],
-          outcome: 'in_doubt',
-          code: result.errorCode,
-          detail: result.errorMessage,
-        });
-      }
-      let settled = false;
-      let doubtful = false;
-      /**
-       * The outcome a part is recorded with: an in-doubt part whose recipients already have
-       * a delivery report was accepted (the report proves the request reached the service).
-       */
-      const settle = (part: PartOutcome, reportedAlready: () => boolean) => {
-        let outcome: RecipientOutcome = part.outcome;
-        if (outcome === 'in_doubt') {
-          if (reportedAlready()) {
-            outcome = 'sent';
-            settled = true;
-          } else doubtful = true;
-        }
-        const proven = outcome === 'sent' && part.outcome === 'in_doubt';
-        return {
-          outcome,
-          code: proven ? null : (part.code ?? null),
-          detail: proven ? null : (part.detail ?? null),
-          tn: part.transactionNumber ?? null,
-          now,
-          seq,
-          lo,
-          hi,
-        };
+      const reported = (part: PartOutcome): boolean => {
+        const check = reportCheck(part);
+        if (check.kind === 'whole') return reportedWhole.get({ seq, lo, hi }) !== undefined;
+        const ids = check.kind === 'ids' ? JSON.stringify(check.ids) : null;
+        return reportedPart.get({ seq, lo, hi, ids, fid: fileId }) !== undefined;
       };
-      // A part that is the whole request (only ever the one part of a result).
-      let wholePart: ReturnType<typeof settle> | null = null;
-      for (const part of parts) {
-        if (part.wholeChunk === true) {
-          wholePart = settle(part, () => reportedWhole.get({ seq, lo, hi }) !== undefined);
-          continue;
-        }
-        if (part.messageIds.length === 0) {
-          // The chunk's unanswered recipients, in doubt: they follow the chunk, in doubt or proven.
-          if (part.outcome === 'in_doubt')
-            settle(part, () => reportedPart.get({ seq, lo, hi, ids: null, fid: fileId }) !== undefined);
-          continue;
-        }
-        const ids = JSON.stringify(part.messageIds);
-        setPart.run({
-          ...settle(part, () => reportedPart.get({ seq, lo, hi, ids, fid: fileId }) !== undefined),
-          ids,
-          fid: fileId,
-        });
-      }
-      const state: ChunkState =
-        result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
-      const cleared = state !== result.state;
-      const code = cleared ? null : (result.errorCode ?? null);
-      const message = cleared ? null : (result.errorMessage ?? null);
-      if (wholePart) {
-        const follows =
-          wholePart.outcome === CHUNK_OUTCOME[state] &&
-          wholePart.code === code &&
-          wholePart.detail === message &&
-          (wholePart.tn === null || wholePart.tn === (result.transactionNumber ?? null));
-        if (follows) followWhole.run({ now, seq, lo, hi });
-        else setWhole.run(wholePart);
+      const plan = planChunkResult(result, parts, (p) => needsReportCheck(p) && reported(p));
+      for (const { messageIds, write } of plan.byIds)
+        setPart.run({ ...row(write), ids: JSON.stringify(messageIds), fid: fileId });
+      if (plan.whole) {
+        if (plan.whole.follows) followWhole.run({ now, seq, lo, hi });
+        else setWhole.run(row(plan.whole.write));
       }
       this.stmt(
         `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
            error_code = :code, error_message = :message, updated_at = :now
          WHERE file_id = :file_id AND seq = :seq`,
       ).run({
-        state,
+        state: plan.state,
         attempts: result.attempts,
         tn: result.transactionNumber ?? null,
-        code,
-        message,
+        code: plan.code,
+        message: plan.message,
         now,
         file_id: fileId,
         seq,
       });
-      return state;
+      return plan.state;
     });
   }
 
@@ -1146,13 +910,11 @@ export class SqliteStore implements Store {
       for (const row of inflight) {
         const seq = num(row.seq);
         const { lo, hi } = this.span(fileId, seq);
-        // A report that came in before the worker died already proves the chunk was accepted;
-        // left in doubt, nothing would ever settle it (its reports are not sent again).
-        const proven =
+        const chunkState = abandonedChunkState(
           this.stmt(
             `SELECT 1 FROM recipients WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-          ).get(lo, hi, seq) !== undefined;
-        const chunkState: ChunkState = proven ? 'accepted' : 'in_doubt';
+          ).get(lo, hi, seq) !== undefined,
+        );
         // Its pending recipients follow the chunk (migration 0003), held ones too: they were
         // in the request.
         this.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
@@ -1528,87 +1290,51 @@ export class SqliteStore implements Store {
       'SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts FROM files WHERE file_id = ?',
     ).get(fileId);
     if (file?.pruned_counts != null) return JSON.parse(str(file.pruned_counts)) as FileCounts;
-    const c: FileCounts = {
+    const ingest = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),
       invalid: num(file?.invalid ?? 0),
       duplicates: num(file?.duplicates ?? 0),
       suppressed: num(file?.suppressed ?? 0),
       segments: num(file?.segments ?? 0),
-      ...NOTHING_SENT,
     };
-    // Recipients that follow their chunk, by chunk state (chunk sizes, less the rows below),
-    // and the delivery counters of each chunk (migration 0006): one row per chunk, whatever
-    // the number of delivery reports.
-    const following: Record<ChunkState, number> = {
-      pending: 0,
-      inflight: 0,
-      accepted: 0,
-      rejected: 0,
-      failed: 0,
-      in_doubt: 0,
-    };
+    // One row per chunk state with the delivery counters of its chunks (migration 0006),
+    // whatever the number of delivery reports.
     const n = this.fileNo(fileId);
-    let reportedSent = 0;
-    for (const r of this.stmt(
+    const chunks: ChunkGroup[] = this.stmt(
       `SELECT c.state, count(*) AS n, total(c.size) AS size, total(s.reported) AS reported,
          total(s.delivered) AS delivered, total(s.unknown) AS unknown,
          total(s.reported_follow) AS reported_follow, total(s.reported_sent) AS reported_sent
        FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :no AND s.seq = c.seq
        WHERE c.file_id = :fid GROUP BY c.state`,
-    ).all({ fid: fileId, no: n })) {
-      const count = num(r.n);
-      const state = str(r.state) as ChunkState;
-      following[state] += num(r.size);
-      c.chunks += count;
-      c.delivered += num(r.delivered);
-      c.undelivered += num(r.reported) - num(r.delivered);
-      c.unknown += num(r.unknown);
-      // Sent and reported: rows that say so themselves, and rows that follow an accepted chunk.
-      reportedSent += num(r.reported_sent) + (state === 'accepted' ? num(r.reported_follow) : 0);
-      switch (state) {
-        case 'pending':
-          c.chunksPending += count;
-          break;
-        case 'inflight':
-          c.chunksInflight += count;
-          break;
-        case 'accepted':
-          c.chunksAccepted += count;
-          break;
-        case 'rejected':
-          c.chunksRejected += count;
-          break;
-        case 'failed':
-          c.chunksFailed += count;
-          break;
-        case 'in_doubt':
-          c.chunksInDoubt += count;
-          break;
-      }
-    }
-    // Valid recipients only (chunk_seq set): invalid, duplicate and suppressed rows come from
-    // the ingest counts above. Rows with an outcome of their own are few (an index of them):
-    // a count of the file is a read of its chunks, not of a million rows.
-    const { lo, hi } = n === null ? { lo: 1, hi: 0 } : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
-    const own: Record<string, number> = {};
-    for (const r of this.stmt(
+    )
+      .all({ fid: fileId, no: n })
+      .map((r) => ({
+        state: str(r.state) as ChunkState,
+        chunks: num(r.n),
+        size: num(r.size),
+        reported: num(r.reported),
+        delivered: num(r.delivered),
+        unknown: num(r.unknown),
+        reportedFollow: num(r.reported_follow),
+        reportedSent: num(r.reported_sent),
+      }));
+    // Valid recipients only (chunk_seq set) with an outcome of their own: few (an index of
+    // them), so a count of the file is a read of its chunks, not of a million rows.
+    const { lo, hi } = n === null ? { lo: 1, hi: 0 } : idRange(n);
+    const own: OwnGroup[] = this.stmt(
       `SELECT r.outcome, c.state, count(*) AS n
        FROM recipients r INDEXED BY recipients_settled LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
        WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
        GROUP BY r.outcome, c.state`,
-    ).all(fileId, lo, hi)) {
-      const count = num(r.n);
-      own[str(r.outcome)] = (own[str(r.outcome)] ?? 0) + count;
-      if (r.state !== null) following[str(r.state) as ChunkState] -= count;
-    }
-    c.submitted = (own.sent ?? 0) + following.accepted;
-    c.rejected = (own.rejected ?? 0) + following.rejected;
-    c.failed = (own.failed ?? 0) + following.failed;
-    c.inDoubt = (own.in_doubt ?? 0) + following.in_doubt;
-    // pending delivery = sent recipients without a report
-    c.pendingDelivery = c.submitted - reportedSent;
-    return c;
+    )
+      .all(fileId, lo, hi)
+      .map((r) => ({
+        outcome: str(r.outcome),
+        chunkState: strOrNull(r.state) as ChunkState | null,
+        count: num(r.n),
+      }));
+    return assembleCounts(ingest, chunks, own);
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
@@ -1635,7 +1361,7 @@ export class SqliteStore implements Store {
             line,
             number: strOrNull(r[3]),
             value: strOrNull(r[4]),
-            messageId: readMessageId(r[5], fileId, line, num(r[2]), r[6]),
+            messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
             outcome: str(r[9]) as RecipientOutcome,
             code: strOrNull(r[10]),
             status: str(r[8]),

@@ -1,0 +1,116 @@
+// Database rows → the store's records, for every backend. Columns are snake_case and named
+// alike on SQLite and PostgreSQL; values come as each driver gives them (a count may be a
+// bigint or a numeric string, a time a Date or an ISO string, a flag 0/1 or a boolean, JSON a
+// string or an object), and are read here in one place.
+
+import { readMessageId } from './message-ids.ts';
+import type {
+  ChunkRecord,
+  ChunkState,
+  FileRecord,
+  FileState,
+  ListedIssue,
+  RecipientOutcome,
+  RecipientRecord,
+} from './store.ts';
+
+export type Row = Record<string, unknown>;
+
+export function str(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v instanceof Date) return v.toISOString();
+  return String(v);
+}
+export function strOrNull(v: unknown): string | null {
+  return v === null || v === undefined ? null : str(v);
+}
+export function num(v: unknown): number {
+  return typeof v === 'number' ? v : Number(v);
+}
+export function numOrNull(v: unknown): number | null {
+  return v === null || v === undefined ? null : num(v);
+}
+export function bool(v: unknown): boolean {
+  return v === true || v === 1 || v === 1n || v === '1';
+}
+/** A JSON column: text (SQLite) or already parsed (PostgreSQL jsonb). */
+export function json<T>(v: unknown): T {
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
+}
+
+export function toFile(r: Row): FileRecord {
+  const rejectionCode = strOrNull(r.rejection_code);
+  return {
+    fileId: str(r.file_id),
+    source: str(r.source),
+    name: str(r.name),
+    path: str(r.path),
+    sha256: str(r.sha256),
+    bytes: num(r.bytes),
+    state: str(r.state) as FileState,
+    layout: strOrNull(r.layout) as FileRecord['layout'],
+    encoding: strOrNull(r.encoding),
+    separator: strOrNull(r.separator),
+    header: bool(r.header),
+    counts: {
+      records: num(r.records),
+      valid: num(r.valid),
+      invalid: num(r.invalid),
+      duplicates: num(r.duplicates),
+      suppressed: num(r.suppressed),
+      segments: num(r.segments),
+    },
+    rejection:
+      rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
+    reason: strOrNull(r.reason),
+    forced: bool(r.forced),
+    possibleDuplicates: num(r.possible_duplicates),
+    errors: json<ListedIssue[]>(r.errors),
+    createdAt: str(r.created_at),
+    updatedAt: str(r.updated_at),
+    timestamps: json<FileRecord['timestamps']>(r.timestamps),
+    deliveryDeadline: strOrNull(r.delivery_deadline),
+    leaseOwner: strOrNull(r.lease_owner),
+    leaseUntil: strOrNull(r.lease_until),
+    prunedAt: strOrNull(r.pruned_at),
+  };
+}
+
+export function toChunk(r: Row): ChunkRecord {
+  return {
+    fileId: str(r.file_id),
+    seq: num(r.seq),
+    size: num(r.size),
+    state: str(r.state) as ChunkState,
+    attempts: num(r.attempts),
+    transactionNumber: strOrNull(r.transaction_number),
+    errorCode: strOrNull(r.error_code),
+    errorMessage: strOrNull(r.error_message),
+    updatedAt: str(r.updated_at),
+  };
+}
+
+/** A recipient row (its chunk's result applied: outcome, code, detail…); `base` is the file's first id. */
+export function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
+  const line = num(r.line);
+  const k = num(r.k);
+  const chunkSeq = numOrNull(r.chunk_seq);
+  return {
+    fileId,
+    idx: num(r.id) - base,
+    line,
+    k,
+    number: strOrNull(r.number),
+    value: strOrNull(r.value),
+    messageId: readMessageId(strOrNull(r.message_id), fileId, line, k, chunkSeq),
+    text: strOrNull(r.text),
+    chunkSeq,
+    outcome: str(r.outcome) as RecipientOutcome,
+    code: strOrNull(r.code),
+    detail: strOrNull(r.detail),
+    smsCount: numOrNull(r.sms_count),
+    status: str(r.status),
+    transactionNumber: strOrNull(r.transaction_number),
+    updatedAt: str(r.updated_at),
+  };
+}

@@ -1,0 +1,143 @@
+// What a chunk's result and its delivery reports make of its recipients: the rules every
+// backend applies, as pure functions. A backend only runs the queries they ask for and the
+// writes they return.
+//
+// - A valid recipient whose row says `pending` without a code follows its chunk: its outcome is
+//   the chunk's state as a recipient outcome (CHUNK_OUTCOME), its code and message the chunk's.
+//   `pending` with a code is a row held back on its own (a part the service refused with 403
+//   while other parts went on).
+// - A delivery report already in for a recipient of an in-doubt part proves that part's
+//   request reached the service (DESIGN-NOTES 1): the part is sent. Checked per part, not per
+//   chunk: the reports of a bisected chunk's accepted part prove nothing about its other parts.
+
+import type { ChunkResult, ChunkState, PartOutcome, RecipientOutcome } from './store.ts';
+
+/** The recipient outcome a chunk state gives the rows that follow it. */
+export const CHUNK_OUTCOME: Readonly<Record<ChunkState, RecipientOutcome>> = {
+  pending: 'pending',
+  inflight: 'pending',
+  accepted: 'sent',
+  rejected: 'rejected',
+  failed: 'failed',
+  in_doubt: 'in_doubt',
+};
+
+/**
+ * The parts of a result as they are recorded: a chunk in doubt without in-doubt parts gets one,
+ * for the chunk's unanswered recipients (no messageIds: "the rest of the chunk").
+ */
+export function resultParts(result: ChunkResult): PartOutcome[] {
+  const parts = [...result.parts];
+  const doubtParts = parts.filter(
+    (p) => p.outcome === 'in_doubt' && (p.wholeChunk === true || p.messageIds.length > 0),
+  );
+  if (result.state === 'in_doubt' && doubtParts.length === 0)
+    parts.push({ messageIds: [], outcome: 'in_doubt', code: result.errorCode, detail: result.errorMessage });
+  return parts;
+}
+
+/**
+ * Which recipients a part's "is it already reported?" question is about:
+ * - `whole`: the chunk's unsettled rows (outcome pending or in_doubt): the part is the request;
+ * - `rest`: any row of the chunk (the unanswered rest of the chunk);
+ * - `ids`: the rows with these messageIds.
+ * Only in-doubt parts are asked about (needsReportCheck).
+ */
+export type ReportCheck = { kind: 'whole' } | { kind: 'rest' } | { kind: 'ids'; ids: readonly string[] };
+
+export function reportCheck(part: PartOutcome): ReportCheck {
+  if (part.wholeChunk === true) return { kind: 'whole' };
+  if (part.messageIds.length === 0) return { kind: 'rest' };
+  return { kind: 'ids', ids: part.messageIds };
+}
+
+export function needsReportCheck(part: PartOutcome): boolean {
+  return part.outcome === 'in_doubt';
+}
+
+/** What one part's rows are written with. */
+export interface PartWrite {
+  outcome: RecipientOutcome;
+  code: string | null;
+  detail: string | null;
+  transactionNumber: string | null;
+}
+
+export interface ChunkResultPlan {
+  /** Parts naming their recipients by messageId: write these rows. */
+  byIds: { messageIds: readonly string[]; write: PartWrite }[];
+  /**
+   * The part that is the whole request (at most one), applied to the chunk's unsettled rows:
+   * `follows` when they may simply follow the chunk (rows an earlier result marked go back to
+   * following it), otherwise they are written with `write`.
+   */
+  whole: { write: PartWrite; follows: boolean } | null;
+  /** The chunk's new state, code and message. */
+  state: ChunkState;
+  code: string | null;
+  message: string | null;
+}
+
+/**
+ * The writes a chunk result makes, given for each in-doubt part whether a delivery report is
+ * already in for its recipients (`reported`, asked only for parts where needsReportCheck).
+ */
+export function planChunkResult(
+  result: ChunkResult,
+  parts: readonly PartOutcome[],
+  reported: (part: PartOutcome) => boolean,
+): ChunkResultPlan {
+  let settled = false;
+  let doubtful = false;
+  const settle = (part: PartOutcome): PartWrite => {
+    let outcome: RecipientOutcome = part.outcome;
+    if (outcome === 'in_doubt') {
+      if (reported(part)) {
+        outcome = 'sent';
+        settled = true;
+      } else doubtful = true;
+    }
+    const proven = outcome === 'sent' && part.outcome === 'in_doubt';
+    return {
+      outcome,
+      code: proven ? null : (part.code ?? null),
+      detail: proven ? null : (part.detail ?? null),
+      transactionNumber: part.transactionNumber ?? null,
+    };
+  };
+  const byIds: ChunkResultPlan['byIds'] = [];
+  let whole: PartWrite | null = null;
+  for (const part of parts) {
+    if (part.wholeChunk === true) whole = settle(part);
+    else if (part.messageIds.length > 0) byIds.push({ messageIds: part.messageIds, write: settle(part) });
+    // The chunk's unanswered recipients follow the chunk, in doubt or proven.
+    else if (part.outcome === 'in_doubt') settle(part);
+  }
+  const state: ChunkState = result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
+  const cleared = state !== result.state;
+  const code = cleared ? null : (result.errorCode ?? null);
+  const message = cleared ? null : (result.errorMessage ?? null);
+  return {
+    byIds,
+    whole: whole && {
+      write: whole,
+      follows:
+        whole.outcome === CHUNK_OUTCOME[state] &&
+        whole.code === code &&
+        whole.detail === message &&
+        (whole.transactionNumber === null || whole.transactionNumber === (result.transactionNumber ?? null)),
+    },
+    state,
+    code,
+    message,
+  };
+}
+
+/**
+ * A chunk left inflight by a worker that died: accepted when a report already came in for
+ * any of its recipients (left in doubt, nothing would ever settle it: its reports are not
+ * sent again), in doubt otherwise.
+ */
+export function abandonedChunkState(reported: boolean): ChunkState {
+  return reported ? 'accepted' : 'in_doubt';
+}
