@@ -27,17 +27,6 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-  }
-}
-
 // Types read as the Store interface speaks them. int8 (ids, counts, sums of int) and numeric
 // (sum of bigint) as numbers: every value the store keeps is far below 2^53 (recipient ids
 // are bounded by MAX_FILE_NO). timestamptz as an ISO-8601 UTC string of millisecond

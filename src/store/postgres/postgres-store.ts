@@ -8,6 +8,27 @@
 import type pg from 'pg';
 import { DroplineError } from '../../errors.ts';
 import { messageIdFor } from '../../plan/ids.ts';
+import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
+import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
+import { json, num, numOrNull, type Row, str, strOrNull, toChunk, toFile, toRecipient } from '../mapping.ts';
+import {
+  idRange,
+  MAX_FILE_NO,
+  parseGenerated,
+  readMessageId,
+  SPAN,
+  sentForm,
+  storedMessageId,
+} from '../message-ids.ts';
+import {
+  abandonedChunkState,
+  CHUNK_OUTCOME,
+  needsReportCheck,
+  type PartWrite,
+  planChunkResult,
+  reportCheck,
+  resultParts,
+} from '../outcomes.ts';
 import {
   type ChunkDestination,
   type ChunkInsert,
@@ -23,7 +44,6 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
-  type ListedIssue,
   type ListFilesOptions,
   type NewFile,
   NOTHING_SENT,
@@ -51,164 +71,7 @@ export interface PostgresStoreOptions {
   pageSize?: number;
 }
 
-type Row = Record<string, unknown>;
-
 const DEFAULT_PAGE = 2000;
-
-// ---------------------------------------------------------------------------------------
-// Rules shared with the SQLite store (to be called from src/store's shared modules).
-// ---------------------------------------------------------------------------------------
-
-/** Recipient ids: file_no * 2^32 + idx, so a file's rows are one id range. */
-const SPAN = 4294967296;
-const MAX_FILE_NO = 2 ** 21;
-
-const CHUNK_OUTCOME: Record<ChunkState, RecipientOutcome> = {
-  pending: 'pending',
-  inflight: 'pending',
-  accepted: 'sent',
-  rejected: 'rejected',
-  failed: 'failed',
-  in_doubt: 'in_doubt',
-};
-
-/** States of a file being sent now: the same content is DUPLICATE_FILE. */
-const ACTIVE_STATES: readonly FileState[] = ['validating', 'scheduled', 'sending', 'paused', 'partial'];
-/** States of a file sent: a duplicate when submitted or completed since the window's start. */
-const RECENT_STATES: readonly FileState[] = ['submitted', 'completed'];
-
-function storedMessageId(fileId: string, r: RecipientInsert): string | null {
-  if (r.chunkSeq === null) return r.messageId;
-  if (r.generatedMessageId === true) return null;
-  if (r.messageId === null) return '';
-  return r.messageId === messageIdFor(fileId, r.line, r.k) ? null : r.messageId;
-}
-
-function readMessageId(
-  stored: unknown,
-  fileId: string,
-  line: number,
-  k: number,
-  chunkSeq: unknown,
-): string | null {
-  if (chunkSeq === null || chunkSeq === undefined) return strOrNull(stored);
-  if (stored === null || stored === undefined) return messageIdFor(fileId, line, k);
-  const s = str(stored);
-  return s === '' ? null : s;
-}
-
-const GENERATED_PART = /^[1-9][0-9]{0,9}$/;
-
-function parseGenerated(fileId: string, messageId: string): { line: number; k: number } | null {
-  if (
-    messageId.length <= fileId.length + 1 ||
-    !messageId.startsWith(fileId) ||
-    messageId[fileId.length] !== '-'
-  ) {
-    return null;
-  }
-  const rest = messageId.slice(fileId.length + 1).split('-');
-  if (rest.length > 2 || !rest.every((p) => GENERATED_PART.test(p))) return null;
-  return { line: Number(rest[0]), k: rest.length === 2 ? Number(rest[1]) : 0 };
-}
-
-function sentForm(to: string): string {
-  return to.replace(/\D/g, '');
-}
-
-function str(v: unknown): string {
-  return typeof v === 'string' ? v : String(v);
-}
-function strOrNull(v: unknown): string | null {
-  return v === null || v === undefined ? null : str(v);
-}
-function num(v: unknown): number {
-  return typeof v === 'number' ? v : Number(v);
-}
-function numOrNull(v: unknown): number | null {
-  return v === null || v === undefined ? null : num(v);
-}
-function bool(v: unknown): boolean {
-  return v === true || v === 1 || v === '1' || v === 't';
-}
-function json<T>(v: unknown): T {
-  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
-}
-
-function toFile(r: Row): FileRecord {
-  const rejectionCode = strOrNull(r.rejection_code);
-  return {
-    fileId: str(r.file_id),
-    source: str(r.source),
-    name: str(r.name),
-    path: str(r.path),
-    sha256: str(r.sha256),
-    bytes: num(r.bytes),
-    state: str(r.state) as FileState,
-    layout: strOrNull(r.layout) as FileRecord['layout'],
-    encoding: strOrNull(r.encoding),
-    separator: strOrNull(r.separator),
-    header: bool(r.header),
-    counts: {
-      records: num(r.records),
-      valid: num(r.valid),
-      invalid: num(r.invalid),
-      duplicates: num(r.duplicates),
-      suppressed: num(r.suppressed),
-      segments: num(r.segments),
-    },
-    rejection:
-      rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
-    reason: strOrNull(r.reason),
-    forced: bool(r.forced),
-    possibleDuplicates: num(r.possible_duplicates),
-    errors: json<ListedIssue[]>(r.errors),
-    createdAt: str(r.created_at),
-    updatedAt: str(r.updated_at),
-    timestamps: json<FileRecord['timestamps']>(r.timestamps),
-    deliveryDeadline: strOrNull(r.delivery_deadline),
-    leaseOwner: strOrNull(r.lease_owner),
-    leaseUntil: strOrNull(r.lease_until),
-    prunedAt: strOrNull(r.pruned_at),
-  };
-}
-
-function toChunk(r: Row): ChunkRecord {
-  return {
-    fileId: str(r.file_id),
-    seq: num(r.seq),
-    size: num(r.size),
-    state: str(r.state) as ChunkState,
-    attempts: num(r.attempts),
-    transactionNumber: strOrNull(r.transaction_number),
-    errorCode: strOrNull(r.error_code),
-    errorMessage: strOrNull(r.error_message),
-    updatedAt: str(r.updated_at),
-  };
-}
-
-function toRecipient(r: Row, fileId: string, base: number): RecipientRecord {
-  const line = num(r.line);
-  const k = num(r.k);
-  return {
-    fileId,
-    idx: num(r.id) - base,
-    line,
-    k,
-    number: strOrNull(r.number),
-    value: strOrNull(r.value),
-    messageId: readMessageId(r.message_id, fileId, line, k, r.chunk_seq),
-    text: strOrNull(r.text),
-    chunkSeq: numOrNull(r.chunk_seq),
-    outcome: str(r.outcome) as RecipientOutcome,
-    code: strOrNull(r.code),
-    detail: strOrNull(r.detail),
-    smsCount: numOrNull(r.sms_count),
-    status: str(r.status),
-    transactionNumber: strOrNull(r.transaction_number),
-    updatedAt: str(r.updated_at),
-  };
-}
 
 function toReportRow(r: Row, fileId: string): ReportRow {
   const line = num(r.line);
@@ -216,7 +79,7 @@ function toReportRow(r: Row, fileId: string): ReportRow {
     line,
     number: strOrNull(r.number),
     value: strOrNull(r.value),
-    messageId: readMessageId(r.message_id, fileId, line, num(r.k), r.chunk_seq),
+    messageId: readMessageId(strOrNull(r.message_id), fileId, line, num(r.k), numOrNull(r.chunk_seq)),
     outcome: str(r.outcome) as RecipientOutcome,
     code: strOrNull(r.code),
     status: str(r.status),
@@ -225,69 +88,6 @@ function toReportRow(r: Row, fileId: string): ReportRow {
     updatedAt: str(r.updated_at),
     detail: strOrNull(r.detail),
   };
-}
-
-interface ChunkAggregate {
-  state: ChunkState;
-  chunks: number;
-  size: number;
-  reported: number;
-  delivered: number;
-  unknown: number;
-  reportedFollow: number;
-  reportedSent: number;
-}
-interface OwnOutcomes {
-  outcome: RecipientOutcome;
-  /** The state of the row's chunk (null: no chunk row). */
-  chunkState: ChunkState | null;
-  n: number;
-}
-
-const CHUNK_COUNT_KEY: Record<ChunkState, keyof FileCounts> = {
-  pending: 'chunksPending',
-  inflight: 'chunksInflight',
-  accepted: 'chunksAccepted',
-  rejected: 'chunksRejected',
-  failed: 'chunksFailed',
-  in_doubt: 'chunksInDoubt',
-};
-
-function assembleCounts(
-  base: Omit<FileCounts, keyof typeof NOTHING_SENT>,
-  chunks: readonly ChunkAggregate[],
-  own: readonly OwnOutcomes[],
-): FileCounts {
-  const c: FileCounts = { ...base, ...NOTHING_SENT };
-  const following: Record<ChunkState, number> = {
-    pending: 0,
-    inflight: 0,
-    accepted: 0,
-    rejected: 0,
-    failed: 0,
-    in_doubt: 0,
-  };
-  let reportedSent = 0;
-  for (const a of chunks) {
-    following[a.state] += a.size;
-    c.chunks += a.chunks;
-    c.delivered += a.delivered;
-    c.undelivered += a.reported - a.delivered;
-    c.unknown += a.unknown;
-    reportedSent += a.reportedSent + (a.state === 'accepted' ? a.reportedFollow : 0);
-    (c[CHUNK_COUNT_KEY[a.state]] as number) += a.chunks;
-  }
-  const mine: Partial<Record<RecipientOutcome, number>> = {};
-  for (const o of own) {
-    mine[o.outcome] = (mine[o.outcome] ?? 0) + o.n;
-    if (o.chunkState !== null) following[o.chunkState] -= o.n;
-  }
-  c.submitted = (mine.sent ?? 0) + following.accepted;
-  c.rejected = (mine.rejected ?? 0) + following.rejected;
-  c.failed = (mine.failed ?? 0) + following.failed;
-  c.inDoubt = (mine.in_doubt ?? 0) + following.in_doubt;
-  c.pendingDelivery = c.submitted - reportedSent;
-  return c;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -528,8 +328,8 @@ export class PostgresStore implements Store {
             path: f.path,
             sha256: f.sha256,
             force: options.force === true,
-            active: ACTIVE_STATES,
-            recent: RECENT_STATES,
+            active: DUPLICATE_ACTIVE_STATES,
+            recent: DUPLICATE_RECENT_STATES,
             since: options.duplicateSince,
           },
           c,
@@ -542,10 +342,7 @@ export class PostgresStore implements Store {
         const counted = found.find((r) => r.kind === 'count')!;
         const prior = num(counted.prior);
         const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
-        const state: FileState = duplicateOf ? 'duplicate' : 'validating';
-        const message = duplicateOf
-          ? `the same content was already sent from this source as ${duplicateOf.fileId} (${duplicateOf.name}, ${duplicateOf.state})`
-          : null;
+        const { state, rejectionCode, message } = claimVerdict(duplicateOf);
         const fileId = options.idFor(f.sha256, prior + 1);
         const [row] = await this.rows(
           what,
@@ -559,7 +356,7 @@ export class PostgresStore implements Store {
             bytes: f.bytes,
             state,
             forced: options.force === true,
-            rejection_code: duplicateOf ? 'DUPLICATE_FILE' : null,
+            rejection_code: rejectionCode,
             rejection_message: message,
             reason: message,
             now,
@@ -705,7 +502,7 @@ export class PostgresStore implements Store {
 
   private async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {
     const n = await this.fileNo(fileId, on);
-    return n === null ? null : { lo: n * SPAN, hi: n * SPAN + SPAN - 1 };
+    return n === null ? null : idRange(n);
   }
 
   // ---- ingest ----
@@ -715,7 +512,7 @@ export class PostgresStore implements Store {
     await this.tx(what, async (c) => {
       const n = await this.fileNo(fileId, c);
       if (n !== null) {
-        await this.count(what, S.CLEAR_RECIPIENTS, { lo: n * SPAN, hi: n * SPAN + SPAN - 1 }, c);
+        await this.count(what, S.CLEAR_RECIPIENTS, idRange(n), c);
         await this.count(what, S.CLEAR_SPANS, { file_no: n }, c);
       }
       await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
@@ -899,76 +696,46 @@ export class PostgresStore implements Store {
       const lo = span?.first_id == null ? 1 : num(span.first_id);
       const hi = span?.last_id == null ? 0 : num(span.last_id);
       const at = { file_id: fileId, seq, lo, hi };
-      const doubtParts = result.parts.filter(
-        (p) => p.outcome === 'in_doubt' && (p.wholeChunk === true || p.messageIds.length > 0),
-      );
-      const parts = [...result.parts];
-      if (result.state === 'in_doubt' && doubtParts.length === 0) {
-        // A chunk in doubt without in-doubt parts: the whole chunk's unanswered recipients are.
-        parts.push({
-          messageIds: [],
-          outcome: 'in_doubt',
-          code: result.errorCode,
-          detail: result.errorMessage,
-        });
-      }
-      let settled = false;
-      let doubtful = false;
-      const settle = async (part: PartOutcome, reportedAlready: () => Promise<boolean>) => {
-        let outcome: RecipientOutcome = part.outcome;
-        if (outcome === 'in_doubt') {
-          if (await reportedAlready()) {
-            outcome = 'sent';
-            settled = true;
-          } else doubtful = true;
-        }
-        const proven = outcome === 'sent' && part.outcome === 'in_doubt';
-        return {
-          outcome,
-          code: proven ? null : (part.code ?? null),
-          detail: proven ? null : (part.detail ?? null),
-          tn: part.transactionNumber ?? null,
-        };
-      };
-      const reported = async (s: S.Statement, ids: string[] | null) =>
-        (await this.rows(what, s, { ...at, ids }, c)).length > 0;
-      let wholePart: Awaited<ReturnType<typeof settle>> | null = null;
+      // Read after the chunk's lock: every report recorded for the chunk so far is seen.
+      const parts = resultParts(result);
+      const reported = new Map<PartOutcome, boolean>();
       for (const part of parts) {
-        if (part.wholeChunk === true) {
-          wholePart = await settle(part, () => reported(S.REPORTED_WHOLE, null));
-          continue;
-        }
-        if (part.messageIds.length === 0) {
-          if (part.outcome === 'in_doubt') await settle(part, () => reported(S.REPORTED_PART, null));
-          continue;
-        }
-        const set = await settle(part, () => reported(S.REPORTED_PART, part.messageIds));
-        await this.count(what, S.SET_PART, { ...at, ...set, ids: part.messageIds, now }, c);
+        if (!needsReportCheck(part)) continue;
+        const check = reportCheck(part);
+        const found =
+          check.kind === 'whole'
+            ? await this.rows(what, S.REPORTED_WHOLE, at, c)
+            : await this.rows(
+                what,
+                S.REPORTED_PART,
+                { ...at, ids: check.kind === 'ids' ? check.ids : null },
+                c,
+              );
+        reported.set(part, found.length > 0);
       }
-      const state: ChunkState =
-        result.state === 'in_doubt' && settled && !doubtful ? 'accepted' : result.state;
-      const cleared = state !== result.state;
-      const code = cleared ? null : (result.errorCode ?? null);
-      const message = cleared ? null : (result.errorMessage ?? null);
+      const plan = planChunkResult(result, parts, (p) => reported.get(p) === true);
+      const write = (w: PartWrite) => ({
+        outcome: w.outcome,
+        code: w.code,
+        detail: w.detail,
+        tn: w.transactionNumber,
+        now,
+      });
+      for (const { messageIds, write: w } of plan.byIds)
+        await this.count(what, S.SET_PART, { ...at, ...write(w), ids: messageIds }, c);
       const chunk = {
         ...at,
-        state,
+        state: plan.state,
         attempts: result.attempts,
         chunk_tn: result.transactionNumber ?? null,
-        error_code: code,
-        error_message: message,
+        error_code: plan.code,
+        error_message: plan.message,
         now,
       };
-      if (wholePart) {
-        const follows =
-          wholePart.outcome === CHUNK_OUTCOME[state] &&
-          wholePart.code === code &&
-          wholePart.detail === message &&
-          (wholePart.tn === null || wholePart.tn === (result.transactionNumber ?? null));
-        if (follows) await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE, chunk, c);
-        else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...wholePart }, c);
-      } else await this.count(what, S.FINISH_CHUNK, chunk, c);
-      return state;
+      if (!plan.whole) await this.count(what, S.FINISH_CHUNK, chunk, c);
+      else if (plan.whole.follows) await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE, chunk, c);
+      else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...write(plan.whole.write) }, c);
+      return plan.state;
     });
   }
 
@@ -991,7 +758,7 @@ export class PostgresStore implements Store {
           file_id: fileId,
           file_no: fileNo ?? -1,
           seqs,
-          states: seqs.map((s): ChunkState => (proven.has(s) ? 'accepted' : 'in_doubt')),
+          states: seqs.map((s) => abandonedChunkState(proven.has(s))),
           now: this.now(),
         },
         c,
@@ -1282,12 +1049,7 @@ export class PostgresStore implements Store {
       const n = num(row.file_no);
       step.fileId = fileId;
       const tns = new Set<string>();
-      const deleted = await this.rows(
-        what,
-        S.PRUNE_RECIPIENTS,
-        { lo: n * SPAN, hi: n * SPAN + SPAN - 1, max_rows: maxRows },
-        c,
-      );
+      const deleted = await this.rows(what, S.PRUNE_RECIPIENTS, { ...idRange(n), max_rows: maxRows }, c);
       step.recipients = deleted.length;
       for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
       if (step.recipients < maxRows) {
@@ -1325,12 +1087,12 @@ export class PostgresStore implements Store {
     };
     if (!file) return { ...base, ...NOTHING_SENT };
     const n = num(file.file_no);
-    const chunks: ChunkAggregate[] = [];
-    const own: OwnOutcomes[] = [];
+    const chunks: ChunkGroup[] = [];
+    const own: OwnGroup[] = [];
     for (const r of await this.rows(
       what,
       S.COUNTS_ROWS,
-      { file_id: fileId, file_no: n, lo: n * SPAN, hi: n * SPAN + SPAN - 1 },
+      { file_id: fileId, file_no: n, ...idRange(n) },
       on,
     )) {
       if (r.kind === 'chunk')
@@ -1348,7 +1110,7 @@ export class PostgresStore implements Store {
         own.push({
           outcome: str(r.outcome) as RecipientOutcome,
           chunkState: r.state === null ? null : (str(r.state) as ChunkState),
-          n: num(r.n),
+          count: num(r.n),
         });
     }
     return assembleCounts(base, chunks, own);
