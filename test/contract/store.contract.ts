@@ -22,6 +22,8 @@ import { sendingAndResults } from './store/sending-and-results.ts';
 
 export {
   type ContractContext,
+  generatedReport,
+  generatedRows,
   newFile,
   numberOf,
   type StoreHarness,

@@ -11,6 +11,8 @@ import {
   type ContractContext,
   collect,
   event,
+  generatedReport,
+  generatedRows,
   newFile,
   numberOf,
   type StoreHarness,
@@ -47,6 +49,71 @@ export function deliveryReports(t: ContractContext): void {
         });
       }
     }
+
+    it('generated messageIds (<fileId>-<line>[-<k>]) read back and match chunk results and delivery reports', async () => {
+      await store.registerFile(newFile());
+      await store.registerFile(newFile({ fileId: 'f2' }));
+      const rows = generatedRows('f1');
+      await store.insertRecipients('f2', generatedRows('f2'));
+      await store.insertRecipients('f1', rows);
+      await store.insertChunks('f1', [
+        { seq: 1, size: 4 },
+        { seq: 2, size: 3 },
+      ]);
+      const back: RecipientInsert[] = [];
+      for await (const r of store.recipients('f1')) {
+        const { fileId, status, transactionNumber, updatedAt, ...insert } = r;
+        expect(fileId).toBe('f1');
+        back.push(insert);
+      }
+      expect(back).toEqual(rows);
+      expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual([
+        'f1-1-1',
+        'f1-1-2',
+        'f1-1-3',
+        'f1-2-1',
+      ]);
+      expect((await store.chunkRecipients('f1', 2)).map((r) => r.messageId)).toEqual([
+        'own-5',
+        'f1-4-1',
+        null,
+      ]);
+      await store.setChunkState('f1', 1, 'inflight', ['pending']);
+      await store.recordChunkResult('f1', 1, {
+        state: 'accepted',
+        attempts: 1,
+        parts: [
+          { messageIds: ['f1-1-1', 'f1-1-3'], outcome: 'sent', transactionNumber: 'T1' },
+          { messageIds: ['f1-1-2', 'f1-2-1'], outcome: 'rejected', code: 'E' },
+        ],
+      });
+      const out = await store.chunkRecipients('f1', 1);
+      expect(out.map((r) => r.outcome)).toEqual(['sent', 'rejected', 'sent', 'rejected']);
+      const d = await store.recordDeliveries([
+        generatedReport('f1', 'f1-1-3'),
+        generatedReport('f1', 'own-5'),
+        generatedReport('f1', 'f1-01-1'),
+        generatedReport('f1', 'f1-4-1'),
+        generatedReport('f1', 'f1-9-1'),
+        generatedReport('f1', 'f2-1-1'),
+        generatedReport('f1', 'f1-3-1'),
+      ]);
+      // own-5 and f1-4-1 match recipients of chunk 2; f1-01-1, f1-9-1 (invalid), f2-1-1 and
+      // f1-3-1 (line 3 has its own messageId) do not
+      expect(d).toMatchObject({ recorded: 7, orphans: 4 });
+      const statuses = (await store.chunkRecipients('f1', 1)).map((r) => r.status);
+      expect(statuses).toEqual(['pending', 'pending', 'DELIVERED_TO_HANDSET', 'pending']);
+      expect((await store.chunkRecipients('f1', 2)).map((r) => r.status)).toEqual([
+        'DELIVERED_TO_HANDSET',
+        'DELIVERED_TO_HANDSET',
+        'pending',
+      ]);
+      expect((await store.counts('f2')).delivered).toBe(0);
+      let reportIds: (string | null)[] = [];
+      for await (const page of store.reportPages('f1'))
+        reportIds = reportIds.concat(page.map((r) => r.messageId));
+      expect(reportIds).toEqual(rows.map((r) => r.messageId));
+    });
 
     it('is idempotent on (transactionNumber, to)', async () => {
       await submitted('f1', 3, 3);

@@ -104,6 +104,44 @@ export async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
+/** A file's rows with generated messageIds (bulk: line 1 has k 1..3), one own id, one invalid row. */
+export function generatedRows(fileId: string): RecipientInsert[] {
+  const rows = validRows(6, 4).map(
+    (r, i): RecipientInsert => ({
+      ...r,
+      line: i < 3 ? 1 : i - 1,
+      k: i < 3 ? i + 1 : 1,
+      messageId: i < 3 ? `${fileId}-1-${i + 1}` : `${fileId}-${i - 1}-1`,
+    }),
+  );
+  rows[4] = { ...rows[4]!, messageId: 'own-5' };
+  rows.push({
+    ...rows[0]!,
+    idx: 7,
+    line: 9,
+    k: 1,
+    messageId: null,
+    chunkSeq: null,
+    outcome: 'invalid',
+    code: 'X',
+  });
+  rows.push({ ...rows[0]!, idx: 8, line: 10, k: 1, messageId: null, chunkSeq: 2, text: null });
+  return rows;
+}
+export function generatedReport(fileId: string, messageId: string, tn = 'T1') {
+  return {
+    transactionNumber: tn,
+    // the number of the recipient the id names (a report names it by both)
+    to: generatedRows(fileId).find((r) => r.messageId === messageId)?.number ?? numberOf(messageId),
+    messageId,
+    bulkId: fileId,
+    callbackData: null,
+    smsCount: 1,
+    status: 'DELIVERED_TO_HANDSET',
+    receivedAt: T0.toISOString(),
+  };
+}
+
 /** What each part of the contract gets from storeContract (read in tests: a new store each test). */
 export interface ContractContext {
   readonly h: StoreHarness;
