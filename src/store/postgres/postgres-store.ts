@@ -73,24 +73,23 @@ export interface PostgresStoreOptions {
 
 const DEFAULT_PAGE = 2000;
 
-function toReportRow(r: Row, fileId: string): ReportRow {
-  const line = num(r.line);
+/** A report row from reportPageSql's columns, as an array (no object of 14 keys per row). */
+function toReportRow(r: unknown[], fileId: string): ReportRow {
+  const line = num(r[1]);
   return {
     line,
-    number: strOrNull(r.number),
-    value: strOrNull(r.value),
-    messageId: readMessageId(strOrNull(r.message_id), fileId, line, num(r.k), numOrNull(r.chunk_seq)),
-    outcome: str(r.outcome) as RecipientOutcome,
-    code: strOrNull(r.code),
-    status: str(r.status),
-    transactionNumber: strOrNull(r.transaction_number),
-    smsCount: numOrNull(r.sms_count),
-    updatedAt: str(r.updated_at),
-    detail: strOrNull(r.detail),
+    number: strOrNull(r[3]),
+    value: strOrNull(r[4]),
+    messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
+    outcome: str(r[9]) as RecipientOutcome,
+    code: strOrNull(r[10]),
+    status: str(r[8]),
+    transactionNumber: strOrNull(r[11]),
+    smsCount: numOrNull(r[7]),
+    updatedAt: str(r[12]),
+    detail: strOrNull(r[13]),
   };
 }
-
-// ---------------------------------------------------------------------------------------
 
 const OUTCOME_OF_CHUNK = S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state');
 const CHUNK_RECIPIENTS = S.chunkRecipientsSql(OUTCOME_OF_CHUNK);
@@ -178,6 +177,21 @@ export class PostgresStore implements Store {
     try {
       const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
       return r.rows as Row[];
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
+  /** Rows as arrays in the statement's column order (hot reads: no object per row). */
+  private async arrays(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<unknown[][]> {
+    try {
+      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params), rowMode: 'array' });
+      return r.rows as unknown[][];
     } catch (err) {
       throw storeError(err, what);
     }
@@ -873,24 +887,6 @@ export class PostgresStore implements Store {
       else if (e.messageId !== '') own.push(e);
       else unmatched.push(e);
     }
-    // The chunks first, in seq order (LOCK_REPORTED_CHUNKS); a generated-looking id may be
-    // an own one, so every non-empty id is looked up as an own one too.
-    const ownLike = events.filter((e) => e.messageId !== '');
-    await this.rows(
-      what,
-      S.LOCK_REPORTED_CHUNKS,
-      {
-        file_id: fileId,
-        lo,
-        hi,
-        lines: generated.map((t) => t.line),
-        ks: generated.map((t) => t.k),
-        gen_numbers: generated.map((t) => sentForm(t.e.to)),
-        message_ids: ownLike.map((e) => e.messageId),
-        own_numbers: ownLike.map((e) => sentForm(e.to)),
-      },
-      c,
-    );
     const rows: Row[] = [];
     // A generated-looking id that names no valid row may be a file's own id.
     for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows)) own.push(t.e);
@@ -984,12 +980,18 @@ export class PostgresStore implements Store {
       if (r.outcome === 'in_doubt') doubt.add(seq);
     }
     if (seqs.size === 0) return;
-    await this.count(
-      `recording delivery reports of ${fileId}`,
-      S.SETTLE_BY_REPORTS,
-      { file_id: fileId, file_no: fileNo, seqs: [...seqs], doubt_seqs: [...doubt], now },
+    const what = `recording delivery reports of ${fileId}`;
+    const ordered = [...seqs].sort((a, b) => a - b);
+    await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
+    const settled = await this.rows(
+      what,
+      S.SETTLE_CHUNKS,
+      { file_id: fileId, file_no: fileNo, seqs: ordered, now },
       c,
     );
+    for (const r of settled) doubt.add(num(r.seq));
+    if (doubt.size === 0) return;
+    await this.count(what, S.SEND_DOUBTFUL, { file_no: fileNo, seqs: [...doubt], now }, c);
   }
 
   async expireDeliveries(fileId: string): Promise<number> {
@@ -1049,10 +1051,20 @@ export class PostgresStore implements Store {
       const n = num(row.file_no);
       step.fileId = fileId;
       const tns = new Set<string>();
-      const deleted = await this.rows(what, S.PRUNE_RECIPIENTS, { ...idRange(n), max_rows: maxRows }, c);
-      step.recipients = deleted.length;
-      for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
-      if (step.recipients < maxRows) {
+      const range = idRange(n);
+      const [bounds] = await this.rows(what, S.ID_BOUNDS, range, c);
+      if (bounds?.first != null) {
+        const deleted = await this.rows(
+          what,
+          S.PRUNE_RECIPIENTS,
+          { from: num(bounds.first), hi: range.hi, max_rows: maxRows },
+          c,
+        );
+        step.recipients = deleted.length;
+        for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
+      }
+      const [left] = await this.rows(what, S.ID_BOUNDS, range, c);
+      if (left?.first == null) {
         for (const r of await this.rows(what, S.CHUNK_TNS, { file_id: fileId }, c))
           tns.add(str(r.transaction_number));
         await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
@@ -1117,24 +1129,8 @@ export class PostgresStore implements Store {
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
-    const range = await this.range(fileId);
-    if (!range) return;
-    let after = range.lo - 1;
-    for (;;) {
-      // Keyset paging: each page is its own short read; no cursor stays open while the
-      // consumer writes a report.
-      const rows = await this.rows(`reading the report of ${fileId}`, REPORT_PAGE, {
-        file_id: fileId,
-        after,
-        hi: range.hi,
-        limit: this.pageSize,
-      });
-      if (rows.length > 0) {
-        yield rows.map((r) => toReportRow(r, fileId));
-        after = num(rows.at(-1)!.id);
-      }
-      if (rows.length < this.pageSize) return;
-    }
+    for await (const rows of this.pages(fileId, REPORT_PAGE, {}, 'array'))
+      yield (rows as unknown[][]).map((r) => toReportRow(r, fileId));
   }
 
   async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {
@@ -1145,22 +1141,41 @@ export class PostgresStore implements Store {
     fileId: string,
     outcomes?: readonly RecipientOutcome[],
   ): AsyncGenerator<RecipientRecord[]> {
-    const range = await this.range(fileId);
-    if (!range) return;
-    let after = range.lo - 1;
-    for (;;) {
-      const rows = await this.rows(`reading the recipients of ${fileId}`, RECIPIENT_PAGE, {
-        file_id: fileId,
-        after,
-        hi: range.hi,
-        outcomes: outcomes ?? null,
-        limit: this.pageSize,
-      });
+    const base = (await this.fileNo(fileId)) ?? 0;
+    for await (const rows of this.pages(fileId, RECIPIENT_PAGE, { outcomes: outcomes ?? null }, 'object'))
+      yield (rows as Row[]).map((r) => toRecipient(r, fileId, idRange(base).lo));
+  }
+
+  /**
+   * The file's rows in id order, a window of pageSize ids at a time (idx is dense: a window is
+   * a page), each its own short read: no cursor stays open while the consumer writes a report.
+   * An empty window (a gap, or no row passing the filter) jumps to the next row there is.
+   */
+  private async *pages(
+    fileId: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    mode: 'array' | 'object',
+  ): AsyncGenerator<Row[] | unknown[][]> {
+    const fileNo = await this.fileNo(fileId);
+    if (fileNo === null) return;
+    const range = idRange(fileNo);
+    const what = `reading the recipients of ${fileId}`;
+    const [bounds] = await this.rows(what, S.ID_BOUNDS, range);
+    if (bounds?.first == null || bounds.last == null) return;
+    const last = num(bounds.last);
+    let from: number | null = num(bounds.first);
+    while (from !== null && from <= last) {
+      const to = Math.min(from + this.pageSize - 1, last);
+      const values = { ...params, file_id: fileId, file_no: fileNo, from, to };
+      const rows = mode === 'array' ? await this.arrays(what, s, values) : await this.rows(what, s, values);
       if (rows.length > 0) {
-        yield rows.map((r) => toRecipient(r, fileId, range.lo));
-        after = num(rows.at(-1)!.id);
+        yield rows;
+        from = to + 1;
+      } else {
+        const [next] = await this.rows(what, S.ID_BOUNDS, { lo: to + 1, hi: last });
+        from = next?.first == null ? null : num(next.first);
       }
-      if (rows.length < this.pageSize) return;
     }
   }
 }
