@@ -56,6 +56,7 @@ import {
   type ReportRow,
   type Store,
 } from '../store.ts';
+import { intArray, textArray } from './arrays.ts';
 import { createPool, type Queryable, storeError, transaction } from './connection.ts';
 import { loadPostgresMigrations } from './migrations.ts';
 import * as S from './sql.ts';
@@ -590,18 +591,18 @@ export class PostgresStore implements Store {
         what,
         S.INSERT_RECIPIENTS,
         {
-          ids,
-          lines,
-          ks,
-          numbers,
-          vals,
-          message_ids: messageIds,
-          texts,
-          chunk_seqs: chunkSeqs,
-          outcomes,
-          codes,
-          details,
-          sms_counts: smsCounts,
+          ids: intArray(ids),
+          lines: intArray(lines),
+          ks: intArray(ks),
+          numbers: textArray(numbers),
+          vals: textArray(vals),
+          message_ids: textArray(messageIds),
+          texts: textArray(texts),
+          chunk_seqs: intArray(chunkSeqs),
+          outcomes: textArray(outcomes),
+          codes: textArray(codes),
+          details: textArray(details),
+          sms_counts: intArray(smsCounts),
           now: this.now(),
         },
         c,
@@ -806,14 +807,14 @@ export class PostgresStore implements Store {
         what,
         S.INSERT_EVENTS,
         {
-          tns: events.map((e) => e.transactionNumber),
-          tos: events.map((e) => e.to),
-          message_ids: events.map((e) => e.messageId),
-          bulk_ids: events.map((e) => e.bulkId),
-          callbacks: events.map((e) => e.callbackData),
-          sms_counts: events.map((e) => e.smsCount),
-          statuses: events.map((e) => e.status),
-          received: events.map((e) => e.receivedAt),
+          tns: textArray(events.map((e) => e.transactionNumber)),
+          tos: textArray(events.map((e) => e.to)),
+          message_ids: textArray(events.map((e) => e.messageId)),
+          bulk_ids: textArray(events.map((e) => e.bulkId)),
+          callbacks: textArray(events.map((e) => e.callbackData)),
+          sms_counts: intArray(events.map((e) => e.smsCount)),
+          statuses: textArray(events.map((e) => e.status)),
+          received: textArray(events.map((e) => e.receivedAt)),
           now,
         },
         c,
@@ -875,9 +876,7 @@ export class PostgresStore implements Store {
     events: readonly DeliveryEvent[],
     now: string | null,
   ): Promise<DeliveryEvent[]> {
-    const what = `recording delivery reports of ${fileId}`;
-    const lo = fileNo * SPAN;
-    const hi = lo + SPAN - 1;
+    const { lo, hi } = idRange(fileNo);
     const generated: Target[] = [];
     const own: DeliveryEvent[] = [];
     const unmatched: DeliveryEvent[] = [];
@@ -927,23 +926,27 @@ export class PostgresStore implements Store {
         lo,
         hi,
         now,
-        statuses: current.map((t) => t.e.status),
-        sms_counts: current.map((t) => t.e.smsCount),
-        tns: current.map((t) => t.e.transactionNumber),
-        numbers: current.map((t) => sentForm(t.e.to)),
+        statuses: textArray(current.map((t) => t.e.status)),
+        sms_counts: intArray(current.map((t) => t.e.smsCount)),
+        tns: textArray(current.map((t) => t.e.transactionNumber)),
+        numbers: textArray(current.map((t) => sentForm(t.e.to))),
       };
       const found =
         kind === 'generated'
           ? await this.rows(
               'recording delivery reports',
               S.DELIVER_GENERATED,
-              { ...common, lines: current.map((t) => t.line), ks: current.map((t) => t.k) },
+              {
+                ...common,
+                lines: intArray(current.map((t) => t.line)),
+                ks: intArray(current.map((t) => t.k)),
+              },
               c,
             )
           : await this.rows(
               'recording delivery reports',
               S.DELIVER_OWN,
-              { ...common, message_ids: current.map((t) => t.e.messageId) },
+              { ...common, message_ids: textArray(current.map((t) => t.e.messageId)) },
               c,
             );
       rows.push(...found);

@@ -73,6 +73,33 @@ export function ingest(t: ContractContext): void {
       expect((await collect(store.recipients('f1', ['invalid']))).map((r) => r.idx)).toEqual([7]);
     });
 
+    it('texts, values and messageIds come back exactly as recorded, whatever characters they hold', async () => {
+      await store.registerFile(newFile());
+      const odd = [
+        'say "hi"',
+        'back\\slash \\"',
+        '{a,b}',
+        'NULL',
+        '',
+        ' padded ',
+        'línea\nnueva ñ 😀',
+        "it's",
+      ];
+      const rows = validRows(odd.length, odd.length).map((r, i) => ({
+        ...r,
+        text: odd[i]!,
+        value: odd[(i + 1) % odd.length]!,
+        messageId: `id ${odd[i]}`,
+      }));
+      await store.insertRecipients('f1', rows);
+      await store.insertChunks('f1', [{ seq: 1, size: odd.length }]);
+      const back = await collect(store.recipients('f1'));
+      expect(back.map((r) => [r.text, r.value, r.messageId])).toEqual(
+        rows.map((r) => [r.text, r.value, r.messageId]),
+      );
+      expect((await store.chunkDestinations('f1', 1)).map((d) => d.text)).toEqual(odd);
+    });
+
     it('clearRecipients removes the recipients and chunks of one file', async () => {
       await sendingFile('f1', 5, 2);
       await sendingFile('f2', 3, 2);
