@@ -57,7 +57,7 @@ import {
   type Store,
 } from '../store.ts';
 import { intArray, textArray } from './arrays.ts';
-import { createPool, type Queryable, storeError, transaction } from './connection.ts';
+import { createPool, type Queryable, retried, storeError, transaction } from './connection.ts';
 import { loadPostgresMigrations } from './migrations.ts';
 import * as S from './sql.ts';
 
@@ -169,18 +169,37 @@ export class PostgresStore implements Store {
     return this.clock ? this.clock().toISOString() : null;
   }
 
+  /**
+   * One statement: on the pool (its own implicit transaction, run again after a deadlock or
+   * serialization failure), or on a transaction's client (the transaction is what retries).
+   */
+  private async exec(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable,
+    rowMode?: 'array',
+  ): Promise<pg.QueryResult> {
+    const config = {
+      name: s.name,
+      text: s.text,
+      values: S.values(s, params),
+      ...(rowMode ? { rowMode } : {}),
+    };
+    try {
+      return on === this.pool ? await retried(() => on.query(config)) : await on.query(config);
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
   private async rows(
     what: string,
     s: S.Statement,
     params: Record<string, unknown>,
     on: Queryable = this.pool,
   ): Promise<Row[]> {
-    try {
-      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
-      return r.rows as Row[];
-    } catch (err) {
-      throw storeError(err, what);
-    }
+    return (await this.exec(what, s, params, on)).rows as Row[];
   }
 
   /** Rows as arrays in the statement's column order (hot reads: no object per row). */
@@ -190,12 +209,7 @@ export class PostgresStore implements Store {
     params: Record<string, unknown>,
     on: Queryable = this.pool,
   ): Promise<unknown[][]> {
-    try {
-      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params), rowMode: 'array' });
-      return r.rows as unknown[][];
-    } catch (err) {
-      throw storeError(err, what);
-    }
+    return (await this.exec(what, s, params, on, 'array')).rows as unknown[][];
   }
 
   private async count(
@@ -204,12 +218,7 @@ export class PostgresStore implements Store {
     params: Record<string, unknown>,
     on: Queryable = this.pool,
   ): Promise<number> {
-    try {
-      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
-      return r.rowCount ?? 0;
-    } catch (err) {
-      throw storeError(err, what);
-    }
+    return (await this.exec(what, s, params, on)).rowCount ?? 0;
   }
 
   private tx<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -661,20 +670,11 @@ export class PostgresStore implements Store {
   }
 
   async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
-    let rows: unknown[][];
-    try {
-      const s = S.CHUNK_DESTINATIONS;
-      rows = (
-        await this.pool.query({
-          name: s.name,
-          text: s.text,
-          values: S.values(s, { file_id: fileId, seq, pending_states: PENDING_CHUNK_STATES }),
-          rowMode: 'array',
-        })
-      ).rows as unknown[][];
-    } catch (err) {
-      throw storeError(err, `reading chunk ${seq} of ${fileId}`);
-    }
+    const rows = await this.arrays(`reading chunk ${seq} of ${fileId}`, S.CHUNK_DESTINATIONS, {
+      file_id: fileId,
+      seq,
+      pending_states: PENDING_CHUNK_STATES,
+    });
     const out: ChunkDestination[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
