@@ -4,6 +4,7 @@
 // instances with pools of their own (separate connections, as separate workers have).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
+import { openStore } from '../../src/store/index.ts';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
 import type { ChunkResult, ReadyFile } from '../../src/store/store.ts';
 import {
@@ -126,6 +127,23 @@ describe('PostgresStore', () => {
       );
       expect(rows.length).toBe(6);
       expect(new Set(rows.map((r) => r.table_schema))).toEqual(new Set([db.schema]));
+    });
+  });
+
+  describe('openStore', () => {
+    it('postgres://…?schema=name opens a PostgresStore whose tables live in that schema', async () => {
+      const url = new URL(db.url);
+      url.searchParams.set('schema', db.schema);
+      const s = await openStore(url.toString(), { now: clock.now });
+      try {
+        expect(s).toBeInstanceOf(PostgresStore);
+        await s.migrate();
+        expect((await s.registerFile(newFile())).file.createdAt).toBe(T0.toISOString());
+        const { rows } = await admin(db.url, `SELECT file_id FROM ${db.schema}.files`);
+        expect(rows.map((r) => r.file_id)).toEqual(['f1']);
+      } finally {
+        await s.close();
+      }
     });
   });
 
