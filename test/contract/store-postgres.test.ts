@@ -249,6 +249,18 @@ describe('PostgresStore', () => {
       }
     });
 
+    it('four instances register the same file at once: one creates it, the others get its row', async () => {
+      const stores = await four();
+      for (let round = 0; round < 10; round++) {
+        const file = newFile({ fileId: `r${round}` });
+        const results = await Promise.all(stores.map((s) => s.registerFile(file)));
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        const winner = results.find((r) => r.created)!.file;
+        for (const r of results) expect(r.file).toEqual(winner);
+      }
+      expect(await stores[0]!.listFiles()).toHaveLength(10);
+    });
+
     it('four instances acquire 200 files at once: every call gets a file, each file exactly once', async () => {
       const stores = await four();
       for (let i = 0; i < 200; i++)
