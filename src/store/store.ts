@@ -427,8 +427,18 @@ export interface Store {
    * send path's lean form of chunkRecipients(fileId, seq, ['pending']).
    */
   chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
-  /** Compare-and-set on the chunk state; `inflight` also increments attempts. */
-  setChunkState(fileId: string, seq: number, to: ChunkState, from: readonly ChunkState[]): Promise<boolean>;
+  /**
+   * Compare-and-set on the chunk state; `inflight` also increments attempts. With `owner`,
+   * also only while the file's lease is held by `owner` (fencing: a worker whose lease was
+   * taken over starts no chunk), in the same statement.
+   */
+  setChunkState(
+    fileId: string,
+    seq: number,
+    to: ChunkState,
+    from: readonly ChunkState[],
+    options?: { owner?: string },
+  ): Promise<boolean>;
   /**
    * One transaction: the chunk's state, and every part's recipients' outcome, code and
    * transactionNumber. An `in_doubt` result whose chunk already has a delivery report for

@@ -408,6 +408,18 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         ]);
       });
 
+      it('a fileId taken by another file is a conflict, and nothing of the batch is recorded', async () => {
+        await store.registerFile(newFile({ fileId: 'taken', sha256: 'other-content' }));
+        await expect(
+          store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+            idFor: (sha) => (sha === 'sb' ? 'taken' : sha),
+            duplicateSince: at(0),
+          }),
+        ).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_CONFLICT' });
+        expect(await store.getFile('sa')).toBeNull();
+        expect(await store.countBySha('local', 'sb')).toBe(0);
+      });
+
       it('two copies in one batch: the second is the duplicate of the first', async () => {
         const claimed = await store.claimFiles('local', [ready('a.txt', 'sx'), ready('b.txt', 'sx')], {
           idFor,
@@ -604,6 +616,24 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         ]);
         expect((await store.listChunks('f1', ['inflight'])).map((c) => c.seq)).toEqual([1]);
         expect((await store.listChunks('f1', ['pending', 'failed'])).map((c) => c.seq)).toEqual([2]);
+      });
+
+      it("setChunkState with an owner: only while that owner holds the file's lease (fencing)", async () => {
+        await sendingFile('f1', 4, 2);
+        // Nobody holds it: refused for an owner, as for a worker whose lease was released.
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+        expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w2' })).toBe(false);
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(true);
+        // w1 stalls past its lease; w2 takes the file over: w1 starts no chunk any more.
+        h.clock.advance(10_001);
+        expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
+        expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+        expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(true);
+        expect((await store.listChunks('f1')).map((c) => [c.seq, c.state, c.attempts])).toEqual([
+          [1, 'inflight', 1],
+          [2, 'inflight', 1],
+        ]);
       });
     });
 
