@@ -54,11 +54,6 @@ async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
   return m;
 }
 
-/** Drives the file here when no other process holds it (a running daemon would). */
-async function driveIfFree(rt: Runtime, fileId: string): Promise<void> {
-  if (await rt.store.takeLease(fileId, rt.owner, rt.loaded.config.leaseMs)) await rt.pipeline.drive(fileId);
-}
-
 async function act(
   rt: Runtime,
   fileId: string,
@@ -142,9 +137,14 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
       await withRuntime(cmd, {}, async (rt) => {
         await mustManifest(rt, fileId);
-        const requeued = await rt.pipeline.retry(fileId);
+        // Under the file's lease: a daemon checking it now lets go within moments.
+        const requeued = await rt.pipeline.retry(fileId, { waitMs: rt.loaded.config.leaseMs });
+        if (requeued === null)
+          throw new DroplineError(
+            'DROPLINE_ERR_FILE_STATE',
+            `${fileId} is being driven by another dropline process; run retry again once it has stopped`,
+          );
         if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
-        await driveIfFree(rt, fileId);
         const m = await mustManifest(rt, fileId);
         printManifest(m, opts.json ?? false);
         setExit(successState(m.state) ? 0 : 1);
@@ -163,11 +163,14 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
       .option('--json')
       .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
         await withRuntime(cmd, {}, async (rt) => {
+          // The state change is the user's (no lease: it stops a send between chunks); what
+          // follows is the lease holder's. When another process drives the file, it drives
+          // the resumed file or writes the paused or cancelled one's reports itself.
           let m = await act(rt, fileId, to, from, PAST[verb]);
           if (drive) {
-            await driveIfFree(rt, fileId);
+            await rt.pipeline.drive(fileId);
             m = await mustManifest(rt, fileId);
-          } else await rt.pipeline.writeReports(fileId);
+          } else await rt.pipeline.rewriteReports(fileId, { waitMs: rt.loaded.config.leaseMs });
           printManifest(m, opts.json ?? false);
         });
         setExit(0);
