@@ -85,13 +85,9 @@ describe('a daemon frozen in the middle of a send', () => {
     await h.dropFile('campaign.txt', file.content);
     const sending = await h.waitForState('campaign.txt', 'sending');
     const fileId = sending.fileId;
-    await waitFor('a few chunks accepted', async () => {
-      const { chunks } = await h!.stored(fileId);
-      return chunks.filter((c) => c.state === 'accepted').length >= 5;
-    });
-    a.kill('SIGSTOP');
 
-    // A second daemon on the same store and folders, its own ports.
+    // A second daemon on the same store and folders, its own ports: it cannot take the file
+    // while the first one's lease is live.
     const config = join(h.dir, 'b.config.json');
     await writeFile(
       config,
@@ -113,13 +109,29 @@ describe('a daemon frozen in the middle of a send', () => {
     other.stderr!.on('data', (b: Buffer) => {
       bOutput += b;
     });
-    await waitFor(
-      () => `the second daemon taking the file over\n${bOutput.slice(-2000)}`,
-      async () => {
-        const { file: stored } = await h!.stored(fileId);
-        return stored?.leaseOwner != null && !stored.leaseOwner.includes(`:${a.pid}:`);
-      },
-    );
+    await waitFor('the second daemon running', () => bOutput.includes('dropline is running'));
+    await waitFor('a few chunks accepted', async () => {
+      const { chunks } = await h!.stored(fileId);
+      return chunks.filter((c) => c.state === 'accepted').length >= 5;
+    });
+    const takenOver = async () => {
+      const { file: stored } = await h!.stored(fileId);
+      return stored?.leaseOwner != null && !stored.leaseOwner.includes(`:${a.pid}:`);
+    };
+    // Frozen in the middle of a SQLite write, the first daemon would hold the database's
+    // write lock and nobody could take anything over: then it is woken and frozen again.
+    for (let attempt = 1; ; attempt++) {
+      a.kill('SIGSTOP');
+      const ok = await waitFor('the second daemon taking the file over', takenOver, {
+        timeoutMs: 10_000,
+      }).catch((err: Error) => {
+        if (attempt >= 3) throw new Error(`${err.message}\n${bOutput.slice(-2000)}`);
+        return false;
+      });
+      if (ok) break;
+      a.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 200));
+    }
     a.kill('SIGCONT');
 
     // Woken, the first daemon finds the lease another's (it says so) or the file no longer
