@@ -1533,6 +1533,22 @@ export class SqliteStore implements Store {
     return this.countsNow(fileId);
   }
 
+  async countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    const out = new Map<string, FileCounts>();
+    // In-process, a file's counts are a few indexed reads with no round trip; one read
+    // transaction gives the whole page one snapshot.
+    this.db.exec('BEGIN');
+    try {
+      for (const r of this.stmt(
+        'SELECT file_id FROM files WHERE file_id IN (SELECT value FROM json_each(?))',
+      ).all(JSON.stringify(fileIds)))
+        out.set(str(r.file_id), this.countsNow(str(r.file_id)));
+    } finally {
+      this.db.exec('COMMIT');
+    }
+    return out;
+  }
+
   /** counts(), synchronous: also read inside a transaction (prune keeps them). */
   private countsNow(fileId: string): FileCounts {
     const file = this.stmt(

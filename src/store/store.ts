@@ -480,6 +480,11 @@ export interface Store {
   // ---- progress and reports ----
   /** A pruned file's counts are those it had when it was pruned. */
   counts(fileId: string): Promise<FileCounts>;
+  /**
+   * The counts of several files (a page of the file list) in one call, as counts() gives
+   * each: never a round trip per file. Files the store does not know are absent.
+   */
+  countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>>;
   /** Every record of the file in idx order, read in pages (flat memory on millions of rows). */
   recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;
   /** The same in pages (a few thousand rows each): cheaper for reports of millions of rows. */

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
-import { type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
+import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import type { FileState } from '../../store/store.ts';
 import { withRuntime } from './context.ts';
@@ -87,8 +87,11 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           return;
         }
         const files = await rt.store.listFiles({ limit: Number(opts.limit) || 50 });
-        const manifests: Manifest[] = [];
-        for (const f of files) manifests.push(await mustManifest(rt, f.fileId));
+        const counts = await rt.store.countsOf(files.map((f) => f.fileId));
+        const manifests: Manifest[] = files.flatMap((f) => {
+          const c = counts.get(f.fileId);
+          return c ? [buildManifest(f, c)] : [];
+        });
         if (opts.json) {
           process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
           return;
