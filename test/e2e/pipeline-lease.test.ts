@@ -5,6 +5,7 @@
 // made here at an exact point of its work.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { reportFileName } from '../../src/pipeline/reports.ts';
@@ -223,6 +224,56 @@ describe('the store unavailable in the middle of a send', () => {
       return (await w!.store.getFile(fileId))?.state === 'completed';
     });
     await exact(w, fileId, 200);
+  }, 60_000);
+});
+
+describe('the SQLite file locked by another connection beyond busy_timeout', () => {
+  it('the worker waits for the lock, goes on where it was, and marks nothing failed or in doubt', async () => {
+    let requests = 0;
+    let locked = false;
+    w = await Workers.create();
+    // Another process holding the database's write lock (a long transaction, a backup tool).
+    const holder = new DatabaseSync(w.dbPath, { timeout: 5000 });
+    const a = await w.worker('a', {
+      busyTimeoutMs: 100,
+      wrapClient: (client) =>
+        wrapClient(client, async (send) => {
+          const result = await send();
+          if (++requests === 2) {
+            holder.exec('BEGIN IMMEDIATE');
+            locked = true;
+          }
+          return result;
+        }),
+    });
+    try {
+      const entry = await w.dropFile('campaign.txt', campaign(200));
+      const file = await a.pipeline.claim(a.source, entry);
+      const fileId = file!.fileId;
+      const driving = a.pipeline.drive(fileId);
+      driving.catch(() => {});
+      await waitFor('the worker waiting for the store', () =>
+        a.logs.some((l) => String(l.msg).startsWith('the store is unavailable')),
+      );
+      expect(locked).toBe(true);
+      holder.exec('COMMIT');
+      await driving;
+
+      expect((await w.store.getFile(fileId))?.state).toBe('submitted');
+      const chunks = await w.store.listChunks(fileId);
+      expect(chunks.map((c) => c.state)).toEqual(['accepted', 'accepted', 'accepted', 'accepted']);
+      expect(a.logs.filter((l) => /^chunk \d+ (in_doubt|failed)/.test(String(l.msg)))).toEqual([]);
+      expect(a.logs.filter((l) => String(l.msg).startsWith('the store answers again'))).toHaveLength(1);
+      await w.openReceiver();
+      await waitFor('the file completed', async () => {
+        await a.pipeline.checkProgress((await w!.store.getFile(fileId))!);
+        return (await w!.store.getFile(fileId))?.state === 'completed';
+      });
+      await exact(w, fileId, 200);
+    } finally {
+      if (holder.isTransaction) holder.exec('ROLLBACK');
+      holder.close();
+    }
   }, 60_000);
 });
 

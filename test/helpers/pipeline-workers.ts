@@ -17,7 +17,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import type { SourceEntry } from '../../src/sources/source.ts';
-import { createStore } from '../../src/store/index.ts';
+import { createStore, SqliteStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 
 export interface Worker {
@@ -37,6 +37,8 @@ export interface Worker {
 export interface WorkerOptions {
   /** Wraps the worker's real store (fault injection for the store-unavailable tests). */
   wrapStore?: (store: Store) => Store;
+  /** How long the worker's SQLite connection waits for another's write lock (default 10 s). */
+  busyTimeoutMs?: number;
   /** Wraps the worker's real client (a stall at a chosen request). */
   wrapClient?: (client: ServiceClient) => ServiceClient;
 }
@@ -138,9 +140,11 @@ export class Workers {
       },
     );
     let worker: Worker | null = null;
-    const real = createStore(`sqlite:${this.dbPath}`, {
-      now: () => new Date(Date.now() + (worker?.clockAheadMs ?? 0)),
-    });
+    const now = () => new Date(Date.now() + (worker?.clockAheadMs ?? 0));
+    const real =
+      options.busyTimeoutMs === undefined
+        ? createStore(`sqlite:${this.dbPath}`, { now })
+        : new SqliteStore({ path: this.dbPath, now, busyTimeoutMs: options.busyTimeoutMs });
     const store = options.wrapStore ? options.wrapStore(real) : real;
     const source = new LocalSource({ name: 'local', path: this.drop });
     await source.start();

@@ -173,7 +173,8 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           if (drive) {
             await rt.pipeline.drive(fileId);
             m = await mustManifest(rt, fileId);
-          } else await rt.pipeline.rewriteReports(fileId, { waitMs: rt.loaded.config.leaseMs });
+          } else
+            await rt.pipeline.rewriteReports(fileId, { waitMs: Math.min(rt.loaded.config.leaseMs, 5000) });
           printManifest(m, opts.json ?? false);
         });
         setExit(0);
