@@ -942,10 +942,29 @@ export class Pipeline {
    * delivery deadline (the rest UNKNOWN). Partial: submitted once delivery reports have
    * settled every in-doubt chunk, sending again when one left a chunk pending (recipients a
    * 403 held back); in-doubt chunks resent after the grace period when `api.inDoubt` is
-   * "resend". Under the file's lease: null when another worker holds it (it checks it).
+   * "resend". Whatever it changes, under the file's lease: null when another worker holds
+   * the file (that one checks it).
    */
   async checkProgress(file: FileRecord | string): Promise<FileRecord | null> {
-    return this.withLease(typeof file === 'string' ? file : file.fileId, (f) => this.progressHeld(f));
+    const seen = typeof file === 'string' ? await this.store.getFile(file) : file;
+    if (!seen) return null;
+    // The daemon checks every submitted file every few seconds: one that has nothing to do
+    // costs a read, not two lease writes. The decision is made again under the lease.
+    if (!(await this.progressDue(seen))) return seen;
+    return this.withLease(seen.fileId, (f) => this.progressHeld(f));
+  }
+
+  /** Whether progressHeld would change something now (read only). */
+  private async progressDue(file: FileRecord): Promise<boolean> {
+    if (file.state !== 'submitted' && file.state !== 'partial') return false;
+    const counts = await this.store.counts(file.fileId);
+    if (file.state === 'submitted')
+      return (
+        counts.pendingDelivery === 0 ||
+        (file.deliveryDeadline !== null && this.now().getTime() >= Date.parse(file.deliveryDeadline))
+      );
+    if (counts.chunksPending > 0 || counts.chunksFailed + counts.chunksInDoubt === 0) return true;
+    return this.config.api.inDoubt === 'resend' && counts.chunksFailed === 0 && counts.chunksInDoubt > 0;
   }
 
   private async progressHeld(

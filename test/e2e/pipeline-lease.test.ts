@@ -95,8 +95,9 @@ describe('progress and completion under the lease', () => {
     const a = await w.worker('a', {
       wrapStore: (store) =>
         wrap(store, {
+          // a stalls in its first count of the file made while it holds the lease.
           counts: async (real, ...args) => {
-            if (armed) {
+            if (armed && (await store.getFile(args[0] as string))?.leaseOwner === 'worker-a') {
               armed = false;
               stall.reached = true;
               await stall.wait;
