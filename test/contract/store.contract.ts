@@ -408,6 +408,18 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         ]);
       });
 
+      it('a fileId taken by another file is a conflict, and nothing of the batch is recorded', async () => {
+        await store.registerFile(newFile({ fileId: 'taken', sha256: 'other-content' }));
+        await expect(
+          store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+            idFor: (sha) => (sha === 'sb' ? 'taken' : sha),
+            duplicateSince: at(0),
+          }),
+        ).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_CONFLICT' });
+        expect(await store.getFile('sa')).toBeNull();
+        expect(await store.countBySha('local', 'sb')).toBe(0);
+      });
+
       it('two copies in one batch: the second is the duplicate of the first', async () => {
         const claimed = await store.claimFiles('local', [ready('a.txt', 'sx'), ready('b.txt', 'sx')], {
           idFor,
@@ -604,6 +616,24 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         ]);
         expect((await store.listChunks('f1', ['inflight'])).map((c) => c.seq)).toEqual([1]);
         expect((await store.listChunks('f1', ['pending', 'failed'])).map((c) => c.seq)).toEqual([2]);
+      });
+
+      it("setChunkState with an owner: only while that owner holds the file's lease (fencing)", async () => {
+        await sendingFile('f1', 4, 2);
+        // Nobody holds it: refused for an owner, as for a worker whose lease was released.
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+        expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w2' })).toBe(false);
+        expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(true);
+        // w1 stalls past its lease; w2 takes the file over: w1 starts no chunk any more.
+        h.clock.advance(10_001);
+        expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
+        expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+        expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(true);
+        expect((await store.listChunks('f1')).map((c) => [c.seq, c.state, c.attempts])).toEqual([
+          [1, 'inflight', 1],
+          [2, 'inflight', 1],
+        ]);
       });
     });
 
@@ -1444,6 +1474,30 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     });
 
     describe('counts and reading back', () => {
+      it("countsOf gives several files' counts at once, as counts() gives each; unknown files are absent", async () => {
+        await sendingFile('f1', 6, 2);
+        await store.setChunkState('f1', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 1,
+          parts: [{ messageIds: [], outcome: 'sent', wholeChunk: true }],
+        });
+        await sendingFile('f2', 4, 4);
+        await store.setChunkState('f2', 1, 'inflight', ['pending']);
+        await store.recordChunkResult('f2', 1, {
+          state: 'failed',
+          attempts: 3,
+          parts: [{ messageIds: [], outcome: 'failed', wholeChunk: true }],
+        });
+        await store.registerFile(newFile({ fileId: 'f3' }));
+        const all = await store.countsOf(['f1', 'f2', 'f3', 'missing']);
+        expect([...all.keys()].sort()).toEqual(['f1', 'f2', 'f3']);
+        for (const id of ['f1', 'f2', 'f3']) expect(all.get(id)).toEqual(await store.counts(id));
+        expect(all.get('f1')).toMatchObject({ submitted: 2, chunksAccepted: 1, chunksPending: 2 });
+        expect(all.get('f2')).toMatchObject({ failed: 4, chunksFailed: 1 });
+        expect((await store.countsOf([])).size).toBe(0);
+      });
+
       it('counts after a full cycle', async () => {
         await store.registerFile(newFile());
         const rows = validRows(10, 4);
