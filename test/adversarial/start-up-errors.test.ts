@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.ts';
-import { loadMigrations } from '../../src/store/migrations.ts';
-import { SqliteStore } from '../../src/store/sqlite-store.ts';
+import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { BIN, freePort } from '../helpers/pipeline-harness.ts';
 
 const BOUND_MS = 10_000;

@@ -8,7 +8,7 @@ import { afterEach, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { type OpsServer, startOpsServer } from '../../src/ops/server.ts';
 import { manifestOf } from '../../src/pipeline/reports.ts';
-import { createStore } from '../../src/store/index.ts';
+import { openStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { newFile, validRows } from '../contract/store.contract.ts';
 
@@ -40,7 +40,7 @@ function counting(real: Store, calls: string[]): Store {
 
 it('pages of 500 manifests out of 1,500 files cost two store calls a page, with every count right', async () => {
   dir = await mkdtemp(join(tmpdir(), 'dropline-ops-list-'));
-  store = createStore(`sqlite:${join(dir, 'state.db')}`);
+  store = await openStore(`sqlite:${join(dir, 'state.db')}`);
   await store.migrate();
   const ready = Array.from({ length: 1500 }, (_, i) => ({
     name: `f${i}.txt`,

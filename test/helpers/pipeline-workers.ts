@@ -17,7 +17,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import type { SourceEntry } from '../../src/sources/source.ts';
-import { createStore, SqliteStore } from '../../src/store/index.ts';
+import { openStore, SqliteStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 
 export interface Worker {
@@ -99,7 +99,7 @@ export class Workers {
 
   static async create(config: Record<string, unknown> = {}): Promise<Workers> {
     const dir = await mkdtemp(join(tmpdir(), 'dropline-workers-'));
-    const store = createStore(`sqlite:${join(dir, 'state.db')}`);
+    const store = await openStore(`sqlite:${join(dir, 'state.db')}`);
     await store.migrate();
     // Reports 100 ms after acceptance, retried 1, 2, 3, 4 and 5 s later after a 503.
     const sandbox = await startSandbox({ timeScale: 0.1, deliveryDelayMs: 1000 });
@@ -143,7 +143,7 @@ export class Workers {
     const now = () => new Date(Date.now() + (worker?.clockAheadMs ?? 0));
     const real =
       options.busyTimeoutMs === undefined
-        ? createStore(`sqlite:${this.dbPath}`, { now })
+        ? await openStore(`sqlite:${this.dbPath}`, { now })
         : new SqliteStore({ path: this.dbPath, now, busyTimeoutMs: options.busyTimeoutMs });
     const store = options.wrapStore ? options.wrapStore(real) : real;
     const source = new LocalSource({ name: 'local', path: this.drop });
