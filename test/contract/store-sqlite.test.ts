@@ -362,7 +362,7 @@ describe('SqliteStore', () => {
     // an older dropline refuses a schema newer than it knows
     const older = new SqliteStore({ path });
     stores.push(older);
-    await expect(older.migrate()).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE' });
+    await expect(older.migrate()).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_SCHEMA' });
   });
 
   it('a failing migration leaves nothing behind', async () => {

@@ -44,6 +44,7 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
+  type IngestCounts,
   type ListFilesOptions,
   type NewFile,
   NOTHING_SENT,
@@ -73,6 +74,15 @@ export interface PostgresStoreOptions {
 }
 
 const DEFAULT_PAGE = 2000;
+
+const NO_INGEST: IngestCounts = {
+  records: 0,
+  valid: 0,
+  invalid: 0,
+  duplicates: 0,
+  suppressed: 0,
+  segments: 0,
+};
 
 /** A report row from reportPageSql's columns, as an array (no object of 14 keys per row). */
 function toReportRow(r: unknown[], fileId: string): ReportRow {
@@ -691,6 +701,7 @@ export class PostgresStore implements Store {
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
+    options: { owner?: string } = {},
   ): Promise<boolean> {
     return (
       (await this.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, {
@@ -698,6 +709,7 @@ export class PostgresStore implements Store {
         from,
         file_id: fileId,
         seq,
+        owner: options.owner ?? null,
         now: this.now(),
       })) === 1
     );
@@ -1034,7 +1046,7 @@ export class PostgresStore implements Store {
         if (row) {
           const fileId = str(row.file_id);
           // Its counts as they are now: what status shows once its rows are gone.
-          const counts = await this.countsOn(c, fileId);
+          const counts = (await this.countsOn(c, [fileId])).get(fileId);
           await this.count(what, S.MARK_PRUNED, { file_id: fileId, counts: JSON.stringify(counts), now }, c);
           step.marked = true;
         }
@@ -1084,51 +1096,66 @@ export class PostgresStore implements Store {
   // ---- progress and reports ----
 
   async counts(fileId: string): Promise<FileCounts> {
-    return this.countsOn(this.pool, fileId);
+    return (await this.countsOf([fileId])).get(fileId) ?? { ...NO_INGEST, ...NOTHING_SENT };
   }
 
-  /** counts() on a connection (prune reads them inside its transaction). */
-  private async countsOn(on: Queryable, fileId: string): Promise<FileCounts> {
-    const what = `counting ${fileId}`;
-    const [file] = await this.rows(what, S.COUNTS_FILE, { file_id: fileId }, on);
-    if (file?.pruned_counts != null) return json<FileCounts>(file.pruned_counts);
-    const base = {
-      records: num(file?.records ?? 0),
-      valid: num(file?.valid ?? 0),
-      invalid: num(file?.invalid ?? 0),
-      duplicates: num(file?.duplicates ?? 0),
-      suppressed: num(file?.suppressed ?? 0),
-      segments: num(file?.segments ?? 0),
-    };
-    if (!file) return { ...base, ...NOTHING_SENT };
-    const n = num(file.file_no);
-    const chunks: ChunkGroup[] = [];
-    const own: OwnGroup[] = [];
-    for (const r of await this.rows(
-      what,
-      S.COUNTS_ROWS,
-      { file_id: fileId, file_no: n, ...idRange(n) },
-      on,
-    )) {
-      if (r.kind === 'chunk')
-        chunks.push({
-          state: str(r.state) as ChunkState,
-          chunks: num(r.n),
-          size: num(r.size),
-          reported: num(r.reported),
-          delivered: num(r.delivered),
-          unknown: num(r.unknown),
-          reportedFollow: num(r.reported_follow),
-          reportedSent: num(r.reported_sent),
-        });
+  async countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    if (fileIds.length === 0) return new Map();
+    // Two reads that see one state of the database, whatever the number of files.
+    return this.tx('counting files', async (c) => {
+      await c.query(S.READ_SNAPSHOT);
+      return this.countsOn(c, fileIds);
+    });
+  }
+
+  /** The counts of these files (absent: unknown), on a transaction's connection (prune keeps them). */
+  private async countsOn(on: Queryable, fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    const what = 'counting files';
+    const out = new Map<string, FileCounts>();
+    const live = new Map<string, { ingest: IngestCounts; chunks: ChunkGroup[]; own: OwnGroup[] }>();
+    for (const f of await this.rows(what, S.COUNTS_FILES, { file_ids: textArray(fileIds) }, on)) {
+      const fileId = str(f.file_id);
+      // A pruned file's counts are those it had when it was pruned.
+      if (f.pruned_counts != null) out.set(fileId, json<FileCounts>(f.pruned_counts));
       else
-        own.push({
-          outcome: str(r.outcome) as RecipientOutcome,
-          chunkState: r.state === null ? null : (str(r.state) as ChunkState),
-          count: num(r.n),
+        live.set(fileId, {
+          ingest: {
+            records: num(f.records),
+            valid: num(f.valid),
+            invalid: num(f.invalid),
+            duplicates: num(f.duplicates),
+            suppressed: num(f.suppressed),
+            segments: num(f.segments),
+          },
+          chunks: [],
+          own: [],
         });
     }
-    return assembleCounts(base, chunks, own);
+    if (live.size > 0) {
+      for (const r of await this.rows(what, S.COUNTS_ROWS, { file_ids: textArray([...live.keys()]) }, on)) {
+        const file = live.get(str(r.file_id));
+        if (!file) continue;
+        if (r.kind === 'chunk')
+          file.chunks.push({
+            state: str(r.state) as ChunkState,
+            chunks: num(r.n),
+            size: num(r.size),
+            reported: num(r.reported),
+            delivered: num(r.delivered),
+            unknown: num(r.unknown),
+            reportedFollow: num(r.reported_follow),
+            reportedSent: num(r.reported_sent),
+          });
+        else
+          file.own.push({
+            outcome: str(r.outcome) as RecipientOutcome,
+            chunkState: r.state === null ? null : (str(r.state) as ChunkState),
+            count: num(r.n),
+          });
+      }
+    }
+    for (const [fileId, f] of live) out.set(fileId, assembleCounts(f.ingest, f.chunks, f.own));
+    return out;
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {

@@ -337,9 +337,12 @@ export const CHUNK_DESTINATIONS = statement(
    ORDER BY r.id`,
 );
 
+/** With :owner, only while that owner holds the file's lease (fencing), in the same statement. */
 export const SET_CHUNK_STATE = statement(
   `UPDATE chunks SET state = :to::text, attempts = attempts + (:to::text = 'inflight')::int, updated_at = ${NOW}
-   WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])`,
+   WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])
+     AND (:owner::text IS NULL
+          OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner::text))`,
 );
 
 /**
@@ -543,28 +546,35 @@ export const EXPIRE_DELIVERIES = statement(
 
 // ---- counts ----
 
-export const COUNTS_FILE = statement(
-  `SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts, file_no
-   FROM files WHERE file_id = :file_id`,
+/** A read of several statements that sees one state of the database. */
+export const READ_SNAPSHOT = 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY';
+
+export const COUNTS_FILES = statement(
+  `SELECT file_id, file_no, records, valid, invalid, duplicates, suppressed, segments, pruned_counts
+   FROM files WHERE file_id = ANY(:file_ids::text[])`,
 );
 
 /**
- * Two kinds of rows: per chunk state (`chunk`: chunks, their sizes, the delivery counters of
- * their spans), and the valid rows with an outcome of their own by outcome and by the state
- * of their chunk (`own`): a read of the chunks and of the few settled rows, never of every row.
+ * For files not pruned, two kinds of rows: per file and chunk state (`chunk`: chunks, their
+ * sizes, the delivery counters of their spans), and the valid rows with an outcome of their
+ * own by file, outcome and the state of their chunk (`own`): a read of the chunks and of the
+ * few settled rows (recipients_settled), never of every row.
  */
 export const COUNTS_ROWS = statement(
-  `SELECT 'chunk' AS kind, c.state, NULL::text AS outcome, count(*) AS n, coalesce(sum(c.size), 0) AS size,
-     coalesce(sum(s.reported), 0) AS reported, coalesce(sum(s.delivered), 0) AS delivered,
-     coalesce(sum(s.unknown), 0) AS unknown, coalesce(sum(s.reported_follow), 0) AS reported_follow,
-     coalesce(sum(s.reported_sent), 0) AS reported_sent
-   FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :file_no AND s.seq = c.seq
-   WHERE c.file_id = :file_id GROUP BY c.state
+  `WITH f AS (SELECT file_id, file_no FROM files WHERE file_id = ANY(:file_ids::text[]) AND pruned_counts IS NULL)
+   SELECT 'chunk' AS kind, f.file_id, c.state, NULL::text AS outcome, count(*) AS n,
+     coalesce(sum(c.size), 0) AS size, coalesce(sum(s.reported), 0) AS reported,
+     coalesce(sum(s.delivered), 0) AS delivered, coalesce(sum(s.unknown), 0) AS unknown,
+     coalesce(sum(s.reported_follow), 0) AS reported_follow, coalesce(sum(s.reported_sent), 0) AS reported_sent
+   FROM f JOIN chunks c ON c.file_id = f.file_id
+   LEFT JOIN chunk_spans s ON s.file_no = f.file_no AND s.seq = c.seq
+   GROUP BY f.file_id, c.state
    UNION ALL
-   SELECT 'own', c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
-   FROM recipients r LEFT JOIN chunks c ON c.file_id = :file_id AND c.seq = r.chunk_seq
-   WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
-   GROUP BY c.state, r.outcome`,
+   SELECT 'own', f.file_id, c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
+   FROM f JOIN recipients r ON r.id BETWEEN f.file_no * 4294967296 AND f.file_no * 4294967296 + 4294967295
+   LEFT JOIN chunks c ON c.file_id = f.file_id AND c.seq = r.chunk_seq
+   WHERE r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
+   GROUP BY f.file_id, c.state, r.outcome`,
 );
 
 // ---- retention ----

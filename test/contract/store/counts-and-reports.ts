@@ -119,6 +119,30 @@ export function countsAndReports(t: ContractContext): void {
   });
 
   describe('counts and reading back', () => {
+    it("countsOf gives several files' counts at once, as counts() gives each; unknown files are absent", async () => {
+      await sendingFile('f1', 6, 2);
+      await store.setChunkState('f1', 1, 'inflight', ['pending']);
+      await store.recordChunkResult('f1', 1, {
+        state: 'accepted',
+        attempts: 1,
+        parts: [{ messageIds: [], outcome: 'sent', wholeChunk: true }],
+      });
+      await sendingFile('f2', 4, 4);
+      await store.setChunkState('f2', 1, 'inflight', ['pending']);
+      await store.recordChunkResult('f2', 1, {
+        state: 'failed',
+        attempts: 3,
+        parts: [{ messageIds: [], outcome: 'failed', wholeChunk: true }],
+      });
+      await store.registerFile(newFile({ fileId: 'f3' }));
+      const all = await store.countsOf(['f1', 'f2', 'f3', 'missing']);
+      expect([...all.keys()].sort()).toEqual(['f1', 'f2', 'f3']);
+      for (const id of ['f1', 'f2', 'f3']) expect(all.get(id)).toEqual(await store.counts(id));
+      expect(all.get('f1')).toMatchObject({ submitted: 2, chunksAccepted: 1, chunksPending: 2 });
+      expect(all.get('f2')).toMatchObject({ failed: 4, chunksFailed: 1 });
+      expect((await store.countsOf([])).size).toBe(0);
+    });
+
     it('counts after a full cycle', async () => {
       await store.registerFile(newFile());
       const rows = validRows(10, 4);

@@ -285,6 +285,18 @@ export function filesAndLeases(t: ContractContext): void {
       ]);
     });
 
+    it('a fileId taken by another file is a conflict, and nothing of the batch is recorded', async () => {
+      await store.registerFile(newFile({ fileId: 'taken', sha256: 'other-content' }));
+      await expect(
+        store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+          idFor: (sha) => (sha === 'sb' ? 'taken' : sha),
+          duplicateSince: at(0),
+        }),
+      ).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_CONFLICT' });
+      expect(await store.getFile('sa')).toBeNull();
+      expect(await store.countBySha('local', 'sb')).toBe(0);
+    });
+
     it('two copies in one batch: the second is the duplicate of the first', async () => {
       const claimed = await store.claimFiles('local', [ready('a.txt', 'sx'), ready('b.txt', 'sx')], {
         idFor,

@@ -1,13 +1,23 @@
 // The store contract, ingest: recipients and chunks recorded, read back, cleared; what a chunk sends.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PENDING_DELIVERY, type RecipientInsert, type Store } from '../../../src/store/store.ts';
-import { type ContractContext, chunksFor, collect, newFile, T0, validRows } from './helpers.ts';
+import {
+  type ContractContext,
+  chunksFor,
+  collect,
+  newFile,
+  type StoreHarness,
+  T0,
+  validRows,
+} from './helpers.ts';
 
 export function ingest(t: ContractContext): void {
+  let h: StoreHarness;
   let store: Store;
   const sendingFile = (fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]) =>
     t.sendingFile(fileId, n, chunkSize, rows);
   beforeEach(() => {
+    h = t.h;
     store = t.store;
   });
 
@@ -146,6 +156,24 @@ export function ingest(t: ContractContext): void {
       ]);
       expect((await store.listChunks('f1', ['inflight'])).map((c) => c.seq)).toEqual([1]);
       expect((await store.listChunks('f1', ['pending', 'failed'])).map((c) => c.seq)).toEqual([2]);
+    });
+
+    it("setChunkState with an owner: only while that owner holds the file's lease (fencing)", async () => {
+      await sendingFile('f1', 4, 2);
+      // Nobody holds it: refused for an owner, as for a worker whose lease was released.
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+      expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w2' })).toBe(false);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(true);
+      // w1 stalls past its lease; w2 takes the file over: w1 starts no chunk any more.
+      h.clock.advance(10_001);
+      expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(true);
+      expect((await store.listChunks('f1')).map((c) => [c.seq, c.state, c.attempts])).toEqual([
+        [1, 'inflight', 1],
+        [2, 'inflight', 1],
+      ]);
     });
   });
 
