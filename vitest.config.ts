@@ -1,12 +1,29 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The pipeline end-to-end files run twice: on SQLite with everything else, and on PostgreSQL
+ * (DROPLINE_TEST_STORE=postgres: test/helpers/test-store.ts gives each test a schema of its
+ * own), so both backends prove the same behaviour.
+ */
+const ON_BOTH_STORES = [
+  'test/e2e/pipeline-*.test.ts',
+  'test/e2e/progress.test.ts',
+  'test/e2e/ops-file-list.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // One PostgreSQL cluster for the run (test/helpers/postgres.ts); each test its own schema.
     globalSetup: ['test/helpers/postgres-global-setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'postgres', include: ON_BOTH_STORES, env: { DROPLINE_TEST_STORE: 'postgres' } },
+      },
+    ],
   },
 });

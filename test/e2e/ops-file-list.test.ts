@@ -11,13 +11,17 @@ import { manifestOf } from '../../src/pipeline/reports.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { newFile, validRows } from '../contract/store.contract.ts';
+import { type TestStore, testStore } from '../helpers/test-store.ts';
 
 let dir = '';
 let ops: OpsServer | null = null;
 let store: Store | null = null;
+let backing: TestStore | null = null;
 afterEach(async () => {
   await ops?.close();
   await store?.close();
+  await backing?.close();
+  backing = null;
   if (dir) await rm(dir, { recursive: true, force: true });
   ops = null;
   store = null;
@@ -40,7 +44,8 @@ function counting(real: Store, calls: string[]): Store {
 
 it('pages of 500 manifests out of 1,500 files cost two store calls a page, with every count right', async () => {
   dir = await mkdtemp(join(tmpdir(), 'dropline-ops-list-'));
-  store = await openStore(`sqlite:${join(dir, 'state.db')}`);
+  backing = await testStore(dir);
+  store = await openStore(backing.url);
   await store.migrate();
   const ready = Array.from({ length: 1500 }, (_, i) => ({
     name: `f${i}.txt`,

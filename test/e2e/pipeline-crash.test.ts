@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { reportFileName } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { type TestStore, testStore } from '../helpers/test-store.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const cli = join(root, 'bin', 'dropline.js');
@@ -42,10 +43,12 @@ describe('crash safety (issue 4): SIGKILL during a 50,000-recipient file', () =>
   const dir = mkdtempSync(join(tmpdir(), 'dropline-crash-'));
   const children = new Set<ChildProcess>();
   let sandbox: Sandbox | null = null;
+  let store: TestStore | null = null;
 
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
     await sandbox?.close();
+    await store?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -87,6 +90,7 @@ describe('crash safety (issue 4): SIGKILL during a 50,000-recipient file', () =>
     sandbox = await startSandbox({ timeScale: 0.01, deliveryDelayMs: 20 });
     const [notifyPort, opsPort] = [await freePort(), await freePort()];
     const configPath = join(dir, 'dropline.config.json');
+    store = await testStore(dir);
     writeFileSync(
       configPath,
       JSON.stringify({
@@ -105,7 +109,7 @@ describe('crash safety (issue 4): SIGKILL during a 50,000-recipient file', () =>
         },
         notify: { listen: `127.0.0.1:${notifyPort}`, token: 'crash-test-token' },
         ops: { listen: `127.0.0.1:${opsPort}` },
-        store: `sqlite:${join(dir, 'state.db')}`,
+        store: store.url,
         leaseMs: 1000,
         deliveryTimeoutMs: 3000,
         sources: [{ name: 'local', type: 'local', path: join(dir, 'drop'), stableMs: 100, pollMs: 100 }],

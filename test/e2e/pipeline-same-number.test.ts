@@ -4,7 +4,6 @@
 // request (one transactionNumber): each line is sent in a request of its own and reaches its
 // own final status. Before the fix the second report was taken for a repeat of the first and
 // its line waited for the delivery deadline (72 h) to become UNKNOWN.
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.ts';
 import type { ReportRow } from '../../src/store/store.ts';
@@ -65,7 +64,7 @@ it('the same number on several lines: each line is sent once, in a request of it
   expect(done.counts.delivered + done.counts.undelivered).toBe(valid);
 
   // And each line carries the status of its own report.
-  const store = await openStore(`sqlite:${join(h.dir, 'state.db')}`);
+  const store = await openStore(String(h.config.store));
   const rows: ReportRow[] = [];
   try {
     for await (const page of store.reportPages(fileId)) rows.push(...page);

@@ -12,6 +12,7 @@ import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { ChunkRecord, FileRecord } from '../../src/store/store.ts';
+import { type TestStore, testStore } from './test-store.ts';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const BIN = join(REPO, 'bin/dropline.js');
@@ -91,6 +92,7 @@ export class PipelineHarness {
   daemon: ChildProcess | null = null;
   daemonOutput = '';
   private readonly children = new Set<ChildProcess>();
+  private readonly testStore: TestStore;
 
   private constructor(init: {
     dir: string;
@@ -98,6 +100,7 @@ export class PipelineHarness {
     notifyPort: number;
     opsPort: number;
     config: Record<string, unknown>;
+    store: TestStore;
   }) {
     this.dir = init.dir;
     this.drop = join(init.dir, 'drop');
@@ -107,6 +110,7 @@ export class PipelineHarness {
     this.opsPort = init.opsPort;
     this.opsUrl = `http://127.0.0.1:${init.opsPort}`;
     this.config = init.config;
+    this.testStore = init.store;
   }
 
   static async create(options: HarnessOptions = {}): Promise<PipelineHarness> {
@@ -115,6 +119,7 @@ export class PipelineHarness {
     const notifyPort = await freePort();
     let opsPort = await freePort();
     while (opsPort === notifyPort) opsPort = await freePort();
+    const store = await testStore(dir);
     const config: Record<string, unknown> = {
       api: {
         baseUrl: sandbox.url,
@@ -127,7 +132,7 @@ export class PipelineHarness {
         ...options.api,
       },
       notify: { listen: `127.0.0.1:${notifyPort}`, token: 'e2e-notify-token' },
-      store: `sqlite:${join(dir, 'state.db')}`,
+      store: store.url,
       ops: { listen: `127.0.0.1:${opsPort}`, ...options.ops },
       leaseMs: 1500,
       sources: [
@@ -142,7 +147,7 @@ export class PipelineHarness {
       ],
       ...options.config,
     };
-    const h = new PipelineHarness({ dir, sandbox, notifyPort, opsPort, config });
+    const h = new PipelineHarness({ dir, sandbox, notifyPort, opsPort, config, store });
     await writeFile(h.configPath, `${JSON.stringify(config, null, 2)}\n`);
     return h;
   }
@@ -338,7 +343,7 @@ export class PipelineHarness {
 
   /** The store's own view of a file and its chunks (lease holder, chunks in flight). */
   async stored(fileId: string): Promise<{ file: FileRecord | null; chunks: ChunkRecord[] }> {
-    const store = await openStore(`sqlite:${join(this.dir, 'state.db')}`);
+    const store = await openStore(String(this.config.store));
     try {
       return { file: await store.getFile(fileId), chunks: await store.listChunks(fileId) };
     } finally {
@@ -393,6 +398,7 @@ export class PipelineHarness {
     for (const c of this.children) c.kill('SIGKILL');
     this.children.clear();
     await this.sandbox.close().catch(() => {});
+    await this.testStore.close().catch(() => {});
     if (!process.env.DROPLINE_KEEP_E2E) await rm(this.dir, { recursive: true, force: true });
   }
 }

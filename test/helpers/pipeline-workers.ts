@@ -19,6 +19,7 @@ import { LocalSource } from '../../src/sources/local-source.ts';
 import type { SourceEntry } from '../../src/sources/source.ts';
 import { openStore, SqliteStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
+import { testStore as openTestStore, type TestStore } from './test-store.ts';
 
 export interface Worker {
   readonly name: string;
@@ -46,7 +47,11 @@ export interface WorkerOptions {
 export class Workers {
   readonly dir: string;
   readonly drop: string;
+  /** The SQLite database file (the SQLite-only tests lock it). */
   readonly dbPath: string;
+  /** The `store` setting every worker opens (test-store.ts: SQLite or a PostgreSQL schema). */
+  readonly storeUrl: string;
+  private readonly testStore: TestStore;
   readonly sandbox: Sandbox;
   /** Where the service sends delivery reports; nothing listens there before openReceiver(). */
   readonly notifyUrl: string;
@@ -65,12 +70,15 @@ export class Workers {
     notifyPort: number;
     holding: Server;
     store: Store;
+    testStore: TestStore;
     config: Config;
   }) {
     this.holding = init.holding;
     this.dir = init.dir;
     this.drop = join(init.dir, 'drop');
     this.dbPath = join(init.dir, 'state.db');
+    this.testStore = init.testStore;
+    this.storeUrl = init.testStore.url;
     this.sandbox = init.sandbox;
     this.notifyPort = init.notifyPort;
     this.notifyUrl = `http://127.0.0.1:${init.notifyPort}/notify?token=tok`;
@@ -99,7 +107,8 @@ export class Workers {
 
   static async create(config: Record<string, unknown> = {}): Promise<Workers> {
     const dir = await mkdtemp(join(tmpdir(), 'dropline-workers-'));
-    const store = await openStore(`sqlite:${join(dir, 'state.db')}`);
+    const testStore = await openTestStore(dir);
+    const store = await openStore(testStore.url);
     await store.migrate();
     // Reports 100 ms after acceptance, retried 1, 2, 3, 4 and 5 s later after a 503.
     const sandbox = await startSandbox({ timeScale: 0.1, deliveryDelayMs: 1000 });
@@ -110,7 +119,7 @@ export class Workers {
     await new Promise<void>((done) => holding.listen(0, '127.0.0.1', done));
     const notifyPort = (holding.address() as AddressInfo).port;
     const parsed = parseConfig({
-      store: `sqlite:${join(dir, 'state.db')}`,
+      store: testStore.url,
       leaseMs: 1500,
       ...config,
       api: {
@@ -125,7 +134,7 @@ export class Workers {
       },
       sources: [{ name: 'local', type: 'local', path: join(dir, 'drop') }],
     });
-    return new Workers({ dir, sandbox, notifyPort, holding, store, config: parsed });
+    return new Workers({ dir, sandbox, notifyPort, holding, store, testStore, config: parsed });
   }
 
   async worker(name: string, options: WorkerOptions = {}): Promise<Worker> {
@@ -143,7 +152,7 @@ export class Workers {
     const now = () => new Date(Date.now() + (worker?.clockAheadMs ?? 0));
     const real =
       options.busyTimeoutMs === undefined
-        ? await openStore(`sqlite:${this.dbPath}`, { now })
+        ? await openStore(this.storeUrl, { now })
         : new SqliteStore({ path: this.dbPath, now, busyTimeoutMs: options.busyTimeoutMs });
     const store = options.wrapStore ? options.wrapStore(real) : real;
     const source = new LocalSource({ name: 'local', path: this.drop });
@@ -196,6 +205,7 @@ export class Workers {
     this.holding?.closeAllConnections();
     this.holding?.close();
     await this.store.close().catch(() => {});
+    await this.testStore.close().catch(() => {});
     await this.sandbox.close().catch(() => {});
     if (!process.env.DROPLINE_KEEP_E2E) await rm(this.dir, { recursive: true, force: true });
   }
