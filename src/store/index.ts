@@ -25,10 +25,13 @@ export interface OpenStoreOptions {
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const parsed = parseStoreUrl(url, options.cwd);
   if (parsed.kind === 'postgres') {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `${parsed.redacted}: the PostgreSQL store is not merged yet`,
-    );
+    // Loaded here, not at the top: a SQLite user never loads pg.
+    const { PostgresStore } = await import('./postgres/postgres-store.ts');
+    return new PostgresStore({
+      connectionString: parsed.connectionString,
+      ...(parsed.schema === null ? {} : { schema: parsed.schema }),
+      ...clock(options),
+    });
   }
   if (parsed.path === ':memory:') return new SqliteStore({ path: ':memory:', ...clock(options) });
   const file = parsed.path;
