@@ -12,6 +12,7 @@
 //    created once and acquired once (checked here: the bench fails otherwise); goal < 10 s.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { fileIdFor } from '../src/plan/ids.ts';
@@ -328,6 +329,10 @@ export default async function postgresBench(): Promise<string> {
         `durable commits needed: fsync=${settings?.fsync} synchronous_commit=${settings?.sync}`,
       );
     const parts = (process.env.POSTGRES_BENCH_PARTS ?? 'send,ingest,claim').split(',');
+    // Other work on the machine moves every figure here (PostgreSQL and dropline share 2 cores).
+    const load = loadavg()
+      .map((x) => x.toFixed(1))
+      .join(', ');
     // The quick ones first (a broken exactly-once fails the bench within seconds), shown in order.
     const claim = parts.includes('claim') ? (await claimBench(cluster)).lines : [];
     const ingest = parts.includes('ingest') ? await ingestBench(cluster) : [];
@@ -337,7 +342,7 @@ export default async function postgresBench(): Promise<string> {
       `PostgreSQL ${settings.version} started by the bench (bench/postgres-cluster.ts: initdb, pg_ctl as the`,
       `postgres user, data on the local disk) with the server's defaults: fsync ${settings.fsync},`,
       `synchronous_commit ${settings.sync}, shared_buffers ${settings.buffers}; dropline and PostgreSQL share the`,
-      '2 cores. Each measure works in a schema of its own.',
+      `2 cores. Each measure works in a schema of its own. Load average when the bench started: ${load}.`,
       '',
       ...sections.flatMap((x) => [...x, '']),
     ].join('\n');
