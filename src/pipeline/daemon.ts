@@ -8,7 +8,6 @@ import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
-import { DRIVEN_STATES } from './pipeline.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface Daemon {
@@ -199,9 +198,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
           }
           for (const file of files) {
             if (closing) return;
-            if (file.state !== 'validating') continue;
-            if (await rt.store.takeLease(file.fileId, rt.owner, config.leaseMs))
-              await pipeline.drive(file.fileId);
+            if (file.state === 'validating') await pipeline.drive(file.fileId);
           }
         });
       }
@@ -227,31 +224,28 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
 
   // ---- files left by others (crashed workers, resume, retry) ----
   const work = async (): Promise<void> => {
-    for (;;) {
-      if (closing) return;
-      const file = await rt.store.acquireFile(rt.owner, DRIVEN_STATES, config.leaseMs);
-      if (!file) return;
-      log.info({ fileId: file.fileId, state: file.state }, `taking over ${file.name}`);
-      await pipeline.drive(file.fileId);
-    }
+    while (!closing && (await pipeline.takeOver()));
   };
   timers.push(setInterval(() => void enqueue('take over', work), WORK_INTERVAL_MS));
   void enqueue('take over', work);
 
   // ---- progress: completion, delivery timeout, in-doubt settlement ----
+  // Each check, completion and report rewrite runs under the file's lease: a file another
+  // process holds (a `send --wait`, another daemon) is left to it.
+  const store = pipeline.store;
   const progress = async (all: boolean): Promise<void> => {
     const delivered = new Set(progressDue);
     progressDue.clear();
     const ids = new Set(delivered);
-    if (all)
-      for (const f of await rt.store.listFiles({ states: ['submitted', 'partial'] })) ids.add(f.fileId);
+    if (all) for (const f of await store.listFiles({ states: ['submitted', 'partial'] })) ids.add(f.fileId);
     for (const id of ids) {
-      let file = await rt.store.getFile(id);
+      let file = await store.getFile(id);
       if (!file) continue;
       // Its report.csv was written before these delivery reports changed its rows (a file
       // that completes now has just had its report written by checkProgress).
       const written = REPORTED_STATES.has(file.state);
-      if (file.state === 'submitted' || file.state === 'partial') file = await pipeline.checkProgress(file);
+      if (file.state === 'submitted' || file.state === 'partial')
+        file = (await pipeline.checkProgress(file)) ?? file;
       // Written again once the burst settles: each burst pushes the rewrite back, up to
       // REPORT_MAX_WAIT_MS after the first, so a steady stream costs one rewrite a minute.
       if (written && delivered.has(id) && REPORTED_STATES.has(file.state)) {
@@ -264,8 +258,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       if (due > Date.now()) continue;
       reportDue.delete(id);
       // Resumed or retried meanwhile: its old report is gone on purpose until it finishes.
-      const file = await rt.store.getFile(id);
-      if (file && REPORTED_STATES.has(file.state)) await pipeline.writeReports(id);
+      await pipeline.rewriteReports(id, { states: REPORTED_STATES });
     }
   };
   timers.push(setInterval(watchdog, Math.min(1000, Math.max(100, config.workStallMs / 3))));

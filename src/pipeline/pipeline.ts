@@ -3,6 +3,7 @@
 // every step, so a process killed at any moment is resumed by the next one that takes the
 // file's lease (DESIGN-NOTES 1).
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
@@ -28,6 +29,7 @@ import {
   type RecipientInsert,
   type Store,
 } from '../store/store.ts';
+import { patientStore } from './patient-store.ts';
 import {
   buildManifest,
   cutToBytes,
@@ -61,6 +63,27 @@ export interface PipelineOptions {
 
 /** The states in which a worker drives a file (holding its lease). */
 export const DRIVEN_STATES: readonly FileState[] = ['validating', 'sending'];
+/** How often a caller that waits for a file's lease (a command beside the daemon) asks again. */
+const LEASE_POLL_MS = 100;
+
+/**
+ * This worker no longer holds the file's lease: another one took it over (ours expired while
+ * this one was stalled), so this one stops working on the file at once and writes nothing
+ * more for it. Thrown inside withLease and ended there.
+ */
+export class LeaseLost extends Error {
+  readonly fileId: string;
+  constructor(fileId: string) {
+    super(`the lease of ${fileId} is held by another worker now`);
+    this.name = 'LeaseLost';
+    this.fileId = fileId;
+  }
+}
+
+/** A lease this worker holds while it works on a file. */
+interface Held {
+  lost: boolean;
+}
 
 export class Pipeline {
   readonly store: Store;
@@ -72,8 +95,8 @@ export class Pipeline {
   private readonly suppression: SuppressionList | null;
   private readonly now: () => Date;
   private readonly rules = new Map<string, NumberRules>();
-  /** Files this process is driving now: never driven twice at once. */
-  private readonly driving = new Set<string>();
+  /** The files this process works on now, under their lease: never two works on one file at once. */
+  private readonly held = new Map<string, Held>();
   /** Claim-time sniffs by sha256, for the ingest that follows (rememberSniff). */
   private readonly sniffs = new Map<string, Sniff>();
   /** Per-file read errors at claim already logged (source + path → message). */
@@ -86,7 +109,7 @@ export class Pipeline {
   private readonly stopping = new AbortController();
 
   constructor(options: PipelineOptions) {
-    this.store = options.store;
+    this.store = patientStore(options.store, { logger: options.logger, signal: this.stopping.signal });
     this.config = options.config;
     this.client = options.client;
     this.sources = options.sources;
@@ -139,16 +162,120 @@ export class Pipeline {
     );
   }
 
+  /**
+   * A transition of a file this worker holds: refused by the store when the lease is another
+   * worker's now (fencing), and then this worker stops (LeaseLost). null: the state had moved
+   * on (a user paused or cancelled it meanwhile).
+   */
   private async transition(
     fileId: string,
     to: FileState,
     from: readonly FileState[],
     patch?: FilePatch,
   ): Promise<FileRecord | null> {
+    this.fence(fileId);
     const before = await this.store.getFile(fileId);
-    const file = await this.store.transition(fileId, to, { from, ...(patch ? { patch } : {}) });
-    if (file) this.transitionLog(file, before?.state ?? '?');
-    return file;
+    const file = await this.store.transition(fileId, to, {
+      from,
+      owner: this.owner,
+      ...(patch ? { patch } : {}),
+    });
+    if (file) {
+      this.transitionLog(file, before?.state ?? '?');
+      return file;
+    }
+    if ((await this.store.getFile(fileId))?.leaseOwner !== this.owner) throw this.lose(fileId);
+    return null;
+  }
+
+  // ---- the lease: one way to work on a file ----------------------------------------------
+
+  /**
+   * The one way to work on a file (drive it, check its progress, write its reports): its
+   * lease taken (`target` a fileId) or just acquired (`target` the record acquireFile
+   * returned), renewed while `fn` runs, released after. null, without running `fn`, when
+   * another live worker holds the file (after `waitMs` of asking again) or this process
+   * works on it already; null too when the lease was taken over while `fn` ran (it stopped
+   * at once, see fence and confirm).
+   */
+  async withLease<T>(
+    target: string | FileRecord,
+    fn: (file: FileRecord) => Promise<T>,
+    options: { waitMs?: number } = {},
+  ): Promise<T | null> {
+    const fileId = typeof target === 'string' ? target : target.fileId;
+    if (this.held.has(fileId)) return null;
+    const lease: Held = { lost: false };
+    // Before the first await: a second call in this process finds it held.
+    this.held.set(fileId, lease);
+    let taken = typeof target !== 'string';
+    let renew: NodeJS.Timeout | undefined;
+    try {
+      const deadline = Date.now() + (options.waitMs ?? 0);
+      while (!taken) {
+        taken = await this.store.takeLease(fileId, this.owner, this.config.leaseMs);
+        if (taken) break;
+        if (Date.now() >= deadline || this.stopping.signal.aborted) return null;
+        await sleep(LEASE_POLL_MS);
+      }
+      let renewing = false;
+      renew = setInterval(
+        () => {
+          if (renewing || lease.lost) return;
+          renewing = true;
+          this.store
+            .renewLease(fileId, this.owner, this.config.leaseMs)
+            .then(
+              (ok) => {
+                if (!ok) this.lose(fileId);
+              },
+              // The store unreachable past the patient wait: the next write or renewal says.
+              () => {},
+            )
+            .finally(() => {
+              renewing = false;
+            });
+        },
+        Math.max(200, Math.floor(this.config.leaseMs / 3)),
+      );
+      return await fn(await this.mustGet(fileId));
+    } catch (err) {
+      if (err instanceof LeaseLost && err.fileId === fileId) return null;
+      throw err;
+    } finally {
+      clearInterval(renew);
+      this.held.delete(fileId);
+      if (taken && !lease.lost) await this.store.releaseLease(fileId, this.owner).catch(() => {});
+    }
+  }
+
+  /** Marks the lease lost (said once) and returns the error that ends the work on the file. */
+  private lose(fileId: string): LeaseLost {
+    const lease = this.held.get(fileId);
+    if (lease && !lease.lost) {
+      lease.lost = true;
+      this.log.warn(
+        { fileId },
+        `the lease of ${fileId} was taken over by another worker: this one stops and writes nothing more for it`,
+      );
+    }
+    return new LeaseLost(fileId);
+  }
+
+  /** Before a write that only the lease holder may make: LeaseLost once the lease is gone. */
+  private fence(fileId: string): void {
+    const lease = this.held.get(fileId);
+    if (!lease || lease.lost) throw new LeaseLost(fileId);
+  }
+
+  /**
+   * Before a write outside the store (report.csv, the manifest, a stale report removed),
+   * which the store cannot refuse: the lease renewed now, or LeaseLost. The write then has
+   * a full leaseMs before anyone may take the file over.
+   */
+  private async confirm(fileId: string): Promise<void> {
+    this.fence(fileId);
+    if (!(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))) throw this.lose(fileId);
   }
 
   // ---- claim ----------------------------------------------------------------------------
@@ -192,11 +319,7 @@ export class Pipeline {
       if ('refusal' in r) refused.push(r);
       else ready.push(r);
     }
-    const claimed = await this.store.claimFiles(source.name, ready, {
-      idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
-      duplicateSince: new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString(),
-      force: options.force ?? false,
-    });
+    const claimed = await this.claimFiles(source, ready, options.force ?? false);
     const paths: { fileId: string; path: string }[] = [];
     const files = await mapLimited(
       claimed,
@@ -209,7 +332,7 @@ export class Pipeline {
           `claimed ${file.name}`,
         );
         if (duplicateOf) {
-          await this.finishFailed(file, source);
+          await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
           return this.mustGet(file.fileId);
         }
         const path = await this.moveTo(file, source, 'processing', { record: false });
@@ -223,6 +346,29 @@ export class Pipeline {
       if (file) files.push(file);
     }
     return files;
+  }
+
+  /**
+   * One store transaction for the batch; a claim that raced another worker's for the same
+   * content (DROPLINE_ERR_STORE_CONFLICT: the fileId it computed was taken meanwhile) is made
+   * again, and then reads the other's records.
+   */
+  private async claimFiles(source: Source, ready: readonly ReadyFile[], force: boolean) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.claimFiles(source.name, ready, {
+          idFor: (sha256, generation) => fileIdFor(source.name, sha256, generation),
+          duplicateSince: new Date(this.now().getTime() - this.config.duplicateWindowMs).toISOString(),
+          force,
+        });
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'DROPLINE_ERR_STORE_CONFLICT' || attempt >= 3) throw err;
+        this.log.info(
+          { source: source.name, err: (err as Error).message },
+          'a claim raced another worker: claiming again',
+        );
+      }
+    }
   }
 
   /**
@@ -291,19 +437,18 @@ export class Pipeline {
       { fileId: file.fileId, source: source.name, file: entry.name, code },
       `${entry.name} rejected ${code}: ${message}`,
     );
-    await this.finishFailed(await this.mustGet(file.fileId), source);
+    await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
     return this.mustGet(file.fileId);
   }
 
-  /** One file claimed and leased by this worker (send); null when another worker holds it. */
+  /** One file claimed (send): its record, driven next under its lease (drive). */
   async claim(
     source: Source,
     entry: SourceEntry,
     options: { force?: boolean } = {},
   ): Promise<FileRecord | null> {
     const [file = null] = await this.claimReady(source, [entry], options);
-    if (file?.state !== 'validating') return file;
-    return (await this.store.takeLease(file.fileId, this.owner, this.config.leaseMs)) ? file : null;
+    return file;
   }
 
   /**
@@ -359,7 +504,7 @@ export class Pipeline {
     };
     await this.store.updateFile(file.fileId, { rejection, reason: rejection.message });
     this.log.warn({ fileId: file.fileId, file: entry.name }, rejection.message);
-    await this.finishFailed(await this.mustGet(file.fileId), source);
+    await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
     return this.mustGet(file.fileId);
   }
 
@@ -377,6 +522,7 @@ export class Pipeline {
     options: { record?: boolean } = {},
   ): Promise<string> {
     if (file.path.startsWith(`${folder}/`)) return file.path;
+    if (options.record !== false) this.fence(file.fileId);
     let target = `${folder}/${file.name}`;
     try {
       let moved: boolean;
@@ -404,7 +550,10 @@ export class Pipeline {
       );
       return file.path;
     }
-    if (options.record !== false) await this.store.updateFile(file.fileId, { path: target });
+    if (options.record !== false) {
+      this.fence(file.fileId);
+      await this.store.updateFile(file.fileId, { path: target });
+    }
     return target;
   }
 
@@ -414,32 +563,41 @@ export class Pipeline {
 
   // ---- drive ----------------------------------------------------------------------------
 
-  /** Drives a file this worker holds the lease of as far as it goes now. */
-  async drive(fileId: string): Promise<FileRecord> {
-    if (this.driving.has(fileId)) return this.mustGet(fileId);
-    this.driving.add(fileId);
-    const renew = setInterval(
-      () => {
-        void this.store.renewLease(fileId, this.owner, this.config.leaseMs).catch(() => {});
-      },
-      Math.max(200, Math.floor(this.config.leaseMs / 3)),
-    );
-    try {
-      await this.store.markInflightInDoubt(fileId);
-      for (;;) {
-        const file = await this.mustGet(fileId);
-        if (file.state === 'validating') await this.ingest(file);
-        else if (file.state === 'sending') {
-          const after = await this.send(file);
-          if (after.state === 'sending') return after; // lost the lease or stopped
-          // submitted() has just checked its progress: no second count of the file.
-          if (after.state === 'submitted') return after;
-        } else return await this.checkProgress(file);
-      }
-    } finally {
-      clearInterval(renew);
-      this.driving.delete(fileId);
-      await this.store.releaseLease(fileId, this.owner).catch(() => {});
+  /**
+   * Drives a file as far as it goes now, under its lease. null when another worker holds
+   * it, or took it over meanwhile (this worker then stopped at once).
+   */
+  async drive(fileId: string): Promise<FileRecord | null> {
+    return this.withLease(fileId, (file) => this.driveHeld(file));
+  }
+
+  /**
+   * Takes over the file left longest by its worker (dead, or stalled past its lease) in a
+   * driven state, and drives it. false when there is none.
+   */
+  async takeOver(): Promise<boolean> {
+    const file = await this.store.acquireFile(this.owner, DRIVEN_STATES, this.config.leaseMs);
+    if (!file) return false;
+    this.log.info({ fileId: file.fileId, state: file.state }, `taking over ${file.name}`);
+    await this.withLease(file, (f) => this.driveHeld(f));
+    return true;
+  }
+
+  private async driveHeld(held: FileRecord): Promise<FileRecord> {
+    const fileId = held.fileId;
+    this.fence(fileId);
+    // Chunks in flight were left by the worker that held the lease before (dead or stalled).
+    await this.store.markInflightInDoubt(fileId);
+    for (;;) {
+      this.fence(fileId);
+      const file = await this.mustGet(fileId);
+      if (file.state === 'validating') await this.ingest(file);
+      else if (file.state === 'sending') {
+        const after = await this.send(file);
+        if (after.state === 'sending') return after; // stopped
+        // submitted() has just checked its progress: no second count of the file.
+        if (after.state === 'submitted') return after;
+      } else return await this.progressHeld(file);
     }
   }
 
@@ -450,6 +608,7 @@ export class Pipeline {
     const cfg = this.sourceConfig(file.source);
     await this.toProcessing(file, source);
     file = await this.mustGet(file.fileId);
+    this.fence(file.fileId);
     await this.store.clearRecipients(file.fileId);
     const planner = new ChunkPlanner(this.config.api.chunkSize);
     let rows: RecipientInsert[] = [];
@@ -529,6 +688,7 @@ export class Pipeline {
           }
         }
         if (rows.length >= INSERT_BATCH) {
+          this.fence(file.fileId);
           await this.store.insertRecipients(file.fileId, rows);
           this.reading.set(file.fileId, idx);
           for (const r of rows) {
@@ -545,6 +705,7 @@ export class Pipeline {
           // every half second, the final counts replace it.
           if (Date.now() - readShownAt >= 500) {
             readShownAt = Date.now();
+            this.fence(file.fileId);
             await this.store.updateFile(file.fileId, {
               counts: { ...seen, segments: 0 },
             });
@@ -558,6 +719,7 @@ export class Pipeline {
       await this.refuse(file, source, refused.error);
       return;
     }
+    this.fence(file.fileId);
     if (rows.length > 0) await this.store.insertRecipients(file.fileId, rows);
     if (!summary) throw new Error('the reader ended without a summary');
 
@@ -590,6 +752,7 @@ export class Pipeline {
     }
     const planned = planner.chunks();
     const chunks = planned.length;
+    this.fence(file.fileId);
     await this.store.insertChunks(file.fileId, planned);
     await this.transition(file.fileId, 'sending', ['validating'], patch);
     // The manifest only: every row of the report would still say pending. Its counts are
@@ -610,6 +773,7 @@ export class Pipeline {
     source: Source,
     refusal: { reason: FileReasonCode; message: string },
   ): Promise<void> {
+    this.fence(file.fileId);
     await this.store.clearRecipients(file.fileId);
     const rejection = { code: refusal.reason, message: refusal.message };
     this.log.warn(
@@ -628,6 +792,7 @@ export class Pipeline {
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
   private async finishFailed(file: FileRecord, source: Source): Promise<void> {
     await this.moveTo(file, source, 'failed');
+    await this.confirm(file.fileId);
     try {
       await source.write(
         `failed/${reportFileName(file.name, file.fileId, 'errors.csv')}`,
@@ -674,22 +839,35 @@ export class Pipeline {
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     let stop = false;
+    const lease = this.held.get(fileId);
+    // Ends this worker's sends of the file (a lost lease): the others see `stop` between chunks.
+    const lost = (): void => {
+      this.lose(fileId);
+      stop = true;
+    };
     const worker = async (): Promise<void> => {
       const stopping = this.stopping.signal;
       for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
+        if (!lease || lease.lost) return lost();
         const current = await this.store.getFile(fileId);
-        if (
-          current?.state !== 'sending' ||
-          !(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))
-        ) {
+        if (current?.state !== 'sending') {
           stop = true;
           return;
         }
-        if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending']))) continue;
+        if (!(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))) return lost();
+        // Fenced: the chunk goes inflight only while the lease is this worker's.
+        if (
+          !(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending'], { owner: this.owner }))
+        ) {
+          if ((await this.store.getFile(fileId))?.leaseOwner !== this.owner) return lost();
+          continue;
+        }
         const rows = await this.store.chunkDestinations(fileId, chunk.seq);
         const planned = planChunk(fileId, chunk.seq, rows, bulkText);
         const result = await this.client.sendChunk(planned, { signal: stopping });
         const chunkResult = toChunkResult(result, { stopped: stopping.aborted });
+        // Not fenced: what the service answered is a fact, whoever holds the lease now (a
+        // worker that took over meanwhile has this chunk in doubt, and this settles it).
         const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
         this.touch();
         this.log[
@@ -710,11 +888,17 @@ export class Pipeline {
         );
         if (blocked && blocked.outcome.kind !== 'accepted') {
           stop = true;
-          await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
+          try {
+            await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
+          } catch (err) {
+            if (err instanceof LeaseLost) return;
+            throw err;
+          }
         }
       }
     };
     await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
+    this.fence(fileId);
     const after = await this.mustGet(fileId);
     // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in
     // flight here were recorded, so it is written again with their outcomes.
@@ -748,7 +932,7 @@ export class Pipeline {
     const manifest = await this.writeReports(fileId, { report: false });
     // The manifest's counts were read after the file became submitted: good enough for
     // checkProgress (pending deliveries only go down), one count of the file fewer.
-    return this.checkProgress(await this.mustGet(fileId), manifest?.counts);
+    return this.progressHeld(await this.mustGet(fileId), manifest?.counts);
   }
 
   // ---- progress -------------------------------------------------------------------------
@@ -758,9 +942,35 @@ export class Pipeline {
    * delivery deadline (the rest UNKNOWN). Partial: submitted once delivery reports have
    * settled every in-doubt chunk, sending again when one left a chunk pending (recipients a
    * 403 held back); in-doubt chunks resent after the grace period when `api.inDoubt` is
-   * "resend".
+   * "resend". Whatever it changes, under the file's lease: null when another worker holds
+   * the file (that one checks it).
    */
-  async checkProgress(file: FileRecord, known?: Pick<FileCounts, 'pendingDelivery'>): Promise<FileRecord> {
+  async checkProgress(file: FileRecord | string): Promise<FileRecord | null> {
+    const seen = typeof file === 'string' ? await this.store.getFile(file) : file;
+    if (!seen) return null;
+    // The daemon checks every submitted file every few seconds: one that has nothing to do
+    // costs a read, not two lease writes. The decision is made again under the lease.
+    if (!(await this.progressDue(seen))) return seen;
+    return this.withLease(seen.fileId, (f) => this.progressHeld(f));
+  }
+
+  /** Whether progressHeld would change something now (read only). */
+  private async progressDue(file: FileRecord): Promise<boolean> {
+    if (file.state !== 'submitted' && file.state !== 'partial') return false;
+    const counts = await this.store.counts(file.fileId);
+    if (file.state === 'submitted')
+      return (
+        counts.pendingDelivery === 0 ||
+        (file.deliveryDeadline !== null && this.now().getTime() >= Date.parse(file.deliveryDeadline))
+      );
+    if (counts.chunksPending > 0 || counts.chunksFailed + counts.chunksInDoubt === 0) return true;
+    return this.config.api.inDoubt === 'resend' && counts.chunksFailed === 0 && counts.chunksInDoubt > 0;
+  }
+
+  private async progressHeld(
+    file: FileRecord,
+    known?: Pick<FileCounts, 'pendingDelivery'>,
+  ): Promise<FileRecord> {
     const fileId = file.fileId;
     if (file.state === 'partial') {
       const counts = await this.store.counts(fileId);
@@ -782,6 +992,7 @@ export class Pipeline {
     const counts = known ?? (await this.store.counts(fileId));
     if (counts.pendingDelivery > 0) {
       if (!file.deliveryDeadline || this.now().getTime() < Date.parse(file.deliveryDeadline)) return file;
+      this.fence(fileId);
       const expired = await this.store.expireDeliveries(fileId);
       this.log.info({ fileId, expired }, 'delivery timeout: recipients without a report are UNKNOWN');
     }
@@ -802,6 +1013,7 @@ export class Pipeline {
   ): Promise<FileRecord | null> {
     const before = await this.store.getFile(fileId);
     if (before) await this.writeReportCsv(before);
+    // A lease taken over while the report was written: refused here, and nothing more written.
     const file = await this.transition(fileId, to, from, patch);
     if (file) await this.writeReports(fileId, { report: false });
     return file;
@@ -810,6 +1022,7 @@ export class Pipeline {
   /** api.inDoubt "resend": in-doubt chunks go out again, counted as possible duplicates. */
   private async resendInDoubt(file: FileRecord): Promise<FileRecord> {
     const counts = await this.store.counts(file.fileId);
+    this.fence(file.fileId);
     const requeued = await this.store.requeueChunks(file.fileId, ['in_doubt']);
     if (requeued === 0) return file;
     this.log.warn(
@@ -821,31 +1034,65 @@ export class Pipeline {
   }
 
   /**
-   * `retry`: failed and in-doubt chunks back to pending, the file back to sending. In-doubt
-   * recipients may have been accepted already: they are counted as possible duplicates.
+   * `retry`, under the file's lease (asked for up to `waitMs`): failed and in-doubt chunks
+   * back to pending, the file back to sending, then driven here. In-doubt recipients may have
+   * been accepted already: they are counted as possible duplicates. null when another worker
+   * holds the file.
    */
-  async retry(fileId: string): Promise<number> {
-    const { inDoubt } = await this.store.counts(fileId);
-    const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt']);
-    if (requeued === 0) return 0;
-    if (inDoubt > 0) {
-      this.log.warn(
-        { fileId, recipients: inDoubt },
-        'retry resends in-doubt chunks: their recipients may get the message twice',
-      );
-      await this.store.updateFile(fileId, { addPossibleDuplicates: inDoubt });
-    }
-    await this.transition(fileId, 'sending', ['partial', 'sending']);
-    return requeued;
+  async retry(fileId: string, options: { waitMs?: number } = {}): Promise<number | null> {
+    return this.withLease(
+      fileId,
+      async (file) => {
+        const { inDoubt } = await this.store.counts(fileId);
+        this.fence(fileId);
+        const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt']);
+        if (requeued > 0) {
+          if (inDoubt > 0) {
+            this.log.warn(
+              { fileId, recipients: inDoubt },
+              'retry resends in-doubt chunks: their recipients may get the message twice',
+            );
+            await this.store.updateFile(fileId, { addPossibleDuplicates: inDoubt });
+          }
+          await this.transition(fileId, 'sending', ['partial', 'sending']);
+        }
+        await this.driveHeld(file);
+        return requeued;
+      },
+      options,
+    );
+  }
+
+  /**
+   * report.csv and the manifest written again under the file's lease (asked for up to
+   * `waitMs`), when its state is one of `states`: delivery reports changed its rows, or a
+   * user paused or cancelled it. false when another worker holds the file: that one writes
+   * them (a send that finds its file paused or cancelled does).
+   */
+  async rewriteReports(
+    fileId: string,
+    options: { states?: ReadonlySet<string>; waitMs?: number } = {},
+  ): Promise<boolean> {
+    const done = await this.withLease(
+      fileId,
+      async (file) => {
+        if (options.states && !options.states.has(file.state)) return true;
+        await this.writeReports(fileId);
+        return true;
+      },
+      options.waitMs === undefined ? {} : { waitMs: options.waitMs },
+    );
+    return done === true;
   }
 
   // ---- reports --------------------------------------------------------------------------
 
   /**
-   * reports/<name>.<fileId>.manifest.json and .report.csv, rewritten at milestones. A report
-   * of a million rows costs seconds, so it is written only where its rows changed.
+   * reports/<name>.<fileId>.manifest.json and .report.csv, rewritten at milestones, by the
+   * lease holder only. A report of a million rows costs seconds, so it is written only where
+   * its rows changed.
    */
-  async writeReports(
+  private async writeReports(
     fileId: string,
     options: { report?: boolean; counts?: FileCounts } = {},
   ): Promise<Manifest | null> {
@@ -859,6 +1106,7 @@ export class Pipeline {
     if (!source) return manifest;
     // The manifest last: whoever sees its state sees a report.csv at least as recent.
     if (options.report !== false && !(await this.writeReportCsv(manifest))) return manifest;
+    await this.confirm(fileId);
     try {
       await source.write(
         `reports/${reportFileName(manifest.name, fileId, 'manifest.json')}`,
@@ -877,6 +1125,7 @@ export class Pipeline {
    */
   private async dropStaleReport(file: FileRecord): Promise<void> {
     if (!file.timestamps.paused && !file.timestamps.partial) return;
+    await this.confirm(file.fileId);
     const source = this.sources.get(file.source);
     try {
       await source?.remove(`reports/${reportFileName(file.name, file.fileId, 'report.csv')}`);
@@ -889,6 +1138,7 @@ export class Pipeline {
   private async writeReportCsv(file: Pick<FileRecord, 'fileId' | 'source' | 'name'>): Promise<boolean> {
     const source = this.sources.get(file.source);
     if (!source) return false;
+    await this.confirm(file.fileId);
     try {
       await source.write(
         `reports/${reportFileName(file.name, file.fileId, 'report.csv')}`,

@@ -25,7 +25,7 @@ export interface OpenStoreOptions {
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const parsed = parseStoreUrl(url, options.cwd);
   if (parsed.kind === 'postgres') {
-    // Loaded here, not at the top: a SQLite user never loads pg.
+    // pg is loaded only by a process whose store is PostgreSQL.
     const { PostgresStore } = await import('./postgres/postgres-store.ts');
     return new PostgresStore({
       connectionString: parsed.connectionString,

@@ -427,8 +427,18 @@ export interface Store {
    * send path's lean form of chunkRecipients(fileId, seq, ['pending']).
    */
   chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
-  /** Compare-and-set on the chunk state; `inflight` also increments attempts. */
-  setChunkState(fileId: string, seq: number, to: ChunkState, from: readonly ChunkState[]): Promise<boolean>;
+  /**
+   * Compare-and-set on the chunk state; `inflight` also increments attempts. With `owner`,
+   * also only while the file's lease is held by `owner` (fencing: a worker whose lease was
+   * taken over starts no chunk), in the same statement.
+   */
+  setChunkState(
+    fileId: string,
+    seq: number,
+    to: ChunkState,
+    from: readonly ChunkState[],
+    options?: { owner?: string },
+  ): Promise<boolean>;
   /**
    * One transaction: the chunk's state, and every part's recipients' outcome, code and
    * transactionNumber. An `in_doubt` result whose chunk already has a delivery report for
@@ -470,6 +480,11 @@ export interface Store {
   // ---- progress and reports ----
   /** A pruned file's counts are those it had when it was pruned. */
   counts(fileId: string): Promise<FileCounts>;
+  /**
+   * The counts of several files (a page of the file list) in one call, as counts() gives
+   * each: never a round trip per file. Files the store does not know are absent.
+   */
+  countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>>;
   /** Every record of the file in idx order, read in pages (flat memory on millions of rows). */
   recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncIterable<RecipientRecord>;
   /** The same in pages (a few thousand rows each): cheaper for reports of millions of rows. */

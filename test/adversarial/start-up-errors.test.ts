@@ -8,6 +8,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERRORS } from '../../src/errors.ts';
+import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { BIN, freePort } from '../helpers/pipeline-harness.ts';
 
 const BOUND_MS = 10_000;
@@ -162,6 +165,28 @@ describe('dropline run: start-up errors end the process at once', () => {
     expect(ended.code).not.toBe(0);
     expect(ended.stderr).toMatch(code);
     expect(ended.stderr).not.toMatch(/unexpected error/);
+    expect(ended.stdout).not.toMatch(/dropline is running/);
+  });
+
+  it('a store whose schema is newer than this dropline: DROPLINE_ERR_STORE_SCHEMA with its hint', async () => {
+    const config = await base();
+    const path = join(dir, 'newer.db');
+    config.store = `sqlite:${path}`;
+    // A newer dropline migrated it one version further.
+    const newer = new SqliteStore({
+      path,
+      migrations: [
+        ...loadMigrations(),
+        { version: 999, name: 'future', sql: 'CREATE TABLE future (x INTEGER)' },
+      ],
+    });
+    await newer.migrate();
+    await newer.close();
+    const ended = await runDaemon(dir, config);
+    expect(ended.hung, `still running after ${BOUND_MS} ms; stderr:\n${ended.stderr}`).toBe(false);
+    expect(ended.code).not.toBe(0);
+    expect(ended.stderr).toMatch(/DROPLINE_ERR_STORE_SCHEMA: .*schema version 999/);
+    expect(ended.stderr).toContain(ERRORS.DROPLINE_ERR_STORE_SCHEMA.hint);
     expect(ended.stdout).not.toMatch(/dropline is running/);
   });
 });

@@ -1,6 +1,20 @@
-import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
-import { testSchema } from '../helpers/postgres.ts';
-import { type StoreHarness, storeContract, T0 } from './store.contract.ts';
+// The store contract on PostgreSQL (a schema of its own per test, on the run's shared cluster),
+// then what only a shared database shows: migrations by several workers at once, a schema
+// newer than the code, PostgreSQL going away and coming back, and true races between store
+// instances with pools of their own (separate connections, as separate workers have).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DroplineError } from '../../src/errors.ts';
+import { openStore } from '../../src/store/index.ts';
+import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
+import type { ChunkResult, ReadyFile } from '../../src/store/store.ts';
+import {
+  admin,
+  type PostgresCluster,
+  startPostgres,
+  type TestSchema,
+  testSchema,
+} from '../helpers/postgres.ts';
+import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
 
 function testClock() {
   let t = T0.getTime();
@@ -37,4 +51,347 @@ storeContract('postgres (a schema of its own)', async (): Promise<StoreHarness> 
       await db.drop();
     },
   };
+});
+
+async function rejection(p: Promise<unknown>): Promise<DroplineError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(DroplineError);
+    return err as DroplineError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('PostgresStore', () => {
+  let db: TestSchema;
+  const stores: PostgresStore[] = [];
+  const clock = testClock();
+  function open(options: Partial<PostgresStoreOptions> = {}): PostgresStore {
+    const s = new PostgresStore({
+      connectionString: db.url,
+      schema: db.schema,
+      now: clock.now,
+      poolSize: 4,
+      ...options,
+    });
+    stores.push(s);
+    return s;
+  }
+  beforeAll(async () => {
+    db = await testSchema();
+  });
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
+    await admin(db.url, `DROP SCHEMA IF EXISTS ${db.schema} CASCADE`);
+    clock.set(T0);
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  describe('migrations', () => {
+    it('four stores migrating a new schema at once: it is created and migrated once', async () => {
+      const four = [open(), open(), open(), open()];
+      await Promise.all(four.map((s) => s.migrate()));
+      // exactly one instance applied version 1; the others found it applied
+      expect(four.map((s) => s.migrated.length).sort()).toEqual([0, 0, 0, 1]);
+      const { rows } = await admin(db.url, `SELECT version FROM ${db.schema}.schema_migrations`);
+      expect(rows.map((r) => r.version)).toEqual([1]);
+      for (const [i, s] of four.entries()) {
+        expect((await s.registerFile(newFile({ fileId: `f${i}` }))).created).toBe(true);
+      }
+      expect(await four[0]!.listFiles()).toHaveLength(4);
+    });
+
+    it('a database whose schema is newer than the code: DROPLINE_ERR_STORE_SCHEMA, nothing applied', async () => {
+      await open().migrate();
+      await admin(
+        db.url,
+        `INSERT INTO ${db.schema}.schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())`,
+      );
+      const later = open();
+      const err = await rejection(later.migrate());
+      expect(err.code).toBe('DROPLINE_ERR_STORE_SCHEMA');
+      expect(err.retryable).toBe(false);
+      expect(err.message).toContain('9999');
+      expect(later.migrated).toEqual([]);
+    });
+
+    it('the schema option keeps every table out of public', async () => {
+      await open().migrate();
+      const { rows } = await admin(
+        db.url,
+        `SELECT table_schema, table_name FROM information_schema.tables
+         WHERE table_name IN ('files', 'chunks', 'recipients', 'chunk_spans', 'delivery_events', 'schema_migrations')`,
+      );
+      expect(rows.length).toBe(6);
+      expect(new Set(rows.map((r) => r.table_schema))).toEqual(new Set([db.schema]));
+    });
+  });
+
+  describe('openStore', () => {
+    it('postgres://…?schema=name opens a PostgresStore whose tables live in that schema', async () => {
+      const url = new URL(db.url);
+      url.searchParams.set('schema', db.schema);
+      const s = await openStore(url.toString(), { now: clock.now });
+      try {
+        expect(s).toBeInstanceOf(PostgresStore);
+        await s.migrate();
+        expect((await s.registerFile(newFile())).file.createdAt).toBe(T0.toISOString());
+        const { rows } = await admin(db.url, `SELECT file_id FROM ${db.schema}.files`);
+        expect(rows.map((r) => r.file_id)).toEqual(['f1']);
+      } finally {
+        await s.close();
+      }
+    });
+  });
+
+  describe('time from the database', () => {
+    it("without a clock option, timestamps and leases are the database's now()", async () => {
+      const a = open({ now: undefined });
+      await a.migrate();
+      const b = open({ now: undefined });
+      const { file } = await a.registerFile(newFile());
+      const { rows } = await admin(db.url, `SELECT now() AS now`);
+      const dbNow = new Date(String(rows[0].now)).getTime();
+      expect(file.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Math.abs(Date.parse(file.createdAt) - dbNow)).toBeLessThan(60_000);
+      expect(file.timestamps.validating).toBe(file.createdAt);
+      expect(await a.takeLease('f1', 'a', 60_000)).toBe(true);
+      const leased = await b.getFile('f1');
+      expect(Date.parse(leased!.leaseUntil!) - Date.parse(file.createdAt)).toBeGreaterThanOrEqual(60_000);
+      expect(await b.takeLease('f1', 'b', 60_000)).toBe(false);
+    });
+  });
+
+  describe('PostgreSQL unavailable', () => {
+    let cluster: PostgresCluster;
+    beforeAll(async () => {
+      cluster = await startPostgres({ maxConnections: 30 });
+    });
+    afterAll(async () => {
+      await cluster.close();
+    });
+
+    it('a store whose server refuses connections fails with DROPLINE_ERR_STORE_UNAVAILABLE, without the password', async () => {
+      const url = new URL(cluster.url);
+      url.password = 's3cret-pw';
+      url.port = String(cluster.port === 1 ? 2 : 1); // nothing listens on port 1
+      const s = new PostgresStore({ connectionString: url.toString() });
+      stores.push(s);
+      const err = await rejection(s.getFile('f1'));
+      expect(err.code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+      expect(err.retryable).toBe(true);
+      expect(`${err.message}\n${err.stack}`).not.toContain('s3cret-pw');
+      expect((await rejection(s.migrate())).code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+    });
+
+    it('PostgreSQL stopped and started again: the store fails UNAVAILABLE meanwhile, then goes on (idle connections dropped, no crash)', async () => {
+      const s = new PostgresStore({ connectionString: cluster.url, schema: 'restart', now: clock.now });
+      stores.push(s);
+      await s.migrate();
+      await s.registerFile(newFile());
+      // idle connections in the pool when the server goes away
+      await Promise.all([s.getFile('f1'), s.getFile('f1'), s.counts('f1')]);
+      await cluster.stop();
+      expect((await rejection(s.getFile('f1'))).code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+      expect((await rejection(s.ping())).code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+      await cluster.start();
+      expect((await s.getFile('f1'))?.fileId).toBe('f1');
+      expect((await s.registerFile(newFile({ fileId: 'f2' }))).created).toBe(true);
+      await s.ping();
+    });
+  });
+
+  describe('true races: store instances with pools of their own', () => {
+    async function four(): Promise<PostgresStore[]> {
+      const first = open();
+      await first.migrate();
+      return [first, open(), open(), open()];
+    }
+
+    it('four instances claim the same inbox batch: each file created once, the others get created:false', async () => {
+      const stores = await four();
+      // 40 files, 8 of them copies of another's content (generation 2, duplicates of the first)
+      const ready: ReadyFile[] = Array.from({ length: 40 }, (_, i) => ({
+        name: `${i}.txt`,
+        path: `inbox/${i}.txt`,
+        sha256: `sha-${i % 32}`,
+        bytes: 10,
+      }));
+      const idFor = (sha: string, n: number) => (n > 1 ? `${sha}-r${n}` : sha);
+      const options = { idFor, duplicateSince: T0.toISOString() };
+      // two instances in the inbox's order, two in reverse: no lock cycle may stop them
+      const claimed = await Promise.all(
+        stores.map((s, i) => s.claimFiles('local', i % 2 === 0 ? ready : [...ready].reverse(), options)),
+      );
+      const byPath = new Map<string, { fileId: string; created: number }>();
+      for (const batch of claimed) {
+        expect(batch).toHaveLength(40);
+        for (const c of batch) {
+          const seen = byPath.get(c.file.path) ?? { fileId: c.file.fileId, created: 0 };
+          expect(c.file.fileId).toBe(seen.fileId);
+          if (c.created) seen.created++;
+          byPath.set(c.file.path, seen);
+        }
+      }
+      expect(byPath.size).toBe(40);
+      expect([...byPath.values()].every((v) => v.created === 1)).toBe(true);
+      const files = await stores[0]!.listFiles();
+      expect(files).toHaveLength(40);
+      // each repeated content: one original, one copy numbered 2 and a duplicate of it
+      for (let i = 0; i < 8; i++) {
+        const pair = files.filter((f) => f.sha256 === `sha-${i}`);
+        expect(pair.map((f) => f.fileId).sort()).toEqual([`sha-${i}`, `sha-${i}-r2`]);
+        expect(pair.find((f) => f.fileId === `sha-${i}-r2`)?.state).toBe('duplicate');
+        expect(pair.find((f) => f.fileId === `sha-${i}`)?.state).toBe('validating');
+      }
+    });
+
+    it('four instances register the same file at once: one creates it, the others get its row', async () => {
+      const stores = await four();
+      for (let round = 0; round < 10; round++) {
+        const file = newFile({ fileId: `r${round}` });
+        const results = await Promise.all(stores.map((s) => s.registerFile(file)));
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        const winner = results.find((r) => r.created)!.file;
+        for (const r of results) expect(r.file).toEqual(winner);
+      }
+      expect(await stores[0]!.listFiles()).toHaveLength(10);
+    });
+
+    it('four instances acquire 200 files at once: every call gets a file, each file exactly once', async () => {
+      const stores = await four();
+      for (let i = 0; i < 200; i++)
+        await stores[0]!.registerFile(newFile({ fileId: `f${i}`, state: 'sending' }));
+      // 200 calls for 200 files: a caller that came back empty while a file was free would
+      // leave one untaken (SKIP LOCKED: a caller never waits behind another's pick).
+      const got = await Promise.all(
+        stores.map(async (s, i) => {
+          const mine: (string | null)[] = [];
+          for (let n = 0; n < 50; n++)
+            mine.push((await s.acquireFile(`w${i}`, ['sending'], 60_000))?.fileId ?? null);
+          return mine;
+        }),
+      );
+      const all = got.flat();
+      expect(all.filter((id) => id === null)).toEqual([]);
+      expect(new Set(all).size).toBe(200);
+      for (const [i, ids] of got.entries()) {
+        for (const id of ids) expect((await stores[0]!.getFile(id!))?.leaseOwner).toBe(`w${i}`);
+      }
+      expect(await stores[1]!.acquireFile('late', ['sending'], 60_000)).toBeNull();
+    });
+
+    it('file numbers from the sequence: files recorded at once by four instances never share one', async () => {
+      const stores = await four();
+      await Promise.all(
+        stores.map(async (s, i) => {
+          for (let n = 0; n < 25; n++) {
+            const fileId = `w${i}-${n}`;
+            await s.registerFile(newFile({ fileId }));
+            await s.insertRecipients(
+              fileId,
+              validRows(2, 2).map((r) => ({ ...r, number: `${fileId}-${r.idx}` })),
+            );
+          }
+        }),
+      );
+      const { rows } = await admin(db.url, `SELECT count(DISTINCT file_no) AS n FROM ${db.schema}.files`);
+      expect(Number(rows[0].n)).toBe(100);
+      for (let i = 0; i < 4; i++) {
+        const numbers: string[] = [];
+        for await (const r of stores[0]!.recipients(`w${i}-7`)) numbers.push(r.number!);
+        expect(numbers).toEqual([`w${i}-7-1`, `w${i}-7-2`]);
+      }
+    });
+
+    it('a chunk result in doubt racing a delivery report for the chunk: accepted whichever commits first', async () => {
+      const [a, b] = await four();
+      const files = Array.from({ length: 30 }, (_, i) => `f${i}`);
+      for (const fileId of files) {
+        await a!.registerFile(newFile({ fileId, state: 'sending' }));
+        await a!.insertRecipients(fileId, validRows(3, 3));
+        await a!.insertChunks(fileId, [{ seq: 1, size: 3 }]);
+        await a!.setChunkState(fileId, 1, 'inflight', ['pending']);
+      }
+      const doubt: ChunkResult = {
+        state: 'in_doubt',
+        attempts: 1,
+        errorCode: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+        parts: [
+          {
+            messageIds: ['m1', 'm2', 'm3'],
+            wholeChunk: true,
+            outcome: 'in_doubt',
+            code: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+          },
+        ],
+      };
+      await Promise.all(
+        files.flatMap((fileId, i) => {
+          const result = () => a!.recordChunkResult(fileId, 1, doubt);
+          const report = () =>
+            b!.recordDeliveries([
+              {
+                transactionNumber: `T-${fileId}`,
+                to: numberOf('m2'),
+                messageId: 'm2',
+                bulkId: fileId,
+                callbackData: null,
+                smsCount: 1,
+                status: 'DELIVERED_TO_HANDSET',
+                receivedAt: T0.toISOString(),
+              },
+            ]);
+          // both orders of issue, all at once
+          return i % 2 === 0 ? [result(), report()] : [report(), result()];
+        }),
+      );
+      for (const fileId of files) {
+        expect(
+          (await a!.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
+          fileId,
+        ).toEqual([['accepted', null]]);
+        expect(await a!.counts(fileId), fileId).toMatchObject({
+          chunksAccepted: 1,
+          chunksInDoubt: 0,
+          submitted: 3,
+          inDoubt: 0,
+          delivered: 1,
+          pendingDelivery: 2,
+        });
+      }
+    });
+
+    it('a lease taken over: the old owner’s late writes are refused, the new owner’s go through', async () => {
+      const [a, b] = await four();
+      await a!.registerFile(newFile({ state: 'sending' }));
+      expect((await a!.acquireFile('old', ['sending'], 10_000))?.fileId).toBe('f1');
+      clock.advance(10_000);
+      // the old owner, late, writes while the new one takes over: after the takeover, never
+      const [taken] = await Promise.all([
+        b!.acquireFile('new', ['sending'], 10_000),
+        a!.renewLease('f1', 'old', 10_000),
+      ]);
+      if (taken === null) {
+        // the renewal came first: the old owner still held it, so take it once it expires again
+        clock.advance(10_000);
+        expect((await b!.acquireFile('new', ['sending'], 10_000))?.fileId).toBe('f1');
+      }
+      expect((await b!.getFile('f1'))?.leaseOwner).toBe('new');
+      const late = await Promise.all([
+        a!.transition('f1', 'paused', { owner: 'old', from: ['sending'] }),
+        a!.renewLease('f1', 'old', 10_000),
+        a!.takeLease('f1', 'old', 10_000),
+        a!.transition('f1', 'completed', { owner: 'old' }),
+      ]);
+      expect(late).toEqual([null, false, false, null]);
+      expect((await b!.transition('f1', 'submitted', { owner: 'new', from: ['sending'] }))?.state).toBe(
+        'submitted',
+      );
+      expect(await a!.getFile('f1')).toMatchObject({ state: 'submitted', leaseOwner: 'new' });
+    });
+  });
 });

@@ -8,9 +8,17 @@ import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
 import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import type { RecipientInsert, RecipientRecord } from '../../src/store/store.ts';
+import type { RecipientRecord } from '../../src/store/store.ts';
 import { parseStoreUrl, redactStoreUrl } from '../../src/store/url.ts';
-import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+import {
+  generatedReport,
+  generatedRows,
+  newFile,
+  type StoreHarness,
+  storeContract,
+  T0,
+  validRows,
+} from './store.contract.ts';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'dropline-store-'));
@@ -142,107 +150,6 @@ describe('SqliteStore', () => {
     expect((await store.counts('f1')).delivered).toBe(2000);
   });
 
-  /** A file's rows with generated messageIds (bulk: line 1 has k 1..3), one own id, one invalid row. */
-  function generatedRows(fileId: string): RecipientInsert[] {
-    const rows = validRows(6, 4).map(
-      (r, i): RecipientInsert => ({
-        ...r,
-        line: i < 3 ? 1 : i - 1,
-        k: i < 3 ? i + 1 : 1,
-        messageId: i < 3 ? `${fileId}-1-${i + 1}` : `${fileId}-${i - 1}-1`,
-      }),
-    );
-    rows[4] = { ...rows[4]!, messageId: 'own-5' };
-    rows.push({
-      ...rows[0]!,
-      idx: 7,
-      line: 9,
-      k: 1,
-      messageId: null,
-      chunkSeq: null,
-      outcome: 'invalid',
-      code: 'X',
-    });
-    rows.push({ ...rows[0]!, idx: 8, line: 10, k: 1, messageId: null, chunkSeq: 2, text: null });
-    return rows;
-  }
-  function report(fileId: string, messageId: string, tn = 'T1') {
-    return {
-      transactionNumber: tn,
-      // the number of the recipient the id names (a report names it by both)
-      to: generatedRows(fileId).find((r) => r.messageId === messageId)?.number ?? numberOf(messageId),
-      messageId,
-      bulkId: fileId,
-      callbackData: null,
-      smsCount: 1,
-      status: 'DELIVERED_TO_HANDSET',
-      receivedAt: T0.toISOString(),
-    };
-  }
-
-  it('generated messageIds read back, match chunk results and delivery reports', async () => {
-    const store = open();
-    await store.migrate();
-    await store.registerFile(newFile());
-    await store.registerFile(newFile({ fileId: 'f2' }));
-    const rows = generatedRows('f1');
-    await store.insertRecipients('f2', generatedRows('f2'));
-    await store.insertRecipients('f1', rows);
-    await store.insertChunks('f1', [
-      { seq: 1, size: 4 },
-      { seq: 2, size: 3 },
-    ]);
-    const back: RecipientInsert[] = [];
-    for await (const r of store.recipients('f1')) {
-      const { fileId, status, transactionNumber, updatedAt, ...insert } = r;
-      expect(fileId).toBe('f1');
-      back.push(insert);
-    }
-    expect(back).toEqual(rows);
-    expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual([
-      'f1-1-1',
-      'f1-1-2',
-      'f1-1-3',
-      'f1-2-1',
-    ]);
-    expect((await store.chunkRecipients('f1', 2)).map((r) => r.messageId)).toEqual(['own-5', 'f1-4-1', null]);
-    await store.setChunkState('f1', 1, 'inflight', ['pending']);
-    await store.recordChunkResult('f1', 1, {
-      state: 'accepted',
-      attempts: 1,
-      parts: [
-        { messageIds: ['f1-1-1', 'f1-1-3'], outcome: 'sent', transactionNumber: 'T1' },
-        { messageIds: ['f1-1-2', 'f1-2-1'], outcome: 'rejected', code: 'E' },
-      ],
-    });
-    const out = await store.chunkRecipients('f1', 1);
-    expect(out.map((r) => r.outcome)).toEqual(['sent', 'rejected', 'sent', 'rejected']);
-    const d = await store.recordDeliveries([
-      report('f1', 'f1-1-3'),
-      report('f1', 'own-5'),
-      report('f1', 'f1-01-1'),
-      report('f1', 'f1-4-1'),
-      report('f1', 'f1-9-1'),
-      report('f1', 'f2-1-1'),
-      report('f1', 'f1-3-1'),
-    ]);
-    // own-5 and f1-4-1 match recipients of chunk 2; f1-01-1, f1-9-1 (invalid), f2-1-1 and
-    // f1-3-1 (line 3 has its own messageId) do not
-    expect(d).toMatchObject({ recorded: 7, orphans: 4 });
-    const statuses = (await store.chunkRecipients('f1', 1)).map((r) => r.status);
-    expect(statuses).toEqual(['pending', 'pending', 'DELIVERED_TO_HANDSET', 'pending']);
-    expect((await store.chunkRecipients('f1', 2)).map((r) => r.status)).toEqual([
-      'DELIVERED_TO_HANDSET',
-      'DELIVERED_TO_HANDSET',
-      'pending',
-    ]);
-    expect((await store.counts('f2')).delivered).toBe(0);
-    let reportIds: (string | null)[] = [];
-    for await (const page of store.reportPages('f1'))
-      reportIds = reportIds.concat(page.map((r) => r.messageId));
-    expect(reportIds).toEqual(rows.map((r) => r.messageId));
-  });
-
   it('migration 0005 numbers files recorded without a number, and the database numbers new ones', async () => {
     const dir = tempDir();
     dirs.push(dir);
@@ -306,7 +213,7 @@ describe('SqliteStore', () => {
       ],
     });
     const ev = (id: string, status: string) => ({
-      ...report('f1', id),
+      ...generatedReport('f1', id),
       transactionNumber: `T-${id}`,
       status,
     });
@@ -385,9 +292,9 @@ describe('SqliteStore', () => {
     // a generated id and an own id still find their recipient after the migration
     await store.insertChunks('f1', [{ seq: 1, size: 4 }]);
     const d = await store.recordDeliveries([
-      report('f1', 'f1-2-1'),
-      report('f1', 'own-5'),
-      report('f2', 'm3'),
+      generatedReport('f1', 'f1-2-1'),
+      generatedReport('f1', 'own-5'),
+      generatedReport('f2', 'm3'),
     ]);
     expect(d).toMatchObject({ recorded: 3, orphans: 0 });
     // a file registered after the migration gets its own id range
@@ -455,7 +362,7 @@ describe('SqliteStore', () => {
     // an older dropline refuses a schema newer than it knows
     const older = new SqliteStore({ path });
     stores.push(older);
-    await expect(older.migrate()).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE' });
+    await expect(older.migrate()).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_SCHEMA' });
   });
 
   it('a failing migration leaves nothing behind', async () => {

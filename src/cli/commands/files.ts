@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
-import { type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
+import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import type { FileState } from '../../store/store.ts';
 import { withRuntime } from './context.ts';
@@ -54,11 +54,6 @@ async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
   return m;
 }
 
-/** Drives the file here when no other process holds it (a running daemon would). */
-async function driveIfFree(rt: Runtime, fileId: string): Promise<void> {
-  if (await rt.store.takeLease(fileId, rt.owner, rt.loaded.config.leaseMs)) await rt.pipeline.drive(fileId);
-}
-
 async function act(
   rt: Runtime,
   fileId: string,
@@ -92,8 +87,11 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           return;
         }
         const files = await rt.store.listFiles({ limit: Number(opts.limit) || 50 });
-        const manifests: Manifest[] = [];
-        for (const f of files) manifests.push(await mustManifest(rt, f.fileId));
+        const counts = await rt.store.countsOf(files.map((f) => f.fileId));
+        const manifests: Manifest[] = files.flatMap((f) => {
+          const c = counts.get(f.fileId);
+          return c ? [buildManifest(f, c)] : [];
+        });
         if (opts.json) {
           process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
           return;
@@ -142,9 +140,14 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
       await withRuntime(cmd, {}, async (rt) => {
         await mustManifest(rt, fileId);
-        const requeued = await rt.pipeline.retry(fileId);
+        // Under the file's lease: a daemon checking it now lets go within moments.
+        const requeued = await rt.pipeline.retry(fileId, { waitMs: rt.loaded.config.leaseMs });
+        if (requeued === null)
+          throw new DroplineError(
+            'DROPLINE_ERR_FILE_STATE',
+            `${fileId} is being driven by another dropline process; run retry again once it has stopped`,
+          );
         if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
-        await driveIfFree(rt, fileId);
         const m = await mustManifest(rt, fileId);
         printManifest(m, opts.json ?? false);
         setExit(successState(m.state) ? 0 : 1);
@@ -163,11 +166,15 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
       .option('--json')
       .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
         await withRuntime(cmd, {}, async (rt) => {
+          // The state change is the user's (no lease: it stops a send between chunks); what
+          // follows is the lease holder's. When another process drives the file, it drives
+          // the resumed file or writes the paused or cancelled one's reports itself.
           let m = await act(rt, fileId, to, from, PAST[verb]);
           if (drive) {
-            await driveIfFree(rt, fileId);
+            await rt.pipeline.drive(fileId);
             m = await mustManifest(rt, fileId);
-          } else await rt.pipeline.writeReports(fileId);
+          } else
+            await rt.pipeline.rewriteReports(fileId, { waitMs: Math.min(rt.loaded.config.leaseMs, 5000) });
           printManifest(m, opts.json ?? false);
         });
         setExit(0);

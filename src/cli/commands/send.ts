@@ -19,12 +19,16 @@ interface SendOptions {
   source?: string;
 }
 
+/**
+ * Checks the file's progress until it leaves `submitted`. Each check runs under the file's
+ * lease: a daemon beside this command may be the one that completes it and writes its report.
+ */
 async function waitForDeliveries(rt: Runtime, fileId: string): Promise<void> {
   for (;;) {
-    const file = await rt.store.getFile(fileId);
+    const file = await rt.pipeline.store.getFile(fileId);
     if (file?.state !== 'submitted') return;
     const after = await rt.pipeline.checkProgress(file);
-    if (after.state !== 'submitted') return;
+    if (after && after.state !== 'submitted') return;
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -111,13 +115,18 @@ export function registerSend(program: Command, setExit: SetExit): void {
               { name, path: target, size: info.size, mtimeMs: info.mtimeMs },
               { force: opts.force ?? false },
             );
-            if (!file)
-              throw new DroplineError(
+            const busy = () =>
+              new DroplineError(
                 'DROPLINE_ERR_USAGE',
                 `${name} is already being sent by another dropline process`,
               );
+            if (!file) throw busy();
             fileId = file.fileId;
-            if (file.state === 'validating' || file.state === 'sending') await rt.pipeline.drive(fileId);
+            if (
+              (file.state === 'validating' || file.state === 'sending') &&
+              !(await rt.pipeline.drive(fileId))
+            )
+              throw busy();
             if (opts.wait) await waitForDeliveries(rt, fileId);
           } finally {
             if (timer) clearInterval(timer);

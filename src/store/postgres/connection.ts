@@ -118,13 +118,37 @@ export async function transaction<T>(
     }
     // A client whose connection broke is destroyed, never handed out again.
     client.release(broken || unavailable(failure) ? true : undefined);
-    const code = (failure as { code?: unknown }).code;
-    if (typeof code === 'string' && RETRY_CODES.has(code) && attempt < RETRIES) {
-      await new Promise((resolve) => setTimeout(resolve, 5 * 2 ** attempt * (0.5 + Math.random())));
+    if (mustRetry(failure) && attempt < RETRIES) {
+      await backOff(attempt);
       continue;
     }
     throw storeError(failure, what);
   }
+}
+
+/**
+ * One statement outside a transaction (its own implicit one): a serialization failure or
+ * deadlock rolled it back whole, so it runs again.
+ */
+export async function retried<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!mustRetry(err) || attempt >= RETRIES) throw err;
+      await backOff(attempt);
+    }
+  }
+}
+
+function mustRetry(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && RETRY_CODES.has(code);
+}
+
+/** ~10, 20, 40, 80 ms, jittered: two retrying writers do not meet again at once. */
+function backOff(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 5 * 2 ** attempt * (0.5 + Math.random())));
 }
 
 /** Connection lost or refused, PostgreSQL shutting down, starting or in recovery. */

@@ -44,6 +44,7 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
+  type IngestCounts,
   type ListFilesOptions,
   type NewFile,
   NOTHING_SENT,
@@ -56,7 +57,8 @@ import {
   type ReportRow,
   type Store,
 } from '../store.ts';
-import { createPool, type Queryable, storeError, transaction } from './connection.ts';
+import { intArray, textArray } from './arrays.ts';
+import { createPool, type Queryable, retried, storeError, transaction } from './connection.ts';
 import { loadPostgresMigrations } from './migrations.ts';
 import * as S from './sql.ts';
 
@@ -73,24 +75,32 @@ export interface PostgresStoreOptions {
 
 const DEFAULT_PAGE = 2000;
 
-function toReportRow(r: Row, fileId: string): ReportRow {
-  const line = num(r.line);
+const NO_INGEST: IngestCounts = {
+  records: 0,
+  valid: 0,
+  invalid: 0,
+  duplicates: 0,
+  suppressed: 0,
+  segments: 0,
+};
+
+/** A report row from reportPageSql's columns, as an array (no object of 14 keys per row). */
+function toReportRow(r: unknown[], fileId: string): ReportRow {
+  const line = num(r[1]);
   return {
     line,
-    number: strOrNull(r.number),
-    value: strOrNull(r.value),
-    messageId: readMessageId(strOrNull(r.message_id), fileId, line, num(r.k), numOrNull(r.chunk_seq)),
-    outcome: str(r.outcome) as RecipientOutcome,
-    code: strOrNull(r.code),
-    status: str(r.status),
-    transactionNumber: strOrNull(r.transaction_number),
-    smsCount: numOrNull(r.sms_count),
-    updatedAt: str(r.updated_at),
-    detail: strOrNull(r.detail),
+    number: strOrNull(r[3]),
+    value: strOrNull(r[4]),
+    messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
+    outcome: str(r[9]) as RecipientOutcome,
+    code: strOrNull(r[10]),
+    status: str(r[8]),
+    transactionNumber: strOrNull(r[11]),
+    smsCount: numOrNull(r[7]),
+    updatedAt: str(r[12]),
+    detail: strOrNull(r[13]),
   };
 }
-
-// ---------------------------------------------------------------------------------------
 
 const OUTCOME_OF_CHUNK = S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state');
 const CHUNK_RECIPIENTS = S.chunkRecipientsSql(OUTCOME_OF_CHUNK);
@@ -169,18 +179,47 @@ export class PostgresStore implements Store {
     return this.clock ? this.clock().toISOString() : null;
   }
 
+  /**
+   * One statement: on the pool (its own implicit transaction, run again after a deadlock or
+   * serialization failure), or on a transaction's client (the transaction is what retries).
+   */
+  private async exec(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable,
+    rowMode?: 'array',
+  ): Promise<pg.QueryResult> {
+    const config = {
+      name: s.name,
+      text: s.text,
+      values: S.values(s, params),
+      ...(rowMode ? { rowMode } : {}),
+    };
+    try {
+      return on === this.pool ? await retried(() => on.query(config)) : await on.query(config);
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
   private async rows(
     what: string,
     s: S.Statement,
     params: Record<string, unknown>,
     on: Queryable = this.pool,
   ): Promise<Row[]> {
-    try {
-      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
-      return r.rows as Row[];
-    } catch (err) {
-      throw storeError(err, what);
-    }
+    return (await this.exec(what, s, params, on)).rows as Row[];
+  }
+
+  /** Rows as arrays in the statement's column order (hot reads: no object per row). */
+  private async arrays(
+    what: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<unknown[][]> {
+    return (await this.exec(what, s, params, on, 'array')).rows as unknown[][];
   }
 
   private async count(
@@ -189,12 +228,7 @@ export class PostgresStore implements Store {
     params: Record<string, unknown>,
     on: Queryable = this.pool,
   ): Promise<number> {
-    try {
-      const r = await on.query({ name: s.name, text: s.text, values: S.values(s, params) });
-      return r.rowCount ?? 0;
-    } catch (err) {
-      throw storeError(err, what);
-    }
+    return (await this.exec(what, s, params, on)).rowCount ?? 0;
   }
 
   private tx<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -576,18 +610,18 @@ export class PostgresStore implements Store {
         what,
         S.INSERT_RECIPIENTS,
         {
-          ids,
-          lines,
-          ks,
-          numbers,
-          vals,
-          message_ids: messageIds,
-          texts,
-          chunk_seqs: chunkSeqs,
-          outcomes,
-          codes,
-          details,
-          sms_counts: smsCounts,
+          ids: intArray(ids),
+          lines: intArray(lines),
+          ks: intArray(ks),
+          numbers: textArray(numbers),
+          vals: textArray(vals),
+          message_ids: textArray(messageIds),
+          texts: textArray(texts),
+          chunk_seqs: intArray(chunkSeqs),
+          outcomes: textArray(outcomes),
+          codes: textArray(codes),
+          details: textArray(details),
+          sms_counts: intArray(smsCounts),
           now: this.now(),
         },
         c,
@@ -646,20 +680,11 @@ export class PostgresStore implements Store {
   }
 
   async chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]> {
-    let rows: unknown[][];
-    try {
-      const s = S.CHUNK_DESTINATIONS;
-      rows = (
-        await this.pool.query({
-          name: s.name,
-          text: s.text,
-          values: S.values(s, { file_id: fileId, seq, pending_states: PENDING_CHUNK_STATES }),
-          rowMode: 'array',
-        })
-      ).rows as unknown[][];
-    } catch (err) {
-      throw storeError(err, `reading chunk ${seq} of ${fileId}`);
-    }
+    const rows = await this.arrays(`reading chunk ${seq} of ${fileId}`, S.CHUNK_DESTINATIONS, {
+      file_id: fileId,
+      seq,
+      pending_states: PENDING_CHUNK_STATES,
+    });
     const out: ChunkDestination[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
@@ -676,6 +701,7 @@ export class PostgresStore implements Store {
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
+    options: { owner?: string } = {},
   ): Promise<boolean> {
     return (
       (await this.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, {
@@ -683,6 +709,7 @@ export class PostgresStore implements Store {
         from,
         file_id: fileId,
         seq,
+        owner: options.owner ?? null,
         now: this.now(),
       })) === 1
     );
@@ -792,14 +819,14 @@ export class PostgresStore implements Store {
         what,
         S.INSERT_EVENTS,
         {
-          tns: events.map((e) => e.transactionNumber),
-          tos: events.map((e) => e.to),
-          message_ids: events.map((e) => e.messageId),
-          bulk_ids: events.map((e) => e.bulkId),
-          callbacks: events.map((e) => e.callbackData),
-          sms_counts: events.map((e) => e.smsCount),
-          statuses: events.map((e) => e.status),
-          received: events.map((e) => e.receivedAt),
+          tns: textArray(events.map((e) => e.transactionNumber)),
+          tos: textArray(events.map((e) => e.to)),
+          message_ids: textArray(events.map((e) => e.messageId)),
+          bulk_ids: textArray(events.map((e) => e.bulkId)),
+          callbacks: textArray(events.map((e) => e.callbackData)),
+          sms_counts: intArray(events.map((e) => e.smsCount)),
+          statuses: textArray(events.map((e) => e.status)),
+          received: textArray(events.map((e) => e.receivedAt)),
           now,
         },
         c,
@@ -861,9 +888,7 @@ export class PostgresStore implements Store {
     events: readonly DeliveryEvent[],
     now: string | null,
   ): Promise<DeliveryEvent[]> {
-    const what = `recording delivery reports of ${fileId}`;
-    const lo = fileNo * SPAN;
-    const hi = lo + SPAN - 1;
+    const { lo, hi } = idRange(fileNo);
     const generated: Target[] = [];
     const own: DeliveryEvent[] = [];
     const unmatched: DeliveryEvent[] = [];
@@ -873,24 +898,6 @@ export class PostgresStore implements Store {
       else if (e.messageId !== '') own.push(e);
       else unmatched.push(e);
     }
-    // The chunks first, in seq order (LOCK_REPORTED_CHUNKS); a generated-looking id may be
-    // an own one, so every non-empty id is looked up as an own one too.
-    const ownLike = events.filter((e) => e.messageId !== '');
-    await this.rows(
-      what,
-      S.LOCK_REPORTED_CHUNKS,
-      {
-        file_id: fileId,
-        lo,
-        hi,
-        lines: generated.map((t) => t.line),
-        ks: generated.map((t) => t.k),
-        gen_numbers: generated.map((t) => sentForm(t.e.to)),
-        message_ids: ownLike.map((e) => e.messageId),
-        own_numbers: ownLike.map((e) => sentForm(e.to)),
-      },
-      c,
-    );
     const rows: Row[] = [];
     // A generated-looking id that names no valid row may be a file's own id.
     for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows)) own.push(t.e);
@@ -931,23 +938,27 @@ export class PostgresStore implements Store {
         lo,
         hi,
         now,
-        statuses: current.map((t) => t.e.status),
-        sms_counts: current.map((t) => t.e.smsCount),
-        tns: current.map((t) => t.e.transactionNumber),
-        numbers: current.map((t) => sentForm(t.e.to)),
+        statuses: textArray(current.map((t) => t.e.status)),
+        sms_counts: intArray(current.map((t) => t.e.smsCount)),
+        tns: textArray(current.map((t) => t.e.transactionNumber)),
+        numbers: textArray(current.map((t) => sentForm(t.e.to))),
       };
       const found =
         kind === 'generated'
           ? await this.rows(
               'recording delivery reports',
               S.DELIVER_GENERATED,
-              { ...common, lines: current.map((t) => t.line), ks: current.map((t) => t.k) },
+              {
+                ...common,
+                lines: intArray(current.map((t) => t.line)),
+                ks: intArray(current.map((t) => t.k)),
+              },
               c,
             )
           : await this.rows(
               'recording delivery reports',
               S.DELIVER_OWN,
-              { ...common, message_ids: current.map((t) => t.e.messageId) },
+              { ...common, message_ids: textArray(current.map((t) => t.e.messageId)) },
               c,
             );
       rows.push(...found);
@@ -984,12 +995,18 @@ export class PostgresStore implements Store {
       if (r.outcome === 'in_doubt') doubt.add(seq);
     }
     if (seqs.size === 0) return;
-    await this.count(
-      `recording delivery reports of ${fileId}`,
-      S.SETTLE_BY_REPORTS,
-      { file_id: fileId, file_no: fileNo, seqs: [...seqs], doubt_seqs: [...doubt], now },
+    const what = `recording delivery reports of ${fileId}`;
+    const ordered = [...seqs].sort((a, b) => a - b);
+    await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
+    const settled = await this.rows(
+      what,
+      S.SETTLE_CHUNKS,
+      { file_id: fileId, file_no: fileNo, seqs: ordered, now },
       c,
     );
+    for (const r of settled) doubt.add(num(r.seq));
+    if (doubt.size === 0) return;
+    await this.count(what, S.SEND_DOUBTFUL, { file_no: fileNo, seqs: [...doubt], now }, c);
   }
 
   async expireDeliveries(fileId: string): Promise<number> {
@@ -1029,7 +1046,7 @@ export class PostgresStore implements Store {
         if (row) {
           const fileId = str(row.file_id);
           // Its counts as they are now: what status shows once its rows are gone.
-          const counts = await this.countsOn(c, fileId);
+          const counts = (await this.countsOn(c, [fileId])).get(fileId);
           await this.count(what, S.MARK_PRUNED, { file_id: fileId, counts: JSON.stringify(counts), now }, c);
           step.marked = true;
         }
@@ -1049,10 +1066,20 @@ export class PostgresStore implements Store {
       const n = num(row.file_no);
       step.fileId = fileId;
       const tns = new Set<string>();
-      const deleted = await this.rows(what, S.PRUNE_RECIPIENTS, { ...idRange(n), max_rows: maxRows }, c);
-      step.recipients = deleted.length;
-      for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
-      if (step.recipients < maxRows) {
+      const range = idRange(n);
+      const [bounds] = await this.rows(what, S.ID_BOUNDS, range, c);
+      if (bounds?.first != null) {
+        const deleted = await this.rows(
+          what,
+          S.PRUNE_RECIPIENTS,
+          { from: num(bounds.first), hi: range.hi, max_rows: maxRows },
+          c,
+        );
+        step.recipients = deleted.length;
+        for (const r of deleted) if (r.transaction_number != null) tns.add(str(r.transaction_number));
+      }
+      const [left] = await this.rows(what, S.ID_BOUNDS, range, c);
+      if (left?.first == null) {
         for (const r of await this.rows(what, S.CHUNK_TNS, { file_id: fileId }, c))
           tns.add(str(r.transaction_number));
         await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
@@ -1069,72 +1096,71 @@ export class PostgresStore implements Store {
   // ---- progress and reports ----
 
   async counts(fileId: string): Promise<FileCounts> {
-    return this.countsOn(this.pool, fileId);
+    return (await this.countsOf([fileId])).get(fileId) ?? { ...NO_INGEST, ...NOTHING_SENT };
   }
 
-  /** counts() on a connection (prune reads them inside its transaction). */
-  private async countsOn(on: Queryable, fileId: string): Promise<FileCounts> {
-    const what = `counting ${fileId}`;
-    const [file] = await this.rows(what, S.COUNTS_FILE, { file_id: fileId }, on);
-    if (file?.pruned_counts != null) return json<FileCounts>(file.pruned_counts);
-    const base = {
-      records: num(file?.records ?? 0),
-      valid: num(file?.valid ?? 0),
-      invalid: num(file?.invalid ?? 0),
-      duplicates: num(file?.duplicates ?? 0),
-      suppressed: num(file?.suppressed ?? 0),
-      segments: num(file?.segments ?? 0),
-    };
-    if (!file) return { ...base, ...NOTHING_SENT };
-    const n = num(file.file_no);
-    const chunks: ChunkGroup[] = [];
-    const own: OwnGroup[] = [];
-    for (const r of await this.rows(
-      what,
-      S.COUNTS_ROWS,
-      { file_id: fileId, file_no: n, ...idRange(n) },
-      on,
-    )) {
-      if (r.kind === 'chunk')
-        chunks.push({
-          state: str(r.state) as ChunkState,
-          chunks: num(r.n),
-          size: num(r.size),
-          reported: num(r.reported),
-          delivered: num(r.delivered),
-          unknown: num(r.unknown),
-          reportedFollow: num(r.reported_follow),
-          reportedSent: num(r.reported_sent),
-        });
+  async countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    if (fileIds.length === 0) return new Map();
+    // Two reads that see one state of the database, whatever the number of files.
+    return this.tx('counting files', async (c) => {
+      await c.query(S.READ_SNAPSHOT);
+      return this.countsOn(c, fileIds);
+    });
+  }
+
+  /** The counts of these files (absent: unknown), on a transaction's connection (prune keeps them). */
+  private async countsOn(on: Queryable, fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    const what = 'counting files';
+    const out = new Map<string, FileCounts>();
+    const live = new Map<string, { ingest: IngestCounts; chunks: ChunkGroup[]; own: OwnGroup[] }>();
+    for (const f of await this.rows(what, S.COUNTS_FILES, { file_ids: textArray(fileIds) }, on)) {
+      const fileId = str(f.file_id);
+      // A pruned file's counts are those it had when it was pruned.
+      if (f.pruned_counts != null) out.set(fileId, json<FileCounts>(f.pruned_counts));
       else
-        own.push({
-          outcome: str(r.outcome) as RecipientOutcome,
-          chunkState: r.state === null ? null : (str(r.state) as ChunkState),
-          count: num(r.n),
+        live.set(fileId, {
+          ingest: {
+            records: num(f.records),
+            valid: num(f.valid),
+            invalid: num(f.invalid),
+            duplicates: num(f.duplicates),
+            suppressed: num(f.suppressed),
+            segments: num(f.segments),
+          },
+          chunks: [],
+          own: [],
         });
     }
-    return assembleCounts(base, chunks, own);
+    if (live.size > 0) {
+      for (const r of await this.rows(what, S.COUNTS_ROWS, { file_ids: textArray([...live.keys()]) }, on)) {
+        const file = live.get(str(r.file_id));
+        if (!file) continue;
+        if (r.kind === 'chunk')
+          file.chunks.push({
+            state: str(r.state) as ChunkState,
+            chunks: num(r.n),
+            size: num(r.size),
+            reported: num(r.reported),
+            delivered: num(r.delivered),
+            unknown: num(r.unknown),
+            reportedFollow: num(r.reported_follow),
+            reportedSent: num(r.reported_sent),
+          });
+        else
+          file.own.push({
+            outcome: str(r.outcome) as RecipientOutcome,
+            chunkState: r.state === null ? null : (str(r.state) as ChunkState),
+            count: num(r.n),
+          });
+      }
+    }
+    for (const [fileId, f] of live) out.set(fileId, assembleCounts(f.ingest, f.chunks, f.own));
+    return out;
   }
 
   async *reportPages(fileId: string): AsyncGenerator<ReportRow[]> {
-    const range = await this.range(fileId);
-    if (!range) return;
-    let after = range.lo - 1;
-    for (;;) {
-      // Keyset paging: each page is its own short read; no cursor stays open while the
-      // consumer writes a report.
-      const rows = await this.rows(`reading the report of ${fileId}`, REPORT_PAGE, {
-        file_id: fileId,
-        after,
-        hi: range.hi,
-        limit: this.pageSize,
-      });
-      if (rows.length > 0) {
-        yield rows.map((r) => toReportRow(r, fileId));
-        after = num(rows.at(-1)!.id);
-      }
-      if (rows.length < this.pageSize) return;
-    }
+    for await (const rows of this.pages(fileId, REPORT_PAGE, {}, 'array'))
+      yield (rows as unknown[][]).map((r) => toReportRow(r, fileId));
   }
 
   async *recipients(fileId: string, outcomes?: readonly RecipientOutcome[]): AsyncGenerator<RecipientRecord> {
@@ -1145,22 +1171,41 @@ export class PostgresStore implements Store {
     fileId: string,
     outcomes?: readonly RecipientOutcome[],
   ): AsyncGenerator<RecipientRecord[]> {
-    const range = await this.range(fileId);
-    if (!range) return;
-    let after = range.lo - 1;
-    for (;;) {
-      const rows = await this.rows(`reading the recipients of ${fileId}`, RECIPIENT_PAGE, {
-        file_id: fileId,
-        after,
-        hi: range.hi,
-        outcomes: outcomes ?? null,
-        limit: this.pageSize,
-      });
+    const base = (await this.fileNo(fileId)) ?? 0;
+    for await (const rows of this.pages(fileId, RECIPIENT_PAGE, { outcomes: outcomes ?? null }, 'object'))
+      yield (rows as Row[]).map((r) => toRecipient(r, fileId, idRange(base).lo));
+  }
+
+  /**
+   * The file's rows in id order, a window of pageSize ids at a time (idx is dense: a window is
+   * a page), each its own short read: no cursor stays open while the consumer writes a report.
+   * An empty window (a gap, or no row passing the filter) jumps to the next row there is.
+   */
+  private async *pages(
+    fileId: string,
+    s: S.Statement,
+    params: Record<string, unknown>,
+    mode: 'array' | 'object',
+  ): AsyncGenerator<Row[] | unknown[][]> {
+    const fileNo = await this.fileNo(fileId);
+    if (fileNo === null) return;
+    const range = idRange(fileNo);
+    const what = `reading the recipients of ${fileId}`;
+    const [bounds] = await this.rows(what, S.ID_BOUNDS, range);
+    if (bounds?.first == null || bounds.last == null) return;
+    const last = num(bounds.last);
+    let from: number | null = num(bounds.first);
+    while (from !== null && from <= last) {
+      const to = Math.min(from + this.pageSize - 1, last);
+      const values = { ...params, file_id: fileId, file_no: fileNo, from, to };
+      const rows = mode === 'array' ? await this.arrays(what, s, values) : await this.rows(what, s, values);
       if (rows.length > 0) {
-        yield rows.map((r) => toRecipient(r, fileId, range.lo));
-        after = num(rows.at(-1)!.id);
+        yield rows;
+        from = to + 1;
+      } else {
+        const [next] = await this.rows(what, S.ID_BOUNDS, { lo: to + 1, hi: last });
+        from = next?.first == null ? null : num(next.first);
       }
-      if (rows.length < this.pageSize) return;
     }
   }
 }

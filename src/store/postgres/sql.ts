@@ -284,20 +284,39 @@ export function chunkRecipientsSql(outcomeOfChunk: string): Statement {
   );
 }
 
-/** A page of a file's rows after id :after (keyset paging: no OFFSET). */
+// Pages of a file's rows: windows of ids [:from, :to] (idx is dense within a file, so a
+// window of pageSize ids is a page), joined to the few chunks whose spans meet the window.
+// Never `ORDER BY id LIMIT n` over the file's range nor a join of all the file's chunks: right
+// after a million rows went in, the planner's statistics still describe a small table, and
+// it sorted the whole range (and compared each row with every chunk) for every page.
+
+/** The window's chunks (MATERIALIZED: a handful of rows, read once), and the rows that follow one. */
+const WINDOW_CHUNKS = `WITH wc AS MATERIALIZED (
+    SELECT c.* FROM chunk_spans s JOIN chunks c ON c.file_id = :file_id AND c.seq = s.seq
+    WHERE s.file_no = :file_no AND s.first_id <= :to AND s.last_id >= :from)`;
+const FOLLOWED_WINDOW_CHUNK = `LEFT JOIN wc c ON r.outcome = 'pending' AND r.code IS NULL AND c.seq = r.chunk_seq`;
+
+/** The first and last ids of a file's rows (the primary key's ends: no scan). */
+export const ID_BOUNDS = statement(
+  `SELECT (SELECT min(id) FROM recipients WHERE id BETWEEN :lo AND :hi) AS first,
+     (SELECT max(id) FROM recipients WHERE id BETWEEN :lo AND :hi) AS last`,
+);
+
+/** A window of the file's rows; with :outcomes, only rows of those outcomes. */
 export function recipientPageSql(outcomeOfChunk: string): Statement {
   return statement(
-    `SELECT ${recipientColumns(outcomeOfChunk, true)} FROM recipients r ${FOLLOWED_CHUNK}
-     WHERE r.id > :after AND r.id <= :hi AND ${outcomeFilter(outcomeOfChunk)}
-     ORDER BY r.id LIMIT :limit`,
+    `${WINDOW_CHUNKS}
+     SELECT ${recipientColumns(outcomeOfChunk, true)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
+     WHERE r.id BETWEEN :from AND :to AND ${outcomeFilter(outcomeOfChunk)} ORDER BY r.id`,
   );
 }
 
 /** reportPages: what a report row needs, no text. */
 export function reportPageSql(outcomeOfChunk: string): Statement {
   return statement(
-    `SELECT ${recipientColumns(outcomeOfChunk, false)} FROM recipients r ${FOLLOWED_CHUNK}
-     WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
+    `${WINDOW_CHUNKS}
+     SELECT ${recipientColumns(outcomeOfChunk, false)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
+     WHERE r.id BETWEEN :from AND :to ORDER BY r.id`,
   );
 }
 
@@ -318,9 +337,12 @@ export const CHUNK_DESTINATIONS = statement(
    ORDER BY r.id`,
 );
 
+/** With :owner, only while that owner holds the file's lease (fencing), in the same statement. */
 export const SET_CHUNK_STATE = statement(
   `UPDATE chunks SET state = :to::text, attempts = attempts + (:to::text = 'inflight')::int, updated_at = ${NOW}
-   WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])`,
+   WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])
+     AND (:owner::text IS NULL
+          OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner::text))`,
 );
 
 /**
@@ -436,66 +458,76 @@ export const INSERT_EVENTS = statement(
    RETURNING transaction_number, to_number`,
 );
 
-/** A generated messageId's recipient: (line, k) within the file's ids, valid, with that number. */
-const GENERATED_MATCH = `r.line = v.line AND r.k = v.k AND r.id BETWEEN :lo AND :hi
-  AND r.message_id IS NULL AND r.chunk_seq IS NOT NULL AND r.number = v.number`;
-/** An own messageId's recipient (chunk_seq: invalid and duplicate rows were never sent). */
-const OWN_MATCH = `r.message_id = v.message_id AND r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL
-  AND r.number = v.number`;
+// Reports find their recipients from the report's side: each (line, k) or messageId of the
+// batch looks up its one row through the index (LATERAL … LIMIT 1: a key names at most one
+// sent recipient, and the limit keeps the lookup a per-report index probe), whatever the
+// planner believes of a table that grew by a million rows since it was last analysed. (A
+// plain join let it scan the file's whole id range once per report: seconds per batch.)
+
+/** What a report writes, beside what finds its recipient. */
+const REPORT_COLUMNS = ':statuses::text[], :sms_counts::int[], :tns::text[]';
+
+/** The recipient of each generated messageId: (line, k) within the file's ids, valid, with that number. */
+const GENERATED_TARGETS = `unnest(:lines::int[], :ks::int[], :numbers::text[], ${REPORT_COLUMNS})
+    AS v(line, k, number, status, sms_count, tn)
+  CROSS JOIN LATERAL (SELECT r.id, r.chunk_seq FROM recipients r
+    WHERE r.line = v.line AND r.k = v.k AND r.id BETWEEN :lo AND :hi
+      AND r.message_id IS NULL AND r.chunk_seq IS NOT NULL AND r.number = v.number LIMIT 1) AS m`;
+/** The recipient of each own messageId (chunk_seq: invalid and duplicate rows were never sent). */
+const OWN_TARGETS = `unnest(:message_ids::text[], :numbers::text[], ${REPORT_COLUMNS})
+    AS v(message_id, number, status, sms_count, tn)
+  CROSS JOIN LATERAL (SELECT r.id, r.chunk_seq FROM recipients r
+    WHERE r.message_id = v.message_id AND r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL
+      AND r.number = v.number LIMIT 1) AS m`;
 
 /**
- * The chunks the reports name, locked in seq order before any of their rows changes (as
- * recordChunkResult locks its chunk first): a report and a chunk result never decide on
- * the chunk without seeing each other, and never wait for each other in a cycle.
+ * The chunks of reported rows that follow their chunk or are in doubt, locked in seq order
+ * whatever their state, and held to the commit: a chunk result (which locks its chunk before
+ * it looks for reports) either commits before, and the settlement below sees its state, or
+ * waits, and then sees these reports.
  */
-export const LOCK_REPORTED_CHUNKS = statement(
-  `SELECT c.seq FROM chunks c WHERE c.file_id = :file_id AND c.seq IN (
-     SELECT r.chunk_seq FROM unnest(:lines::int[], :ks::int[], :gen_numbers::text[]) AS v(line, k, number)
-       JOIN recipients r ON ${GENERATED_MATCH}
-     UNION
-     SELECT r.chunk_seq FROM unnest(:message_ids::text[], :own_numbers::text[]) AS v(message_id, number)
-       JOIN recipients r ON ${OWN_MATCH})
-   ORDER BY c.seq FOR UPDATE`,
+export const LOCK_CHUNKS = statement(
+  'SELECT seq FROM chunks WHERE file_id = :file_id AND seq = ANY(:seqs::int[]) ORDER BY seq FOR UPDATE',
 );
 
-const DELIVERY_SET = `status = v.status, sms_count = coalesce(v.sms_count, r.sms_count),
-  transaction_number = coalesce(r.transaction_number, v.tn), updated_at = ${NOW}`;
+const DELIVERY_SET = `status = t.status, sms_count = coalesce(t.sms_count, r.sms_count),
+  transaction_number = coalesce(r.transaction_number, t.tn), updated_at = ${NOW}`;
 
 /** Reports onto recipients by generated messageId; returns [key, chunk_seq, outcome, code]. */
 export const DELIVER_GENERATED = statement(
   `UPDATE recipients r SET ${DELIVERY_SET}
-   FROM unnest(:lines::int[], :ks::int[], :statuses::text[], :sms_counts::int[], :tns::text[], :numbers::text[])
-     AS v(line, k, status, sms_count, tn, number)
-   WHERE ${GENERATED_MATCH}
-   RETURNING r.line || '-' || r.k AS key, r.chunk_seq, r.outcome, r.code`,
+   FROM (SELECT m.id, v.line, v.k, v.status, v.sms_count, v.tn FROM ${GENERATED_TARGETS}) AS t
+   WHERE r.id = t.id
+   RETURNING t.line || '-' || t.k AS key, r.chunk_seq, r.outcome, r.code`,
 );
 
 /** Reports onto recipients by the file's own messageIds. */
 export const DELIVER_OWN = statement(
   `UPDATE recipients r SET ${DELIVERY_SET}
-   FROM unnest(:message_ids::text[], :statuses::text[], :sms_counts::int[], :tns::text[], :numbers::text[])
-     AS v(message_id, status, sms_count, tn, number)
-   WHERE ${OWN_MATCH}
+   FROM (SELECT m.id, v.status, v.sms_count, v.tn FROM ${OWN_TARGETS}) AS t
+   WHERE r.id = t.id
    RETURNING r.message_id AS key, r.chunk_seq, r.outcome, r.code`,
 );
 
 /**
- * What reported rows prove: in-doubt chunks among :seqs become accepted, or pending when they
- * hold rows a 403 held back (never sent: they still go out); the in-doubt rows of the chunks
- * settled and of :doubt_seqs (chunks with reported rows in doubt of their own) are sent.
+ * What reported rows prove, first: in-doubt chunks among :seqs become accepted, or pending
+ * when they hold rows a 403 held back (never sent: they still go out). Returns those settled.
  */
-export const SETTLE_BY_REPORTS = statement(
-  `WITH settled AS (
-     UPDATE chunks c SET state = CASE WHEN EXISTS (
-         SELECT 1 FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
-         WHERE s.file_no = :file_no AND s.seq = c.seq AND r.outcome = 'pending' AND r.code IS NOT NULL)
-       THEN 'pending' ELSE 'accepted' END,
-       error_code = NULL, error_message = NULL, updated_at = ${NOW}
-     WHERE c.file_id = :file_id AND c.seq = ANY(:seqs::int[]) AND c.state = 'in_doubt'
-     RETURNING c.seq)
-   UPDATE recipients r SET outcome = 'sent', updated_at = ${NOW}
+export const SETTLE_CHUNKS = statement(
+  `UPDATE chunks c SET state = CASE WHEN EXISTS (
+       SELECT 1 FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+       WHERE s.file_no = :file_no AND s.seq = c.seq AND r.outcome = 'pending' AND r.code IS NOT NULL)
+     THEN 'pending' ELSE 'accepted' END,
+     error_code = NULL, error_message = NULL, updated_at = ${NOW}
+   WHERE c.file_id = :file_id AND c.seq = ANY(:seqs::int[]) AND c.state = 'in_doubt'
+   RETURNING c.seq`,
+);
+
+/** …then the in-doubt rows of the chunks settled, and of chunks with reported rows in doubt of their own, are sent. */
+export const SEND_DOUBTFUL = statement(
+  `UPDATE recipients r SET outcome = 'sent', updated_at = ${NOW}
    FROM chunk_spans s
-   WHERE s.file_no = :file_no AND (s.seq IN (SELECT seq FROM settled) OR s.seq = ANY(:doubt_seqs::int[]))
+   WHERE s.file_no = :file_no AND s.seq = ANY(:seqs::int[])
      AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq AND r.outcome = 'in_doubt'`,
 );
 
@@ -514,28 +546,35 @@ export const EXPIRE_DELIVERIES = statement(
 
 // ---- counts ----
 
-export const COUNTS_FILE = statement(
-  `SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts, file_no
-   FROM files WHERE file_id = :file_id`,
+/** A read of several statements that sees one state of the database. */
+export const READ_SNAPSHOT = 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY';
+
+export const COUNTS_FILES = statement(
+  `SELECT file_id, file_no, records, valid, invalid, duplicates, suppressed, segments, pruned_counts
+   FROM files WHERE file_id = ANY(:file_ids::text[])`,
 );
 
 /**
- * Two kinds of rows: per chunk state (`chunk`: chunks, their sizes, the delivery counters of
- * their spans), and the valid rows with an outcome of their own by outcome and by the state
- * of their chunk (`own`): a read of the chunks and of the few settled rows, never of every row.
+ * For files not pruned, two kinds of rows: per file and chunk state (`chunk`: chunks, their
+ * sizes, the delivery counters of their spans), and the valid rows with an outcome of their
+ * own by file, outcome and the state of their chunk (`own`): a read of the chunks and of the
+ * few settled rows (recipients_settled), never of every row.
  */
 export const COUNTS_ROWS = statement(
-  `SELECT 'chunk' AS kind, c.state, NULL::text AS outcome, count(*) AS n, coalesce(sum(c.size), 0) AS size,
-     coalesce(sum(s.reported), 0) AS reported, coalesce(sum(s.delivered), 0) AS delivered,
-     coalesce(sum(s.unknown), 0) AS unknown, coalesce(sum(s.reported_follow), 0) AS reported_follow,
-     coalesce(sum(s.reported_sent), 0) AS reported_sent
-   FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :file_no AND s.seq = c.seq
-   WHERE c.file_id = :file_id GROUP BY c.state
+  `WITH f AS (SELECT file_id, file_no FROM files WHERE file_id = ANY(:file_ids::text[]) AND pruned_counts IS NULL)
+   SELECT 'chunk' AS kind, f.file_id, c.state, NULL::text AS outcome, count(*) AS n,
+     coalesce(sum(c.size), 0) AS size, coalesce(sum(s.reported), 0) AS reported,
+     coalesce(sum(s.delivered), 0) AS delivered, coalesce(sum(s.unknown), 0) AS unknown,
+     coalesce(sum(s.reported_follow), 0) AS reported_follow, coalesce(sum(s.reported_sent), 0) AS reported_sent
+   FROM f JOIN chunks c ON c.file_id = f.file_id
+   LEFT JOIN chunk_spans s ON s.file_no = f.file_no AND s.seq = c.seq
+   GROUP BY f.file_id, c.state
    UNION ALL
-   SELECT 'own', c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
-   FROM recipients r LEFT JOIN chunks c ON c.file_id = :file_id AND c.seq = r.chunk_seq
-   WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
-   GROUP BY c.state, r.outcome`,
+   SELECT 'own', f.file_id, c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
+   FROM f JOIN recipients r ON r.id BETWEEN f.file_no * 4294967296 AND f.file_no * 4294967296 + 4294967295
+   LEFT JOIN chunks c ON c.file_id = f.file_id AND c.seq = r.chunk_seq
+   WHERE r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
+   GROUP BY f.file_id, c.state, r.outcome`,
 );
 
 // ---- retention ----
@@ -556,8 +595,9 @@ export const PRUNE_ORPHANS = statement(
      SELECT transaction_number, to_number FROM delivery_events
      WHERE orphan AND recorded_at < :before::timestamptz LIMIT :max_rows)`,
 );
+/** At most :max_rows of the file's rows, from its first one left (a window of ids: see ID_BOUNDS). */
 export const PRUNE_RECIPIENTS = statement(
-  `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN :lo AND :hi ORDER BY id LIMIT :max_rows)
+  `DELETE FROM recipients WHERE id BETWEEN :from AND least(:from::bigint + :max_rows - 1, :hi)
    RETURNING transaction_number`,
 );
 export const CHUNK_TNS = statement(

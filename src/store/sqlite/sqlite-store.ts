@@ -311,8 +311,9 @@ export class SqliteStore implements Store {
       const applied = this.db.prepare('SELECT max(version) AS v FROM schema_migrations').get();
       const version = numOrNull(applied?.v) ?? 0;
       if (version > newest) {
-        throw new Error(
-          `the database is at schema version ${version}, newer than this dropline knows (${newest}): upgrade dropline`,
+        throw new DroplineError(
+          'DROPLINE_ERR_STORE_SCHEMA',
+          `${this.path} is at schema version ${version}, newer than this dropline knows (${newest})`,
         );
       }
     } catch (err) {
@@ -470,7 +471,8 @@ export class SqliteStore implements Store {
           state,
           now,
         );
-        if (!row) throw new DroplineError('DROPLINE_ERR_STORE', `claiming ${f.path}: fileId already taken`);
+        if (!row)
+          throw new DroplineError('DROPLINE_ERR_STORE_CONFLICT', `claiming ${f.path}: fileId already taken`);
         return { file: toFile(row), created: true, duplicateOf };
       }),
     );
@@ -818,11 +820,20 @@ export class SqliteStore implements Store {
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
+    options: { owner?: string } = {},
   ): Promise<boolean> {
     const r = this.stmt(
       `UPDATE chunks SET state = :to, attempts = attempts + (:to = 'inflight'), updated_at = :now
-       WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))`,
-    ).run({ to, now: this.now(), file_id: fileId, seq, from: JSON.stringify(from) });
+       WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))
+         AND (:owner IS NULL OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner))`,
+    ).run({
+      to,
+      now: this.now(),
+      file_id: fileId,
+      seq,
+      from: JSON.stringify(from),
+      owner: options.owner ?? null,
+    });
     return changes(r) === 1;
   }
 
@@ -1282,6 +1293,22 @@ export class SqliteStore implements Store {
 
   async counts(fileId: string): Promise<FileCounts> {
     return this.countsNow(fileId);
+  }
+
+  async countsOf(fileIds: readonly string[]): Promise<Map<string, FileCounts>> {
+    const out = new Map<string, FileCounts>();
+    // In-process, a file's counts are a few indexed reads with no round trip; one read
+    // transaction gives the whole page one snapshot.
+    this.db.exec('BEGIN');
+    try {
+      for (const r of this.stmt(
+        'SELECT file_id FROM files WHERE file_id IN (SELECT value FROM json_each(?))',
+      ).all(JSON.stringify(fileIds)))
+        out.set(str(r.file_id), this.countsNow(str(r.file_id)));
+    } finally {
+      this.db.exec('COMMIT');
+    }
+    return out;
   }
 
   /** counts(), synchronous: also read inside a transaction (prune keeps them). */

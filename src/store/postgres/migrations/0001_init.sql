@@ -125,9 +125,10 @@ CREATE TABLE chunk_spans (
 );
 
 -- The counters change in the statement that changes a row's status, outcome or code: one
--- statement-level trigger adds up the difference of old and new rows per chunk (one UPDATE of
--- chunk_spans per statement, not one per row). Rows without a report never count, so the
--- updates of sending (chunk results on unreported rows) change nothing.
+-- statement-level trigger adds up, per chunk, what the new rows count less what the old rows
+-- counted (one UPDATE of chunk_spans per statement, not one per row; two sums, no join of the
+-- old and new rows). Only rows with a report count, so the updates of sending (chunk results
+-- on unreported rows) add nothing.
 CREATE FUNCTION recipients_counters() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE chunk_spans s SET
@@ -137,19 +138,22 @@ BEGIN
     reported_follow = s.reported_follow + d.reported_follow,
     reported_sent = s.reported_sent + d.reported_sent
   FROM (
-    SELECT n.id / 4294967296 AS file_no, n.chunk_seq AS seq,
-      sum((n.status <> 'pending')::int - (o.status <> 'pending')::int) AS reported,
-      sum((n.status = 'DELIVERED_TO_HANDSET')::int - (o.status = 'DELIVERED_TO_HANDSET')::int) AS delivered,
-      sum((n.status = 'UNKNOWN')::int - (o.status = 'UNKNOWN')::int) AS unknown,
-      sum((n.status <> 'pending' AND n.outcome = 'pending' AND n.code IS NULL)::int
-        - (o.status <> 'pending' AND o.outcome = 'pending' AND o.code IS NULL)::int) AS reported_follow,
-      sum((n.status <> 'pending' AND n.outcome = 'sent')::int
-        - (o.status <> 'pending' AND o.outcome = 'sent')::int) AS reported_sent
-    FROM new_rows n JOIN old_rows o ON o.id = n.id
-    WHERE n.chunk_seq IS NOT NULL AND (o.status <> 'pending' OR n.status <> 'pending')
-    GROUP BY 1, 2
-  ) d
-  WHERE s.file_no = d.file_no AND s.seq = d.seq;
+    SELECT file_no, seq, sum(sign) AS reported,
+      sum(sign * (status = 'DELIVERED_TO_HANDSET')::int) AS delivered,
+      sum(sign * (status = 'UNKNOWN')::int) AS unknown,
+      sum(sign * (outcome = 'pending' AND code IS NULL)::int) AS reported_follow,
+      sum(sign * (outcome = 'sent')::int) AS reported_sent
+    FROM (
+      SELECT n.id / 4294967296 AS file_no, n.chunk_seq AS seq, 1 AS sign, n.status, n.outcome, n.code
+      FROM new_rows n WHERE n.chunk_seq IS NOT NULL AND n.status <> 'pending'
+      UNION ALL
+      SELECT o.id / 4294967296, o.chunk_seq, -1, o.status, o.outcome, o.code
+      FROM old_rows o WHERE o.chunk_seq IS NOT NULL AND o.status <> 'pending'
+    ) AS x
+    GROUP BY file_no, seq
+  ) AS d
+  WHERE s.file_no = d.file_no AND s.seq = d.seq
+    AND (d.reported, d.delivered, d.unknown, d.reported_follow, d.reported_sent) <> (0, 0, 0, 0, 0);
   RETURN NULL;
 END $$;
 CREATE TRIGGER recipients_counters AFTER UPDATE ON recipients

@@ -1,0 +1,383 @@
+// The store contract, files and leases: registration, transitions, listing, claims of ready files, leases.
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Store } from '../../../src/store/store.ts';
+import { type ContractContext, INGEST, newFile, type StoreHarness, T0 } from './helpers.ts';
+
+export function filesAndLeases(t: ContractContext): void {
+  let h: StoreHarness;
+  let store: Store;
+  const at = (ms: number) => t.at(ms);
+  beforeEach(() => {
+    h = t.h;
+    store = t.store;
+  });
+
+  describe('migrations', () => {
+    it('migrate() is idempotent, also from another instance on the same database', async () => {
+      await store.migrate();
+      await store.migrate();
+      await store.ping();
+      await store.registerFile(newFile());
+      if (h.reopen) {
+        const other = await h.reopen();
+        await other.migrate();
+        await other.ping();
+        expect((await other.getFile('f1'))?.fileId).toBe('f1');
+        await other.close();
+      }
+      expect((await store.getFile('f1'))?.state).toBe('validating');
+    });
+  });
+
+  describe('files', () => {
+    it('registerFile records a file with its initial state timestamp', async () => {
+      const { file, created } = await store.registerFile(newFile({ forced: true }));
+      expect(created).toBe(true);
+      expect(file).toMatchObject({
+        fileId: 'f1',
+        source: 'local',
+        name: 'f1.txt',
+        path: 'inbox/f1.txt',
+        sha256: 'sha-f1',
+        bytes: 100,
+        state: 'validating',
+        layout: null,
+        header: false,
+        counts: INGEST,
+        rejection: null,
+        reason: null,
+        forced: true,
+        possibleDuplicates: 0,
+        errors: [],
+        createdAt: T0.toISOString(),
+        updatedAt: T0.toISOString(),
+        timestamps: { validating: T0.toISOString() },
+        deliveryDeadline: null,
+        leaseOwner: null,
+        leaseUntil: null,
+      });
+      expect(await store.getFile('f1')).toEqual(file);
+      expect(await store.getFile('nope')).toBeNull();
+    });
+
+    it('registerFile is unique on (source, path, sha256) and on fileId', async () => {
+      await store.registerFile(newFile());
+      h.clock.advance(1000);
+      const again = await store.registerFile(
+        newFile({ fileId: 'other', name: 'f1.txt', path: 'inbox/f1.txt', sha256: 'sha-f1' }),
+      );
+      expect(again.created).toBe(false);
+      expect(again.file.fileId).toBe('f1');
+      expect(again.file.createdAt).toBe(T0.toISOString());
+      const sameId = await store.registerFile(newFile({ path: 'processing/f1.txt' }));
+      expect(sameId.created).toBe(false);
+      expect(sameId.file.path).toBe('inbox/f1.txt');
+      // Another source, or other content at the same path, is another file.
+      expect((await store.registerFile(newFile({ fileId: 'f2', source: 'sftp' }))).created).toBe(true);
+      expect((await store.registerFile(newFile({ fileId: 'f3', sha256: 'sha-other' }))).created).toBe(true);
+      expect(await store.getFile('other')).toBeNull();
+    });
+
+    it('transition is a compare-and-set on the state', async () => {
+      await store.registerFile(newFile());
+      h.clock.advance(1000);
+      expect(await store.transition('f1', 'sending', { from: ['scheduled', 'paused'] })).toBeNull();
+      expect((await store.getFile('f1'))?.state).toBe('validating');
+      expect((await store.getFile('f1'))?.timestamps.sending).toBeUndefined();
+      const moved = await store.transition('f1', 'sending', { from: ['validating'] });
+      expect(moved?.state).toBe('sending');
+      expect(moved?.timestamps).toEqual({ validating: T0.toISOString(), sending: at(1000) });
+      expect(moved?.updatedAt).toBe(at(1000));
+      expect(await store.transition('missing', 'sending')).toBeNull();
+    });
+
+    it('timestamps record the first time a state was entered', async () => {
+      await store.registerFile(newFile());
+      h.clock.advance(1000);
+      await store.transition('f1', 'sending');
+      h.clock.advance(1000);
+      await store.transition('f1', 'paused', { from: ['sending'] });
+      h.clock.advance(1000);
+      const back = await store.transition('f1', 'sending', { from: ['paused'] });
+      expect(back?.timestamps).toEqual({ validating: at(0), sending: at(1000), paused: at(2000) });
+      expect(back?.updatedAt).toBe(at(3000));
+    });
+
+    it('transition with an owner needs the lease held by that owner', async () => {
+      await store.registerFile(newFile());
+      expect(await store.transition('f1', 'sending', { owner: 'w1' })).toBeNull();
+      expect(await store.takeLease('f1', 'w1', 60_000)).toBe(true);
+      expect(await store.transition('f1', 'sending', { owner: 'w2' })).toBeNull();
+      expect((await store.getFile('f1'))?.state).toBe('validating');
+      const moved = await store.transition('f1', 'sending', { owner: 'w1', from: ['validating'] });
+      expect(moved?.state).toBe('sending');
+      expect(moved?.leaseOwner).toBe('w1');
+    });
+
+    it('transition and updateFile apply a patch; undefined fields stay, null clears', async () => {
+      await store.registerFile(newFile());
+      const counts = { records: 10, valid: 7, invalid: 2, duplicates: 1, suppressed: 0, segments: 9 };
+      const errors = [
+        { line: 3, code: 'INVALID_NUMBER', message: 'not a valid mobile number', value: '57300' },
+      ];
+      const rejected = await store.transition('f1', 'rejected', {
+        from: ['validating'],
+        patch: {
+          path: 'processing/f1.txt',
+          layout: 'personalized',
+          encoding: 'utf-8',
+          separator: ';',
+          header: true,
+          counts,
+          rejection: { code: 'TOO_MANY_INVALID', message: 'too many invalid recipients' },
+          reason: 'r',
+          errors,
+          deliveryDeadline: at(5000),
+          addPossibleDuplicates: 2,
+        },
+      });
+      expect(rejected).toMatchObject({
+        state: 'rejected',
+        path: 'processing/f1.txt',
+        layout: 'personalized',
+        encoding: 'utf-8',
+        separator: ';',
+        header: true,
+        counts,
+        rejection: { code: 'TOO_MANY_INVALID', message: 'too many invalid recipients' },
+        reason: 'r',
+        errors,
+        deliveryDeadline: at(5000),
+        possibleDuplicates: 2,
+      });
+      h.clock.advance(10);
+      await store.updateFile('f1', { reason: null, addPossibleDuplicates: 3, header: false });
+      const after = await store.getFile('f1');
+      expect(after).toMatchObject({
+        state: 'rejected',
+        path: 'processing/f1.txt',
+        layout: 'personalized',
+        header: false,
+        counts,
+        reason: null,
+        errors,
+        possibleDuplicates: 5,
+        updatedAt: at(10),
+      });
+      await store.updateFile('f1', { rejection: null, layout: null, deliveryDeadline: null, errors: [] });
+      expect(await store.getFile('f1')).toMatchObject({
+        rejection: null,
+        layout: null,
+        deliveryDeadline: null,
+        errors: [],
+      });
+    });
+
+    it('listFiles: newest first, filtered by source and states, limited', async () => {
+      const ids = ['a', 'b', 'c', 'd'];
+      for (const [i, id] of ids.entries()) {
+        await store.registerFile(newFile({ fileId: id, source: i % 2 === 0 ? 'local' : 'sftp' }));
+        h.clock.advance(1000);
+      }
+      await store.transition('b', 'sending');
+      await store.transition('c', 'completed');
+      expect((await store.listFiles()).map((f) => f.fileId)).toEqual(['d', 'c', 'b', 'a']);
+      expect((await store.listFiles({ source: 'local' })).map((f) => f.fileId)).toEqual(['c', 'a']);
+      expect((await store.listFiles({ states: ['sending', 'completed'] })).map((f) => f.fileId)).toEqual([
+        'c',
+        'b',
+      ]);
+      expect((await store.listFiles({ source: 'sftp', states: ['sending'] })).map((f) => f.fileId)).toEqual([
+        'b',
+      ]);
+      expect((await store.listFiles({ limit: 2 })).map((f) => f.fileId)).toEqual(['d', 'c']);
+      expect(await store.listFiles({ states: [] })).toEqual([]);
+    });
+
+    it('claimFiles: content submitted or completed within the window is a duplicate, by either instant', async () => {
+      const idFor = (sha: string, n: number) => `${sha}-${n}`;
+      const ready = (name: string) => ({ name, path: `inbox/${name}`, sha256: 'sha-old', bytes: 1 });
+      const claim = async (name: string, since: number) =>
+        (await store.claimFiles('local', [ready(name)], { idFor, duplicateSince: at(since) }))[0]!;
+      const first = await claim('a.txt', 0);
+      await store.transition(first.file.fileId, 'submitted');
+      h.clock.advance(10_000);
+      // submitted at T0: a duplicate for a window starting at T0, not for one starting later
+      expect((await claim('b.txt', 0)).duplicateOf?.fileId).toBe(first.file.fileId);
+      const c = await claim('c.txt', 1);
+      expect(c.file.state).toBe('validating');
+      await store.transition(c.file.fileId, 'cancelled'); // no longer being sent
+      // completed later (T0 + 10 s): that instant counts too
+      await store.transition(first.file.fileId, 'completed');
+      expect((await claim('d.txt', 5_000)).duplicateOf?.fileId).toBe(first.file.fileId);
+      expect((await claim('e.txt', 10_001)).file.state).toBe('validating');
+      // another source or other content: never a duplicate of it
+      const [other] = await store.claimFiles('sftp', [ready('a.txt')], {
+        idFor: (sha, n) => `sftp-${sha}-${n}`,
+        duplicateSince: at(0),
+      });
+      expect(other?.file.state).toBe('validating');
+    });
+
+    it('countBySha counts the files of a source with that content', async () => {
+      expect(await store.countBySha('local', 'sha-x')).toBe(0);
+      await store.registerFile(newFile({ fileId: 'a', sha256: 'sha-x' }));
+      await store.registerFile(newFile({ fileId: 'b', sha256: 'sha-x', path: 'inbox/b2.txt' }));
+      await store.registerFile(newFile({ fileId: 'c', sha256: 'sha-x', source: 'sftp' }));
+      expect(await store.countBySha('local', 'sha-x')).toBe(2);
+      expect(await store.countBySha('sftp', 'sha-x')).toBe(1);
+    });
+  });
+
+  describe('claimFiles (a batch of ready files in one transaction)', () => {
+    const idFor = (sha: string, n: number) => (n > 1 ? `${sha}-r${n}` : sha);
+    const ready = (name: string, sha: string) => ({ name, path: `inbox/${name}`, sha256: sha, bytes: 10 });
+
+    it('records new files as validating, numbering repeated content, and finds a file recorded before', async () => {
+      const first = await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+        idFor,
+        duplicateSince: at(0),
+      });
+      expect(first.map((c) => [c.file.fileId, c.file.state, c.created, c.duplicateOf])).toEqual([
+        ['sa', 'validating', true, null],
+        ['sb', 'validating', true, null],
+      ]);
+      // The same path and content again (a crash before the move): the same record.
+      const again = await store.claimFiles('local', [ready('a.txt', 'sa')], {
+        idFor,
+        duplicateSince: at(0),
+      });
+      expect(again.map((c) => [c.file.fileId, c.created])).toEqual([['sa', false]]);
+      expect(await store.countBySha('local', 'sa')).toBe(1);
+    });
+
+    it('the same content being sent, or completed within the window, is DUPLICATE_FILE unless forced', async () => {
+      await store.claimFiles('local', [ready('a.txt', 'sa')], { idFor, duplicateSince: at(0) });
+      await store.setPaths([{ fileId: 'sa', path: 'processing/a.txt' }]);
+      expect((await store.getFile('sa'))?.path).toBe('processing/a.txt');
+      // In progress: a second copy under another name is a duplicate, numbered 2.
+      const [dup] = await store.claimFiles('local', [ready('copy.txt', 'sa')], {
+        idFor,
+        duplicateSince: at(0),
+      });
+      expect(dup?.file.fileId).toBe('sa-r2');
+      expect(dup?.file.state).toBe('duplicate');
+      expect(dup?.file.rejection?.code).toBe('DUPLICATE_FILE');
+      expect(dup?.duplicateOf?.fileId).toBe('sa');
+      // Completed long ago (before the window): not a duplicate any more.
+      await store.transition('sa', 'completed');
+      h.clock.advance(10_000);
+      const [later] = await store.claimFiles('local', [ready('again.txt', 'sa')], {
+        idFor,
+        duplicateSince: at(5_000),
+      });
+      expect([later?.file.fileId, later?.file.state]).toEqual(['sa-r3', 'validating']);
+      // Forced: never a duplicate, even while the same content is being sent.
+      const [forced] = await store.claimFiles('local', [ready('forced.txt', 'sa')], {
+        idFor,
+        duplicateSince: at(0),
+        force: true,
+      });
+      expect([forced?.file.fileId, forced?.file.state, forced?.file.forced]).toEqual([
+        'sa-r4',
+        'validating',
+        true,
+      ]);
+    });
+
+    it('a fileId taken by another file is a conflict, and nothing of the batch is recorded', async () => {
+      await store.registerFile(newFile({ fileId: 'taken', sha256: 'other-content' }));
+      await expect(
+        store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+          idFor: (sha) => (sha === 'sb' ? 'taken' : sha),
+          duplicateSince: at(0),
+        }),
+      ).rejects.toMatchObject({ code: 'DROPLINE_ERR_STORE_CONFLICT' });
+      expect(await store.getFile('sa')).toBeNull();
+      expect(await store.countBySha('local', 'sb')).toBe(0);
+    });
+
+    it('two copies in one batch: the second is the duplicate of the first', async () => {
+      const claimed = await store.claimFiles('local', [ready('a.txt', 'sx'), ready('b.txt', 'sx')], {
+        idFor,
+        duplicateSince: at(0),
+      });
+      expect(claimed.map((c) => [c.file.fileId, c.file.state, c.duplicateOf?.fileId ?? null])).toEqual([
+        ['sx', 'validating', null],
+        ['sx-r2', 'duplicate', 'sx'],
+      ]);
+    });
+  });
+
+  describe('leases', () => {
+    it('acquireFile takes the oldest-updated free file in the states', async () => {
+      for (const id of ['a', 'b', 'c']) {
+        await store.registerFile(newFile({ fileId: id, state: 'sending' }));
+        h.clock.advance(1000);
+      }
+      await store.updateFile('a', { reason: 'touched' }); // a is now the newest update
+      await store.transition('c', 'completed');
+      const first = await store.acquireFile('w1', ['sending', 'paused'], 30_000);
+      expect(first?.fileId).toBe('b');
+      expect(first?.leaseOwner).toBe('w1');
+      expect(first?.leaseUntil).toBe(at(3000 + 30_000));
+      expect((await store.acquireFile('w2', ['sending'], 30_000))?.fileId).toBe('a');
+      expect(await store.acquireFile('w3', ['sending'], 30_000)).toBeNull();
+      expect(await store.acquireFile('w3', [], 30_000)).toBeNull();
+    });
+
+    it('acquireFile under concurrency: exactly one winner per file', async () => {
+      const files = ['a', 'b', 'c', 'd', 'e'];
+      for (const id of files) await store.registerFile(newFile({ fileId: id, state: 'sending' }));
+      const other = h.reopen ? await h.reopen() : store;
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            (i % 2 === 0 ? store : other).acquireFile(`w${i}`, ['sending'], 60_000),
+          ),
+        );
+        const won = results.filter((r) => r !== null);
+        expect(won).toHaveLength(files.length);
+        expect(new Set(won.map((r) => r.fileId))).toEqual(new Set(files));
+        for (const r of won) {
+          expect((await store.getFile(r.fileId))?.leaseOwner).toBe(r.leaseOwner);
+        }
+        expect(new Set(won.map((r) => r.leaseOwner)).size).toBe(files.length);
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
+    it('an expired lease can be taken by another owner', async () => {
+      await store.registerFile(newFile({ state: 'sending' }));
+      expect((await store.acquireFile('w1', ['sending'], 10_000))?.fileId).toBe('f1');
+      h.clock.advance(9_999);
+      expect(await store.acquireFile('w2', ['sending'], 10_000)).toBeNull();
+      expect(await store.takeLease('f1', 'w2', 10_000)).toBe(false);
+      h.clock.advance(1);
+      const taken = await store.acquireFile('w2', ['sending'], 10_000);
+      expect(taken?.leaseOwner).toBe('w2');
+      expect(await store.renewLease('f1', 'w1', 10_000)).toBe(false);
+      expect(await store.transition('f1', 'paused', { owner: 'w1' })).toBeNull();
+    });
+
+    it('takeLease, renewLease, releaseLease', async () => {
+      await store.registerFile(newFile());
+      expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+      expect(await store.takeLease('f1', 'w2', 10_000)).toBe(false);
+      h.clock.advance(5000);
+      expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true); // already ours: extended
+      expect((await store.getFile('f1'))?.leaseUntil).toBe(at(15_000));
+      h.clock.advance(5000);
+      expect(await store.renewLease('f1', 'w1', 10_000)).toBe(true);
+      expect((await store.getFile('f1'))?.leaseUntil).toBe(at(20_000));
+      expect(await store.renewLease('f1', 'w2', 10_000)).toBe(false);
+      await store.releaseLease('f1', 'w2'); // not the owner: nothing happens
+      expect((await store.getFile('f1'))?.leaseOwner).toBe('w1');
+      await store.releaseLease('f1', 'w1');
+      expect(await store.getFile('f1')).toMatchObject({ leaseOwner: null, leaseUntil: null });
+      expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
+      expect(await store.takeLease('missing', 'w2', 10_000)).toBe(false);
+    });
+  });
+}

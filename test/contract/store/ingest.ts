@@ -1,0 +1,221 @@
+// The store contract, ingest: recipients and chunks recorded, read back, cleared; what a chunk sends.
+import { beforeEach, describe, expect, it } from 'vitest';
+import { PENDING_DELIVERY, type RecipientInsert, type Store } from '../../../src/store/store.ts';
+import {
+  type ContractContext,
+  chunksFor,
+  collect,
+  newFile,
+  type StoreHarness,
+  T0,
+  validRows,
+} from './helpers.ts';
+
+export function ingest(t: ContractContext): void {
+  let h: StoreHarness;
+  let store: Store;
+  const sendingFile = (fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]) =>
+    t.sendingFile(fileId, n, chunkSize, rows);
+  beforeEach(() => {
+    h = t.h;
+    store = t.store;
+  });
+
+  describe('ingest and chunks', () => {
+    it('insertRecipients and chunkRecipients: idx order, outcome filter, pending status', async () => {
+      await store.registerFile(newFile());
+      const rows = validRows(6, 3);
+      const invalid: RecipientInsert = {
+        idx: 7,
+        line: 8,
+        k: 0,
+        number: null,
+        value: '57300',
+        messageId: 'bad',
+        text: null,
+        chunkSeq: null,
+        outcome: 'invalid',
+        code: 'INVALID_NUMBER',
+        detail: 'not a valid mobile number',
+        smsCount: null,
+      };
+      // inserted out of order, in two calls: the store orders by idx
+      await store.insertRecipients('f1', [invalid, rows[5]!, rows[2]!, rows[4]!]);
+      await store.insertRecipients('f1', [rows[0]!, rows[3]!, rows[1]!]);
+      await store.insertChunks('f1', chunksFor(6, 3));
+
+      const c1 = await store.chunkRecipients('f1', 1);
+      expect(c1.map((r) => r.idx)).toEqual([1, 2, 3]);
+      expect(c1[0]).toEqual({
+        ...rows[0],
+        fileId: 'f1',
+        status: PENDING_DELIVERY,
+        transactionNumber: null,
+        updatedAt: T0.toISOString(),
+      });
+      expect((await store.chunkRecipients('f1', 2)).map((r) => r.messageId)).toEqual(['m4', 'm5', 'm6']);
+      expect(await store.chunkRecipients('f1', 2, ['failed'])).toEqual([]);
+      expect(await store.chunkRecipients('f1', 3)).toEqual([]);
+
+      const chunks = await store.listChunks('f1');
+      expect(chunks).toEqual([
+        {
+          fileId: 'f1',
+          seq: 1,
+          size: 3,
+          state: 'pending',
+          attempts: 0,
+          transactionNumber: null,
+          errorCode: null,
+          errorMessage: null,
+          updatedAt: T0.toISOString(),
+        },
+        expect.objectContaining({ seq: 2, size: 3, state: 'pending' }),
+      ]);
+      const all = await collect(store.recipients('f1'));
+      expect(all.map((r) => r.idx)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(all[6]).toMatchObject({
+        outcome: 'invalid',
+        code: 'INVALID_NUMBER',
+        value: '57300',
+        number: null,
+      });
+      expect((await collect(store.recipients('f1', ['invalid']))).map((r) => r.idx)).toEqual([7]);
+    });
+
+    it('texts, values and messageIds come back exactly as recorded, whatever characters they hold', async () => {
+      await store.registerFile(newFile());
+      const odd = [
+        'say "hi"',
+        'back\\slash \\"',
+        '{a,b}',
+        'NULL',
+        '',
+        ' padded ',
+        'línea\nnueva ñ 😀',
+        "it's",
+      ];
+      const rows = validRows(odd.length, odd.length).map((r, i) => ({
+        ...r,
+        text: odd[i]!,
+        value: odd[(i + 1) % odd.length]!,
+        messageId: `id ${odd[i]}`,
+      }));
+      await store.insertRecipients('f1', rows);
+      await store.insertChunks('f1', [{ seq: 1, size: odd.length }]);
+      const back = await collect(store.recipients('f1'));
+      expect(back.map((r) => [r.text, r.value, r.messageId])).toEqual(
+        rows.map((r) => [r.text, r.value, r.messageId]),
+      );
+      expect((await store.chunkDestinations('f1', 1)).map((d) => d.text)).toEqual(odd);
+    });
+
+    it('clearRecipients removes the recipients and chunks of one file', async () => {
+      await sendingFile('f1', 5, 2);
+      await sendingFile('f2', 3, 2);
+      await store.clearRecipients('f1');
+      expect(await collect(store.recipients('f1'))).toEqual([]);
+      expect(await store.listChunks('f1')).toEqual([]);
+      expect(await collect(store.recipients('f2'))).toHaveLength(3);
+      // and the file can be ingested again
+      await store.insertRecipients('f1', validRows(5, 2));
+      await store.insertChunks('f1', chunksFor(5, 2));
+      expect(await store.listChunks('f1')).toHaveLength(3);
+    });
+
+    it("a failed insertRecipients leaves nothing behind: the next file's rows stay its own through the retry", async () => {
+      await store.registerFile(newFile({ fileId: 'f1' }));
+      // The batch fails inside its transaction (an idx out of range), as SQLITE_FULL would.
+      await expect(
+        store.insertRecipients('f1', [...validRows(2, 2), { ...validRows(1, 2)[0]!, idx: -1 }]),
+      ).rejects.toThrow();
+      await store.registerFile(newFile({ fileId: 'f2' }));
+      const f2 = validRows(3, 2).map((r) => ({ ...r, number: `f2-${r.idx}` }));
+      await store.insertRecipients('f2', f2);
+      // f1 is ingested again: its clear and its rows touch only f1
+      await store.clearRecipients('f1');
+      await store.insertRecipients('f1', validRows(5, 2));
+      expect((await collect(store.recipients('f2'))).map((r) => r.number)).toEqual(['f2-1', 'f2-2', 'f2-3']);
+      expect(await collect(store.recipients('f1'))).toHaveLength(5);
+      await store.clearRecipients('f1');
+      expect(await collect(store.recipients('f2'))).toHaveLength(3);
+    });
+
+    it('setChunkState is a compare-and-set; entering inflight counts an attempt', async () => {
+      await sendingFile('f1', 4, 2);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['inflight'])).toBe(false);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'])).toBe(true);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'])).toBe(false);
+      expect(await store.setChunkState('f1', 1, 'pending', ['inflight'])).toBe(true);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending', 'failed'])).toBe(true);
+      expect(await store.setChunkState('f1', 9, 'inflight', ['pending'])).toBe(false);
+      const chunks = await store.listChunks('f1');
+      expect(chunks.map((c) => [c.seq, c.state, c.attempts])).toEqual([
+        [1, 'inflight', 2],
+        [2, 'pending', 0],
+      ]);
+      expect((await store.listChunks('f1', ['inflight'])).map((c) => c.seq)).toEqual([1]);
+      expect((await store.listChunks('f1', ['pending', 'failed'])).map((c) => c.seq)).toEqual([2]);
+    });
+
+    it("setChunkState with an owner: only while that owner holds the file's lease (fencing)", async () => {
+      await sendingFile('f1', 4, 2);
+      // Nobody holds it: refused for an owner, as for a worker whose lease was released.
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+      expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w2' })).toBe(false);
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], { owner: 'w1' })).toBe(true);
+      // w1 stalls past its lease; w2 takes the file over: w1 starts no chunk any more.
+      h.clock.advance(10_001);
+      expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(true);
+      expect((await store.listChunks('f1')).map((c) => [c.seq, c.state, c.attempts])).toEqual([
+        [1, 'inflight', 1],
+        [2, 'inflight', 1],
+      ]);
+    });
+  });
+
+  describe('chunkDestinations', () => {
+    it("the chunk's pending recipients in idx order: number, messageId and text only", async () => {
+      await store.registerFile(newFile());
+      const rows = validRows(5, 5);
+      rows[3] = { ...rows[3]!, text: null };
+      // inserted out of order: the store orders by idx
+      await store.insertRecipients('f1', [rows[4]!, rows[2]!, rows[0]!]);
+      await store.insertRecipients('f1', [rows[3]!, rows[1]!]);
+      await store.insertRecipients(
+        'f1',
+        validRows(2, 2, 6).map((r) => ({ ...r, chunkSeq: 2 })),
+      );
+      await store.insertChunks('f1', [
+        { seq: 1, size: 5 },
+        { seq: 2, size: 2 },
+      ]);
+      expect(await store.chunkDestinations('f1', 1)).toEqual([
+        { number: '573000000001', messageId: 'm1', text: 'hello 1' },
+        { number: '573000000002', messageId: 'm2', text: 'hello 2' },
+        { number: '573000000003', messageId: 'm3', text: 'hello 3' },
+        { number: '573000000004', messageId: 'm4', text: null },
+        { number: '573000000005', messageId: 'm5', text: 'hello 5' },
+      ]);
+      // only pending ones: a retried chunk resends what the service did not take
+      await store.setChunkState('f1', 1, 'inflight', ['pending']);
+      await store.recordChunkResult('f1', 1, {
+        state: 'failed',
+        attempts: 1,
+        parts: [
+          { messageIds: ['m1', 'm3'], outcome: 'sent', transactionNumber: 'T1' },
+          { messageIds: ['m2', 'm4', 'm5'], outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+        ],
+      });
+      expect(await store.chunkDestinations('f1', 1)).toEqual([]);
+      await store.requeueChunks('f1', ['failed']);
+      expect((await store.chunkDestinations('f1', 1)).map((d) => d.messageId)).toEqual(['m2', 'm4', 'm5']);
+      expect((await store.chunkDestinations('f1', 2)).map((d) => d.messageId)).toEqual(['m6', 'm7']);
+      expect(await store.chunkDestinations('f1', 3)).toEqual([]);
+      expect(await store.chunkDestinations('f2', 1)).toEqual([]);
+    });
+  });
+}
