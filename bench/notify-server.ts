@@ -1,6 +1,7 @@
 // Worker side of bench/notify.bench.ts: the server under load runs on its own thread, so the load
 // generator and the receiver each get a core. `bare` parses the JSON and answers 200; `receiver` is
-// src/notify/receiver.ts with its durable group commit on a SQLite file store, its recipients
+// src/notify/receiver.ts with its durable group commit on the store at `storeUrl` (a SQLite file
+// or a PostgreSQL schema), its recipients
 // registered first (as a sent file: generated messageIds, chunks accepted) so every report
 // updates one. The store is made once and kept across rounds: the measured file holds
 // `prestored` reports before the first round (and every earlier round's), and each round
@@ -13,10 +14,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { startReceiver } from '../src/notify/receiver.ts';
 import { openStore } from '../src/store/index.ts';
 import type { RecipientInsert, Store } from '../src/store/store.ts';
+import { parseStoreUrl } from '../src/store/url.ts';
 
 export interface ServerData {
   mode: 'bare' | 'receiver';
-  dbPath: string;
+  /** receiver: the store, as the `store` setting names it (sqlite:<path>, postgres://…). */
+  storeUrl: string;
   token: string;
   fileId: string;
   /** Recipients of the measured file (prestored + every round's). */
@@ -88,16 +91,19 @@ if (data.mode === 'bare') {
   });
 } else {
   // As `dropline run` opens it.
-  const store = await openStore(`sqlite:${data.dbPath}`, { backgroundCheckpoints: true });
+  const store = await openStore(data.storeUrl, { backgroundCheckpoints: true });
   await store.migrate();
   if (!(await store.getFile(data.fileId))) {
     await registerSent(store, data.fileId, 0, data.recipients, data.chunkSize);
     await registerSent(store, data.warmupFileId, data.warmupFirst, data.warmup, data.chunkSize);
     await prestore(store, data.fileId, data.prestored);
-    // Setting up wrote a WAL of ~a GB: copied back now, not during the first round.
-    const db = new DatabaseSync(data.dbPath);
-    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    db.close();
+    const sqlite = parseStoreUrl(data.storeUrl);
+    if (sqlite.kind === 'sqlite') {
+      // Setting up wrote a WAL of ~a GB: copied back now, not during the first round.
+      const db = new DatabaseSync(sqlite.path);
+      db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      db.close();
+    }
   }
   const reported = async () => {
     const c = await store.counts(data.fileId);

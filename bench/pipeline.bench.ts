@@ -3,11 +3,10 @@
 // and post the same chunk bodies with a bare undici Pool: bench/floor-send.ts). The sandbox
 // runs in its own process without notifications, so this measures the send path. Peak RSS
 // of `dropline send` is read by bench/peak-rss.ts.
-import { spawnSync } from 'node:child_process';
-import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { generate, median, type Timed, timed } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
@@ -18,58 +17,14 @@ const CONCURRENCY = 4;
 /** Runs of each, interleaved; the table shows the median time and the highest peak RSS. */
 const RUNS = 3;
 
-async function generate(path: string, kind: 'bulk' | 'personalized'): Promise<void> {
-  if (existsSync(path)) return;
-  const ws = createWriteStream(path);
-  if (kind === 'bulk')
-    ws.write('Recordatorio: su factura vence el viernes. Responda SALIR para no recibir mas.\n');
-  let buf = '';
-  for (let i = 0; i < LINES; i++) {
-    const n = `573${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`;
-    buf +=
-      kind === 'bulk'
-        ? `${n}\n`
-        : `${n};Hola cliente ${i}, su factura de este mes ya esta disponible en la app.\n`;
-    if (buf.length > 1 << 20) {
-      if (!ws.write(buf)) await once(ws, 'drain');
-      buf = '';
-    }
-  }
-  ws.end(buf);
-  await once(ws, 'finish');
-}
-
-interface Timed {
-  seconds: number;
-  rssMiB: number;
-  stdout: string;
-}
-
-function median<T extends Timed>(runs: T[]): T {
-  return [...runs].sort((a, b) => a.seconds - b.seconds)[Math.floor(runs.length / 2)]!;
-}
-
-function timed(args: string[], cwd: string): Timed {
-  const t = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, ['--import', join(root, 'bench', 'peak-rss.ts'), ...args], {
-    cwd,
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-  });
-  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
-  if (r.status !== 0) throw new Error(`failed: ${args.join(' ')}\n${r.stderr.slice(-2000)}`);
-  const m = /peak-rss-kib (\d+)/.exec(r.stderr);
-  return { seconds, rssMiB: m ? Number(m[1]) / 1024 : Number.NaN, stdout: r.stdout };
-}
-
 export default async function pipelineBench(): Promise<string> {
   mkdirSync(out, { recursive: true });
   const files = {
     bulk: join(out, `pipeline-bulk-${LINES}.bulk.txt`),
     personalized: join(out, `pipeline-personalized-${LINES}.personalized.txt`),
   };
-  await generate(files.bulk, 'bulk');
-  await generate(files.personalized, 'personalized');
+  await generate(files.bulk, 'bulk', LINES);
+  await generate(files.personalized, 'personalized', LINES);
   const rows: string[] = [];
   for (const kind of ['bulk', 'personalized'] as const) {
     const sandbox = await startSandboxProcess(['--no-notifications']);
