@@ -63,6 +63,12 @@ export function createPool(options: ConnectionOptions): pg.Pool {
   // 'error' here; without a listener that error would end the process.
   pool.on('error', () => {});
   pool.on('connect', (client) => {
+    // The pool listens for 'error' only while a client is idle. One checked out (a
+    // transaction between its statements, or in one) whose connection is lost emits 'error'
+    // too, which unheard would end the process. The loss reaches its holder anyway: the
+    // statement in flight rejects, and the next one fails as "not queryable"; both are
+    // unavailable(), and transaction() then destroys the client instead of returning it.
+    client.on('error', () => {});
     // Queued before any query of whoever checks the client out. The connection string may
     // carry its own `options`, which would override startup parameters: SET always applies.
     const settings = [`SET TimeZone TO 'UTC'`, `SET DateStyle TO 'ISO'`];
