@@ -146,6 +146,12 @@ describe('PostgreSQL stopped for 20 s during a 200k-recipient send and its deliv
     // ---- the daemon said the store went away and came back, and stops cleanly ----
     expect(h.daemonOutput).toContain('the store is unavailable');
     expect(h.daemonOutput).toContain('the store answers again');
+    // The receiver too, once each way: not a line per commit that failed meanwhile.
+    const lines = h.daemonOutput.split('\n');
+    const said = (text: string) => lines.filter((l) => l.includes(text)).length;
+    expect(said('notify: the store is unavailable')).toBe(1);
+    expect(said('notify: the store answers again')).toBe(1);
+    expect(said('notify: commit failed')).toBe(0);
     expect(await h.stop()).toBe(0);
   }, 170_000);
 });
