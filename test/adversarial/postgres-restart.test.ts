@@ -152,6 +152,9 @@ describe('PostgreSQL stopped for 20 s during a 200k-recipient send and its deliv
     expect(said('notify: the store is unavailable')).toBe(1);
     expect(said('notify: the store answers again')).toBe(1);
     expect(said('notify: commit failed')).toBe(0);
+    // pg's warnings (a statement queued behind another on one client) are defects to fix,
+    // not noise for whoever reads the daemon's output.
+    expect(said('Warning')).toBe(0);
     expect(await h.stop()).toBe(0);
   }, 170_000);
 });
