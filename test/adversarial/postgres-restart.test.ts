@@ -3,6 +3,10 @@
 // the receiver answers 503 meanwhile, which the service retries: the file completes, the
 // ledger is exact, every report answered 200 is in the store, reports that arrived while
 // PostgreSQL was down got 503. A private cluster: stopping it disturbs no other test file.
+// The receiver's answers are the sandbox notifier's own record of each attempt (its code,
+// whether it will retry), the same list GET /_sandbox/notifications serves. The send is not
+// slowed: PostgreSQL stops once a quarter of the file is accepted, and the send cannot move
+// while it is down (every chunk's state is in the store), so the outage lands mid-send.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
@@ -76,7 +80,6 @@ describe('PostgreSQL stopped for 20 s during a 200k-recipient send and its deliv
 
     await cluster.stop();
     const downAt = Date.now();
-    const answersBeforeDown = attempts.length;
     // In the middle of the send: part of the file is still to be sent.
     const sentBeforeDown = h.sandbox.ledger.size;
     expect(sentBeforeDown).toBeLessThan(gen.valid.length);
@@ -130,7 +133,6 @@ describe('PostgreSQL stopped for 20 s during a 200k-recipient send and its deliv
     const duringOutage = mine.filter((a) => a.at >= downAt && a.at + a.latencyMs <= upAt);
     expect(duringOutage.length).toBeGreaterThan(0);
     expect(countBy(duringOutage, (a) => String(a.code))).toEqual({ '503': duringOutage.length });
-    expect(attempts.length).toBeGreaterThan(answersBeforeDown);
 
     // The store itself, read back: every recipient answered 200 holds that status.
     const store = await openStore(storeUrl);
@@ -144,17 +146,18 @@ describe('PostgreSQL stopped for 20 s during a 200k-recipient send and its deliv
     }
 
     // ---- the daemon said the store went away and came back, and stops cleanly ----
-    expect(h.daemonOutput).toContain('the store is unavailable');
-    expect(h.daemonOutput).toContain('the store answers again');
-    // The receiver too, once each way: not a line per commit that failed meanwhile.
     const lines = h.daemonOutput.split('\n');
     const said = (text: string) => lines.filter((l) => l.includes(text)).length;
+    // The pipeline's workers waited for the store (the patient store)...
+    expect(said('"msg":"the store is unavailable: waiting for it')).toBeGreaterThan(0);
+    expect(said('"msg":"the store answers again: going on where the work was"')).toBeGreaterThan(0);
+    // ...and the receiver said it once each way, not a line per commit that failed meanwhile.
     expect(said('notify: the store is unavailable')).toBe(1);
     expect(said('notify: the store answers again')).toBe(1);
     expect(said('notify: commit failed')).toBe(0);
     // pg's warnings (a statement queued behind another on one client) are defects to fix,
     // not noise for whoever reads the daemon's output.
-    expect(said('Warning')).toBe(0);
+    expect(lines.filter((l) => /^\(node:\d+\) \w*Warning/.test(l))).toEqual([]);
     expect(await h.stop()).toBe(0);
   }, 170_000);
 });
