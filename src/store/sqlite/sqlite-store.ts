@@ -201,14 +201,19 @@ export class SqliteStore implements Store {
   async migrate(): Promise<void> {
     const migrations = this.migrations ?? sqliteMigrations();
     try {
-      this.tx(() =>
-        this.db.exec(
-          'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
-        ),
-      );
+      // What is applied already is read without the write lock: a command opening an
+      // up-to-date database (status beside a busy daemon) never waits for another writer.
+      const applied = new Set(this.appliedVersions());
+      const missing = migrations.filter((m) => !applied.has(m.version));
+      if (missing.length > 0)
+        this.tx(() =>
+          this.db.exec(
+            'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+          ),
+        );
       const newest = migrations.at(-1)?.version ?? 0;
-      for (const m of migrations) {
-        // Checked inside the transaction: another process may be migrating the same file.
+      for (const m of missing) {
+        // Checked again inside the transaction: another process may be migrating the same file.
         this.tx(() => {
           const done = this.db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
           if (done) return;
@@ -218,8 +223,8 @@ export class SqliteStore implements Store {
             .run(m.version, m.name, this.now());
         });
       }
-      const applied = this.db.prepare('SELECT max(version) AS v FROM schema_migrations').get();
-      const version = numOrNull(applied?.v) ?? 0;
+      const top = this.db.prepare('SELECT max(version) AS v FROM schema_migrations').get();
+      const version = numOrNull(top?.v) ?? 0;
       if (version > newest) {
         throw new DroplineError(
           'DROPLINE_ERR_STORE_SCHEMA',
@@ -232,6 +237,18 @@ export class SqliteStore implements Store {
         cause: err,
       });
     }
+  }
+
+  /** The versions recorded in schema_migrations (none when the table does not exist yet). */
+  private appliedVersions(): number[] {
+    const table = this.db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+      .get();
+    if (!table) return [];
+    return this.db
+      .prepare('SELECT version FROM schema_migrations WHERE version > 0')
+      .all()
+      .map((r) => num(r.version));
   }
 
   async ping(): Promise<void> {
