@@ -91,10 +91,12 @@ describe('a file changed after its claim', () => {
       expect(ledger.entries).toEqual([]);
       expect(m.counts).toMatchObject({ records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0 });
       // The original is in failed/ with an errors.csv saying why, and a log line says it too.
-      await stat(join(h.drop, 'failed', name));
-      expect(await h.readDrop(`failed/${reportFileName(name, ids[name]!, 'errors.csv')}`)).toContain(
-        'FILE_CHANGED',
+      // The state is rejected before the file is moved and its errors.csv written: waited for.
+      const errorsCsv = await waitFor(`${name}'s errors.csv`, () =>
+        h.readDrop(`failed/${reportFileName(name, ids[name]!, 'errors.csv')}`),
       );
+      expect(errorsCsv).toContain('FILE_CHANGED');
+      await stat(join(h.drop, 'failed', name));
       expect(h.daemonOutput).toContain(`${name} rejected FILE_CHANGED`);
     }
   }, 90_000);
