@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REASONS } from '../../src/errors.ts';
 import { reportFileName } from '../../src/pipeline/reports.ts';
-import { csvRecords, PipelineHarness, personalizedFile } from '../helpers/pipeline-harness.ts';
+import { csvRecords, PipelineHarness, personalizedFile, waitFor } from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness | null = null;
 
@@ -24,10 +24,13 @@ describe('a marker that never comes', () => {
     expect(m.rejection?.code).toBe('MISSING_TRAILER');
     expect(m.rejection?.message).toMatch(/marker sin-marca\.txt\.done/);
     expect(m.bytes).toBe(Buffer.byteLength(gen.content));
-    expect(existsSync(join(h.drop, 'failed', 'sin-marca.txt'))).toBe(true);
+    // The state is rejected before the file is moved and its errors.csv written: waited for.
     const errors = csvRecords(
-      await h.readDrop(`failed/${reportFileName('sin-marca.txt', m.fileId, 'errors.csv')}`),
+      await waitFor('the errors.csv of sin-marca.txt', () =>
+        h!.readDrop(`failed/${reportFileName('sin-marca.txt', m.fileId, 'errors.csv')}`),
+      ),
     );
+    expect(existsSync(join(h.drop, 'failed', 'sin-marca.txt'))).toBe(true);
     expect(errors[0]).toMatchObject({
       line: '0',
       code: 'MISSING_TRAILER',
