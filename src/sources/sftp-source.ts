@@ -523,11 +523,16 @@ export class SftpSource implements Source {
     const readAt = (at: number): Promise<Buffer> => {
       const len = Math.min(READ_CHUNK, end - at);
       if (len <= 0) return Promise.resolve(Buffer.alloc(0));
-      return this.#raw<Buffer>(conn, (cb) =>
+      const ahead = this.#raw<Buffer>(conn, (cb) =>
         conn.sftp.read(h, Buffer.allocUnsafe(len), 0, len, at, (err, n, data) =>
           cb(err, err ? undefined : data.subarray(0, n)),
         ),
       );
+      // It may fail (the connection lost) while the consumer still works on the chunk before
+      // it, with nobody awaiting it yet: an unhandled rejection would end the process. The
+      // failure still reaches the consumer, at its next read.
+      ahead.catch(() => {});
+      return ahead;
     };
     let next = readAt(position);
     try {

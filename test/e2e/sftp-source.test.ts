@@ -143,6 +143,45 @@ describe.skipIf(skip !== null)('SFTP source', () => {
     }
   });
 
+  it('a connection lost while the reader works on a chunk: no unhandled rejection (it would end the daemon), the next read throws', async () => {
+    const bytes = Buffer.alloc(4 * 1024 * 1024, 0x62);
+    await sftpPut(partner, 'held/inbox/big.txt', bytes);
+    const source = await sftpSourceFor(sshd, 'held');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await source.start();
+      const it = source.open('inbox/big.txt')[Symbol.asyncIterator]();
+      expect((await it.next()).done).toBe(false);
+      // The consumer is busy with that chunk (a slow store) while the server goes away: the
+      // read ahead fails with nobody awaiting it yet.
+      await partner.end();
+      await sshd.stop();
+      await waitFor('the source to see the server gone', () =>
+        source.list().then(
+          () => false,
+          () => true,
+        ),
+      );
+      // Chunks already received may still come; each one taken after a turn of the event loop
+      // (the consumer's own I/O), until the loss shows.
+      const rest = (async () => {
+        for (;;) {
+          await new Promise((done) => setImmediate(done));
+          if ((await it.next()).done) return;
+        }
+      })();
+      await expect(rest).rejects.toMatchObject({ code: 'DROPLINE_ERR_SFTP' });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await source.close();
+      if (!sshd.running()) await sshd.start();
+      partner = await sshd.partner();
+    }
+  });
+
   it('5,000 files: listed and observed with no store query at all, each claimed once', async () => {
     const N = 5000;
     const inbox = join(sshd.home, 'many', 'inbox');
