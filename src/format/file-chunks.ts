@@ -18,14 +18,22 @@ export async function* readHandleChunks(
 ): AsyncGenerator<Uint8Array> {
   const buffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)];
   let turn = 0;
-  let next = fh.read(buffers[0]!, 0, chunkBytes, null);
+  // A read ahead that fails while the consumer still holds the chunk before it has nobody
+  // awaiting it yet: marked handled, so it cannot end the process; the consumer's next read
+  // gets the error.
+  const ahead = (buffer: Buffer) => {
+    const read = fh.read(buffer, 0, chunkBytes, null);
+    read.catch(() => {});
+    return read;
+  };
+  let next = ahead(buffers[0]!);
   try {
     for (;;) {
       const { bytesRead, buffer } = await next;
       if (bytesRead === 0) return;
       turn ^= 1;
       // Ahead: the other buffer is free, its chunk was consumed before this one was asked for.
-      next = fh.read(buffers[turn]!, 0, chunkBytes, null);
+      next = ahead(buffers[turn]!);
       yield buffer.subarray(0, bytesRead);
     }
   } finally {
