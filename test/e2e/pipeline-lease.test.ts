@@ -39,10 +39,14 @@ async function submitted(workers: Workers, a: Worker, n: number): Promise<string
 
 async function delivered(workers: Workers, fileId: string, n: number): Promise<void> {
   await workers.openReceiver();
-  await waitFor(`${n} delivery reports of ${fileId}`, async () => {
-    const c = await workers.store.counts(fileId);
-    return c.delivered === n && c.pendingDelivery === 0;
-  });
+  await waitFor(
+    `${n} delivery reports of ${fileId}`,
+    async () => {
+      const c = await workers.store.counts(fileId);
+      return c.delivered === n && c.pendingDelivery === 0;
+    },
+    { timeoutMs: 60_000 },
+  );
 }
 
 const reportCsvOf = (fileId: string) => `reports/${reportFileName('campaign.txt', fileId, 'report.csv')}`;

@@ -88,7 +88,7 @@ export class Workers {
 
   /**
    * Starts the delivery-report receiver. Until then every report is answered 503 and the
-   * sandbox tries it again 1, 2, 3, 4 and 5 s later: a file stays submitted meanwhile.
+   * sandbox tries it again 3, 6, 9, 12 and 15 s later: a file stays submitted meanwhile.
    */
   async openReceiver(): Promise<void> {
     const holding = this.holding;
@@ -110,8 +110,10 @@ export class Workers {
     const testStore = await openTestStore(dir);
     const store = await openStore(testStore.url);
     await store.migrate();
-    // Reports 100 ms after acceptance, retried 1, 2, 3, 4 and 5 s later after a 503.
-    const sandbox = await startSandbox({ timeScale: 0.1, deliveryDelayMs: 1000 });
+    // Reports 300 ms after acceptance, retried 3, 6, 9, 12 and 15 s later after a 503: 45 s
+    // before the sandbox gives a report up, however long a loaded machine takes to reach
+    // openReceiver (0.1, 15 s in all, lost reports on PostgreSQL under load).
+    const sandbox = await startSandbox({ timeScale: 0.3, deliveryDelayMs: 1000 });
     const holding = createServer((_req, res) => {
       res.writeHead(503);
       res.end();
