@@ -2,6 +2,8 @@
 // then what only a shared database shows: migrations by several workers at once, a schema
 // newer than the code, PostgreSQL going away and coming back, and true races between store
 // instances with pools of their own (separate connections, as separate workers have).
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
@@ -15,6 +17,8 @@ import {
   testSchema,
 } from '../helpers/postgres.ts';
 import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+
+const run = promisify(execFile);
 
 function testClock() {
   let t = T0.getTime();
@@ -144,6 +148,36 @@ describe('PostgresStore', () => {
       } finally {
         await s.close();
       }
+    });
+  });
+
+  describe('connections', () => {
+    it('a process using the store prints no pg warning (session settings need no query of their own)', async () => {
+      const script = `
+        const { PostgresStore } = await import(${JSON.stringify(new URL('../../src/store/postgres/postgres-store.ts', import.meta.url).pathname)});
+        const s = new PostgresStore({ connectionString: process.env.URL, schema: process.env.SCHEMA, poolSize: 2 });
+        await s.migrate();
+        await Promise.all([s.registerFile(${JSON.stringify(newFile())}), s.listFiles(), s.getFile('f1')]);
+        console.log(JSON.stringify(await s.listFiles()));
+        await s.close();`;
+      const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
+        env: { ...process.env, URL: db.url, SCHEMA: db.schema },
+        timeout: 30_000,
+      });
+      expect(JSON.parse(stdout).map((f: { fileId: string }) => f.fileId)).toEqual(['f1']);
+      expect(stderr).not.toMatch(/already executing a query|DeprecationWarning/);
+    });
+
+    it("settings in the URL's options keep the store's schema and UTC readings", async () => {
+      const url = new URL(db.url);
+      url.searchParams.set('options', '-c search_path=public -c TimeZone=Asia/Tokyo -c DateStyle=SQL');
+      const s = open({ connectionString: url.toString(), now: undefined });
+      await s.migrate();
+      const { file } = await s.registerFile(newFile());
+      expect(file.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      // the row went into the store's schema, and reads back as the same instant in UTC
+      const { rows } = await admin(db.url, `SELECT created_at FROM ${db.schema}.files`);
+      expect(rows.map((r) => new Date(r.created_at).toISOString())).toEqual([file.createdAt]);
     });
   });
 

@@ -50,10 +50,44 @@ const types = {
   },
 };
 
+/**
+ * The session settings every connection starts with, as the startup packet's `options`
+ * (`-c name=value`): set by the server before the first query, no statement of ours to wait
+ * for. Those of the connection string come first, ours last: a later `-c` wins.
+ */
+export function sessionOptions(connectionString: string, schema: string | undefined): string {
+  const ours = ['-c TimeZone=UTC', '-c DateStyle=ISO'];
+  if (schema) ours.push(`-c search_path=${schema}`);
+  const theirs = urlOptions(connectionString);
+  return [...(theirs ? [theirs] : []), ...ours].join(' ');
+}
+
+/** The `options` parameter of a postgres:// URL, if any (pg lets the URL's override the config's). */
+function urlOptions(connectionString: string): string | null {
+  try {
+    return new URL(connectionString).searchParams.get('options');
+  } catch {
+    return null;
+  }
+}
+
+/** The URL without its `options` (they go into sessionOptions). */
+function withoutOptions(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (!url.searchParams.has('options')) return connectionString;
+    url.searchParams.delete('options');
+    return url.toString();
+  } catch {
+    return connectionString;
+  }
+}
+
 export function createPool(options: ConnectionOptions): pg.Pool {
   const schema = options.schema === undefined ? undefined : checkSchemaName(options.schema);
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString: withoutOptions(options.connectionString),
+    options: sessionOptions(options.connectionString, schema),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
@@ -62,15 +96,6 @@ export function createPool(options: ConnectionOptions): pg.Pool {
   // An idle client loses its connection (PostgreSQL restarting): the pool drops it and emits
   // 'error' here; without a listener that error would end the process.
   pool.on('error', () => {});
-  pool.on('connect', (client) => {
-    // Queued before any query of whoever checks the client out. The connection string may
-    // carry its own `options`, which would override startup parameters: SET always applies.
-    const settings = [`SET TimeZone TO 'UTC'`, `SET DateStyle TO 'ISO'`];
-    if (schema) settings.push(`SET search_path TO ${schema}`);
-    client.query(settings.join('; ')).catch(() => {
-      // The connection broke at once: the first query on it reports that.
-    });
-  });
   return pool;
 }
 
