@@ -154,6 +154,9 @@ interface Target {
   readonly k: number;
 }
 
+/** claimBatch met a row it did not see in its lookup: the batch is decided again file by file. */
+class ClaimRace extends Error {}
+
 export class PostgresStore implements Store {
   /** Versions of the migrations this instance applied (another instance may have applied them). */
   readonly migrated: number[] = [];
@@ -349,81 +352,223 @@ export class PostgresStore implements Store {
   ): Promise<ClaimedFile[]> {
     if (files.length === 0) return [];
     const what = `claiming files of ${source}`;
-    return this.tx(what, async (c) => {
-      const now = this.now();
-      await this.rows(what, S.CLAIM_LOCKS, { source, shas: files.map((f) => f.sha256) }, c);
-      const out: ClaimedFile[] = [];
-      for (const f of files) {
-        const found = await this.rows(
-          what,
-          S.CLAIM_LOOKUP,
-          {
-            source,
-            path: f.path,
-            sha256: f.sha256,
-            force: options.force === true,
-            active: DUPLICATE_ACTIVE_STATES,
-            recent: DUPLICATE_RECENT_STATES,
-            since: options.duplicateSince,
-          },
-          c,
-        );
-        const same = found.find((r) => r.kind === 'same');
-        if (same) {
-          out.push({ file: toFile(same), created: false, duplicateOf: null });
-          continue;
-        }
-        const counted = found.find((r) => r.kind === 'count')!;
-        const prior = num(counted.prior);
-        const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
-        const { state, rejectionCode, message } = claimVerdict(duplicateOf);
-        const fileId = options.idFor(f.sha256, prior + 1);
-        const [row] = await this.rows(
-          what,
-          S.INSERT_FILE,
-          {
-            file_id: fileId,
-            source,
-            name: f.name,
-            path: f.path,
-            sha256: f.sha256,
-            bytes: f.bytes,
-            state,
-            forced: options.force === true,
-            rejection_code: rejectionCode,
-            rejection_message: message,
-            reason: message,
-            now,
-          },
-          c,
-        );
-        if (row) {
-          out.push({ file: toFile(row), created: true, duplicateOf });
-          continue;
-        }
-        // Recorded meanwhile by a writer that takes no claim lock (registerFile): its row.
-        const [again] = await this.rows(
-          what,
-          S.REGISTERED,
-          { source, path: f.path, sha256: f.sha256, file_id: fileId },
-          c,
-        );
-        if (
-          again &&
-          str(again.source) === source &&
-          str(again.path) === f.path &&
-          str(again.sha256) === f.sha256
-        ) {
-          out.push({ file: toFile(again), created: false, duplicateOf: null });
-          continue;
-        }
-        throw new DroplineError(
-          'DROPLINE_ERR_STORE_CONFLICT',
-          `claiming ${f.path}: fileId ${fileId} already taken`,
-        );
+    const places = new Set(files.map((f) => `${f.path}\n${f.sha256}`));
+    // The batch as a whole (a few statements), unless one place comes twice in it; when an
+    // insert meets a row recorded without the claim lock (registerFile), that transaction is
+    // rolled back and the batch decided again file by file, each seeing the one before.
+    if (places.size === files.length) {
+      try {
+        return await this.tx(what, (c) => this.claimBatch(c, source, files, options));
+      } catch (err) {
+        // (transaction() wraps what fn throws in the store's error: the race is its cause)
+        if (!(err instanceof ClaimRace || (err as Error).cause instanceof ClaimRace)) throw err;
       }
-      return out;
-    });
+    }
+    return this.tx(what, (c) => this.claimEach(c, source, files, options));
+  }
+
+  /** The claim lock of every content of the batch (see CLAIM_LOCKS). */
+  private async claimLocks(c: pg.PoolClient, source: string, files: readonly ReadyFile[]): Promise<void> {
+    await this.rows(
+      `claiming files of ${source}`,
+      S.CLAIM_LOCKS,
+      { source, shas: files.map((f) => f.sha256) },
+      c,
+    );
+  }
+
+  /**
+   * One lookup for the batch, the decisions made here in the batch's order as claimEach makes
+   * them (a file claimed earlier in the batch counts for the generation of the next one of its
+   * content, and is the file it duplicates), one insert. Throws ClaimRace when a row is missing.
+   */
+  private async claimBatch(
+    c: pg.PoolClient,
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    const what = `claiming files of ${source}`;
+    const now = this.now();
+    const force = options.force === true;
+    await this.claimLocks(c, source, files);
+    const found = await this.rows(
+      what,
+      S.CLAIM_BATCH_LOOKUP,
+      {
+        source,
+        paths: textArray(files.map((f) => f.path)),
+        shas: textArray(files.map((f) => f.sha256)),
+        force,
+        active: DUPLICATE_ACTIVE_STATES,
+        recent: DUPLICATE_RECENT_STATES,
+        since: options.duplicateSince,
+        now,
+      },
+      c,
+    );
+    const same = new Map<string, Row>();
+    const prior = new Map<string, number>();
+    /** The file a new one of this content would duplicate: a row, or a file of this batch (its index). */
+    const candidate = new Map<string, Row | number>();
+    for (const r of found) {
+      if (r.kind === 'same') same.set(`${str(r.path)}\n${str(r.sha256)}`, r);
+      else {
+        const sha = str(r.key);
+        prior.set(sha, num(r.prior));
+        if (r.file_id !== null) candidate.set(sha, r);
+      }
+    }
+    const out: (ClaimedFile | null)[] = new Array(files.length).fill(null);
+    /** Of each file inserted: its index in the batch, fileId, the candidate it duplicates. */
+    const inserts: {
+      i: number;
+      fileId: string;
+      state: string;
+      dup: Row | number | null;
+      code: string | null;
+      message: string | null;
+    }[] = [];
+    const provisional = new Map<number, FileRecord>();
+    for (let i = 0; i < files.length; i++) {
+      const f = files[i]!;
+      const known = same.get(`${f.path}\n${f.sha256}`);
+      if (known) {
+        out[i] = { file: toFile(known), created: false, duplicateOf: null };
+        continue;
+      }
+      const n = prior.get(f.sha256) ?? 0;
+      const cand = n > 0 ? (candidate.get(f.sha256) ?? null) : null;
+      const dupRecord =
+        cand === null ? null : typeof cand === 'number' ? provisional.get(cand)! : toFile(cand);
+      const { state, rejectionCode, message } = claimVerdict(dupRecord);
+      const fileId = options.idFor(f.sha256, n + 1);
+      inserts.push({ i, fileId, state, dup: cand, code: rejectionCode, message });
+      prior.set(f.sha256, n + 1);
+      // The file just claimed is the newest of its content: the one the next would duplicate,
+      // when its state is one that counts (never with force) and no row is newer (a test clock).
+      const newest = cand === null || typeof cand === 'number' || cand.newer !== true;
+      if (!force && DUPLICATE_ACTIVE_STATES.includes(state as FileState) && newest) {
+        candidate.set(f.sha256, i);
+        provisional.set(i, { fileId, name: f.name, state } as FileRecord);
+      }
+    }
+    if (inserts.length === 0) return out as ClaimedFile[];
+    const rows = await this.rows(
+      what,
+      S.INSERT_CLAIMED,
+      {
+        source,
+        force,
+        file_ids: textArray(inserts.map((x) => x.fileId)),
+        names: textArray(inserts.map((x) => files[x.i]!.name)),
+        paths: textArray(inserts.map((x) => files[x.i]!.path)),
+        shas: textArray(inserts.map((x) => files[x.i]!.sha256)),
+        bytes: intArray(inserts.map((x) => files[x.i]!.bytes)),
+        states: textArray(inserts.map((x) => x.state)),
+        codes: textArray(inserts.map((x) => x.code)),
+        messages: textArray(inserts.map((x) => x.message)),
+        now,
+      },
+      c,
+    );
+    if (rows.length < inserts.length) throw new ClaimRace();
+    const byId = new Map(rows.map((r) => [str(r.file_id), toFile(r)]));
+    const record = new Map<number, FileRecord>();
+    for (const x of inserts) {
+      const file = byId.get(x.fileId);
+      if (!file) throw new ClaimRace();
+      record.set(x.i, file);
+    }
+    for (const x of inserts) {
+      const duplicateOf =
+        x.dup === null ? null : typeof x.dup === 'number' ? record.get(x.dup)! : toFile(x.dup);
+      out[x.i] = { file: record.get(x.i)!, created: true, duplicateOf };
+    }
+    return out as ClaimedFile[];
+  }
+
+  /** The batch a file at a time: a lookup and an insert each, under the batch's claim locks. */
+  private async claimEach(
+    c: pg.PoolClient,
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    const what = `claiming files of ${source}`;
+    const now = this.now();
+    await this.claimLocks(c, source, files);
+    const out: ClaimedFile[] = [];
+    for (const f of files) {
+      const found = await this.rows(
+        what,
+        S.CLAIM_LOOKUP,
+        {
+          source,
+          path: f.path,
+          sha256: f.sha256,
+          force: options.force === true,
+          active: DUPLICATE_ACTIVE_STATES,
+          recent: DUPLICATE_RECENT_STATES,
+          since: options.duplicateSince,
+        },
+        c,
+      );
+      const same = found.find((r) => r.kind === 'same');
+      if (same) {
+        out.push({ file: toFile(same), created: false, duplicateOf: null });
+        continue;
+      }
+      const counted = found.find((r) => r.kind === 'count')!;
+      const prior = num(counted.prior);
+      const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
+      const { state, rejectionCode, message } = claimVerdict(duplicateOf);
+      const fileId = options.idFor(f.sha256, prior + 1);
+      const [row] = await this.rows(
+        what,
+        S.INSERT_FILE,
+        {
+          file_id: fileId,
+          source,
+          name: f.name,
+          path: f.path,
+          sha256: f.sha256,
+          bytes: f.bytes,
+          state,
+          forced: options.force === true,
+          rejection_code: rejectionCode,
+          rejection_message: message,
+          reason: message,
+          now,
+        },
+        c,
+      );
+      if (row) {
+        out.push({ file: toFile(row), created: true, duplicateOf });
+        continue;
+      }
+      // Recorded meanwhile by a writer that takes no claim lock (registerFile): its row.
+      const [again] = await this.rows(
+        what,
+        S.REGISTERED,
+        { source, path: f.path, sha256: f.sha256, file_id: fileId },
+        c,
+      );
+      if (
+        again &&
+        str(again.source) === source &&
+        str(again.path) === f.path &&
+        str(again.sha256) === f.sha256
+      ) {
+        out.push({ file: toFile(again), created: false, duplicateOf: null });
+        continue;
+      }
+      throw new DroplineError(
+        'DROPLINE_ERR_STORE_CONFLICT',
+        `claiming ${f.path}: fileId ${fileId} already taken`,
+      );
+    }
+    return out;
   }
 
   async setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void> {

@@ -117,6 +117,44 @@ export const CLAIM_LOOKUP = statement(
      ORDER BY created_at DESC, file_no DESC LIMIT 1) d ON true`,
 );
 
+/**
+ * CLAIM_LOOKUP for a whole batch, one statement: a row `same` per file of the batch recorded
+ * at this very place, and a row `count` per content of the batch (key: the sha256) with the number of files of it and the file it would duplicate (columns
+ * NULL when none), as CLAIM_LOOKUP has them, and whether that file is newer than the files
+ * this transaction records (a clock that went back: it stays the one a later file duplicates).
+ */
+export const CLAIM_BATCH_LOOKUP = statement(
+  `SELECT 'same' AS kind, NULL::text AS key, 0::bigint AS prior, false AS newer, f.* FROM files f
+     JOIN unnest(:paths::text[], :shas::text[]) AS v(path, sha)
+       ON f.source = :source AND f.path = v.path AND f.sha256 = v.sha
+   UNION ALL
+   SELECT 'count', s.sha, c.n, coalesce(d.created_at > ${NOW}, false), d.* FROM (SELECT DISTINCT sha FROM unnest(:shas::text[]) AS sha) AS s
+   CROSS JOIN LATERAL (SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = s.sha) c
+   LEFT JOIN LATERAL (
+     SELECT * FROM files
+     WHERE source = :source AND sha256 = s.sha AND NOT :force::boolean
+       AND (state = ANY(:active::text[])
+            OR (state = ANY(:recent::text[])
+                AND (timestamps->>'submitted' >= :since::text OR timestamps->>'completed' >= :since::text)))
+     ORDER BY created_at DESC, file_no DESC LIMIT 1) d ON true`,
+);
+
+/**
+ * A batch of claimed files in the batch's order (file numbers in that order), nothing on any
+ * conflict: the rows inserted come back, the caller sees which are missing.
+ */
+export const INSERT_CLAIMED = statement(
+  `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, rejection_code,
+     rejection_message, reason, created_at, updated_at, timestamps)
+   SELECT v.file_id, :source, v.name, v.path, v.sha, v.bytes, v.state, :force::boolean, v.code, v.message,
+     v.message, ${NOW}, ${NOW}, jsonb_build_object(v.state, iso_time(${NOW}))
+   FROM unnest(:file_ids::text[], :names::text[], :paths::text[], :shas::text[], :bytes::bigint[],
+     :states::text[], :codes::text[], :messages::text[])
+     WITH ORDINALITY AS v(file_id, name, path, sha, bytes, state, code, message, ord)
+   ORDER BY v.ord
+   ON CONFLICT DO NOTHING RETURNING *`,
+);
+
 export const SET_PATHS = statement(
   `UPDATE files f SET path = v.path, updated_at = ${NOW}
    FROM unnest(:file_ids::text[], :paths::text[]) AS v(file_id, path) WHERE f.file_id = v.file_id`,
@@ -171,18 +209,28 @@ RETURNING *`,
 // ---- leases ----
 
 /**
- * The pick and the take in one statement. SKIP LOCKED: concurrent callers each lock a
- * different candidate instead of queueing behind the oldest one and coming back empty; the
- * lease condition is checked again on the row as locked (another worker may have just
- * committed its lease).
+ * The pick and the take in one statement. Candidates: the oldest free file of each state (the
+ * partial index files_free, one probe per state) and the oldest file whose lease expired
+ * (files_leased: the few leases held, not every file); the oldest of those is taken. SKIP
+ * LOCKED: concurrent callers each lock a different candidate instead of queueing behind the
+ * oldest one and coming back empty; the lease condition is checked again on the row as
+ * locked (another worker may have just committed its lease). (One ORDER BY over every
+ * claimable file sorted all of them on every call: milliseconds each at 10,000 files.)
  */
 export const ACQUIRE_FILE = statement(
   `UPDATE files SET lease_owner = :owner, lease_until = ${LEASE_UNTIL}
    WHERE file_id = (
-       SELECT file_id FROM files
-       WHERE state = ANY(:states::text[]) AND (lease_owner IS NULL OR lease_until <= ${NOW})
-       ORDER BY updated_at, file_id LIMIT 1
-       FOR UPDATE SKIP LOCKED)
+       SELECT c.file_id FROM (
+         SELECT f.file_id, f.updated_at FROM unnest(:states::text[]) AS s(state)
+         CROSS JOIN LATERAL (
+           SELECT file_id, updated_at FROM files WHERE state = s.state AND lease_owner IS NULL
+           ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) f
+         UNION ALL
+         SELECT e.file_id, e.updated_at FROM (
+           SELECT file_id, updated_at FROM files
+           WHERE lease_owner IS NOT NULL AND lease_until <= ${NOW} AND state = ANY(:states::text[])
+           ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) e
+       ) AS c ORDER BY c.updated_at, c.file_id LIMIT 1)
      AND (lease_owner IS NULL OR lease_until <= ${NOW})
    RETURNING *`,
 );
