@@ -238,6 +238,38 @@ describe('PostgresStore', () => {
     });
   });
 
+  describe('lease renewal', () => {
+    it('renewLease writes only once less than 2/3 of the lease is left, and answers false once taken over', async () => {
+      const a = open();
+      await a.migrate();
+      await a.registerFile(newFile());
+      const lease = 60_000;
+      expect((await a.acquireFile('a', ['validating'], lease))?.fileId).toBe('f1');
+      const first = new Date(T0.getTime() + lease).toISOString();
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(first);
+      // 50 s of 60 left: held, nothing written
+      clock.advance(10_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(true);
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(first);
+      // 35 s left: pushed out to a full lease from now
+      clock.advance(15_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(true);
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(new Date(T0.getTime() + 25_000 + lease).toISOString());
+      // expired and taken over by b: a learns it, early or late in b's lease
+      clock.advance(lease + 1);
+      const b = open();
+      expect((await b.acquireFile('b', ['validating'], lease))?.leaseOwner).toBe('b');
+      expect(await a.renewLease('f1', 'a', lease)).toBe(false);
+      clock.advance(50_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(false);
+      expect((await a.getFile('f1'))?.leaseOwner).toBe('b');
+      // an expired lease nobody took is renewed by its owner
+      clock.advance(lease);
+      expect(await b.renewLease('f1', 'b', lease)).toBe(true);
+      expect((await b.getFile('f1'))?.leaseUntil).toBe(new Date(clock.now().getTime() + lease).toISOString());
+    });
+  });
+
   describe('true races: store instances with pools of their own', () => {
     async function four(): Promise<PostgresStore[]> {
       const first = open();

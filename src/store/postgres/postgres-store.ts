@@ -74,6 +74,8 @@ export interface PostgresStoreOptions {
 }
 
 const DEFAULT_PAGE = 2000;
+/** File numbers remembered by an instance (recordDeliveries). */
+const FILE_NO_CACHE = 10_000;
 
 const NO_INGEST: IngestCounts = {
   records: 0,
@@ -165,6 +167,12 @@ export class PostgresStore implements Store {
   private readonly schema: string | null;
   private readonly pageSize: number;
   private closed = false;
+  /**
+   * File numbers by fileId, as read from committed rows (a number never changes once given,
+   * and a file row is never deleted): reports of a file need no lookup of it each time.
+   * Filled only after the transaction that read it committed.
+   */
+  private readonly fileNos = new Map<string, number>();
 
   constructor(options: PostgresStoreOptions) {
     this.clock = options.now ?? null;
@@ -657,14 +665,13 @@ export class PostgresStore implements Store {
   }
 
   async renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
-    return (
-      (await this.count(`renewing the lease of ${fileId}`, S.RENEW_LEASE, {
-        owner,
-        file_id: fileId,
-        lease_ms: leaseMs,
-        now: this.now(),
-      })) === 1
-    );
+    const [r] = await this.rows(`renewing the lease of ${fileId}`, S.RENEW_LEASE, {
+      owner,
+      file_id: fileId,
+      lease_ms: leaseMs,
+      now: this.now(),
+    });
+    return r?.held === true;
   }
 
   async releaseLease(fileId: string, owner: string): Promise<void> {
@@ -673,10 +680,24 @@ export class PostgresStore implements Store {
 
   // ---- recipient ids ----
 
+  private rememberFileNo(fileId: string, fileNo: number): void {
+    // Bounded: a long-running receiver sees many files; the oldest are read again if needed.
+    if (this.fileNos.size >= FILE_NO_CACHE) {
+      const oldest = this.fileNos.keys().next().value;
+      if (oldest !== undefined) this.fileNos.delete(oldest);
+    }
+    this.fileNos.set(fileId, fileNo);
+  }
+
   /** The file's number (null: unknown file). A number never changes once given. */
   private async fileNo(fileId: string, on: Queryable = this.pool): Promise<number | null> {
+    const known = this.fileNos.get(fileId);
+    if (known !== undefined) return known;
     const [r] = await this.rows(`reading ${fileId}`, S.FILE_NO, { file_id: fileId }, on);
-    return r ? num(r.file_no) : null;
+    if (!r) return null;
+    // Remembered from a read on its own (committed), never from inside a transaction.
+    if (on === this.pool) this.rememberFileNo(fileId, num(r.file_no));
+    return num(r.file_no);
   }
 
   private async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {
@@ -862,6 +883,11 @@ export class PostgresStore implements Store {
 
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const what = `recording the result of chunk ${seq} of ${fileId}`;
+    const parts = resultParts(result);
+    if (!parts.some(needsReportCheck)) {
+      const plan = planChunkResult(result, parts, () => false);
+      if (plan.byIds.length === 0) return this.finishAlone(fileId, seq, result, plan);
+    }
     return this.tx(what, async (c) => {
       const now = this.now();
       const [span] = await this.rows(what, S.LOCK_CHUNK, { file_id: fileId, seq }, c);
@@ -869,7 +895,6 @@ export class PostgresStore implements Store {
       const hi = span?.last_id == null ? 0 : num(span.last_id);
       const at = { file_id: fileId, seq, lo, hi };
       // Read after the chunk's lock: every report recorded for the chunk so far is seen.
-      const parts = resultParts(result);
       const reported = new Map<PartOutcome, boolean>();
       for (const part of parts) {
         if (!needsReportCheck(part)) continue;
@@ -909,6 +934,48 @@ export class PostgresStore implements Store {
       else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...write(plan.whole.write) }, c);
       return plan.state;
     });
+  }
+
+  /**
+   * A result that asks nothing of delivery reports and names no recipient by messageId: one
+   * statement, its own transaction (no decision rests on a read before it).
+   */
+  private async finishAlone(
+    fileId: string,
+    seq: number,
+    result: ChunkResult,
+    plan: ReturnType<typeof planChunkResult>,
+  ): Promise<ChunkState> {
+    const what = `recording the result of chunk ${seq} of ${fileId}`;
+    const now = this.now();
+    const chunk = {
+      file_id: fileId,
+      seq,
+      state: plan.state,
+      attempts: result.attempts,
+      chunk_tn: result.transactionNumber ?? null,
+      error_code: plan.code,
+      error_message: plan.message,
+      now,
+    };
+    if (!plan.whole) await this.count(what, S.FINISH_CHUNK, chunk);
+    else {
+      const fileNo = (await this.fileNo(fileId)) ?? -1;
+      if (plan.whole.follows)
+        await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE_ALONE, { ...chunk, file_no: fileNo });
+      else {
+        const w = plan.whole.write;
+        await this.count(what, S.FINISH_CHUNK_SET_WHOLE_ALONE, {
+          ...chunk,
+          file_no: fileNo,
+          outcome: w.outcome,
+          code: w.code,
+          detail: w.detail,
+          tn: w.transactionNumber,
+        });
+      }
+    }
+    return plan.state;
   }
 
   async markInflightInDoubt(fileId: string): Promise<number> {
@@ -957,7 +1024,10 @@ export class PostgresStore implements Store {
     const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
     if (events.length === 0) return result;
     const what = 'recording delivery reports';
+    /** File numbers read in the transaction: remembered once it committed. */
+    const read = new Map<string, number>();
     const files = await this.tx(what, async (c) => {
+      read.clear();
       const now = this.now();
       const files: string[] = [];
       const inserted = await this.rows(
@@ -993,9 +1063,17 @@ export class PostgresStore implements Store {
       }
       const orphans: DeliveryEvent[] = [];
       const fileNos = new Map<string, number>();
-      if (byFile.size > 0) {
-        for (const r of await this.rows(what, S.FILE_NOS, { file_ids: [...byFile.keys()] }, c))
+      const unknown: string[] = [];
+      for (const fileId of byFile.keys()) {
+        const n = this.fileNos.get(fileId);
+        if (n === undefined) unknown.push(fileId);
+        else fileNos.set(fileId, n);
+      }
+      if (unknown.length > 0) {
+        for (const r of await this.rows(what, S.FILE_NOS, { file_ids: unknown }, c)) {
           fileNos.set(str(r.file_id), num(r.file_no));
+          read.set(str(r.file_id), num(r.file_no));
+        }
       }
       for (const [fileId, list] of byFile) {
         const fileNo = fileNos.get(fileId);
@@ -1017,6 +1095,7 @@ export class PostgresStore implements Store {
       result.orphans = orphans.length;
       return files;
     });
+    for (const [fileId, n] of read) this.rememberFileNo(fileId, n);
     result.fileIds = files;
     return result;
   }
@@ -1142,14 +1221,18 @@ export class PostgresStore implements Store {
     if (seqs.size === 0) return;
     const what = `recording delivery reports of ${fileId}`;
     const ordered = [...seqs].sort((a, b) => a - b);
-    await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
-    const settled = await this.rows(
-      what,
-      S.SETTLE_CHUNKS,
-      { file_id: fileId, file_no: fileNo, seqs: ordered, now },
-      c,
-    );
-    for (const r of settled) doubt.add(num(r.seq));
+    const locked = await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
+    // States as locked (after any chunk result that held the lock committed): no chunk in
+    // doubt, nothing for SETTLE_CHUNKS to settle.
+    if (locked.some((r) => r.state === 'in_doubt')) {
+      const settled = await this.rows(
+        what,
+        S.SETTLE_CHUNKS,
+        { file_id: fileId, file_no: fileNo, seqs: ordered, now },
+        c,
+      );
+      for (const r of settled) doubt.add(num(r.seq));
+    }
     if (doubt.size === 0) return;
     await this.count(what, S.SEND_DOUBTFUL, { file_no: fileNo, seqs: [...doubt], now }, c);
   }

@@ -240,8 +240,22 @@ export const TAKE_LEASE = statement(
    WHERE file_id = :file_id AND (lease_owner IS NULL OR lease_until <= ${NOW} OR lease_owner = :owner::text)`,
 );
 
+/**
+ * Held by :owner: the lease is pushed out only once less than 2/3 of :lease_ms is left (a
+ * write, a durable commit); before that, the owner is only confirmed, by a read that writes
+ * nothing (no commit to flush). A lease that needed renewing answers by the UPDATE alone, which
+ * sees a takeover committed meanwhile; one that did not cannot have been taken over (it has
+ * not expired). Returns `held`.
+ */
 export const RENEW_LEASE = statement(
-  `UPDATE files SET lease_until = ${LEASE_UNTIL} WHERE file_id = :file_id AND lease_owner = :owner`,
+  `WITH renewed AS (
+     UPDATE files SET lease_until = ${LEASE_UNTIL}
+     WHERE file_id = :file_id AND lease_owner = :owner
+       AND (lease_until IS NULL OR lease_until < ${NOW} + :lease_ms * interval '0.666 millisecond')
+     RETURNING 1)
+   SELECT EXISTS (SELECT 1 FROM renewed)
+     OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner
+                AND lease_until >= ${NOW} + :lease_ms * interval '0.666 millisecond') AS held`,
 );
 
 export const RELEASE_LEASE = statement(
@@ -437,6 +451,25 @@ const UPDATE_CHUNK = `UPDATE chunks SET state = :state::text, attempts = :attemp
 
 export const FINISH_CHUNK = statement(UPDATE_CHUNK);
 
+/** The chunk's rows found by its span (no span: none), for a result in one statement. */
+const IN_CHUNK_SPAN = `r.id BETWEEN (SELECT first_id FROM chunk_spans WHERE file_no = :file_no AND seq = :seq)
+  AND (SELECT last_id FROM chunk_spans WHERE file_no = :file_no AND seq = :seq) AND r.chunk_seq = :seq`;
+
+/**
+ * FINISH_CHUNK_SET_WHOLE and FINISH_CHUNK_FOLLOW_WHOLE as one statement on their own, for a
+ * result that asks nothing of delivery reports: the chunk's row is locked by its UPDATE.
+ */
+export const FINISH_CHUNK_SET_WHOLE_ALONE = statement(
+  `WITH whole AS (UPDATE recipients r SET ${SET_OUTCOME}
+     WHERE ${IN_CHUNK_SPAN} AND r.outcome IN ('pending', 'in_doubt') RETURNING 1)
+   ${UPDATE_CHUNK}`,
+);
+export const FINISH_CHUNK_FOLLOW_WHOLE_ALONE = statement(
+  `WITH whole AS (UPDATE recipients r SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ${NOW}
+     WHERE ${IN_CHUNK_SPAN} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
+   ${UPDATE_CHUNK}`,
+);
+
 /** A whole-chunk part recorded on the chunk's unsettled rows, and the chunk's row. */
 export const FINISH_CHUNK_SET_WHOLE = statement(
   `WITH whole AS (UPDATE recipients r SET ${SET_OUTCOME}
@@ -535,7 +568,7 @@ const OWN_TARGETS = `unnest(:message_ids::text[], :numbers::text[], ${REPORT_COL
  * waits, and then sees these reports.
  */
 export const LOCK_CHUNKS = statement(
-  'SELECT seq FROM chunks WHERE file_id = :file_id AND seq = ANY(:seqs::int[]) ORDER BY seq FOR UPDATE',
+  'SELECT seq, state FROM chunks WHERE file_id = :file_id AND seq = ANY(:seqs::int[]) ORDER BY seq FOR UPDATE',
 );
 
 const DELIVERY_SET = `status = t.status, sms_count = coalesce(t.sms_count, r.sms_count),
