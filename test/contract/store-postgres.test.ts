@@ -270,6 +270,27 @@ describe('PostgresStore', () => {
     });
   });
 
+  describe('true races: concurrent renewals', () => {
+    it('renewals of one owner at once (chunks in flight) all answer held, also when the lease needs pushing out', async () => {
+      const first = open();
+      await first.migrate();
+      await first.registerFile(newFile());
+      const lease = 60_000;
+      await first.acquireFile('a', ['validating'], lease);
+      const eight = Array.from({ length: 8 }, () => open({ poolSize: 1 }));
+      for (let round = 0; round < 5; round++) {
+        // 21 s of the lease left: every one of them wants to push it out
+        clock.advance(39_000);
+        expect(await Promise.all(eight.map((s) => s.renewLease('f1', 'a', lease)))).toEqual(
+          eight.map(() => true),
+        );
+        expect((await first.getFile('f1'))?.leaseUntil).toBe(
+          new Date(clock.now().getTime() + lease).toISOString(),
+        );
+      }
+    });
+  });
+
   describe('true races: store instances with pools of their own', () => {
     async function four(): Promise<PostgresStore[]> {
       const first = open();

@@ -665,13 +665,12 @@ export class PostgresStore implements Store {
   }
 
   async renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const [r] = await this.rows(`renewing the lease of ${fileId}`, S.RENEW_LEASE, {
-      owner,
-      file_id: fileId,
-      lease_ms: leaseMs,
-      now: this.now(),
-    });
-    return r?.held === true;
+    const what = `renewing the lease of ${fileId}`;
+    const params = { owner, file_id: fileId, lease_ms: leaseMs, now: this.now() };
+    const [r] = await this.rows(what, S.RENEW_LEASE, params);
+    if (r?.held === true) return true;
+    // Taken over, or renewed meanwhile by a concurrent call (see RENEW_LEASE): the row as it is.
+    return (await this.count(what, S.RENEW_LEASE_NOW, params)) === 1;
   }
 
   async releaseLease(fileId: string, owner: string): Promise<void> {

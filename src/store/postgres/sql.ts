@@ -243,9 +243,10 @@ export const TAKE_LEASE = statement(
 /**
  * Held by :owner: the lease is pushed out only once less than 2/3 of :lease_ms is left (a
  * write, a durable commit); before that, the owner is only confirmed, by a read that writes
- * nothing (no commit to flush). A lease that needed renewing answers by the UPDATE alone, which
- * sees a takeover committed meanwhile; one that did not cannot have been taken over (it has
- * not expired). Returns `held`.
+ * nothing (no commit to flush). `held` false is not the last word: the read sees the row as
+ * the statement began, so a renewal by another call of the same owner that committed meanwhile
+ * (chunks in flight at once) makes this one's UPDATE find nothing to do and its read miss it;
+ * RENEW_LEASE_NOW then decides on the row as it is.
  */
 export const RENEW_LEASE = statement(
   `WITH renewed AS (
@@ -256,6 +257,11 @@ export const RENEW_LEASE = statement(
    SELECT EXISTS (SELECT 1 FROM renewed)
      OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner
                 AND lease_until >= ${NOW} + :lease_ms * interval '0.666 millisecond') AS held`,
+);
+
+/** The lease pushed out while :owner holds it, whatever is left of it (waits for a concurrent renewal). */
+export const RENEW_LEASE_NOW = statement(
+  `UPDATE files SET lease_until = ${LEASE_UNTIL} WHERE file_id = :file_id AND lease_owner = :owner`,
 );
 
 export const RELEASE_LEASE = statement(
