@@ -20,6 +20,11 @@ import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } fr
 
 const run = promisify(execFile);
 
+/** validRows(3, 3) whose messageIds are the generated `<fileId>-<line>` (lines 2..4). */
+function generatedRows(fileId: string) {
+  return validRows(3, 3).map((r) => ({ ...r, messageId: `${fileId}-${r.line}`, generatedMessageId: true }));
+}
+
 function testClock() {
   let t = T0.getTime();
   return {
@@ -425,6 +430,64 @@ describe('PostgresStore', () => {
                 transactionNumber: `T-${fileId}`,
                 to: numberOf('m2'),
                 messageId: 'm2',
+                bulkId: fileId,
+                callbackData: null,
+                smsCount: 1,
+                status: 'DELIVERED_TO_HANDSET',
+                receivedAt: T0.toISOString(),
+              },
+            ]);
+          // both orders of issue, all at once
+          return i % 2 === 0 ? [result(), report()] : [report(), result()];
+        }),
+      );
+      for (const fileId of files) {
+        expect(
+          (await a!.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
+          fileId,
+        ).toEqual([['accepted', null]]);
+        expect(await a!.counts(fileId), fileId).toMatchObject({
+          chunksAccepted: 1,
+          chunksInDoubt: 0,
+          submitted: 3,
+          inDoubt: 0,
+          delivered: 1,
+          pendingDelivery: 2,
+        });
+      }
+    });
+
+    it('the same race with generated messageIds (the report locks its chunks in the statement that records it)', async () => {
+      const [a, b] = await four();
+      const files = Array.from({ length: 30 }, (_, i) => `f${i}`);
+      for (const fileId of files) {
+        await a!.registerFile(newFile({ fileId, state: 'sending' }));
+        await a!.insertRecipients(fileId, generatedRows(fileId));
+        await a!.insertChunks(fileId, [{ seq: 1, size: 3 }]);
+        await a!.setChunkState(fileId, 1, 'inflight', ['pending']);
+      }
+      const doubtOf = (fileId: string): ChunkResult => ({
+        state: 'in_doubt',
+        attempts: 1,
+        errorCode: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+        parts: [
+          {
+            messageIds: [2, 3, 4].map((line) => `${fileId}-${line}`),
+            wholeChunk: true,
+            outcome: 'in_doubt',
+            code: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+          },
+        ],
+      });
+      await Promise.all(
+        files.flatMap((fileId, i) => {
+          const result = () => a!.recordChunkResult(fileId, 1, doubtOf(fileId));
+          const report = () =>
+            b!.recordDeliveries([
+              {
+                transactionNumber: `T-${fileId}`,
+                to: numberOf('m2'),
+                messageId: `${fileId}-3`,
                 bulkId: fileId,
                 callbackData: null,
                 smsCount: 1,

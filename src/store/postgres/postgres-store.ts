@@ -1122,11 +1122,15 @@ export class PostgresStore implements Store {
       else unmatched.push(e);
     }
     const rows: Row[] = [];
+    /** Chunks locked so far (settleByReports), with their states as locked. */
+    const locked = new Map<number, string>();
     // A generated-looking id that names no valid row may be a file's own id.
-    for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows)) own.push(t.e);
+    for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows, fileId, locked))
+      own.push(t.e);
     const byId = own.map((e): Target => ({ e, key: e.messageId, line: 0, k: 0 }));
-    for (const t of await this.deliver(c, 'own', byId, lo, hi, now, rows)) unmatched.push(t.e);
-    await this.settleByReports(c, fileId, fileNo, rows, now);
+    for (const t of await this.deliver(c, 'own', byId, lo, hi, now, rows, fileId, locked))
+      unmatched.push(t.e);
+    await this.settleByReports(c, fileId, fileNo, rows, now, locked);
     return unmatched;
   }
 
@@ -1143,9 +1147,12 @@ export class PostgresStore implements Store {
     hi: number,
     now: string | null,
     rows: Row[],
+    fileId: string,
+    locked: Map<number, string>,
   ): Promise<Target[]> {
     const missed: Target[] = [];
     let round = targets;
+    let first = true;
     while (round.length > 0) {
       const keys = new Set<string>();
       const current: Target[] = [];
@@ -1166,8 +1173,13 @@ export class PostgresStore implements Store {
         tns: textArray(current.map((t) => t.e.transactionNumber)),
         numbers: textArray(current.map((t) => sentForm(t.e.to))),
       };
-      const found =
-        kind === 'generated'
+      // The usual batch (generated ids, each recipient once): its chunks locked in the same
+      // statement. Any later round or lookup locks what it adds in settleByReports.
+      const withLock = kind === 'generated' && first && later.length === 0;
+      first = false;
+      const found = withLock
+        ? await this.deliverLocking(c, fileId, common, current, locked)
+        : kind === 'generated'
           ? await this.rows(
               'recording delivery reports',
               S.DELIVER_GENERATED,
@@ -1195,6 +1207,33 @@ export class PostgresStore implements Store {
     return missed;
   }
 
+  /** DELIVER_GENERATED_LOCK: the rows written (as DELIVER_GENERATED), the chunks locked into `locked`. */
+  private async deliverLocking(
+    c: pg.PoolClient,
+    fileId: string,
+    common: Record<string, unknown>,
+    current: readonly Target[],
+    locked: Map<number, string>,
+  ): Promise<Row[]> {
+    const out = await this.rows(
+      'recording delivery reports',
+      S.DELIVER_GENERATED_LOCK,
+      {
+        ...common,
+        file_id: fileId,
+        lines: intArray(current.map((t) => t.line)),
+        ks: intArray(current.map((t) => t.k)),
+      },
+      c,
+    );
+    const rows: Row[] = [];
+    for (const r of out) {
+      if (r.kind === 'lock') locked.set(num(r.chunk_seq), str(r.state));
+      else rows.push(r);
+    }
+    return rows;
+  }
+
   /**
    * What the reported rows prove: the request that carried a reported recipient reached the
    * service. Chunks with a reported row that follows it or is in doubt are looked at; rows
@@ -1206,6 +1245,7 @@ export class PostgresStore implements Store {
     fileNo: number,
     rows: readonly Row[],
     now: string | null,
+    locked: Map<number, string>,
   ): Promise<void> {
     const seqs = new Set<number>();
     const doubt = new Set<number>();
@@ -1220,10 +1260,13 @@ export class PostgresStore implements Store {
     if (seqs.size === 0) return;
     const what = `recording delivery reports of ${fileId}`;
     const ordered = [...seqs].sort((a, b) => a - b);
-    const locked = await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
+    const missing = ordered.filter((s) => !locked.has(s));
+    if (missing.length > 0)
+      for (const r of await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: missing }, c))
+        locked.set(num(r.seq), str(r.state));
     // States as locked (after any chunk result that held the lock committed): no chunk in
     // doubt, nothing for SETTLE_CHUNKS to settle.
-    if (locked.some((r) => r.state === 'in_doubt')) {
+    if (ordered.some((s) => locked.get(s) === 'in_doubt')) {
       const settled = await this.rows(
         what,
         S.SETTLE_CHUNKS,
