@@ -457,7 +457,7 @@ describe('PostgresStore', () => {
       }
     });
 
-    it('the same race with generated messageIds (the report locks its chunks in the statement that records it)', async () => {
+    it('the same race with generated messageIds, the file known to the reporting instance (one statement records, delivers and locks)', async () => {
       const [a, b] = await four();
       const files = Array.from({ length: 30 }, (_, i) => `f${i}`);
       for (const fileId of files) {
@@ -465,6 +465,8 @@ describe('PostgresStore', () => {
         await a!.insertRecipients(fileId, generatedRows(fileId));
         await a!.insertChunks(fileId, [{ seq: 1, size: 3 }]);
         await a!.setChunkState(fileId, 1, 'inflight', ['pending']);
+        // b has read the file before (its number known: a report batch takes the one-statement path)
+        for await (const page of b!.recipientPages(fileId)) expect(page).toHaveLength(3);
       }
       const doubtOf = (fileId: string): ChunkResult => ({
         state: 'in_doubt',

@@ -1023,6 +1023,11 @@ export class PostgresStore implements Store {
     const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
     if (events.length === 0) return result;
     const what = 'recording delivery reports';
+    const one = this.oneFileBatch(events);
+    if (one) {
+      result.fileIds = await this.tx(what, (c) => this.recordGenerated(c, one, events, result));
+      return result;
+    }
     /** File numbers read in the transaction: remembered once it committed. */
     const read = new Map<string, number>();
     const files = await this.tx(what, async (c) => {
@@ -1097,6 +1102,95 @@ export class PostgresStore implements Store {
     for (const [fileId, n] of read) this.rememberFileNo(fileId, n);
     result.fileIds = files;
     return result;
+  }
+
+  /**
+   * The batch the receiver usually commits: reports of one file whose number is known, every
+   * messageId generated, no report and no recipient twice. Null for any other batch.
+   */
+  private oneFileBatch(
+    events: readonly DeliveryEvent[],
+  ): { fileId: string; fileNo: number; targets: Target[] } | null {
+    const fileId = events[0]!.bulkId;
+    const fileNo = this.fileNos.get(fileId);
+    if (fileNo === undefined) return null;
+    const keys = new Set<string>();
+    const reports = new Set<string>();
+    const targets: Target[] = [];
+    for (const e of events) {
+      if (e.bulkId !== fileId) return null;
+      const at = parseGenerated(fileId, e.messageId);
+      if (!at) return null;
+      const key = `${at.line}-${at.k}`;
+      const report = `${e.transactionNumber}\n${e.to}`;
+      if (keys.has(key) || reports.has(report)) return null;
+      keys.add(key);
+      reports.add(report);
+      targets.push({ e, key, line: at.line, k: at.k });
+    }
+    return { fileId, fileNo, targets };
+  }
+
+  /** Inside the transaction: oneFileBatch's batch, RECORD_GENERATED, then as applyDeliveries. Returns fileIds. */
+  private async recordGenerated(
+    c: pg.PoolClient,
+    batch: { fileId: string; fileNo: number; targets: Target[] },
+    events: readonly DeliveryEvent[],
+    result: DeliveryResult,
+  ): Promise<string[]> {
+    const what = 'recording delivery reports';
+    const { fileId, fileNo, targets } = batch;
+    const now = this.now();
+    const { lo, hi } = idRange(fileNo);
+    const out = await this.rows(
+      what,
+      S.RECORD_GENERATED,
+      {
+        tns: textArray(events.map((e) => e.transactionNumber)),
+        tos: textArray(events.map((e) => e.to)),
+        message_ids: textArray(events.map((e) => e.messageId)),
+        bulk_ids: textArray(events.map((e) => e.bulkId)),
+        callbacks: textArray(events.map((e) => e.callbackData)),
+        sms_counts: intArray(events.map((e) => e.smsCount)),
+        statuses: textArray(events.map((e) => e.status)),
+        received: textArray(events.map((e) => e.receivedAt)),
+        numbers: textArray(events.map((e) => sentForm(e.to))),
+        lines: intArray(targets.map((t) => t.line)),
+        ks: intArray(targets.map((t) => t.k)),
+        file_id: fileId,
+        lo,
+        hi,
+        now,
+      },
+      c,
+    );
+    const kept = new Set<string>();
+    const rows: Row[] = [];
+    const locked = new Map<number, string>();
+    for (const r of out) {
+      if (r.kind === 'event') kept.add(`${str(r.tn)}\n${str(r.to_number)}`);
+      else if (r.kind === 'lock') locked.set(num(r.chunk_seq), str(r.state));
+      else rows.push(r);
+    }
+    const fresh = targets.filter((t) => kept.has(`${t.e.transactionNumber}\n${t.e.to}`));
+    result.recorded = fresh.length;
+    result.duplicates = events.length - fresh.length;
+    // A generated-looking id that names no valid row may be a file's own id.
+    const found = new Set(rows.map((r) => str(r.key)));
+    const own = fresh
+      .filter((t) => !found.has(t.key))
+      .map((t): Target => ({ e: t.e, key: t.e.messageId, line: 0, k: 0 }));
+    const unmatched = (await this.deliver(c, 'own', own, lo, hi, now, rows, fileId, locked)).map((t) => t.e);
+    await this.settleByReports(c, fileId, fileNo, rows, now, locked);
+    if (unmatched.length > 0)
+      await this.count(
+        what,
+        S.MARK_ORPHANS,
+        { tns: unmatched.map((e) => e.transactionNumber), tos: unmatched.map((e) => e.to) },
+        c,
+      );
+    result.orphans = unmatched.length;
+    return unmatched.length < fresh.length ? [fileId] : [];
   }
 
   /**

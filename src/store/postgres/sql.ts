@@ -533,8 +533,7 @@ export const REQUEUE_CHUNKS = statement(
 // ---- delivery reports ----
 
 /** New events kept, in the batch's order (the first of two alike is the one kept). */
-export const INSERT_EVENTS = statement(
-  `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data, sms_count,
+const INSERT_EVENTS_SQL = `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data, sms_count,
      status, received_at, recorded_at)
    SELECT tn, to_number, message_id, bulk_id, callback_data, sms_count, status, received_at, ${NOW}
    FROM unnest(:tns::text[], :tos::text[], :message_ids::text[], :bulk_ids::text[], :callbacks::text[],
@@ -542,8 +541,8 @@ export const INSERT_EVENTS = statement(
      WITH ORDINALITY AS v(tn, to_number, message_id, bulk_id, callback_data, sms_count, status, received_at, ord)
    ORDER BY ord
    ON CONFLICT (transaction_number, to_number) DO NOTHING
-   RETURNING transaction_number, to_number`,
-);
+   RETURNING transaction_number, to_number`;
+export const INSERT_EVENTS = statement(INSERT_EVENTS_SQL);
 
 // Reports find their recipients from the report's side: each (line, k) or messageId of the
 // batch looks up its one row through the index (LATERAL … LIMIT 1: a key names at most one
@@ -610,6 +609,39 @@ export const DELIVER_GENERATED_LOCK = statement(
    SELECT 'row' AS kind, key, chunk_seq, outcome, code, NULL::text AS state FROM delivered
    UNION ALL
    SELECT 'lock', NULL, seq, NULL, NULL, state FROM locked`,
+);
+
+/**
+ * A whole commit's work in one statement, for a batch of one file's generated messageIds with
+ * no report or recipient twice: INSERT_EVENTS, then DELIVER_GENERATED_LOCK on the events kept
+ * (a duplicate report writes nothing). Rows `event` (tn, to_number of an event kept), `row`
+ * and `lock` as DELIVER_GENERATED_LOCK.
+ */
+export const RECORD_GENERATED = statement(
+  `WITH kept AS (${INSERT_EVENTS_SQL}),
+   delivered AS (
+     UPDATE recipients r SET ${DELIVERY_SET}
+     FROM (SELECT m.id, v.line, v.k, v.status, v.sms_count, v.tn
+       FROM unnest(:lines::int[], :ks::int[], :numbers::text[], :statuses::text[], :sms_counts::int[],
+         :tns::text[], :tos::text[]) AS v(line, k, number, status, sms_count, tn, to_number)
+       JOIN kept ON kept.transaction_number = v.tn AND kept.to_number = v.to_number
+       CROSS JOIN LATERAL (SELECT r.id, r.chunk_seq FROM recipients r
+         WHERE r.line = v.line AND r.k = v.k AND r.id BETWEEN :lo AND :hi
+           AND r.message_id IS NULL AND r.chunk_seq IS NOT NULL AND r.number = v.number LIMIT 1) AS m) AS t
+     WHERE r.id = t.id
+     RETURNING t.line || '-' || t.k AS key, r.chunk_seq, r.outcome, r.code),
+   locked AS (
+     SELECT seq, state FROM chunks
+     WHERE file_id = :file_id AND seq IN (
+       SELECT chunk_seq FROM delivered
+       WHERE chunk_seq IS NOT NULL AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NULL)))
+     ORDER BY seq FOR UPDATE)
+   SELECT 'event' AS kind, NULL::text AS key, NULL::int AS chunk_seq, NULL::text AS outcome, NULL::text AS code,
+     NULL::text AS state, transaction_number AS tn, to_number FROM kept
+   UNION ALL
+   SELECT 'row', key, chunk_seq, outcome, code, NULL, NULL, NULL FROM delivered
+   UNION ALL
+   SELECT 'lock', NULL, seq, NULL, NULL, state, NULL, NULL FROM locked`,
 );
 
 /** Reports onto recipients by the file's own messageIds. */
