@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
+import { createPool, transaction } from '../../src/store/postgres/connection.ts';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
 import type { ChunkResult, ReadyFile } from '../../src/store/store.ts';
 import {
@@ -240,6 +241,47 @@ describe('PostgresStore', () => {
       expect((await s.getFile('f1'))?.fileId).toBe('f1');
       expect((await s.registerFile(newFile({ fileId: 'f2' }))).created).toBe(true);
       await s.ping();
+    });
+
+    it('PostgreSQL stopped under a transaction that holds a connection: the transaction fails UNAVAILABLE, the process does not crash', async () => {
+      // A checked-out client has no pool listener for its 'error' event: a connection lost
+      // between two statements of a transaction, or during one, emitted it unheard, which
+      // ends the process (the daemon died this way mid-send when PostgreSQL restarted).
+      const uncaught: unknown[] = [];
+      const onUncaught = (err: unknown) => uncaught.push(err);
+      process.on('uncaughtException', onUncaught);
+      const pool = createPool({ connectionString: cluster.url });
+      try {
+        const between = transaction(pool, 'a transaction between its statements', async (c) => {
+          await c.query('SELECT 1');
+          await cluster.stop();
+          // Let the socket's end reach the client before the next statement.
+          await new Promise((r) => setTimeout(r, 200));
+          await c.query('SELECT 1');
+        });
+        expect((await rejection(between)).code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+        await cluster.start();
+        const during = transaction(pool, 'a transaction during a statement', async (c) => {
+          const sleeping = c.query('SELECT pg_sleep(30)');
+          // Its rejection is awaited below; until then it is not an unhandled one.
+          sleeping.catch(() => {});
+          await new Promise((r) => setTimeout(r, 200));
+          await cluster.stop();
+          await sleeping;
+        });
+        expect((await rejection(during)).code).toBe('DROPLINE_ERR_STORE_UNAVAILABLE');
+        await new Promise((r) => setTimeout(r, 200));
+        expect(uncaught).toEqual([]);
+        await cluster.start();
+        // The broken clients were not handed out again.
+        await transaction(pool, 'after the restart', async (c) => {
+          expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+        });
+      } finally {
+        process.off('uncaughtException', onUncaught);
+        if (!cluster.running()) await cluster.start();
+        await pool.end();
+      }
     });
   });
 

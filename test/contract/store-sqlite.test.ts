@@ -321,6 +321,29 @@ describe('SqliteStore', () => {
     }
   });
 
+  it('an up-to-date database opens and reads while another connection holds the write lock (status beside a busy writer)', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const first = open(path);
+    await first.migrate();
+    await first.registerFile(newFile());
+    const writer = new DatabaseSync(path);
+    writer.exec('BEGIN IMMEDIATE');
+    try {
+      const reader = new SqliteStore({ path, busyTimeoutMs: 200 });
+      try {
+        await reader.migrate();
+        expect((await reader.getFile('f1'))?.state).toBe('validating');
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      writer.exec('ROLLBACK');
+      writer.close();
+    }
+  });
+
   it('backgroundCheckpoints: a worker thread copies the WAL into the database file on its own', async () => {
     const dir = tempDir();
     dirs.push(dir);

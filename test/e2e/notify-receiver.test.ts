@@ -3,8 +3,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { Agent, Client, request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DroplineError } from '../../src/errors.ts';
 import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/notify/receiver.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
@@ -26,6 +28,8 @@ interface Wrapped {
   committed: Set<string>;
   /** Calls left that throw. */
   failNext: number;
+  /** What they throw (default: SQLite's busy error). */
+  failure: () => Error;
   /** While set, commits wait for it. */
   gate: Promise<void> | null;
 }
@@ -37,6 +41,7 @@ function wrap(real: Store): Wrapped {
     results: [],
     committed: new Set(),
     failNext: 0,
+    failure: () => new Error('SQLITE_BUSY: database is locked'),
     gate: null,
   };
   const recordDeliveries = async (events: readonly DeliveryEvent[]): Promise<DeliveryResult> => {
@@ -44,7 +49,7 @@ function wrap(real: Store): Wrapped {
     if (w.gate) await w.gate;
     if (w.failNext > 0) {
       w.failNext--;
-      throw new Error('SQLITE_BUSY: database is locked');
+      throw w.failure();
     }
     const result = await real.recordDeliveries(events);
     w.results.push(result);
@@ -332,6 +337,43 @@ describe('notification receiver', () => {
     expect((await post(r.url, b)).status).toBe(200);
     expect(sum(w, 'recorded')).toBe(1);
     expect((await statusOf(FILE)).get('m-3')?.status).toBe('DELIVERED_TO_HANDSET');
+  });
+
+  it('a store away for many commits is logged once when it goes and once when it is back, not once per commit', async () => {
+    // PostgreSQL restarting under a stream of reports fails every commit for as long as it is
+    // down: a line per commit flooded the log (thousands in a 20 s outage).
+    const lines: { level: number; msg: string; failedCommits?: number }[] = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) },
+    );
+    const r = await start({ logger });
+    w.failNext = 25;
+    w.failure = () =>
+      new DroplineError(
+        'DROPLINE_ERR_STORE_UNAVAILABLE',
+        `recording delivery reports: connect ECONNREFUSED 127.0.0.1:5432 (call ${w.calls})`,
+      );
+    const b = body({
+      messageId: 'm-4',
+      to: '573001000004',
+      transactionNumber: '1000000000000000000000000015',
+    });
+    for (let i = 0; i < 25; i++) expect((await post(r.url, b)).status).toBe(503);
+    expect((await post(r.url, b)).status).toBe(200);
+    const said = lines.filter((l) => l.msg.startsWith('notify:') && !l.msg.includes('listening'));
+    expect(said.map((l) => l.msg)).toEqual([
+      'notify: the store is unavailable; answering 503 until it answers (the service retries)',
+      'notify: the store answers again; reports are recorded',
+    ]);
+    expect(said[0]!.level).toBe(40);
+    expect(said[1]!.failedCommits).toBe(25);
+    // Any other failure is still said every time it differs.
+    w.failNext = 2;
+    w.failure = () => new Error(`SQLITE_CORRUPT: database disk image is malformed (call ${w.calls})`);
+    expect((await post(r.url, b)).status).toBe(503);
+    expect((await post(r.url, b)).status).toBe(503);
+    expect(lines.filter((l) => l.msg.startsWith('notify: commit failed')).length).toBe(2);
   });
 
   it('a full queue answers 503 at once; the queued ones still get 200 after the commit', async () => {

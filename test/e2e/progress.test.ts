@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/index.ts';
 import { BIN, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
 describe('progress', () => {
@@ -17,21 +18,31 @@ describe('progress', () => {
   it('status shows records read while a big file is validating', async () => {
     h = await PipelineHarness.create();
     await h.start();
-    // 400,000 lines, none of them a number: read and recorded, then rejected (nothing sent).
-    await h.dropFile('enorme.txt', `Hola\n${'12345\n'.repeat(400_000)}`);
-    // Polled until status shows records while validating, or the file has left validating.
-    const seen = await waitFor(
-      'enorme.txt in status',
-      async () => {
-        const m = (await h!.statusJson()).find((f) => f.name === 'enorme.txt');
-        if (!m || m.state === 'waiting' || (m.state === 'validating' && m.counts.records === 0))
-          return undefined;
-        return m;
-      },
-      { timeoutMs: 90_000, intervalMs: 20 },
-    );
-    expect(seen.state).toBe('validating');
-    expect(seen.counts.records).toBeGreaterThan(0);
+    // 1,000,000 lines, none of them a number: read and recorded, then rejected (nothing sent).
+    await h.dropFile('enorme.txt', `Hola\n${'12345\n'.repeat(1_000_000)}`);
+    // The store as status reads it, polled until the read has shown its first records.
+    const store = await openStore(String(h.config.store));
+    let held: { release(): Promise<void> } | null = null;
+    try {
+      const reading = async () =>
+        (await store.listFiles()).find(
+          (f) => f.name === 'enorme.txt' && f.state === 'validating' && f.counts.records > 0,
+        );
+      await waitFor('enorme.txt validating with records read', reading, {
+        timeoutMs: 90_000,
+        intervalMs: 10,
+      });
+      // The daemon's writes held (another writer, as far as it knows): the read cannot end while
+      // status runs, however slow this machine is. Checked again under the hold.
+      held = await h.testStore.holdWrites();
+      expect(await reading(), 'still validating once its writes are held').toBeDefined();
+      const shown = (await h.statusJson()).find((f) => f.name === 'enorme.txt');
+      expect(shown?.state).toBe('validating');
+      expect(shown?.counts.records).toBeGreaterThan(0);
+    } finally {
+      await held?.release();
+      await store.close();
+    }
     await h.waitForState('enorme.txt', 'rejected', { timeoutMs: 120_000 });
   }, 240_000);
 

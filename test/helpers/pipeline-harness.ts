@@ -92,7 +92,8 @@ export class PipelineHarness {
   daemon: ChildProcess | null = null;
   daemonOutput = '';
   private readonly children = new Set<ChildProcess>();
-  private readonly testStore: TestStore;
+  /** The store under the daemon (its URL is config.store). */
+  readonly testStore: TestStore;
 
   private constructor(init: {
     dir: string;

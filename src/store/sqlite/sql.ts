@@ -1,0 +1,106 @@
+// The SQLite store's SQL fragments and its one patch statement: the text, kept apart from the
+// statements that run it (sqlite-store.ts). The rules they encode are the shared ones
+// (../outcomes.ts): a valid recipient follows its chunk, its outcome the chunk's.
+
+import type { SQLInputValue } from 'node:sqlite';
+import type { FilePatch } from '../store.ts';
+
+/**
+ * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
+ * transactionNumber, to) for a generated messageId, (messageId, NULL, status, …) for an own one.
+ */
+export const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
+     transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
+
+/** The SQL form of readMessageId for matching a list of messageIds (:fid is the fileId). */
+export const MESSAGE_ID_SQL = `CASE WHEN message_id IS NULL THEN :fid || '-' || line || CASE WHEN k > 0 THEN '-' || k ELSE '' END
+  ELSE nullif(message_id, '') END`;
+
+// A valid recipient whose row says `pending` without a code follows its chunk (migration
+// 0003): its outcome is the chunk's state as a recipient outcome, its code, message and
+// transaction number the chunk's. `pending` with a code is a row held back on its own (a
+// part of the chunk the service refused with 403 while other parts went on). `c` is its
+// chunk, joined only for the rows that follow it (WITH_CHUNK).
+const FOLLOWS_SQL = `r.outcome = 'pending' AND r.code IS NULL`;
+export const WITH_CHUNK = `recipients r LEFT JOIN chunks c
+  ON ${FOLLOWS_SQL} AND c.file_id = :fid AND c.seq = r.chunk_seq`;
+export const OUTCOME_SQL = `CASE WHEN c.state IS NULL THEN r.outcome WHEN c.state = 'accepted' THEN 'sent'
+  WHEN c.state = 'inflight' THEN 'pending' ELSE c.state END`;
+/** A row's outcome, code, transaction number and update time, its chunk's result applied. */
+const RESULT_SQL = `${OUTCOME_SQL} AS outcome,
+  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
+  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
+    ELSE r.transaction_number END AS transaction_number,
+  CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
+/** A row's detail: its own (invalid, duplicate…) until its chunk has a result, then the chunk's. */
+const DETAIL_SQL = 'CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail';
+/** A recipient row as it reads (toRecipient's columns). */
+export const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
+  r.status, ${RESULT_SQL}, ${DETAIL_SQL}`;
+/** reportPages' columns, in this order: what a report row needs, no text. */
+export const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
+  ${RESULT_SQL}, ${DETAIL_SQL}`;
+
+// One statement for every transition and update: each patch field has a "set" flag, so
+// the statement is prepared once whatever the patch holds, and the precondition (state,
+// lease owner) sits in the same UPDATE as the change.
+export const PATCH_SQL = `
+UPDATE files SET
+  state = coalesce(:to, state),
+  timestamps = CASE WHEN :to IS NULL THEN timestamps ELSE json_insert(timestamps, '$.' || :to, :now) END,
+  path = CASE WHEN :set_path THEN :path ELSE path END,
+  layout = CASE WHEN :set_layout THEN :layout ELSE layout END,
+  encoding = CASE WHEN :set_encoding THEN :encoding ELSE encoding END,
+  separator = CASE WHEN :set_separator THEN :separator ELSE separator END,
+  header = CASE WHEN :set_header THEN :header ELSE header END,
+  records = CASE WHEN :set_counts THEN :records ELSE records END,
+  valid = CASE WHEN :set_counts THEN :valid ELSE valid END,
+  invalid = CASE WHEN :set_counts THEN :invalid ELSE invalid END,
+  duplicates = CASE WHEN :set_counts THEN :duplicates ELSE duplicates END,
+  suppressed = CASE WHEN :set_counts THEN :suppressed ELSE suppressed END,
+  segments = CASE WHEN :set_counts THEN :segments ELSE segments END,
+  rejection_code = CASE WHEN :set_rejection THEN :rejection_code ELSE rejection_code END,
+  rejection_message = CASE WHEN :set_rejection THEN :rejection_message ELSE rejection_message END,
+  reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
+  errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
+  delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
+  possible_duplicates = possible_duplicates + :add_pd,
+  updated_at = :now
+WHERE file_id = :file_id
+  AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))
+  AND (:owner IS NULL OR lease_owner = :owner)
+RETURNING *`;
+
+export function patchParams(patch: FilePatch | undefined): Record<string, SQLInputValue> {
+  const p = patch ?? {};
+  const flag = (v: unknown): number => (v === undefined ? 0 : 1);
+  return {
+    set_path: flag(p.path),
+    path: p.path ?? null,
+    set_layout: flag(p.layout),
+    layout: p.layout ?? null,
+    set_encoding: flag(p.encoding),
+    encoding: p.encoding ?? null,
+    set_separator: flag(p.separator),
+    separator: p.separator ?? null,
+    set_header: flag(p.header),
+    header: p.header ? 1 : 0,
+    set_counts: flag(p.counts),
+    records: p.counts?.records ?? 0,
+    valid: p.counts?.valid ?? 0,
+    invalid: p.counts?.invalid ?? 0,
+    duplicates: p.counts?.duplicates ?? 0,
+    suppressed: p.counts?.suppressed ?? 0,
+    segments: p.counts?.segments ?? 0,
+    set_rejection: flag(p.rejection),
+    rejection_code: p.rejection?.code ?? null,
+    rejection_message: p.rejection?.message ?? null,
+    set_reason: flag(p.reason),
+    reason: p.reason ?? null,
+    set_errors: flag(p.errors),
+    errors: JSON.stringify(p.errors ?? []),
+    set_deadline: flag(p.deliveryDeadline),
+    deadline: p.deliveryDeadline ?? null,
+    add_pd: p.addPossibleDuplicates ?? 0,
+  };
+}
