@@ -2,6 +2,8 @@
 // then what only a shared database shows: migrations by several workers at once, a schema
 // newer than the code, PostgreSQL going away and coming back, and true races between store
 // instances with pools of their own (separate connections, as separate workers have).
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
@@ -16,6 +18,13 @@ import {
   testSchema,
 } from '../helpers/postgres.ts';
 import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+
+const run = promisify(execFile);
+
+/** validRows(3, 3) whose messageIds are the generated `<fileId>-<line>` (lines 2..4). */
+function generatedRows(fileId: string) {
+  return validRows(3, 3).map((r) => ({ ...r, messageId: `${fileId}-${r.line}`, generatedMessageId: true }));
+}
 
 function testClock() {
   let t = T0.getTime();
@@ -148,6 +157,36 @@ describe('PostgresStore', () => {
     });
   });
 
+  describe('connections', () => {
+    it('a process using the store prints no pg warning (session settings need no query of their own)', async () => {
+      const script = `
+        const { PostgresStore } = await import(${JSON.stringify(new URL('../../src/store/postgres/postgres-store.ts', import.meta.url).pathname)});
+        const s = new PostgresStore({ connectionString: process.env.URL, schema: process.env.SCHEMA, poolSize: 2 });
+        await s.migrate();
+        await Promise.all([s.registerFile(${JSON.stringify(newFile())}), s.listFiles(), s.getFile('f1')]);
+        console.log(JSON.stringify(await s.listFiles()));
+        await s.close();`;
+      const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
+        env: { ...process.env, URL: db.url, SCHEMA: db.schema },
+        timeout: 30_000,
+      });
+      expect(JSON.parse(stdout).map((f: { fileId: string }) => f.fileId)).toEqual(['f1']);
+      expect(stderr).not.toMatch(/already executing a query|DeprecationWarning/);
+    });
+
+    it("settings in the URL's options keep the store's schema and UTC readings", async () => {
+      const url = new URL(db.url);
+      url.searchParams.set('options', '-c search_path=public -c TimeZone=Asia/Tokyo -c DateStyle=SQL');
+      const s = open({ connectionString: url.toString(), now: undefined });
+      await s.migrate();
+      const { file } = await s.registerFile(newFile());
+      expect(file.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      // the row went into the store's schema, and reads back as the same instant in UTC
+      const { rows } = await admin(db.url, `SELECT created_at FROM ${db.schema}.files`);
+      expect(rows.map((r) => new Date(r.created_at).toISOString())).toEqual([file.createdAt]);
+    });
+  });
+
   describe('time from the database', () => {
     it("without a clock option, timestamps and leases are the database's now()", async () => {
       const a = open({ now: undefined });
@@ -242,6 +281,59 @@ describe('PostgresStore', () => {
         process.off('uncaughtException', onUncaught);
         if (!cluster.running()) await cluster.start();
         await pool.end();
+      }
+    });
+  });
+
+  describe('lease renewal', () => {
+    it('renewLease writes only once less than 2/3 of the lease is left, and answers false once taken over', async () => {
+      const a = open();
+      await a.migrate();
+      await a.registerFile(newFile());
+      const lease = 60_000;
+      expect((await a.acquireFile('a', ['validating'], lease))?.fileId).toBe('f1');
+      const first = new Date(T0.getTime() + lease).toISOString();
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(first);
+      // 50 s of 60 left: held, nothing written
+      clock.advance(10_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(true);
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(first);
+      // 35 s left: pushed out to a full lease from now
+      clock.advance(15_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(true);
+      expect((await a.getFile('f1'))?.leaseUntil).toBe(new Date(T0.getTime() + 25_000 + lease).toISOString());
+      // expired and taken over by b: a learns it, early or late in b's lease
+      clock.advance(lease + 1);
+      const b = open();
+      expect((await b.acquireFile('b', ['validating'], lease))?.leaseOwner).toBe('b');
+      expect(await a.renewLease('f1', 'a', lease)).toBe(false);
+      clock.advance(50_000);
+      expect(await a.renewLease('f1', 'a', lease)).toBe(false);
+      expect((await a.getFile('f1'))?.leaseOwner).toBe('b');
+      // an expired lease nobody took is renewed by its owner
+      clock.advance(lease);
+      expect(await b.renewLease('f1', 'b', lease)).toBe(true);
+      expect((await b.getFile('f1'))?.leaseUntil).toBe(new Date(clock.now().getTime() + lease).toISOString());
+    });
+  });
+
+  describe('true races: concurrent renewals', () => {
+    it('renewals of one owner at once (chunks in flight) all answer held, also when the lease needs pushing out', async () => {
+      const first = open();
+      await first.migrate();
+      await first.registerFile(newFile());
+      const lease = 60_000;
+      await first.acquireFile('a', ['validating'], lease);
+      const eight = Array.from({ length: 8 }, () => open({ poolSize: 1 }));
+      for (let round = 0; round < 5; round++) {
+        // 21 s of the lease left: every one of them wants to push it out
+        clock.advance(39_000);
+        expect(await Promise.all(eight.map((s) => s.renewLease('f1', 'a', lease)))).toEqual(
+          eight.map(() => true),
+        );
+        expect((await first.getFile('f1'))?.leaseUntil).toBe(
+          new Date(clock.now().getTime() + lease).toISOString(),
+        );
       }
     });
   });
@@ -380,6 +472,66 @@ describe('PostgresStore', () => {
                 transactionNumber: `T-${fileId}`,
                 to: numberOf('m2'),
                 messageId: 'm2',
+                bulkId: fileId,
+                callbackData: null,
+                smsCount: 1,
+                status: 'DELIVERED_TO_HANDSET',
+                receivedAt: T0.toISOString(),
+              },
+            ]);
+          // both orders of issue, all at once
+          return i % 2 === 0 ? [result(), report()] : [report(), result()];
+        }),
+      );
+      for (const fileId of files) {
+        expect(
+          (await a!.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
+          fileId,
+        ).toEqual([['accepted', null]]);
+        expect(await a!.counts(fileId), fileId).toMatchObject({
+          chunksAccepted: 1,
+          chunksInDoubt: 0,
+          submitted: 3,
+          inDoubt: 0,
+          delivered: 1,
+          pendingDelivery: 2,
+        });
+      }
+    });
+
+    it('the same race with generated messageIds, the file known to the reporting instance (one statement records, delivers and locks)', async () => {
+      const [a, b] = await four();
+      const files = Array.from({ length: 30 }, (_, i) => `f${i}`);
+      for (const fileId of files) {
+        await a!.registerFile(newFile({ fileId, state: 'sending' }));
+        await a!.insertRecipients(fileId, generatedRows(fileId));
+        await a!.insertChunks(fileId, [{ seq: 1, size: 3 }]);
+        await a!.setChunkState(fileId, 1, 'inflight', ['pending']);
+        // b has read the file before (its number known: a report batch takes the one-statement path)
+        for await (const page of b!.recipientPages(fileId)) expect(page).toHaveLength(3);
+      }
+      const doubtOf = (fileId: string): ChunkResult => ({
+        state: 'in_doubt',
+        attempts: 1,
+        errorCode: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+        parts: [
+          {
+            messageIds: [2, 3, 4].map((line) => `${fileId}-${line}`),
+            wholeChunk: true,
+            outcome: 'in_doubt',
+            code: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+          },
+        ],
+      });
+      await Promise.all(
+        files.flatMap((fileId, i) => {
+          const result = () => a!.recordChunkResult(fileId, 1, doubtOf(fileId));
+          const report = () =>
+            b!.recordDeliveries([
+              {
+                transactionNumber: `T-${fileId}`,
+                to: numberOf('m2'),
+                messageId: `${fileId}-3`,
                 bulkId: fileId,
                 callbackData: null,
                 smsCount: 1,

@@ -1,24 +1,19 @@
-// A real PostgreSQL 15 for the tests, from the Debian binaries (TOOLING.md): initdb and pg_ctl
-// as the `postgres` user (PostgreSQL refuses root), data and socket directories in a temp dir
-// that user owns, a free port on 127.0.0.1, trust authentication for the `app` superuser.
+// A real PostgreSQL 15 for the tests, started by bench/postgres-cluster.ts (initdb and pg_ctl
+// as the `postgres` user, a free port on 127.0.0.1, trust authentication for `app`).
 // One cluster serves the whole vitest run (postgres-global-setup.ts provides its URL); a test
 // that stops and restarts PostgreSQL starts a private one (startPostgres). Each test works in
 // a schema of its own (pg-boss's habit): testSchema() creates it and drops it afterwards.
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { chown, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { inject } from 'vitest';
+import {
+  type ClusterOptions,
+  type PostgresCluster,
+  postgresUnavailable,
+  startCluster,
+} from '../../bench/postgres-cluster.ts';
 
-const run = promisify(execFile);
-
-export const PG_BIN = '/usr/lib/postgresql/15/bin';
-const USER = 'postgres';
+export { type PostgresCluster, postgresUnavailable };
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -28,122 +23,12 @@ declare module 'vitest' {
   }
 }
 
-/** Why PostgreSQL cannot be started here, or null when it can. */
-export async function postgresUnavailable(): Promise<string | null> {
-  for (const bin of ['initdb', 'pg_ctl', 'postgres']) {
-    if (!existsSync(join(PG_BIN, bin)))
-      return `${join(PG_BIN, bin)} is missing: apt-get install -y --no-install-recommends postgresql`;
-  }
-  try {
-    await run('id', ['-u', USER]);
-  } catch {
-    return `there is no "${USER}" user to run PostgreSQL as (the postgresql package creates it)`;
-  }
-  if (typeof process.getuid === 'function' && process.getuid() !== 0)
-    return 'the PostgreSQL harness runs initdb and pg_ctl as the postgres user with setpriv: run the tests as root';
-  return null;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => done(port));
-    });
-  });
-}
-
-/** A PostgreSQL binary run as the postgres user, bounded in time. */
-async function asPostgres(bin: string, args: string[], timeoutMs: number): Promise<string> {
-  try {
-    const { stdout } = await run(
-      'setpriv',
-      [`--reuid=${USER}`, `--regid=${USER}`, '--init-groups', join(PG_BIN, bin), ...args],
-      { timeout: timeoutMs, env: { ...process.env, LC_ALL: 'C' } },
-    );
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stderr?: string; stdout?: string };
-    throw new Error(`${bin} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-  }
-}
-
-export interface PostgresCluster {
-  readonly port: number;
-  /** postgres://app@127.0.0.1:<port>/postgres (trust: no password). */
-  readonly url: string;
-  /** Fast shutdown: connections are terminated (57P01), new ones refused until start(). */
-  stop(): Promise<void>;
-  /** Starts it again on the same port and data directory. */
-  start(): Promise<void>;
-  running(): boolean;
-  /** The server log so far. */
-  log(): Promise<string>;
-  /** Stops it and removes its directory. */
-  close(): Promise<void>;
-}
-
-/** Starts a private cluster: initdb in a temp dir, then pg_ctl start. About a second. */
-export async function startPostgres(options: { maxConnections?: number } = {}): Promise<PostgresCluster> {
-  const why = await postgresUnavailable();
-  if (why) throw new Error(`PostgreSQL tests cannot run: ${why}`);
-  const dir = await mkdtemp(join(tmpdir(), 'dropline-pg-'));
-  const data = join(dir, 'data');
-  const sock = join(dir, 'sock');
-  const logFile = join(dir, 'postgres.log');
-  await mkdir(sock);
-  const { stdout: uid } = await run('id', ['-u', USER]);
-  const { stdout: gid } = await run('id', ['-g', USER]);
-  for (const d of [dir, sock]) await chown(d, Number(uid), Number(gid));
-  const port = await freePort();
-  let up = false;
-  const pgCtl = (args: string[]) => asPostgres('pg_ctl', ['-D', data, ...args], 60_000);
-  const cluster: PostgresCluster = {
-    port,
-    url: `postgres://app@127.0.0.1:${port}/postgres`,
-    async start() {
-      await pgCtl([
-        '-w',
-        '-t',
-        '30',
-        '-l',
-        logFile,
-        '-o',
-        `-p ${port} -k ${sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=${options.maxConnections ?? 300}`,
-        'start',
-      ]);
-      up = true;
-    },
-    async stop() {
-      if (!up) return;
-      await pgCtl(['-m', 'fast', '-w', '-t', '30', 'stop']);
-      up = false;
-    },
-    running: () => up,
-    log: () => readFile(logFile, 'utf8').catch(() => ''),
-    async close() {
-      try {
-        await cluster.stop();
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    },
-  };
-  try {
-    await asPostgres(
-      'initdb',
-      ['-D', data, '-U', 'app', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
-      60_000,
-    );
-    await cluster.start();
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-  return cluster;
+/**
+ * A private cluster for tests (bench/postgres-cluster.ts, the one start code of the repo):
+ * fsync off, as tests check correctness, not what a commit costs on disk.
+ */
+export function startPostgres(options: Omit<ClusterOptions, 'fsync'> = {}): Promise<PostgresCluster> {
+  return startCluster({ ...options, fsync: false });
 }
 
 /** The shared cluster of this vitest run (postgres-global-setup.ts); throws when it did not start. */

@@ -50,28 +50,57 @@ const types = {
   },
 };
 
+/**
+ * The session settings every connection starts with, as the startup packet's `options`
+ * (`-c name=value`): set by the server before the first query, no statement of ours to wait
+ * for. Those of the connection string come first, ours last: a later `-c` wins.
+ */
+export function sessionOptions(connectionString: string, schema: string | undefined): string {
+  const ours = ['-c TimeZone=UTC', '-c DateStyle=ISO'];
+  if (schema) ours.push(`-c search_path=${schema}`);
+  const theirs = urlOptions(connectionString);
+  return [...(theirs ? [theirs] : []), ...ours].join(' ');
+}
+
+/** The `options` parameter of a postgres:// URL, if any (pg lets the URL's override the config's). */
+function urlOptions(connectionString: string): string | null {
+  try {
+    return new URL(connectionString).searchParams.get('options');
+  } catch {
+    return null;
+  }
+}
+
+/** The URL without its `options` (they go into sessionOptions). */
+function withoutOptions(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (!url.searchParams.has('options')) return connectionString;
+    url.searchParams.delete('options');
+    return url.toString();
+  } catch {
+    return connectionString;
+  }
+}
+
 export function createPool(options: ConnectionOptions): pg.Pool {
   const schema = options.schema === undefined ? undefined : checkSchemaName(options.schema);
-  const settings = [`SET TimeZone TO 'UTC'`, `SET DateStyle TO 'ISO'`];
-  if (schema) settings.push(`SET search_path TO ${schema}`);
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString: withoutOptions(options.connectionString),
+    options: sessionOptions(options.connectionString, schema),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     types: types as unknown as pg.CustomTypesConfig,
-    // Awaited before the new client is handed out: its holder's first statement never queues
-    // behind the settings (pg 8 warns about a query sent while one runs; pg 9 refuses it). The
-    // connection string may carry its own `options`, which would override startup parameters:
-    // SET always applies. A connection that breaks here fails the caller's connect.
-    onConnect: async (client) => {
+    // The session settings travel in the startup packet (sessionOptions): no statement of
+    // ours runs before the holder's first one (pg 8 warned about a query sent while one ran).
+    onConnect: (client) => {
       // The pool listens for 'error' only while a client is idle. One checked out (a
       // transaction between its statements, or in one) whose connection is lost emits
       // 'error' too, which unheard would end the process. The loss reaches its holder anyway:
       // the statement in flight rejects, and the next one fails as "not queryable"; both are
       // unavailable(), and transaction() then destroys the client instead of returning it.
       client.on('error', () => {});
-      await client.query(settings.join('; '));
     },
   });
   // An idle client loses its connection (PostgreSQL restarting): the pool drops it and emits

@@ -74,6 +74,8 @@ export interface PostgresStoreOptions {
 }
 
 const DEFAULT_PAGE = 2000;
+/** File numbers remembered by an instance (recordDeliveries). */
+const FILE_NO_CACHE = 10_000;
 
 const NO_INGEST: IngestCounts = {
   records: 0,
@@ -154,6 +156,9 @@ interface Target {
   readonly k: number;
 }
 
+/** claimBatch met a row it did not see in its lookup: the batch is decided again file by file. */
+class ClaimRace extends Error {}
+
 export class PostgresStore implements Store {
   /** Versions of the migrations this instance applied (another instance may have applied them). */
   readonly migrated: number[] = [];
@@ -162,6 +167,12 @@ export class PostgresStore implements Store {
   private readonly schema: string | null;
   private readonly pageSize: number;
   private closed = false;
+  /**
+   * File numbers by fileId, as read from committed rows (a number never changes once given,
+   * and a file row is never deleted): reports of a file need no lookup of it each time.
+   * Filled only after the transaction that read it committed.
+   */
+  private readonly fileNos = new Map<string, number>();
 
   constructor(options: PostgresStoreOptions) {
     this.clock = options.now ?? null;
@@ -349,81 +360,223 @@ export class PostgresStore implements Store {
   ): Promise<ClaimedFile[]> {
     if (files.length === 0) return [];
     const what = `claiming files of ${source}`;
-    return this.tx(what, async (c) => {
-      const now = this.now();
-      await this.rows(what, S.CLAIM_LOCKS, { source, shas: files.map((f) => f.sha256) }, c);
-      const out: ClaimedFile[] = [];
-      for (const f of files) {
-        const found = await this.rows(
-          what,
-          S.CLAIM_LOOKUP,
-          {
-            source,
-            path: f.path,
-            sha256: f.sha256,
-            force: options.force === true,
-            active: DUPLICATE_ACTIVE_STATES,
-            recent: DUPLICATE_RECENT_STATES,
-            since: options.duplicateSince,
-          },
-          c,
-        );
-        const same = found.find((r) => r.kind === 'same');
-        if (same) {
-          out.push({ file: toFile(same), created: false, duplicateOf: null });
-          continue;
-        }
-        const counted = found.find((r) => r.kind === 'count')!;
-        const prior = num(counted.prior);
-        const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
-        const { state, rejectionCode, message } = claimVerdict(duplicateOf);
-        const fileId = options.idFor(f.sha256, prior + 1);
-        const [row] = await this.rows(
-          what,
-          S.INSERT_FILE,
-          {
-            file_id: fileId,
-            source,
-            name: f.name,
-            path: f.path,
-            sha256: f.sha256,
-            bytes: f.bytes,
-            state,
-            forced: options.force === true,
-            rejection_code: rejectionCode,
-            rejection_message: message,
-            reason: message,
-            now,
-          },
-          c,
-        );
-        if (row) {
-          out.push({ file: toFile(row), created: true, duplicateOf });
-          continue;
-        }
-        // Recorded meanwhile by a writer that takes no claim lock (registerFile): its row.
-        const [again] = await this.rows(
-          what,
-          S.REGISTERED,
-          { source, path: f.path, sha256: f.sha256, file_id: fileId },
-          c,
-        );
-        if (
-          again &&
-          str(again.source) === source &&
-          str(again.path) === f.path &&
-          str(again.sha256) === f.sha256
-        ) {
-          out.push({ file: toFile(again), created: false, duplicateOf: null });
-          continue;
-        }
-        throw new DroplineError(
-          'DROPLINE_ERR_STORE_CONFLICT',
-          `claiming ${f.path}: fileId ${fileId} already taken`,
-        );
+    const places = new Set(files.map((f) => `${f.path}\n${f.sha256}`));
+    // The batch as a whole (a few statements), unless one place comes twice in it; when an
+    // insert meets a row recorded without the claim lock (registerFile), that transaction is
+    // rolled back and the batch decided again file by file, each seeing the one before.
+    if (places.size === files.length) {
+      try {
+        return await this.tx(what, (c) => this.claimBatch(c, source, files, options));
+      } catch (err) {
+        // (transaction() wraps what fn throws in the store's error: the race is its cause)
+        if (!(err instanceof ClaimRace || (err as Error).cause instanceof ClaimRace)) throw err;
       }
-      return out;
-    });
+    }
+    return this.tx(what, (c) => this.claimEach(c, source, files, options));
+  }
+
+  /** The claim lock of every content of the batch (see CLAIM_LOCKS). */
+  private async claimLocks(c: pg.PoolClient, source: string, files: readonly ReadyFile[]): Promise<void> {
+    await this.rows(
+      `claiming files of ${source}`,
+      S.CLAIM_LOCKS,
+      { source, shas: files.map((f) => f.sha256) },
+      c,
+    );
+  }
+
+  /**
+   * One lookup for the batch, the decisions made here in the batch's order as claimEach makes
+   * them (a file claimed earlier in the batch counts for the generation of the next one of its
+   * content, and is the file it duplicates), one insert. Throws ClaimRace when a row is missing.
+   */
+  private async claimBatch(
+    c: pg.PoolClient,
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    const what = `claiming files of ${source}`;
+    const now = this.now();
+    const force = options.force === true;
+    await this.claimLocks(c, source, files);
+    const found = await this.rows(
+      what,
+      S.CLAIM_BATCH_LOOKUP,
+      {
+        source,
+        paths: textArray(files.map((f) => f.path)),
+        shas: textArray(files.map((f) => f.sha256)),
+        force,
+        active: DUPLICATE_ACTIVE_STATES,
+        recent: DUPLICATE_RECENT_STATES,
+        since: options.duplicateSince,
+        now,
+      },
+      c,
+    );
+    const same = new Map<string, Row>();
+    const prior = new Map<string, number>();
+    /** The file a new one of this content would duplicate: a row, or a file of this batch (its index). */
+    const candidate = new Map<string, Row | number>();
+    for (const r of found) {
+      if (r.kind === 'same') same.set(`${str(r.path)}\n${str(r.sha256)}`, r);
+      else {
+        const sha = str(r.key);
+        prior.set(sha, num(r.prior));
+        if (r.file_id !== null) candidate.set(sha, r);
+      }
+    }
+    const out: (ClaimedFile | null)[] = new Array(files.length).fill(null);
+    /** Of each file inserted: its index in the batch, fileId, the candidate it duplicates. */
+    const inserts: {
+      i: number;
+      fileId: string;
+      state: string;
+      dup: Row | number | null;
+      code: string | null;
+      message: string | null;
+    }[] = [];
+    const provisional = new Map<number, FileRecord>();
+    for (let i = 0; i < files.length; i++) {
+      const f = files[i]!;
+      const known = same.get(`${f.path}\n${f.sha256}`);
+      if (known) {
+        out[i] = { file: toFile(known), created: false, duplicateOf: null };
+        continue;
+      }
+      const n = prior.get(f.sha256) ?? 0;
+      const cand = n > 0 ? (candidate.get(f.sha256) ?? null) : null;
+      const dupRecord =
+        cand === null ? null : typeof cand === 'number' ? provisional.get(cand)! : toFile(cand);
+      const { state, rejectionCode, message } = claimVerdict(dupRecord);
+      const fileId = options.idFor(f.sha256, n + 1);
+      inserts.push({ i, fileId, state, dup: cand, code: rejectionCode, message });
+      prior.set(f.sha256, n + 1);
+      // The file just claimed is the newest of its content: the one the next would duplicate,
+      // when its state is one that counts (never with force) and no row is newer (a test clock).
+      const newest = cand === null || typeof cand === 'number' || cand.newer !== true;
+      if (!force && DUPLICATE_ACTIVE_STATES.includes(state as FileState) && newest) {
+        candidate.set(f.sha256, i);
+        provisional.set(i, { fileId, name: f.name, state } as FileRecord);
+      }
+    }
+    if (inserts.length === 0) return out as ClaimedFile[];
+    const rows = await this.rows(
+      what,
+      S.INSERT_CLAIMED,
+      {
+        source,
+        force,
+        file_ids: textArray(inserts.map((x) => x.fileId)),
+        names: textArray(inserts.map((x) => files[x.i]!.name)),
+        paths: textArray(inserts.map((x) => files[x.i]!.path)),
+        shas: textArray(inserts.map((x) => files[x.i]!.sha256)),
+        bytes: intArray(inserts.map((x) => files[x.i]!.bytes)),
+        states: textArray(inserts.map((x) => x.state)),
+        codes: textArray(inserts.map((x) => x.code)),
+        messages: textArray(inserts.map((x) => x.message)),
+        now,
+      },
+      c,
+    );
+    if (rows.length < inserts.length) throw new ClaimRace();
+    const byId = new Map(rows.map((r) => [str(r.file_id), toFile(r)]));
+    const record = new Map<number, FileRecord>();
+    for (const x of inserts) {
+      const file = byId.get(x.fileId);
+      if (!file) throw new ClaimRace();
+      record.set(x.i, file);
+    }
+    for (const x of inserts) {
+      const duplicateOf =
+        x.dup === null ? null : typeof x.dup === 'number' ? record.get(x.dup)! : toFile(x.dup);
+      out[x.i] = { file: record.get(x.i)!, created: true, duplicateOf };
+    }
+    return out as ClaimedFile[];
+  }
+
+  /** The batch a file at a time: a lookup and an insert each, under the batch's claim locks. */
+  private async claimEach(
+    c: pg.PoolClient,
+    source: string,
+    files: readonly ReadyFile[],
+    options: ClaimOptions,
+  ): Promise<ClaimedFile[]> {
+    const what = `claiming files of ${source}`;
+    const now = this.now();
+    await this.claimLocks(c, source, files);
+    const out: ClaimedFile[] = [];
+    for (const f of files) {
+      const found = await this.rows(
+        what,
+        S.CLAIM_LOOKUP,
+        {
+          source,
+          path: f.path,
+          sha256: f.sha256,
+          force: options.force === true,
+          active: DUPLICATE_ACTIVE_STATES,
+          recent: DUPLICATE_RECENT_STATES,
+          since: options.duplicateSince,
+        },
+        c,
+      );
+      const same = found.find((r) => r.kind === 'same');
+      if (same) {
+        out.push({ file: toFile(same), created: false, duplicateOf: null });
+        continue;
+      }
+      const counted = found.find((r) => r.kind === 'count')!;
+      const prior = num(counted.prior);
+      const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
+      const { state, rejectionCode, message } = claimVerdict(duplicateOf);
+      const fileId = options.idFor(f.sha256, prior + 1);
+      const [row] = await this.rows(
+        what,
+        S.INSERT_FILE,
+        {
+          file_id: fileId,
+          source,
+          name: f.name,
+          path: f.path,
+          sha256: f.sha256,
+          bytes: f.bytes,
+          state,
+          forced: options.force === true,
+          rejection_code: rejectionCode,
+          rejection_message: message,
+          reason: message,
+          now,
+        },
+        c,
+      );
+      if (row) {
+        out.push({ file: toFile(row), created: true, duplicateOf });
+        continue;
+      }
+      // Recorded meanwhile by a writer that takes no claim lock (registerFile): its row.
+      const [again] = await this.rows(
+        what,
+        S.REGISTERED,
+        { source, path: f.path, sha256: f.sha256, file_id: fileId },
+        c,
+      );
+      if (
+        again &&
+        str(again.source) === source &&
+        str(again.path) === f.path &&
+        str(again.sha256) === f.sha256
+      ) {
+        out.push({ file: toFile(again), created: false, duplicateOf: null });
+        continue;
+      }
+      throw new DroplineError(
+        'DROPLINE_ERR_STORE_CONFLICT',
+        `claiming ${f.path}: fileId ${fileId} already taken`,
+      );
+    }
+    return out;
   }
 
   async setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void> {
@@ -512,14 +665,12 @@ export class PostgresStore implements Store {
   }
 
   async renewLease(fileId: string, owner: string, leaseMs: number): Promise<boolean> {
-    return (
-      (await this.count(`renewing the lease of ${fileId}`, S.RENEW_LEASE, {
-        owner,
-        file_id: fileId,
-        lease_ms: leaseMs,
-        now: this.now(),
-      })) === 1
-    );
+    const what = `renewing the lease of ${fileId}`;
+    const params = { owner, file_id: fileId, lease_ms: leaseMs, now: this.now() };
+    const [r] = await this.rows(what, S.RENEW_LEASE, params);
+    if (r?.held === true) return true;
+    // Taken over, or renewed meanwhile by a concurrent call (see RENEW_LEASE): the row as it is.
+    return (await this.count(what, S.RENEW_LEASE_NOW, params)) === 1;
   }
 
   async releaseLease(fileId: string, owner: string): Promise<void> {
@@ -528,10 +679,24 @@ export class PostgresStore implements Store {
 
   // ---- recipient ids ----
 
+  private rememberFileNo(fileId: string, fileNo: number): void {
+    // Bounded: a long-running receiver sees many files; the oldest are read again if needed.
+    if (this.fileNos.size >= FILE_NO_CACHE) {
+      const oldest = this.fileNos.keys().next().value;
+      if (oldest !== undefined) this.fileNos.delete(oldest);
+    }
+    this.fileNos.set(fileId, fileNo);
+  }
+
   /** The file's number (null: unknown file). A number never changes once given. */
   private async fileNo(fileId: string, on: Queryable = this.pool): Promise<number | null> {
+    const known = this.fileNos.get(fileId);
+    if (known !== undefined) return known;
     const [r] = await this.rows(`reading ${fileId}`, S.FILE_NO, { file_id: fileId }, on);
-    return r ? num(r.file_no) : null;
+    if (!r) return null;
+    // Remembered from a read on its own (committed), never from inside a transaction.
+    if (on === this.pool) this.rememberFileNo(fileId, num(r.file_no));
+    return num(r.file_no);
   }
 
   private async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {
@@ -717,6 +882,11 @@ export class PostgresStore implements Store {
 
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const what = `recording the result of chunk ${seq} of ${fileId}`;
+    const parts = resultParts(result);
+    if (!parts.some(needsReportCheck)) {
+      const plan = planChunkResult(result, parts, () => false);
+      if (plan.byIds.length === 0) return this.finishAlone(fileId, seq, result, plan);
+    }
     return this.tx(what, async (c) => {
       const now = this.now();
       const [span] = await this.rows(what, S.LOCK_CHUNK, { file_id: fileId, seq }, c);
@@ -724,7 +894,6 @@ export class PostgresStore implements Store {
       const hi = span?.last_id == null ? 0 : num(span.last_id);
       const at = { file_id: fileId, seq, lo, hi };
       // Read after the chunk's lock: every report recorded for the chunk so far is seen.
-      const parts = resultParts(result);
       const reported = new Map<PartOutcome, boolean>();
       for (const part of parts) {
         if (!needsReportCheck(part)) continue;
@@ -764,6 +933,48 @@ export class PostgresStore implements Store {
       else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...write(plan.whole.write) }, c);
       return plan.state;
     });
+  }
+
+  /**
+   * A result that asks nothing of delivery reports and names no recipient by messageId: one
+   * statement, its own transaction (no decision rests on a read before it).
+   */
+  private async finishAlone(
+    fileId: string,
+    seq: number,
+    result: ChunkResult,
+    plan: ReturnType<typeof planChunkResult>,
+  ): Promise<ChunkState> {
+    const what = `recording the result of chunk ${seq} of ${fileId}`;
+    const now = this.now();
+    const chunk = {
+      file_id: fileId,
+      seq,
+      state: plan.state,
+      attempts: result.attempts,
+      chunk_tn: result.transactionNumber ?? null,
+      error_code: plan.code,
+      error_message: plan.message,
+      now,
+    };
+    if (!plan.whole) await this.count(what, S.FINISH_CHUNK, chunk);
+    else {
+      const fileNo = (await this.fileNo(fileId)) ?? -1;
+      if (plan.whole.follows)
+        await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE_ALONE, { ...chunk, file_no: fileNo });
+      else {
+        const w = plan.whole.write;
+        await this.count(what, S.FINISH_CHUNK_SET_WHOLE_ALONE, {
+          ...chunk,
+          file_no: fileNo,
+          outcome: w.outcome,
+          code: w.code,
+          detail: w.detail,
+          tn: w.transactionNumber,
+        });
+      }
+    }
+    return plan.state;
   }
 
   async markInflightInDoubt(fileId: string): Promise<number> {
@@ -812,7 +1023,15 @@ export class PostgresStore implements Store {
     const result: DeliveryResult = { recorded: 0, duplicates: 0, orphans: 0, fileIds: [] };
     if (events.length === 0) return result;
     const what = 'recording delivery reports';
+    const one = this.oneFileBatch(events);
+    if (one) {
+      result.fileIds = await this.tx(what, (c) => this.recordGenerated(c, one, events, result));
+      return result;
+    }
+    /** File numbers read in the transaction: remembered once it committed. */
+    const read = new Map<string, number>();
     const files = await this.tx(what, async (c) => {
+      read.clear();
       const now = this.now();
       const files: string[] = [];
       const inserted = await this.rows(
@@ -848,9 +1067,17 @@ export class PostgresStore implements Store {
       }
       const orphans: DeliveryEvent[] = [];
       const fileNos = new Map<string, number>();
-      if (byFile.size > 0) {
-        for (const r of await this.rows(what, S.FILE_NOS, { file_ids: [...byFile.keys()] }, c))
+      const unknown: string[] = [];
+      for (const fileId of byFile.keys()) {
+        const n = this.fileNos.get(fileId);
+        if (n === undefined) unknown.push(fileId);
+        else fileNos.set(fileId, n);
+      }
+      if (unknown.length > 0) {
+        for (const r of await this.rows(what, S.FILE_NOS, { file_ids: unknown }, c)) {
           fileNos.set(str(r.file_id), num(r.file_no));
+          read.set(str(r.file_id), num(r.file_no));
+        }
       }
       for (const [fileId, list] of byFile) {
         const fileNo = fileNos.get(fileId);
@@ -872,8 +1099,98 @@ export class PostgresStore implements Store {
       result.orphans = orphans.length;
       return files;
     });
+    for (const [fileId, n] of read) this.rememberFileNo(fileId, n);
     result.fileIds = files;
     return result;
+  }
+
+  /**
+   * The batch the receiver usually commits: reports of one file whose number is known, every
+   * messageId generated, no report and no recipient twice. Null for any other batch.
+   */
+  private oneFileBatch(
+    events: readonly DeliveryEvent[],
+  ): { fileId: string; fileNo: number; targets: Target[] } | null {
+    const fileId = events[0]!.bulkId;
+    const fileNo = this.fileNos.get(fileId);
+    if (fileNo === undefined) return null;
+    const keys = new Set<string>();
+    const reports = new Set<string>();
+    const targets: Target[] = [];
+    for (const e of events) {
+      if (e.bulkId !== fileId) return null;
+      const at = parseGenerated(fileId, e.messageId);
+      if (!at) return null;
+      const key = `${at.line}-${at.k}`;
+      const report = `${e.transactionNumber}\n${e.to}`;
+      if (keys.has(key) || reports.has(report)) return null;
+      keys.add(key);
+      reports.add(report);
+      targets.push({ e, key, line: at.line, k: at.k });
+    }
+    return { fileId, fileNo, targets };
+  }
+
+  /** Inside the transaction: oneFileBatch's batch, RECORD_GENERATED, then as applyDeliveries. Returns fileIds. */
+  private async recordGenerated(
+    c: pg.PoolClient,
+    batch: { fileId: string; fileNo: number; targets: Target[] },
+    events: readonly DeliveryEvent[],
+    result: DeliveryResult,
+  ): Promise<string[]> {
+    const what = 'recording delivery reports';
+    const { fileId, fileNo, targets } = batch;
+    const now = this.now();
+    const { lo, hi } = idRange(fileNo);
+    const out = await this.rows(
+      what,
+      S.RECORD_GENERATED,
+      {
+        tns: textArray(events.map((e) => e.transactionNumber)),
+        tos: textArray(events.map((e) => e.to)),
+        message_ids: textArray(events.map((e) => e.messageId)),
+        bulk_ids: textArray(events.map((e) => e.bulkId)),
+        callbacks: textArray(events.map((e) => e.callbackData)),
+        sms_counts: intArray(events.map((e) => e.smsCount)),
+        statuses: textArray(events.map((e) => e.status)),
+        received: textArray(events.map((e) => e.receivedAt)),
+        numbers: textArray(events.map((e) => sentForm(e.to))),
+        lines: intArray(targets.map((t) => t.line)),
+        ks: intArray(targets.map((t) => t.k)),
+        file_id: fileId,
+        lo,
+        hi,
+        now,
+      },
+      c,
+    );
+    const kept = new Set<string>();
+    const rows: Row[] = [];
+    const locked = new Map<number, string>();
+    for (const r of out) {
+      if (r.kind === 'event') kept.add(`${str(r.tn)}\n${str(r.to_number)}`);
+      else if (r.kind === 'lock') locked.set(num(r.chunk_seq), str(r.state));
+      else rows.push(r);
+    }
+    const fresh = targets.filter((t) => kept.has(`${t.e.transactionNumber}\n${t.e.to}`));
+    result.recorded = fresh.length;
+    result.duplicates = events.length - fresh.length;
+    // A generated-looking id that names no valid row may be a file's own id.
+    const found = new Set(rows.map((r) => str(r.key)));
+    const own = fresh
+      .filter((t) => !found.has(t.key))
+      .map((t): Target => ({ e: t.e, key: t.e.messageId, line: 0, k: 0 }));
+    const unmatched = (await this.deliver(c, 'own', own, lo, hi, now, rows, fileId, locked)).map((t) => t.e);
+    await this.settleByReports(c, fileId, fileNo, rows, now, locked);
+    if (unmatched.length > 0)
+      await this.count(
+        what,
+        S.MARK_ORPHANS,
+        { tns: unmatched.map((e) => e.transactionNumber), tos: unmatched.map((e) => e.to) },
+        c,
+      );
+    result.orphans = unmatched.length;
+    return unmatched.length < fresh.length ? [fileId] : [];
   }
 
   /**
@@ -899,11 +1216,15 @@ export class PostgresStore implements Store {
       else unmatched.push(e);
     }
     const rows: Row[] = [];
+    /** Chunks locked so far (settleByReports), with their states as locked. */
+    const locked = new Map<number, string>();
     // A generated-looking id that names no valid row may be a file's own id.
-    for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows)) own.push(t.e);
+    for (const t of await this.deliver(c, 'generated', generated, lo, hi, now, rows, fileId, locked))
+      own.push(t.e);
     const byId = own.map((e): Target => ({ e, key: e.messageId, line: 0, k: 0 }));
-    for (const t of await this.deliver(c, 'own', byId, lo, hi, now, rows)) unmatched.push(t.e);
-    await this.settleByReports(c, fileId, fileNo, rows, now);
+    for (const t of await this.deliver(c, 'own', byId, lo, hi, now, rows, fileId, locked))
+      unmatched.push(t.e);
+    await this.settleByReports(c, fileId, fileNo, rows, now, locked);
     return unmatched;
   }
 
@@ -920,9 +1241,12 @@ export class PostgresStore implements Store {
     hi: number,
     now: string | null,
     rows: Row[],
+    fileId: string,
+    locked: Map<number, string>,
   ): Promise<Target[]> {
     const missed: Target[] = [];
     let round = targets;
+    let first = true;
     while (round.length > 0) {
       const keys = new Set<string>();
       const current: Target[] = [];
@@ -943,8 +1267,13 @@ export class PostgresStore implements Store {
         tns: textArray(current.map((t) => t.e.transactionNumber)),
         numbers: textArray(current.map((t) => sentForm(t.e.to))),
       };
-      const found =
-        kind === 'generated'
+      // The usual batch (generated ids, each recipient once): its chunks locked in the same
+      // statement. Any later round or lookup locks what it adds in settleByReports.
+      const withLock = kind === 'generated' && first && later.length === 0;
+      first = false;
+      const found = withLock
+        ? await this.deliverLocking(c, fileId, common, current, locked)
+        : kind === 'generated'
           ? await this.rows(
               'recording delivery reports',
               S.DELIVER_GENERATED,
@@ -972,6 +1301,33 @@ export class PostgresStore implements Store {
     return missed;
   }
 
+  /** DELIVER_GENERATED_LOCK: the rows written (as DELIVER_GENERATED), the chunks locked into `locked`. */
+  private async deliverLocking(
+    c: pg.PoolClient,
+    fileId: string,
+    common: Record<string, unknown>,
+    current: readonly Target[],
+    locked: Map<number, string>,
+  ): Promise<Row[]> {
+    const out = await this.rows(
+      'recording delivery reports',
+      S.DELIVER_GENERATED_LOCK,
+      {
+        ...common,
+        file_id: fileId,
+        lines: intArray(current.map((t) => t.line)),
+        ks: intArray(current.map((t) => t.k)),
+      },
+      c,
+    );
+    const rows: Row[] = [];
+    for (const r of out) {
+      if (r.kind === 'lock') locked.set(num(r.chunk_seq), str(r.state));
+      else rows.push(r);
+    }
+    return rows;
+  }
+
   /**
    * What the reported rows prove: the request that carried a reported recipient reached the
    * service. Chunks with a reported row that follows it or is in doubt are looked at; rows
@@ -983,6 +1339,7 @@ export class PostgresStore implements Store {
     fileNo: number,
     rows: readonly Row[],
     now: string | null,
+    locked: Map<number, string>,
   ): Promise<void> {
     const seqs = new Set<number>();
     const doubt = new Set<number>();
@@ -997,14 +1354,21 @@ export class PostgresStore implements Store {
     if (seqs.size === 0) return;
     const what = `recording delivery reports of ${fileId}`;
     const ordered = [...seqs].sort((a, b) => a - b);
-    await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: ordered }, c);
-    const settled = await this.rows(
-      what,
-      S.SETTLE_CHUNKS,
-      { file_id: fileId, file_no: fileNo, seqs: ordered, now },
-      c,
-    );
-    for (const r of settled) doubt.add(num(r.seq));
+    const missing = ordered.filter((s) => !locked.has(s));
+    if (missing.length > 0)
+      for (const r of await this.rows(what, S.LOCK_CHUNKS, { file_id: fileId, seqs: missing }, c))
+        locked.set(num(r.seq), str(r.state));
+    // States as locked (after any chunk result that held the lock committed): no chunk in
+    // doubt, nothing for SETTLE_CHUNKS to settle.
+    if (ordered.some((s) => locked.get(s) === 'in_doubt')) {
+      const settled = await this.rows(
+        what,
+        S.SETTLE_CHUNKS,
+        { file_id: fileId, file_no: fileNo, seqs: ordered, now },
+        c,
+      );
+      for (const r of settled) doubt.add(num(r.seq));
+    }
     if (doubt.size === 0) return;
     await this.count(what, S.SEND_DOUBTFUL, { file_no: fileNo, seqs: [...doubt], now }, c);
   }

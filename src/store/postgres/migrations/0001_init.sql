@@ -54,8 +54,12 @@ CREATE TABLE files (
   UNIQUE (source, path, sha256)
 );
 ALTER SEQUENCE files_file_no OWNED BY files.file_no;
--- acquireFile: a claimable file by state, oldest updated first
+-- listFiles and prune by state, oldest updated first
 CREATE INDEX files_state_updated ON files (state, updated_at, file_id);
+-- acquireFile: the oldest free file of a state, one index probe
+CREATE INDEX files_free ON files (state, updated_at, file_id) WHERE lease_owner IS NULL;
+-- acquireFile: leases that may have expired (only the files leased now)
+CREATE INDEX files_leased ON files (lease_until) WHERE lease_owner IS NOT NULL;
 -- DUPLICATE_FILE checks and the generation count of a content
 CREATE INDEX files_source_sha ON files (source, sha256);
 -- listFiles, newest first (file_no breaks ties: insertion order)
