@@ -7,6 +7,7 @@ import { readMessageId } from './message-ids.ts';
 import type {
   ChunkRecord,
   ChunkState,
+  FilePatch,
   FileRecord,
   FileState,
   ListedIssue,
@@ -112,5 +113,44 @@ export function toRecipient(r: Row, fileId: string, base: number): RecipientReco
     status: str(r.status),
     transactionNumber: strOrNull(r.transaction_number),
     updatedAt: str(r.updated_at),
+  };
+}
+
+/**
+ * A FilePatch → the parameters of a backend's one patch statement: each field a value and a
+ * `set_` flag (set or kept), so one prepared statement serves every patch. `bool` is how the
+ * backend's driver takes a boolean (SQLite: 0/1).
+ */
+export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean) => B) {
+  const p = patch ?? {};
+  const flag = (v: unknown): B => bool(v !== undefined);
+  return {
+    set_path: flag(p.path),
+    path: p.path ?? null,
+    set_layout: flag(p.layout),
+    layout: p.layout ?? null,
+    set_encoding: flag(p.encoding),
+    encoding: p.encoding ?? null,
+    set_separator: flag(p.separator),
+    separator: p.separator ?? null,
+    set_header: flag(p.header),
+    header: bool(p.header === true),
+    set_counts: flag(p.counts),
+    records: p.counts?.records ?? 0,
+    valid: p.counts?.valid ?? 0,
+    invalid: p.counts?.invalid ?? 0,
+    duplicates: p.counts?.duplicates ?? 0,
+    suppressed: p.counts?.suppressed ?? 0,
+    segments: p.counts?.segments ?? 0,
+    set_rejection: flag(p.rejection),
+    rejection_code: p.rejection?.code ?? null,
+    rejection_message: p.rejection?.message ?? null,
+    set_reason: flag(p.reason),
+    reason: p.reason ?? null,
+    set_errors: flag(p.errors),
+    errors: JSON.stringify(p.errors ?? []),
+    set_deadline: flag(p.deliveryDeadline),
+    deadline: p.deliveryDeadline ?? null,
+    add_pd: p.addPossibleDuplicates ?? 0,
   };
 }

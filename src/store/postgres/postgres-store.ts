@@ -10,7 +10,18 @@ import { DroplineError } from '../../errors.ts';
 import { messageIdFor } from '../../plan/ids.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
-import { json, num, numOrNull, type Row, str, strOrNull, toChunk, toFile, toRecipient } from '../mapping.ts';
+import {
+  json,
+  num,
+  numOrNull,
+  patchColumns,
+  type Row,
+  str,
+  strOrNull,
+  toChunk,
+  toFile,
+  toRecipient,
+} from '../mapping.ts';
 import {
   idRange,
   MAX_FILE_NO,
@@ -114,37 +125,7 @@ const PENDING_CHUNK_STATES = (Object.keys(CHUNK_OUTCOME) as ChunkState[]).filter
 );
 
 function patchParams(patch: FilePatch | undefined): Record<string, unknown> {
-  const p = patch ?? {};
-  const flag = (v: unknown): boolean => v !== undefined;
-  return {
-    set_path: flag(p.path),
-    path: p.path ?? null,
-    set_layout: flag(p.layout),
-    layout: p.layout ?? null,
-    set_encoding: flag(p.encoding),
-    encoding: p.encoding ?? null,
-    set_separator: flag(p.separator),
-    separator: p.separator ?? null,
-    set_header: flag(p.header),
-    header: p.header === true,
-    set_counts: flag(p.counts),
-    records: p.counts?.records ?? 0,
-    valid: p.counts?.valid ?? 0,
-    invalid: p.counts?.invalid ?? 0,
-    duplicates: p.counts?.duplicates ?? 0,
-    suppressed: p.counts?.suppressed ?? 0,
-    segments: p.counts?.segments ?? 0,
-    set_rejection: flag(p.rejection),
-    rejection_code: p.rejection?.code ?? null,
-    rejection_message: p.rejection?.message ?? null,
-    set_reason: flag(p.reason),
-    reason: p.reason ?? null,
-    set_errors: flag(p.errors),
-    errors: JSON.stringify(p.errors ?? []),
-    set_deadline: flag(p.deliveryDeadline),
-    deadline: p.deliveryDeadline ?? null,
-    add_pd: p.addPossibleDuplicates ?? 0,
-  };
+  return patchColumns(patch, (b) => b);
 }
 
 /** A report and the recipient it names. */

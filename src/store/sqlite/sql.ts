@@ -3,6 +3,7 @@
 // (../outcomes.ts): a valid recipient follows its chunk, its outcome the chunk's.
 
 import type { SQLInputValue } from 'node:sqlite';
+import { patchColumns } from '../mapping.ts';
 import type { FilePatch } from '../store.ts';
 
 /**
@@ -71,36 +72,7 @@ WHERE file_id = :file_id
   AND (:owner IS NULL OR lease_owner = :owner)
 RETURNING *`;
 
+/** A FilePatch as PATCH_SQL's parameters (flags 0/1: node:sqlite takes no booleans). */
 export function patchParams(patch: FilePatch | undefined): Record<string, SQLInputValue> {
-  const p = patch ?? {};
-  const flag = (v: unknown): number => (v === undefined ? 0 : 1);
-  return {
-    set_path: flag(p.path),
-    path: p.path ?? null,
-    set_layout: flag(p.layout),
-    layout: p.layout ?? null,
-    set_encoding: flag(p.encoding),
-    encoding: p.encoding ?? null,
-    set_separator: flag(p.separator),
-    separator: p.separator ?? null,
-    set_header: flag(p.header),
-    header: p.header ? 1 : 0,
-    set_counts: flag(p.counts),
-    records: p.counts?.records ?? 0,
-    valid: p.counts?.valid ?? 0,
-    invalid: p.counts?.invalid ?? 0,
-    duplicates: p.counts?.duplicates ?? 0,
-    suppressed: p.counts?.suppressed ?? 0,
-    segments: p.counts?.segments ?? 0,
-    set_rejection: flag(p.rejection),
-    rejection_code: p.rejection?.code ?? null,
-    rejection_message: p.rejection?.message ?? null,
-    set_reason: flag(p.reason),
-    reason: p.reason ?? null,
-    set_errors: flag(p.errors),
-    errors: JSON.stringify(p.errors ?? []),
-    set_deadline: flag(p.deliveryDeadline),
-    deadline: p.deliveryDeadline ?? null,
-    add_pd: p.addPossibleDuplicates ?? 0,
-  };
+  return patchColumns(patch, (b) => (b ? 1 : 0));
 }
