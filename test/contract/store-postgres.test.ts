@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
-import { createPool, transaction } from '../../src/store/postgres/connection.ts';
+import { createPool, storeError, transaction } from '../../src/store/postgres/connection.ts';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
 import type { ChunkResult, ReadyFile } from '../../src/store/store.ts';
 import {
@@ -98,6 +98,52 @@ describe('PostgresStore', () => {
   });
   afterAll(async () => {
     await db.drop();
+  });
+
+  describe('deadlocks', () => {
+    it('a deadlock inside a transaction is run again, though the statement that met it was already made a store error', async () => {
+      await admin(db.url, `CREATE SCHEMA IF NOT EXISTS ${db.schema}`);
+      await admin(db.url, `CREATE TABLE ${db.schema}.t (id int PRIMARY KEY, v int NOT NULL)`);
+      await admin(db.url, `INSERT INTO ${db.schema}.t VALUES (1, 0), (2, 0)`);
+      const pool = createPool({ connectionString: db.url, schema: db.schema, poolSize: 4 });
+      try {
+        const attempts = { a: 0, b: 0 };
+        let arrived = 0;
+        let meet: () => void = () => {};
+        const met = new Promise<void>((resolve) => {
+          meet = resolve;
+        });
+        // Two writers taking two rows in opposite orders, both holding their first when they
+        // ask for the second: PostgreSQL ends one with 40P01. Statements are wrapped the way
+        // the store wraps them (storeError), as PostgresStore's own transactions do.
+        const writer = (name: 'a' | 'b', first: number, second: number) =>
+          transaction(pool, name, async (c) => {
+            attempts[name]++;
+            const q = async (sql: string) => {
+              try {
+                return await c.query(sql);
+              } catch (err) {
+                throw storeError(err, name);
+              }
+            };
+            await q(`UPDATE t SET v = v + 1 WHERE id = ${first}`);
+            if (attempts[name] === 1) {
+              if (++arrived === 2) meet();
+              await met;
+            }
+            await q(`UPDATE t SET v = v + 1 WHERE id = ${second}`);
+          });
+        await Promise.all([writer('a', 1, 2), writer('b', 2, 1)]);
+        const { rows } = await admin(db.url, `SELECT id, v FROM ${db.schema}.t ORDER BY id`);
+        expect(rows).toEqual([
+          { id: 1, v: 2 },
+          { id: 2, v: 2 },
+        ]);
+        expect(attempts.a + attempts.b).toBe(3);
+      } finally {
+        await pool.end();
+      }
+    });
   });
 
   describe('migrations', () => {

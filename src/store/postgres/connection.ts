@@ -151,9 +151,11 @@ export async function transaction<T>(
     } catch {
       broken = true;
     }
+    // The store's statements wrap what PostgreSQL said in a DroplineError: decide on that.
+    const said = pgError(failure);
     // A client whose connection broke is destroyed, never handed out again.
-    client.release(broken || unavailable(failure) ? true : undefined);
-    if (mustRetry(failure) && attempt < RETRIES) {
+    client.release(broken || unavailable(said) ? true : undefined);
+    if (mustRetry(said) && attempt < RETRIES) {
       await backOff(attempt);
       continue;
     }
@@ -174,6 +176,13 @@ export async function retried<T>(fn: () => Promise<T>): Promise<T> {
       await backOff(attempt);
     }
   }
+}
+
+/** The driver's error under the store's wrapping (storeError keeps it as the cause). */
+function pgError(err: unknown): unknown {
+  let e = err;
+  while (e instanceof DroplineError && e.cause !== undefined) e = e.cause;
+  return e;
 }
 
 function mustRetry(err: unknown): boolean {
