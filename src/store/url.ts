@@ -12,12 +12,19 @@ export type StoreUrl =
       /** The URL handed to pg, without dropline's own `schema` parameter. */
       connectionString: string;
       schema: string | null;
-      /** The URL as it may be shown: the password replaced. */
-      redacted: string;
     };
 
-/** A schema name used unquoted in search_path and CREATE SCHEMA: a plain identifier. */
+/** A schema name used as is in SQL (search_path, CREATE SCHEMA): a plain identifier only. */
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function checkSchemaName(schema: string): string {
+  if (!SCHEMA.test(schema))
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `store: schema "${schema}" must be a plain lower-case PostgreSQL identifier (letters, digits, _)`,
+    );
+  return schema;
+}
 
 export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUrl {
   if (url === ':memory:' || url === 'sqlite::memory:') return { kind: 'sqlite', path: ':memory:' };
@@ -39,14 +46,10 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUr
       throw new DroplineError('DROPLINE_ERR_CONFIG', `store: ${redactStoreUrl(url)} is not a valid URL`);
     }
     const schema = parsed.searchParams.get('schema');
-    if (schema !== null && !SCHEMA.test(schema))
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `store: schema "${schema}" must be a lower-case identifier (letters, digits, _)`,
-      );
+    if (schema !== null) checkSchemaName(schema);
     parsed.searchParams.delete('schema');
     const connectionString = parsed.toString();
-    return { kind: 'postgres', connectionString, schema, redacted: redactStoreUrl(url) };
+    return { kind: 'postgres', connectionString, schema };
   }
   throw new DroplineError(
     'DROPLINE_ERR_CONFIG',
@@ -54,7 +57,16 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUr
   );
 }
 
-/** `postgres://app:s3cret@db/x` → `postgres://app:***@db/x`: a store URL fit for a log or an error. */
-export function redactStoreUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
+/** A URL's credentials up to the last `@` of the URL: a password may hold `/`, `:` or `@` itself. */
+const CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s@]*(?:@[^\s@]*)*)@/gi;
+
+/**
+ * `postgres://app:s3cret@db/x` → `postgres://app:***@db/x`, for every URL in a text (a store
+ * URL in a message, a driver's error quoting one): fit for a log or an error.
+ */
+export function redactStoreUrl(text: string): string {
+  return text.replace(CREDENTIALS, (_all, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon < 0 ? `${scheme}${userinfo}@` : `${scheme}${userinfo.slice(0, colon)}:***@`;
+  });
 }

@@ -469,10 +469,13 @@ describe('openStore', () => {
         (e: unknown) => e,
       );
       expect(err, url).toMatchObject({ code: 'DROPLINE_ERR_CONFIG' });
-      expect((err as Error).message, url).not.toContain('secret');
+      expect((err as Error).message, url).not.toMatch(/secret|sec\/ret/);
     }
     expect(redactStoreUrl('postgres://app:s3cret@db.example:5432/x?schema=y')).toBe(
       'postgres://app:***@db.example:5432/x?schema=y',
+    );
+    expect(redactStoreUrl('connect to postgres://app:p@ss:w/rd@db/x failed; postgres://app@db/y')).toBe(
+      'connect to postgres://app:***@db/x failed; postgres://app@db/y',
     );
     expect(parseStoreUrl('postgresql://app:pw@h/db?schema=campaigns&sslmode=require')).toMatchObject({
       kind: 'postgres',

@@ -4,6 +4,7 @@
 // error kinds (src/errors.ts). Nothing here knows the store's tables.
 import pg from 'pg';
 import { DroplineError, type ErrorCode } from '../../errors.ts';
+import { checkSchemaName, redactStoreUrl } from '../url.ts';
 
 /** What a statement runs on: the pool (one statement) or a checked-out client (a transaction). */
 export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
@@ -13,18 +14,6 @@ export interface ConnectionOptions {
   /** search_path of every connection; the database user's default when omitted. */
   schema?: string;
   poolSize?: number;
-}
-
-/** A schema name used as is in SQL (search_path, CREATE SCHEMA): a plain identifier only. */
-const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
-
-export function checkSchemaName(schema: string): string {
-  if (!IDENTIFIER.test(schema))
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `store schema "${schema}": use lowercase letters, digits and _ (a plain PostgreSQL identifier)`,
-    );
-  return schema;
 }
 
 // Types read as the Store interface speaks them. int8 (ids, counts, sums of int) and numeric
@@ -221,10 +210,5 @@ export function storeError(err: unknown, what: string): DroplineError {
   if (unavailable(err)) code = 'DROPLINE_ERR_STORE_UNAVAILABLE';
   else if (e.code === '23505') code = 'DROPLINE_ERR_STORE_CONFLICT';
   const pgCode = typeof e.code === 'string' ? ` (${e.code})` : '';
-  return new DroplineError(code, `${what}: ${redactMessage(message)}${pgCode}`, { cause: err });
-}
-
-/** A message with anything that looks like a URL's password removed. */
-function redactMessage(message: string): string {
-  return message.replace(/(postgres(?:ql)?:\/\/[^:/@\s]+):[^@\s]*@/gi, '$1:***@');
+  return new DroplineError(code, `${what}: ${redactStoreUrl(message)}${pgCode}`, { cause: err });
 }
