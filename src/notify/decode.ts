@@ -63,7 +63,7 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
   if (to === undefined) return `${at}.to is required text`;
   const status = value.status;
   if (!isObject(status)) return `${at}.status is required and must be an object`;
-  const name = typeof status.name === 'string' ? status.name.trim() : '';
+  const name = typeof status.name === 'string' ? noNul(status.name).trim() : '';
   if (name === '') return `${at}.status.name is required text`;
   return {
     transactionNumber,
@@ -84,7 +84,7 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
  */
 function key(value: unknown): string | undefined {
   if (typeof value === 'string') {
-    const s = value.trim();
+    const s = noNul(value).trim();
     return s === '' ? undefined : s;
   }
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return String(value);
@@ -93,7 +93,7 @@ function key(value: unknown): string | undefined {
 
 /** messageId, bulkId: text, a number as text, anything else (absent, null, objects) as absent. */
 function optionalText(value: unknown): string | null {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return noNul(value);
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return null;
 }
@@ -101,15 +101,22 @@ function optionalText(value: unknown): string | null {
 /** 2.6: text; POST /mtmessage sends "the object converted to JSON text", which a sender might not do. */
 function callbackData(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return noNul(value);
   return JSON.stringify(value);
 }
 
 /** A segment count: a non-negative integer, as a number or as digits; anything else is unknown. */
 function smsCount(value: unknown): number | null {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : null;
+  // At most a 32-bit integer (the column on PostgreSQL): a larger count is no count.
+  if (typeof value === 'number')
+    return Number.isSafeInteger(value) && value >= 0 && value < 2 ** 31 ? value : null;
   if (typeof value === 'string' && /^\s*\d{1,9}\s*$/.test(value)) return Number(value);
   return null;
+}
+
+/** Text without NUL characters: PostgreSQL text cannot hold one, and no id or status has one. */
+function noNul(s: string): string {
+  return s.includes('\0') ? s.replaceAll('\0', '') : s;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -39,6 +39,7 @@ export function readMessageId(
 }
 
 const GENERATED_PART = /^[1-9][0-9]{0,9}$/;
+const MAX_PART = 2 ** 31 - 1;
 
 /** (line, k) of a generated messageId of this file, or null. */
 export function parseGenerated(fileId: string, messageId: string): { line: number; k: number } | null {
@@ -51,7 +52,12 @@ export function parseGenerated(fileId: string, messageId: string): { line: numbe
   }
   const rest = messageId.slice(fileId.length + 1).split('-');
   if (rest.length > 2 || !rest.every((p) => GENERATED_PART.test(p))) return null;
-  return { line: Number(rest[0]), k: rest.length === 2 ? Number(rest[1]) : 0 };
+  const line = Number(rest[0]);
+  const k = rest.length === 2 ? Number(rest[1]) : 0;
+  // No file has a line or part past a 32-bit integer (the columns on PostgreSQL): such an id is
+  // not one dropline generated, and must not fail a batch of reports by overflowing.
+  if (line > MAX_PART || k > MAX_PART) return null;
+  return { line, k };
 }
 
 /**

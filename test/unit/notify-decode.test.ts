@@ -85,6 +85,32 @@ describe('decodeNotification', () => {
     expect(count('two')).toBeNull();
     expect(count(null)).toBeNull();
     expect(count({})).toBeNull();
+    // Past a 32-bit integer (the column on PostgreSQL): no count, not a failed batch.
+    expect(count(3_000_000_000)).toBeNull();
+    expect(count(2 ** 31 - 1)).toBe(2 ** 31 - 1);
+  });
+
+  it('NUL characters (which PostgreSQL text cannot hold) are dropped from every text field', () => {
+    const r = decode({
+      results: [
+        element({
+          bulkId: 'f-\u00001',
+          messageId: 'm\u0000-1',
+          to: '57300\u00001234567',
+          transactionNumber: '12\u000034',
+          callbackData: 'c\u0000b',
+          status: { name: 'DELIVERED\u0000_TO_HANDSET' },
+        }),
+      ],
+    });
+    expect(r.ok && r.events[0]).toMatchObject({
+      bulkId: 'f-1',
+      messageId: 'm-1',
+      to: '573001234567',
+      transactionNumber: '1234',
+      callbackData: 'cb',
+      status: 'DELIVERED_TO_HANDSET',
+    });
   });
 
   it('callbackData as an object (2.6: "the object converted to JSON text") becomes that text', () => {

@@ -50,6 +50,20 @@ export function deliveryReports(t: ContractContext): void {
       }
     }
 
+    it('a report naming a line or part beyond any file is an orphan beside the good ones, never a failed batch', async () => {
+      await submitted('f1', 4, 4);
+      const d = await store.recordDeliveries([
+        event('f1', 'm1'),
+        // Generated-looking ids whose line or part no file can have (PostgreSQL's int is 32 bits).
+        event('f1', 'f1-3000000000', { transactionNumber: 'tx-huge-line' }),
+        event('f1', 'f1-1-9999999999', { transactionNumber: 'tx-huge-part' }),
+        event('f1', 'm2'),
+      ]);
+      expect(d).toMatchObject({ recorded: 4, duplicates: 0, orphans: 2 });
+      const counts = await store.counts('f1');
+      expect(counts.delivered).toBe(2);
+    });
+
     it('generated messageIds (<fileId>-<line>[-<k>]) read back and match chunk results and delivery reports', async () => {
       await store.registerFile(newFile());
       await store.registerFile(newFile({ fileId: 'f2' }));
