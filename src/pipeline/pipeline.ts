@@ -270,8 +270,9 @@ export class Pipeline {
 
   /**
    * Before a write outside the store (report.csv, the manifest, a stale report removed),
-   * which the store cannot refuse: the lease renewed now, or LeaseLost. The write then has
-   * a full leaseMs before anyone may take the file over.
+   * which the store cannot refuse: the lease confirmed now, or LeaseLost. The write then has
+   * at least two thirds of leaseMs before anyone may take the file over (PostgreSQL renews only
+   * past that point; SQLite renews every time).
    */
   private async confirm(fileId: string): Promise<void> {
     this.fence(fileId);

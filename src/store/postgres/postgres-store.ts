@@ -240,6 +240,7 @@ export class PostgresStore implements Store {
     }
     const lock = { schema: this.schema };
     let locked = false;
+    let failed = false;
     try {
       // One migrator at a time per schema: N workers starting together migrate once.
       await client.query({ text: S.MIGRATE_LOCK.text, values: S.values(S.MIGRATE_LOCK, lock) });
@@ -272,13 +273,15 @@ export class PostgresStore implements Store {
         this.migrated.push(m.version);
       }
     } catch (err) {
+      failed = true;
       throw storeError(err, 'migrating');
     } finally {
       if (locked)
         await client
           .query({ text: S.MIGRATE_UNLOCK.text, values: S.values(S.MIGRATE_UNLOCK, lock) })
           .catch(() => {});
-      client.release();
+      // After a failure the connection may be broken: destroyed, never handed out again.
+      client.release(failed ? true : undefined);
     }
   }
 

@@ -483,9 +483,8 @@ export class SqliteStore implements Store {
     leaseMs: number,
   ): Promise<FileRecord | null> {
     const now = this.clock();
-    // One statement: the pick and the take cannot be split by another writer. The repeated
-    // lease condition in the outer WHERE is what keeps it atomic under READ COMMITTED
-    // (PostgreSQL); SQLite serialises writers anyway.
+    // One statement: the pick and the take cannot be split by another writer (SQLite
+    // serialises writers; the repeated lease condition states the rule all the same).
     const r = this.stmt(
       `UPDATE files SET lease_owner = :owner, lease_until = :until
        WHERE file_id = (
