@@ -17,26 +17,21 @@ import {
   type TestSchema,
   testSchema,
 } from '../helpers/postgres.ts';
-import { newFile, numberOf, type StoreHarness, storeContract, T0, validRows } from './store.contract.ts';
+import {
+  newFile,
+  numberOf,
+  type StoreHarness,
+  storeContract,
+  T0,
+  testClock,
+  validRows,
+} from './store.contract.ts';
 
 const run = promisify(execFile);
 
 /** validRows(3, 3) whose messageIds are the generated `<fileId>-<line>` (lines 2..4). */
 function generatedRows(fileId: string) {
   return validRows(3, 3).map((r) => ({ ...r, messageId: `${fileId}-${r.line}`, generatedMessageId: true }));
-}
-
-function testClock() {
-  let t = T0.getTime();
-  return {
-    now: () => new Date(t),
-    set: (d: Date) => {
-      t = d.getTime();
-    },
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
 }
 
 storeContract('postgres (a schema of its own)', async (): Promise<StoreHarness> => {

@@ -17,24 +17,12 @@ import {
   type StoreHarness,
   storeContract,
   T0,
+  testClock,
   validRows,
 } from './store.contract.ts';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'dropline-store-'));
-}
-
-function testClock() {
-  let t = T0.getTime();
-  return {
-    now: () => new Date(t),
-    set: (d: Date) => {
-      t = d.getTime();
-    },
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
 }
 
 storeContract('sqlite (temp file)', async (): Promise<StoreHarness> => {

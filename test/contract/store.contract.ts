@@ -29,6 +29,7 @@ export {
   type StoreHarness,
   T0,
   type TestClock,
+  testClock,
   validRows,
 } from './store/helpers.ts';
 

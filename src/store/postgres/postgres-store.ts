@@ -124,6 +124,20 @@ const PENDING_CHUNK_STATES = (Object.keys(CHUNK_OUTCOME) as ChunkState[]).filter
   (s) => CHUNK_OUTCOME[s] === 'pending',
 );
 
+/** The delivery events as the array parameters of the statements that keep them. */
+function eventColumns(events: readonly DeliveryEvent[]): Record<string, unknown> {
+  return {
+    tns: textArray(events.map((e) => e.transactionNumber)),
+    tos: textArray(events.map((e) => e.to)),
+    message_ids: textArray(events.map((e) => e.messageId)),
+    bulk_ids: textArray(events.map((e) => e.bulkId)),
+    callbacks: textArray(events.map((e) => e.callbackData)),
+    sms_counts: intArray(events.map((e) => e.smsCount)),
+    statuses: textArray(events.map((e) => e.status)),
+    received: textArray(events.map((e) => e.receivedAt)),
+  };
+}
+
 function patchParams(patch: FilePatch | undefined): Record<string, unknown> {
   return patchColumns(patch, (b) => b);
 }
@@ -1022,14 +1036,7 @@ export class PostgresStore implements Store {
         what,
         S.INSERT_EVENTS,
         {
-          tns: textArray(events.map((e) => e.transactionNumber)),
-          tos: textArray(events.map((e) => e.to)),
-          message_ids: textArray(events.map((e) => e.messageId)),
-          bulk_ids: textArray(events.map((e) => e.bulkId)),
-          callbacks: textArray(events.map((e) => e.callbackData)),
-          sms_counts: intArray(events.map((e) => e.smsCount)),
-          statuses: textArray(events.map((e) => e.status)),
-          received: textArray(events.map((e) => e.receivedAt)),
+          ...eventColumns(events),
           now,
         },
         c,
@@ -1130,14 +1137,7 @@ export class PostgresStore implements Store {
       what,
       S.RECORD_GENERATED,
       {
-        tns: textArray(events.map((e) => e.transactionNumber)),
-        tos: textArray(events.map((e) => e.to)),
-        message_ids: textArray(events.map((e) => e.messageId)),
-        bulk_ids: textArray(events.map((e) => e.bulkId)),
-        callbacks: textArray(events.map((e) => e.callbackData)),
-        sms_counts: intArray(events.map((e) => e.smsCount)),
-        statuses: textArray(events.map((e) => e.status)),
-        received: textArray(events.map((e) => e.receivedAt)),
+        ...eventColumns(events),
         numbers: textArray(events.map((e) => sentForm(e.to))),
         lines: intArray(targets.map((t) => t.line)),
         ks: intArray(targets.map((t) => t.k)),

@@ -28,6 +28,20 @@ export interface StoreHarness {
 
 export const T0 = new Date('2026-03-01T12:00:00.000Z');
 
+/** A clock a store reads its time from (`now`), set and moved by the test; starts at T0. */
+export function testClock(): TestClock & { now(): Date } {
+  let t = T0.getTime();
+  return {
+    now: () => new Date(t),
+    set: (d: Date) => {
+      t = d.getTime();
+    },
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
 export const INGEST = { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0, segments: 0 };
 
 export function newFile(overrides: Partial<NewFile> = {}): NewFile {
