@@ -9,7 +9,7 @@ import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
 import { createPool, storeError, transaction } from '../../src/store/postgres/connection.ts';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
-import type { ChunkResult, ReadyFile } from '../../src/store/store.ts';
+import type { ChunkResult, ReadyFile, Store } from '../../src/store/store.ts';
 import {
   admin,
   type PostgresCluster,
@@ -18,6 +18,7 @@ import {
   testSchema,
 } from '../helpers/postgres.ts';
 import {
+  event,
   newFile,
   numberOf,
   type StoreHarness,
@@ -66,6 +67,44 @@ async function rejection(p: Promise<unknown>): Promise<DroplineError> {
     return err as DroplineError;
   }
   throw new Error('expected a rejection');
+}
+
+/**
+ * Each file's in-doubt chunk result (by `a`) and a delivery report of one of its recipients (by
+ * `b`) issued at once, in both orders: whichever commits first, each chunk ends accepted with
+ * the reported recipient delivered.
+ */
+async function raceResultAndReport(
+  a: Store,
+  b: Store,
+  files: readonly string[],
+  doubtOf: (fileId: string) => ChunkResult,
+  reported: (fileId: string) => string,
+): Promise<void> {
+  await Promise.all(
+    files.flatMap((fileId, i) => {
+      const result = () => a.recordChunkResult(fileId, 1, doubtOf(fileId));
+      const report = () =>
+        b.recordDeliveries([
+          event(fileId, reported(fileId), { transactionNumber: `T-${fileId}`, to: numberOf('m2') }),
+        ]);
+      return i % 2 === 0 ? [result(), report()] : [report(), result()];
+    }),
+  );
+  for (const fileId of files) {
+    expect(
+      (await a.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
+      fileId,
+    ).toEqual([['accepted', null]]);
+    expect(await a.counts(fileId), fileId).toMatchObject({
+      chunksAccepted: 1,
+      chunksInDoubt: 0,
+      submitted: 3,
+      inDoubt: 0,
+      delivered: 1,
+      pendingDelivery: 2,
+    });
+  }
 }
 
 describe('PostgresStore', () => {
@@ -504,40 +543,13 @@ describe('PostgresStore', () => {
           },
         ],
       };
-      await Promise.all(
-        files.flatMap((fileId, i) => {
-          const result = () => a!.recordChunkResult(fileId, 1, doubt);
-          const report = () =>
-            b!.recordDeliveries([
-              {
-                transactionNumber: `T-${fileId}`,
-                to: numberOf('m2'),
-                messageId: 'm2',
-                bulkId: fileId,
-                callbackData: null,
-                smsCount: 1,
-                status: 'DELIVERED_TO_HANDSET',
-                receivedAt: T0.toISOString(),
-              },
-            ]);
-          // both orders of issue, all at once
-          return i % 2 === 0 ? [result(), report()] : [report(), result()];
-        }),
+      await raceResultAndReport(
+        a!,
+        b!,
+        files,
+        () => doubt,
+        () => 'm2',
       );
-      for (const fileId of files) {
-        expect(
-          (await a!.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
-          fileId,
-        ).toEqual([['accepted', null]]);
-        expect(await a!.counts(fileId), fileId).toMatchObject({
-          chunksAccepted: 1,
-          chunksInDoubt: 0,
-          submitted: 3,
-          inDoubt: 0,
-          delivered: 1,
-          pendingDelivery: 2,
-        });
-      }
     });
 
     it('the same race with generated messageIds, the file known to the reporting instance (one statement records, delivers and locks)', async () => {
@@ -564,40 +576,7 @@ describe('PostgresStore', () => {
           },
         ],
       });
-      await Promise.all(
-        files.flatMap((fileId, i) => {
-          const result = () => a!.recordChunkResult(fileId, 1, doubtOf(fileId));
-          const report = () =>
-            b!.recordDeliveries([
-              {
-                transactionNumber: `T-${fileId}`,
-                to: numberOf('m2'),
-                messageId: `${fileId}-3`,
-                bulkId: fileId,
-                callbackData: null,
-                smsCount: 1,
-                status: 'DELIVERED_TO_HANDSET',
-                receivedAt: T0.toISOString(),
-              },
-            ]);
-          // both orders of issue, all at once
-          return i % 2 === 0 ? [result(), report()] : [report(), result()];
-        }),
-      );
-      for (const fileId of files) {
-        expect(
-          (await a!.listChunks(fileId)).map((c) => [c.state, c.errorCode]),
-          fileId,
-        ).toEqual([['accepted', null]]);
-        expect(await a!.counts(fileId), fileId).toMatchObject({
-          chunksAccepted: 1,
-          chunksInDoubt: 0,
-          submitted: 3,
-          inDoubt: 0,
-          delivered: 1,
-          pendingDelivery: 2,
-        });
-      }
+      await raceResultAndReport(a!, b!, files, doubtOf, (fileId) => `${fileId}-3`);
     });
 
     it('a lease taken over: the old owner’s late writes are refused, the new owner’s go through', async () => {

@@ -22,6 +22,7 @@ import { sendingAndResults } from './store/sending-and-results.ts';
 
 export {
   type ContractContext,
+  event,
   generatedReport,
   generatedRows,
   newFile,
