@@ -3,10 +3,10 @@
 // and post the same chunk bodies with a bare undici Pool: bench/floor-send.ts). The sandbox
 // runs in its own process without notifications, so this measures the send path. Peak RSS
 // of `dropline send` is read by bench/peak-rss.ts.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
-import { generate, median, type Timed, timed } from './send-run.ts';
+import { generate, median, sendWorkdir, type Timed, timed } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
@@ -46,24 +46,12 @@ export default async function pipelineBench(): Promise<string> {
           ),
         );
         // A fresh store each run: the same content sent again would be DUPLICATE_FILE.
-        const work = join(out, `pipeline-${kind}`);
-        rmSync(work, { recursive: true, force: true });
-        mkdirSync(work, { recursive: true });
-        writeFileSync(
-          join(work, 'dropline.config.json'),
-          JSON.stringify({
-            api: {
-              baseUrl: sandbox.url,
-              username: 'demo',
-              password: 'demo',
-              chunkSize: CHUNK,
-              concurrency: CONCURRENCY,
-            },
-            notify: { listen: '127.0.0.1:0', token: 'bench' },
-            store: 'sqlite:./state.db',
-            sources: [{ name: 'local', type: 'local', path: './drop' }],
-          }),
-        );
+        const work = sendWorkdir(join(out, `pipeline-${kind}`), {
+          sandboxUrl: sandbox.url,
+          chunkSize: CHUNK,
+          concurrency: CONCURRENCY,
+          store: 'sqlite:./state.db',
+        });
         const run = timed([SEMI_SPACE, cli, 'send', '--json', files[kind]], work);
         const manifest = JSON.parse(run.stdout) as { state: string; counts: { submitted: number } };
         if (manifest.counts.submitted !== LINES)

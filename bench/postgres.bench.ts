@@ -11,7 +11,7 @@
 //    own), overlapping batches of one inbox, then acquireFile until none is left; every file
 //    created once and acquired once (checked here: the bench fails otherwise); goal < 10 s.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -21,7 +21,7 @@ import type { ClaimedFile, FileRecord, ReadyFile } from '../src/store/store.ts';
 import { CONNECTIONS, ingestRounds, ingestSummary, REQUESTS, SECONDS, WARMUP } from './notify-load.ts';
 import { type PostgresCluster, startCluster } from './postgres-cluster.ts';
 import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
-import { generate, median, type Timed, timed } from './send-run.ts';
+import { generate, median, sendWorkdir, type Timed, timed } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
@@ -87,24 +87,12 @@ async function sendBench(cluster: PostgresCluster): Promise<string[]> {
       // A fresh schema each run (the same content sent again would be DUPLICATE_FILE), dropped
       // after so the cluster holds one run's rows at a time.
       const schema = fresh('send');
-      const work = join(out, 'postgres-send');
-      rmSync(work, { recursive: true, force: true });
-      mkdirSync(work, { recursive: true });
-      writeFileSync(
-        join(work, 'dropline.config.json'),
-        JSON.stringify({
-          api: {
-            baseUrl: sandbox.url,
-            username: 'demo',
-            password: 'demo',
-            chunkSize: CHUNK,
-            concurrency: CONCURRENCY,
-          },
-          notify: { listen: '127.0.0.1:0', token: 'bench' },
-          store: `${cluster.url}?schema=${schema}`,
-          sources: [{ name: 'local', type: 'local', path: './drop' }],
-        }),
-      );
+      const work = sendWorkdir(join(out, 'postgres-send'), {
+        sandboxUrl: sandbox.url,
+        chunkSize: CHUNK,
+        concurrency: CONCURRENCY,
+        store: `${cluster.url}?schema=${schema}`,
+      });
       const run = timed([SEMI_SPACE, cli, 'send', '--json', file], work);
       const manifest = JSON.parse(run.stdout) as { state: string; counts: { submitted: number } };
       if (manifest.counts.submitted !== SEND_LINES)

@@ -3,7 +3,7 @@
 // timed with its peak RSS (bench/peak-rss.ts preloaded).
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
@@ -52,4 +52,33 @@ export function timed(args: string[], cwd: string): Timed {
   if (r.status !== 0) throw new Error(`failed: ${args.join(' ')}\n${r.stderr.slice(-2000)}`);
   const m = /peak-rss-kib (\d+)/.exec(r.stderr);
   return { seconds, rssMiB: m ? Number(m[1]) / 1024 : Number.NaN, stdout: r.stdout };
+}
+
+/**
+ * A fresh working directory for one `dropline send` run (`dir`, emptied), with the config both
+ * send benches use: the sandbox at `sandboxUrl`, chunks of `chunkSize`, `concurrency` in flight,
+ * a local source in ./drop and the given store.
+ */
+export function sendWorkdir(
+  dir: string,
+  options: { sandboxUrl: string; chunkSize: number; concurrency: number; store: string },
+): string {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'dropline.config.json'),
+    JSON.stringify({
+      api: {
+        baseUrl: options.sandboxUrl,
+        username: 'demo',
+        password: 'demo',
+        chunkSize: options.chunkSize,
+        concurrency: options.concurrency,
+      },
+      notify: { listen: '127.0.0.1:0', token: 'bench' },
+      store: options.store,
+      sources: [{ name: 'local', type: 'local', path: './drop' }],
+    }),
+  );
+  return dir;
 }
