@@ -56,9 +56,14 @@ export class Workers {
   /** Where the service sends delivery reports; nothing listens there before openReceiver(). */
   readonly notifyUrl: string;
   receiver: Receiver | null = null;
-  private readonly notifyPort: number;
-  /** Answers every report 503 until openReceiver(): the sandbox keeps them and tries again. */
-  private holding: Server | null;
+  /**
+   * Where notifyUrl points for the whole test: answers every report 503 until openReceiver()
+   * (the sandbox keeps them and tries again), then hands each to the receiver and returns its
+   * answer. Never closed before the end, so no report meets a reset or a refused connection
+   * at the switch (the service never retries those: the report would be lost).
+   */
+  private readonly front: Server;
+  private readonly forward: { to: string | null };
   /** The receiver's own store connection; tests read the truth through it. */
   readonly store: Store;
   readonly config: Config;
@@ -68,19 +73,20 @@ export class Workers {
     dir: string;
     sandbox: Sandbox;
     notifyPort: number;
-    holding: Server;
+    front: Server;
+    forward: { to: string | null };
     store: Store;
     testStore: TestStore;
     config: Config;
   }) {
-    this.holding = init.holding;
+    this.front = init.front;
+    this.forward = init.forward;
     this.dir = init.dir;
     this.drop = join(init.dir, 'drop');
     this.dbPath = join(init.dir, 'state.db');
     this.testStore = init.testStore;
     this.storeUrl = init.testStore.url;
     this.sandbox = init.sandbox;
-    this.notifyPort = init.notifyPort;
     this.notifyUrl = `http://127.0.0.1:${init.notifyPort}/notify?token=tok`;
     this.store = init.store;
     this.config = init.config;
@@ -91,18 +97,13 @@ export class Workers {
    * sandbox tries it again 3, 6, 9, 12 and 15 s later: a file stays submitted meanwhile.
    */
   async openReceiver(): Promise<void> {
-    const holding = this.holding;
-    this.holding = null;
-    if (holding) {
-      holding.closeAllConnections();
-      await new Promise((done) => holding.close(done));
-    }
     this.receiver ??= await startReceiver({
-      listen: `127.0.0.1:${this.notifyPort}`,
+      listen: '127.0.0.1:0',
       path: '/notify',
       token: 'tok',
       store: this.store,
     });
+    this.forward.to = `http://127.0.0.1:${this.receiver.port}`;
   }
 
   static async create(config: Record<string, unknown> = {}): Promise<Workers> {
@@ -114,12 +115,28 @@ export class Workers {
     // before the sandbox gives a report up, however long a loaded machine takes to reach
     // openReceiver (0.1, 15 s in all, lost reports on PostgreSQL under load).
     const sandbox = await startSandbox({ timeScale: 0.3, deliveryDelayMs: 1000 });
-    const holding = createServer((_req, res) => {
-      res.writeHead(503);
-      res.end();
+    const forward: { to: string | null } = { to: null };
+    const front = createServer((req, res) => {
+      const body: Buffer[] = [];
+      req.on('data', (c: Buffer) => body.push(c));
+      req.on('end', () => {
+        const answer = (status: number, text = '') => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(text);
+        };
+        if (!forward.to) return answer(503);
+        fetch(`${forward.to}${req.url ?? '/'}`, {
+          method: req.method ?? 'POST',
+          headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+          body: Buffer.concat(body),
+        }).then(
+          async (r) => answer(r.status, await r.text()),
+          () => answer(503),
+        );
+      });
     });
-    await new Promise<void>((done) => holding.listen(0, '127.0.0.1', done));
-    const notifyPort = (holding.address() as AddressInfo).port;
+    await new Promise<void>((done) => front.listen(0, '127.0.0.1', done));
+    const notifyPort = (front.address() as AddressInfo).port;
     const parsed = parseConfig({
       store: testStore.url,
       leaseMs: 1500,
@@ -136,7 +153,7 @@ export class Workers {
       },
       sources: [{ name: 'local', type: 'local', path: join(dir, 'drop') }],
     });
-    return new Workers({ dir, sandbox, notifyPort, holding, store, testStore, config: parsed });
+    return new Workers({ dir, sandbox, notifyPort, front, forward, store, testStore, config: parsed });
   }
 
   async worker(name: string, options: WorkerOptions = {}): Promise<Worker> {
@@ -203,9 +220,9 @@ export class Workers {
       await w.source.close().catch(() => {});
       await w.store.close().catch(() => {});
     }
+    this.front.closeAllConnections();
+    this.front.close();
     await this.receiver?.close().catch(() => {});
-    this.holding?.closeAllConnections();
-    this.holding?.close();
     await this.store.close().catch(() => {});
     await this.testStore.close().catch(() => {});
     await this.sandbox.close().catch(() => {});
