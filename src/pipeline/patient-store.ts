@@ -35,7 +35,9 @@ export function patientStore(store: Store, patience: Patience): Store {
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await fn(...args);
-        if (away) {
+        // Said by a call that waited: one that began before the store went away and succeeded
+        // says nothing about it being back.
+        if (away && attempt > 0) {
           away = false;
           log.info('the store answers again: going on where the work was');
         }

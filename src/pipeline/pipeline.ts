@@ -17,6 +17,7 @@ import type { SendResult, ServiceClient } from '../service/client.ts';
 import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
+  type ChunkDestination,
   type ChunkResult,
   type ChunkState,
   type FileCounts,
@@ -44,6 +45,8 @@ import {
 // but kept ~10k row objects alive across young-generation GCs: V8 grew its new space to
 // 128 MB during ingest (peak RSS ~380 MB at 1M recipients against ~290 MB with 2,000).
 const INSERT_BATCH = 2000;
+/** Batches of recipients being inserted while the reader goes on (ingest). */
+const INSERTS_IN_FLIGHT = 2;
 /** Claim-time sniffs kept for their ingest: a claim batch's worth, and more. */
 const SNIFFS_KEPT = 2000;
 /** Files of a claim batch read (hashed) and moved at once (round trips, not bandwidth, on SFTP/S3). */
@@ -637,6 +640,18 @@ export class Pipeline {
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
     });
+    // Inserts in flight while the next batch is read and validated: a store in another process
+    // (PostgreSQL) writes batches on connections of their own while this thread parses. Each
+    // batch's rows carry their ids (idx), so the order they commit in does not matter; all are
+    // settled before anything else writes the file's rows.
+    const inserting = new Set<Promise<void>>();
+    /** The first insert that failed: thrown by the next settleInserts, however long ago it ended. */
+    let insertFailed: { err: unknown } | null = null;
+    /** Until at most `max` inserts are in flight; then the first failure is thrown. */
+    const settleInserts = async (max: number): Promise<void> => {
+      while (inserting.size > max) await Promise.race(inserting);
+      if (insertFailed) throw insertFailed.err;
+    };
     // The progress entry goes whatever ends the read (a store error too).
     try {
       for await (const batch of untilRefused(read, file.path, refused)) {
@@ -689,31 +704,41 @@ export class Pipeline {
           }
         }
         if (rows.length >= INSERT_BATCH) {
+          await settleInserts(INSERTS_IN_FLIGHT - 1);
           this.fence(file.fileId);
-          await this.store.insertRecipients(file.fileId, rows);
-          this.reading.set(file.fileId, idx);
-          for (const r of rows) {
-            // One row a record, but a bulk line of several numbers: counted at its first.
-            if (r.k <= 1) seen.records++;
-            if (r.outcome === 'pending') seen.valid++;
-            else if (r.outcome === 'invalid') seen.invalid++;
-            else if (r.outcome === 'duplicate') seen.duplicates++;
-            else if (r.outcome === 'suppressed') seen.suppressed++;
-          }
-          this.touch();
+          const batch = rows;
+          const last = idx;
           rows = [];
-          // `status` in another process shows how far the read got: one small UPDATE at most
-          // every half second, the final counts replace it.
-          if (Date.now() - readShownAt >= 500) {
+          const insert = this.store.insertRecipients(file.fileId, batch).then(async () => {
+            this.reading.set(file.fileId, Math.max(last, this.reading.get(file.fileId) ?? 0));
+            for (const r of batch) {
+              // One row a record, but a bulk line of several numbers: counted at its first.
+              if (r.k <= 1) seen.records++;
+              if (r.outcome === 'pending') seen.valid++;
+              else if (r.outcome === 'invalid') seen.invalid++;
+              else if (r.outcome === 'duplicate') seen.duplicates++;
+              else if (r.outcome === 'suppressed') seen.suppressed++;
+            }
+            this.touch();
+            // `status` in another process shows how far the read got (rows committed): one
+            // small UPDATE at most every half second, the final counts replace it.
+            if (Date.now() - readShownAt < 500) return;
             readShownAt = Date.now();
             this.fence(file.fileId);
-            await this.store.updateFile(file.fileId, {
-              counts: { ...seen, segments: 0 },
-            });
-          }
+            await this.store.updateFile(file.fileId, { counts: { ...seen, segments: 0 } });
+          });
+          const tracked: Promise<void> = insert
+            .catch((err: unknown) => {
+              insertFailed ??= { err };
+            })
+            .finally(() => inserting.delete(tracked));
+          inserting.add(tracked);
         }
       }
+      await settleInserts(0);
     } finally {
+      // A read that failed: its inserts end before anything else touches the file's rows.
+      await Promise.all(inserting);
       this.reading.delete(file.fileId);
     }
     if (refused.error) {
@@ -846,57 +871,100 @@ export class Pipeline {
       this.lose(fileId);
       stop = true;
     };
+    // The next chunk's destinations are read while this one is sent (a read: its rows change
+    // only under this worker's lease, and it still goes inflight before its request).
+    const ahead = new Map<number, Promise<ChunkDestination[]>>();
+    const readAhead = (): void => {
+      const next = pending[0];
+      if (!next || ahead.has(next.seq) || stop) return;
+      const read = this.store.chunkDestinations(fileId, next.seq);
+      read.catch(() => {});
+      ahead.set(next.seq, read);
+    };
     const worker = async (): Promise<void> => {
-      const stopping = this.stopping.signal;
-      for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
-        if (!lease || lease.lost) return lost();
-        const current = await this.store.getFile(fileId);
-        if (current?.state !== 'sending') {
-          stop = true;
-          return;
-        }
-        if (!(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))) return lost();
-        // Fenced: the chunk goes inflight only while the lease is this worker's.
-        if (
-          !(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending'], { owner: this.owner }))
-        ) {
-          if ((await this.store.getFile(fileId))?.leaseOwner !== this.owner) return lost();
-          continue;
-        }
-        const rows = await this.store.chunkDestinations(fileId, chunk.seq);
-        const planned = planChunk(fileId, chunk.seq, rows, bulkText);
-        const result = await this.client.sendChunk(planned, { signal: stopping });
-        const chunkResult = toChunkResult(result, { stopped: stopping.aborted });
+      // A chunk's result is recorded while the worker starts and sends its next chunk (at most
+      // one result of this worker being recorded): a crash meanwhile leaves it inflight, in
+      // doubt at the next start, as a crash during its request would.
+      let recording: Promise<void> | null = null;
+      const record = async (seq: number, chunkResult: ChunkResult, destinations: number): Promise<void> => {
+        const previous = recording;
         // Not fenced: what the service answered is a fact, whoever holds the lease now (a
         // worker that took over meanwhile has this chunk in doubt, and this settles it).
-        const state = await this.store.recordChunkResult(fileId, chunk.seq, chunkResult);
-        this.touch();
-        this.log[
-          state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
-        ](
-          {
-            fileId,
-            chunk: chunk.seq,
-            destinations: rows.length,
-            state,
-            attempts: chunkResult.attempts,
-            ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
-          },
-          `chunk ${chunk.seq} ${state}`,
-        );
-        const blocked = result.parts.find(
-          (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
-        );
-        if (blocked && blocked.outcome.kind !== 'accepted') {
-          stop = true;
-          try {
-            await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
-          } catch (err) {
-            if (err instanceof LeaseLost) return;
-            throw err;
+        recording = this.store.recordChunkResult(fileId, seq, chunkResult).then((state) => {
+          this.touch();
+          this.log[
+            state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
+          ](
+            {
+              fileId,
+              chunk: seq,
+              destinations,
+              state,
+              attempts: chunkResult.attempts,
+              ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
+            },
+            `chunk ${seq} ${state}`,
+          );
+        });
+        // Awaited by the next chunk or when the worker ends; until then its failure is not unhandled.
+        recording.catch(() => {});
+        await previous;
+      };
+      const stopping = this.stopping.signal;
+      const loop = async (): Promise<void> => {
+        for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
+          if (!lease || lease.lost) return lost();
+          // Fenced in one statement: the chunk goes inflight only while the lease is this
+          // worker's (withLease renews it) and the file is still sending (not paused, cancelled).
+          const guard = { owner: this.owner, fileState: 'sending' } as const;
+          if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending'], guard))) {
+            const current = await this.store.getFile(fileId);
+            if (current?.leaseOwner !== this.owner) return lost();
+            if (current.state !== 'sending') {
+              stop = true;
+              return;
+            }
+            continue;
+          }
+          const rows = await (ahead.get(chunk.seq) ?? this.store.chunkDestinations(fileId, chunk.seq));
+          ahead.delete(chunk.seq);
+          readAhead();
+          const planned = planChunk(fileId, chunk.seq, rows, bulkText);
+          const result = await this.client.sendChunk(planned, { signal: stopping });
+          await record(chunk.seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
+          const blocked = result.parts.find(
+            (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
+          );
+          if (blocked && blocked.outcome.kind !== 'accepted') {
+            stop = true;
+            await recording;
+            try {
+              await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
+            } catch (err) {
+              if (err instanceof LeaseLost) return;
+              throw err;
+            }
           }
         }
+      };
+      let failed = false;
+      let failure: unknown;
+      try {
+        await loop();
+      } catch (err) {
+        failed = true;
+        failure = err;
       }
+      // The worker's last result is recorded before it ends, whatever ended it.
+      try {
+        await recording;
+      } catch (err) {
+        if (!failed) {
+          failed = true;
+          failure = err;
+        }
+      }
+      if (failed) throw failure;
     };
     await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
     this.fence(fileId);

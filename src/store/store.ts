@@ -351,6 +351,12 @@ export interface ListFilesOptions {
   before?: string;
 }
 
+/** setChunkState's conditions on the file, checked in the same statement. */
+export interface ChunkStateGuard {
+  readonly owner?: string;
+  readonly fileState?: FileState;
+}
+
 export interface Store {
   /** Applies pending migrations. Idempotent. */
   migrate(): Promise<void>;
@@ -430,14 +436,15 @@ export interface Store {
   /**
    * Compare-and-set on the chunk state; `inflight` also increments attempts. With `owner`,
    * also only while the file's lease is held by `owner` (fencing: a worker whose lease was
-   * taken over starts no chunk), in the same statement.
+   * taken over starts no chunk); with `fileState`, only while the file is in that state (a
+   * file paused or cancelled meanwhile starts no chunk). One statement.
    */
   setChunkState(
     fileId: string,
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
-    options?: { owner?: string },
+    options?: ChunkStateGuard,
   ): Promise<boolean>;
   /**
    * One transaction: the chunk's state, and every part's recipients' outcome, code and

@@ -233,6 +233,31 @@ describe('the store unavailable in the middle of a send', () => {
   }, 60_000);
 });
 
+describe('a batch of recipients the store refuses mid-ingest', () => {
+  it('ends the read with that error: no chunk planned, nothing sent, the file still validating', async () => {
+    let inserts = 0;
+    w = await Workers.create();
+    const a = await w.worker('a', {
+      wrapStore: (store) =>
+        wrap(store, {
+          // The second batch of 2,000 fails while the third is read (batches are inserted
+          // while the next is read: the failure must still end the ingest).
+          insertRecipients: async (real, ...args) => {
+            if (++inserts === 2) throw new DroplineError('DROPLINE_ERR_STORE', 'constraint violated');
+            return real(...args);
+          },
+        }),
+    });
+    const entry = await w.dropFile('campaign.txt', campaign(7000));
+    const file = await a.pipeline.claim(a.source, entry);
+    const fileId = file!.fileId;
+    await expect(a.pipeline.drive(fileId)).rejects.toThrow('constraint violated');
+    expect((await w.store.getFile(fileId))?.state).toBe('validating');
+    expect(await w.store.listChunks(fileId)).toEqual([]);
+    expect(await ledger(w, fileId)).toEqual([]);
+  });
+});
+
 // A SQLite lock: only where the store is SQLite (the postgres project runs this file too).
 if (TEST_STORE === 'sqlite')
   describe('the SQLite file locked by another connection beyond busy_timeout', () => {

@@ -46,6 +46,7 @@ import {
   type ChunkRecord,
   type ChunkResult,
   type ChunkState,
+  type ChunkStateGuard,
   type ClaimedFile,
   type ClaimOptions,
   type DeliveryEvent,
@@ -864,7 +865,7 @@ export class PostgresStore implements Store {
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
-    options: { owner?: string } = {},
+    options: ChunkStateGuard = {},
   ): Promise<boolean> {
     return (
       (await this.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, {
@@ -873,6 +874,7 @@ export class PostgresStore implements Store {
         file_id: fileId,
         seq,
         owner: options.owner ?? null,
+        file_state: options.fileState ?? null,
         now: this.now(),
       })) === 1
     );

@@ -409,8 +409,10 @@ export const CHUNK_DESTINATIONS = statement(
 export const SET_CHUNK_STATE = statement(
   `UPDATE chunks SET state = :to::text, attempts = attempts + (:to::text = 'inflight')::int, updated_at = ${NOW}
    WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])
-     AND (:owner::text IS NULL
-          OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner::text))`,
+     AND (:owner::text IS NULL AND :file_state::text IS NULL
+          OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id
+            AND (:owner::text IS NULL OR lease_owner = :owner::text)
+            AND (:file_state::text IS NULL OR state = :file_state::text)))`,
 );
 
 /**

@@ -41,6 +41,7 @@ import {
   type ChunkRecord,
   type ChunkResult,
   type ChunkState,
+  type ChunkStateGuard,
   type ClaimedFile,
   type ClaimOptions,
   type DeliveryEvent,
@@ -746,12 +747,14 @@ export class SqliteStore implements Store {
     seq: number,
     to: ChunkState,
     from: readonly ChunkState[],
-    options: { owner?: string } = {},
+    options: ChunkStateGuard = {},
   ): Promise<boolean> {
     const r = this.stmt(
       `UPDATE chunks SET state = :to, attempts = attempts + (:to = 'inflight'), updated_at = :now
        WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))
-         AND (:owner IS NULL OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id AND lease_owner = :owner))`,
+         AND (:owner IS NULL AND :file_state IS NULL
+              OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id
+                AND (:owner IS NULL OR lease_owner = :owner) AND (:file_state IS NULL OR state = :file_state)))`,
     ).run({
       to,
       now: this.now(),
@@ -759,6 +762,7 @@ export class SqliteStore implements Store {
       seq,
       from: JSON.stringify(from),
       owner: options.owner ?? null,
+      file_state: options.fileState ?? null,
     });
     return changes(r) === 1;
   }

@@ -175,6 +175,24 @@ export function ingest(t: ContractContext): void {
         [2, 'inflight', 1],
       ]);
     });
+
+    it('setChunkState with a file state: no chunk starts once the file was paused or cancelled', async () => {
+      await sendingFile('f1', 4, 2);
+      expect(await store.takeLease('f1', 'w1', 10_000)).toBe(true);
+      const guard = { owner: 'w1', fileState: 'sending' } as const;
+      expect(await store.setChunkState('f1', 1, 'inflight', ['pending'], guard)).toBe(true);
+      // A user pauses the file between two chunks: the next one stays pending.
+      expect(await store.transition('f1', 'paused', { from: ['sending'] })).not.toBeNull();
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], guard)).toBe(false);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { fileState: 'sending' })).toBe(
+        false,
+      );
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { fileState: 'paused' })).toBe(true);
+      expect((await store.listChunks('f1')).map((c) => [c.seq, c.state])).toEqual([
+        [1, 'inflight'],
+        [2, 'inflight'],
+      ]);
+    });
   });
 
   describe('chunkDestinations', () => {
