@@ -71,6 +71,7 @@ import {
 } from '../store.ts';
 import { intArray, textArray } from './arrays.ts';
 import { createPool, type Queryable, retried, storeError, transaction } from './connection.ts';
+import { copyIn, copyValue } from './copy.ts';
 import { loadPostgresMigrations } from './migrations.ts';
 import * as S from './sql.ts';
 
@@ -724,43 +725,20 @@ export class PostgresStore implements Store {
       if (!(Number.isInteger(r.idx) && r.idx >= 0 && r.idx < SPAN))
         throw new DroplineError('DROPLINE_ERR_STORE', `${what}: idx ${r.idx} out of range`);
     }
-    const n = rows.length;
-    const ids: number[] = new Array(n);
-    const lines: number[] = new Array(n);
-    const ks: number[] = new Array(n);
-    const numbers: (string | null)[] = new Array(n);
-    const vals: (string | null)[] = new Array(n);
-    const messageIds: (string | null)[] = new Array(n);
-    const texts: (string | null)[] = new Array(n);
-    const chunkSeqs: (number | null)[] = new Array(n);
-    const outcomes: string[] = new Array(n);
-    const codes: (string | null)[] = new Array(n);
-    const details: (string | null)[] = new Array(n);
-    const smsCounts: (number | null)[] = new Array(n);
     // each chunk's id range in this batch (idx; made ids below)
     const spans = new Map<number, [number, number]>();
-    for (let i = 0; i < n; i++) {
-      const r = rows[i]!;
-      lines[i] = r.line;
-      ks[i] = r.k;
-      numbers[i] = r.number;
-      vals[i] = r.value;
-      messageIds[i] = storedMessageId(fileId, r);
-      texts[i] = r.text;
-      chunkSeqs[i] = r.chunkSeq;
-      outcomes[i] = r.outcome;
-      codes[i] = r.code;
-      details[i] = r.detail;
-      smsCounts[i] = r.smsCount;
-      if (r.chunkSeq !== null) {
-        const span = spans.get(r.chunkSeq);
-        if (!span) spans.set(r.chunkSeq, [r.idx, r.idx]);
-        else {
-          if (r.idx < span[0]) span[0] = r.idx;
-          if (r.idx > span[1]) span[1] = r.idx;
-        }
+    for (const r of rows) {
+      if (r.chunkSeq === null) continue;
+      const span = spans.get(r.chunkSeq);
+      if (!span) spans.set(r.chunkSeq, [r.idx, r.idx]);
+      else {
+        if (r.idx < span[0]) span[0] = r.idx;
+        if (r.idx > span[1]) span[1] = r.idx;
       }
     }
+    // status takes its default ('pending'); updated_at the database's now() unless a clock is injected
+    const now = this.now();
+    const tail = now === null ? '\n' : `\t${now}\n`;
     await this.tx(what, async (c) => {
       // The file's number as committed, read inside the write: its rows are its own.
       const fileNo = await this.fileNo(fileId, c);
@@ -769,27 +747,19 @@ export class PostgresStore implements Store {
       if (fileNo >= MAX_FILE_NO)
         throw new DroplineError('DROPLINE_ERR_STORE', `file number ${fileNo} out of range`);
       const base = fileNo * SPAN;
-      for (let i = 0; i < n; i++) ids[i] = base + rows[i]!.idx;
-      await this.count(
-        what,
-        S.INSERT_RECIPIENTS,
-        {
-          ids: intArray(ids),
-          lines: intArray(lines),
-          ks: intArray(ks),
-          numbers: textArray(numbers),
-          vals: textArray(vals),
-          message_ids: textArray(messageIds),
-          texts: textArray(texts),
-          chunk_seqs: intArray(chunkSeqs),
-          outcomes: textArray(outcomes),
-          codes: textArray(codes),
-          details: textArray(details),
-          sms_counts: intArray(smsCounts),
-          now: this.now(),
-        },
-        c,
-      );
+      let data = '';
+      for (const r of rows) {
+        data += `${base + r.idx}\t${r.line}\t${r.k}\t${copyValue(r.number)}\t${copyValue(r.value)}\t${copyValue(
+          storedMessageId(fileId, r),
+        )}\t${copyValue(r.text)}\t${copyValue(r.chunkSeq)}\t${copyValue(r.outcome)}\t${copyValue(
+          r.code,
+        )}\t${copyValue(r.detail)}\t${copyValue(r.smsCount)}${tail}`;
+      }
+      try {
+        await copyIn(c, now === null ? S.COPY_RECIPIENTS : S.COPY_RECIPIENTS_AT, data);
+      } catch (err) {
+        throw storeError(err, what);
+      }
       if (spans.size > 0) {
         const seqs = [...spans.keys()];
         await this.count(

@@ -282,13 +282,12 @@ export const CLEAR_SPANS = statement('DELETE FROM chunk_spans WHERE file_no = :f
 export const CLEAR_CHUNKS = statement('DELETE FROM chunks WHERE file_id = :file_id');
 
 /** A batch of recipients as parallel arrays: one statement, whatever its size. */
-export const INSERT_RECIPIENTS = statement(
-  `INSERT INTO recipients (id, line, k, number, value, message_id, text, chunk_seq, outcome, code, detail,
-     sms_count, status, updated_at)
-   SELECT v.*, 'pending', ${NOW}
-   FROM unnest(:ids::bigint[], :lines::int[], :ks::int[], :numbers::text[], :vals::text[], :message_ids::text[],
-     :texts::text[], :chunk_seqs::int[], :outcomes::text[], :codes::text[], :details::text[], :sms_counts::int[]) AS v`,
-);
+const RECIPIENT_COLUMNS =
+  'id, line, k, number, value, message_id, text, chunk_seq, outcome, code, detail, sms_count';
+/** insertRecipients' rows (copy.ts text format); status and updated_at take their defaults. */
+export const COPY_RECIPIENTS = `COPY recipients (${RECIPIENT_COLUMNS}) FROM STDIN`;
+/** The same with updated_at given (the store's injected clock). */
+export const COPY_RECIPIENTS_AT = `COPY recipients (${RECIPIENT_COLUMNS}, updated_at) FROM STDIN`;
 
 /** The id range of each chunk in a batch, widened by later batches. */
 export const UPSERT_SPANS = statement(

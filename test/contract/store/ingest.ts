@@ -94,6 +94,12 @@ export function ingest(t: ContractContext): void {
         ' padded ',
         'línea\nnueva ñ 😀',
         "it's",
+        // what COPY's text format escapes or reads specially
+        'tab\there',
+        'cr\r\nlf',
+        '\\N',
+        '\\t not a tab',
+        'ends with \\',
       ];
       const rows = validRows(odd.length, odd.length).map((r, i) => ({
         ...r,

@@ -98,7 +98,8 @@ CREATE TABLE recipients (
   sms_count          integer,
   status             text NOT NULL DEFAULT 'pending',
   transaction_number text,
-  updated_at         timestamptz NOT NULL
+  -- the default serves insertRecipients' COPY (the database's clock, as now() elsewhere)
+  updated_at         timestamptz NOT NULL DEFAULT now()
 );
 -- delivery reports with a messageId of the file's own column
 CREATE INDEX recipients_message ON recipients (message_id, id) WHERE message_id IS NOT NULL;
