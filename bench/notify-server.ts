@@ -10,10 +10,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startReceiver } from '../src/notify/receiver.ts';
 import { openStore } from '../src/store/index.ts';
-import type { RecipientInsert, Store } from '../src/store/store.ts';
+import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../src/store/store.ts';
 import { parseStoreUrl } from '../src/store/url.ts';
 
 export interface ServerData {
@@ -33,6 +34,13 @@ export interface ServerData {
   /** Where the warm-up file's numbers start (distinct from the measured file's). */
   warmupFirst: number;
   chunkSize: number;
+  /**
+   * receiver: instead of the store, a stand-in whose every commit takes this many ms and no
+   * CPU (a timer), recording nothing: the rate the receiver's group commit allows on this
+   * machine when a commit lasts that long, whatever the store (the ceiling line of the
+   * PostgreSQL ingest bench).
+   */
+  commitMs?: number;
 }
 
 export interface ServerReport {
@@ -47,6 +55,9 @@ export interface ServerReport {
   /** receiver: progress checks (store.counts of the measured file) during the round, and the slowest (ms). */
   progressChecks: number;
   slowestProgressMs: number;
+  /** receiver: the median commit (store.recordDeliveries) in ms, and the median events per commit. */
+  commitMs: number;
+  commitEvents: number;
 }
 
 /** How often the file's progress is checked, as `dropline run` and `send --wait` do. */
@@ -85,9 +96,43 @@ if (data.mode === 'bare') {
         duplicates: 0,
         progressChecks: 0,
         slowestProgressMs: 0,
+        commitMs: 0,
+        commitEvents: 0,
       };
       port.postMessage(report);
     });
+  });
+} else if (data.commitMs !== undefined) {
+  const commitMs = data.commitMs;
+  const standIn = {
+    async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
+      await sleep(commitMs);
+      return { recorded: events.length, duplicates: 0, orphans: 0, fileIds: [] };
+    },
+  } as unknown as Store;
+  const receiver = await startReceiver({
+    listen: '127.0.0.1:0',
+    path: '/notify',
+    token: data.token,
+    store: standIn,
+  });
+  port.postMessage({ url: receiver.url });
+  port.once('message', async () => {
+    await receiver.close();
+    const stats = receiver.stats();
+    const report: ServerReport = {
+      events: stats.events,
+      commits: stats.commits,
+      largestBatch: stats.largestBatch,
+      delivered: stats.events,
+      orphans: 0,
+      duplicates: 0,
+      progressChecks: 0,
+      slowestProgressMs: 0,
+      commitMs,
+      commitEvents: 0,
+    };
+    port.postMessage(report);
   });
 } else {
   // As `dropline run` opens it.
@@ -119,7 +164,27 @@ if (data.mode === 'bare') {
       slowestProgressMs = Math.max(slowestProgressMs, performance.now() - t);
     });
   }, PROGRESS_MS);
-  const receiver = await startReceiver({ listen: '127.0.0.1:0', path: '/notify', token: data.token, store });
+  // Each commit timed (the receiver calls recordDeliveries once per group).
+  const commits: { ms: number; events: number }[] = [];
+  const timed = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key !== 'recordDeliveries') return (value as (...a: unknown[]) => unknown).bind(target);
+      return async (events: readonly DeliveryEvent[]) => {
+        const t = performance.now();
+        const result = (await (value as Store['recordDeliveries']).call(target, events)) as DeliveryResult;
+        commits.push({ ms: performance.now() - t, events: events.length });
+        return result;
+      };
+    },
+  });
+  const receiver = await startReceiver({
+    listen: '127.0.0.1:0',
+    path: '/notify',
+    token: data.token,
+    store: timed,
+  });
   port.postMessage({ url: receiver.url });
   port.once('message', async () => {
     clearInterval(progress);
@@ -136,6 +201,8 @@ if (data.mode === 'bare') {
       duplicates: stats.duplicates,
       progressChecks,
       slowestProgressMs,
+      commitMs: medianOf(commits.map((c) => c.ms)),
+      commitEvents: medianOf(commits.map((c) => c.events)),
     };
     port.postMessage(report);
   });
@@ -222,6 +289,11 @@ async function registerSent(store: Store, fileId: string, first: number, n: numb
       ],
     });
   }
+}
+
+function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
 /** The recipient number of report i (as bench/notify.bench.ts posts them). */
