@@ -1092,13 +1092,15 @@ export class Pipeline {
   private async resendInDoubt(file: FileRecord): Promise<FileRecord> {
     const counts = await this.store.counts(file.fileId);
     this.fence(file.fileId);
-    const requeued = await this.store.requeueChunks(file.fileId, ['in_doubt']);
+    // Counted in the same transaction: a requeue repeated after a lost commit counts nothing twice.
+    const requeued = await this.store.requeueChunks(file.fileId, ['in_doubt'], {
+      addPossibleDuplicates: counts.inDoubt,
+    });
     if (requeued === 0) return file;
     this.log.warn(
       { fileId: file.fileId, chunks: requeued, recipients: counts.inDoubt },
       'resending in-doubt chunks: their recipients may get the message twice',
     );
-    await this.store.updateFile(file.fileId, { addPossibleDuplicates: counts.inDoubt });
     return (await this.transition(file.fileId, 'sending', ['partial'])) ?? file;
   }
 
@@ -1114,15 +1116,15 @@ export class Pipeline {
       async (file) => {
         const { inDoubt } = await this.store.counts(fileId);
         this.fence(fileId);
-        const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt']);
+        const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt'], {
+          addPossibleDuplicates: inDoubt,
+        });
         if (requeued > 0) {
-          if (inDoubt > 0) {
+          if (inDoubt > 0)
             this.log.warn(
               { fileId, recipients: inDoubt },
               'retry resends in-doubt chunks: their recipients may get the message twice',
             );
-            await this.store.updateFile(fileId, { addPossibleDuplicates: inDoubt });
-          }
           await this.transition(fileId, 'sending', ['partial', 'sending']);
         }
         await this.driveHeld(file);

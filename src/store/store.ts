@@ -458,8 +458,18 @@ export interface Store {
    * (their pending recipients too). Returns how many chunks changed.
    */
   markInflightInDoubt(fileId: string): Promise<number>;
-  /** Puts the failed (and, with `inDoubt`, in-doubt) chunks of a file back to pending, their recipients too. */
-  requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number>;
+  /**
+   * Puts the chunks of a file in `states` back to pending, their recipients the service did
+   * not take too; returns how many chunks moved. With `addPossibleDuplicates`, the file's
+   * possible duplicates grow by it in the same transaction when at least one chunk moved: a
+   * call repeated after its commit was lost (the pipeline's patient store) moves nothing and
+   * adds nothing.
+   */
+  requeueChunks(
+    fileId: string,
+    states: readonly ChunkState[],
+    options?: { addPossibleDuplicates?: number },
+  ): Promise<number>;
 
   // ---- delivery reports ----
   /**

@@ -975,13 +975,18 @@ export class PostgresStore implements Store {
     });
   }
 
-  async requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number> {
+  async requeueChunks(
+    fileId: string,
+    states: readonly ChunkState[],
+    options: { addPossibleDuplicates?: number } = {},
+  ): Promise<number> {
     // Only recipients the service did not take go back: a failed chunk may hold sent ones.
     const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
     const [r] = await this.rows(`requeueing chunks of ${fileId}`, S.REQUEUE_CHUNKS, {
       file_id: fileId,
       states,
       outcomes,
+      add_pd: options.addPossibleDuplicates ?? 0,
       now: this.now(),
     });
     return num(r?.n ?? 0);

@@ -527,6 +527,10 @@ export const REQUEUE_CHUNKS = statement(
      FROM chunk_spans s
      WHERE s.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq IN (SELECT seq FROM moved)
        AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq AND r.outcome = ANY(:outcomes::text[])
+     RETURNING 1),
+   counted AS (
+     UPDATE files SET possible_duplicates = possible_duplicates + :add_pd::bigint, updated_at = ${NOW}
+     WHERE file_id = :file_id AND :add_pd::bigint > 0 AND EXISTS (SELECT 1 FROM moved)
      RETURNING 1)
    SELECT count(*) AS n FROM moved`,
 );

@@ -873,7 +873,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  async requeueChunks(fileId: string, states: readonly ChunkState[]): Promise<number> {
+  async requeueChunks(
+    fileId: string,
+    states: readonly ChunkState[],
+    options: { addPossibleDuplicates?: number } = {},
+  ): Promise<number> {
     const now = this.now();
     // Only recipients the service did not take go back: a failed chunk may hold sent ones.
     const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
@@ -894,7 +898,13 @@ export class SqliteStore implements Store {
         `UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = :now
          WHERE file_id = :file_id AND state IN (SELECT value FROM json_each(:states))`,
       ).run({ now, file_id: fileId, states: JSON.stringify(states) });
-      return changes(r);
+      const moved = changes(r);
+      const add = options.addPossibleDuplicates ?? 0;
+      if (moved > 0 && add > 0)
+        this.stmt(
+          'UPDATE files SET possible_duplicates = possible_duplicates + ?, updated_at = ? WHERE file_id = ?',
+        ).run(add, now, fileId);
+      return moved;
     });
   }
 

@@ -273,6 +273,19 @@ export function sendingAndResults(t: ContractContext): void {
       expect((await store.listChunks('f1'))[1]?.attempts).toBe(5);
     });
 
+    it('requeueChunks counts possible duplicates with the requeue: a repeat of it after a lost commit counts nothing more', async () => {
+      await sendingFile('f1', 4, 2);
+      for (const seq of [1, 2]) await store.setChunkState('f1', seq, 'inflight', ['pending']);
+      expect(await store.markInflightInDoubt('f1')).toBe(2);
+      expect((await store.counts('f1')).inDoubt).toBe(4);
+      expect(await store.requeueChunks('f1', ['in_doubt'], { addPossibleDuplicates: 4 })).toBe(2);
+      expect((await store.getFile('f1'))?.possibleDuplicates).toBe(4);
+      // The same call again, as the pipeline's patient store makes it when the first one's
+      // commit was lost with its connection: nothing moves, nothing is counted twice.
+      expect(await store.requeueChunks('f1', ['in_doubt'], { addPossibleDuplicates: 4 })).toBe(0);
+      expect((await store.getFile('f1'))?.possibleDuplicates).toBe(4);
+      expect((await store.listChunks('f1')).map((c) => c.state)).toEqual(['pending', 'pending']);
+    });
     it('a part held back (403) beside a part in doubt goes out once a report proves the other part', async () => {
       await sendingFile('f1', 4, 4);
       await store.setChunkState('f1', 1, 'inflight', ['pending']);
