@@ -151,6 +151,5 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     errors: JSON.stringify(p.errors ?? []),
     set_deadline: flag(p.deliveryDeadline),
     deadline: p.deliveryDeadline ?? null,
-    add_pd: p.addPossibleDuplicates ?? 0,
   };
 }

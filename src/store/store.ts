@@ -152,8 +152,6 @@ export interface FilePatch {
   reason?: string | null;
   errors?: ListedIssue[];
   deliveryDeadline?: string | null;
-  /** Added to possibleDuplicates. */
-  addPossibleDuplicates?: number;
 }
 
 export interface RecipientInsert {

@@ -198,7 +198,6 @@ export const PATCH_FILE = statement(
   reason = CASE WHEN :set_reason::boolean THEN :reason::text ELSE reason END,
   errors = CASE WHEN :set_errors::boolean THEN :errors::jsonb ELSE errors END,
   delivery_deadline = CASE WHEN :set_deadline::boolean THEN :deadline::timestamptz ELSE delivery_deadline END,
-  possible_duplicates = possible_duplicates + :add_pd::bigint,
   updated_at = ${NOW}
 WHERE file_id = :file_id
   AND (:from::text[] IS NULL OR state = ANY(:from::text[]))

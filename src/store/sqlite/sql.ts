@@ -65,7 +65,6 @@ UPDATE files SET
   reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
   errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
   delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
-  possible_duplicates = possible_duplicates + :add_pd,
   updated_at = :now
 WHERE file_id = :file_id
   AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))

@@ -133,7 +133,6 @@ export function filesAndLeases(t: ContractContext): void {
           reason: 'r',
           errors,
           deliveryDeadline: at(5000),
-          addPossibleDuplicates: 2,
         },
       });
       expect(rejected).toMatchObject({
@@ -148,10 +147,10 @@ export function filesAndLeases(t: ContractContext): void {
         reason: 'r',
         errors,
         deliveryDeadline: at(5000),
-        possibleDuplicates: 2,
+        possibleDuplicates: 0,
       });
       h.clock.advance(10);
-      await store.updateFile('f1', { reason: null, addPossibleDuplicates: 3, header: false });
+      await store.updateFile('f1', { reason: null, header: false });
       const after = await store.getFile('f1');
       expect(after).toMatchObject({
         state: 'rejected',
@@ -161,7 +160,7 @@ export function filesAndLeases(t: ContractContext): void {
         counts,
         reason: null,
         errors,
-        possibleDuplicates: 5,
+        possibleDuplicates: 0,
         updatedAt: at(10),
       });
       await store.updateFile('f1', { rejection: null, layout: null, deliveryDeadline: null, errors: [] });
