@@ -706,12 +706,12 @@ export class Pipeline {
         if (rows.length >= INSERT_BATCH) {
           await settleInserts(INSERTS_IN_FLIGHT - 1);
           this.fence(file.fileId);
-          const batch = rows;
+          const inserted = rows;
           const last = idx;
           rows = [];
-          const insert = this.store.insertRecipients(file.fileId, batch).then(async () => {
+          const insert = this.store.insertRecipients(file.fileId, inserted).then(async () => {
             this.reading.set(file.fileId, Math.max(last, this.reading.get(file.fileId) ?? 0));
-            for (const r of batch) {
+            for (const r of inserted) {
               // One row a record, but a bulk line of several numbers: counted at its first.
               if (r.k <= 1) seen.records++;
               if (r.outcome === 'pending') seen.valid++;
@@ -881,13 +881,41 @@ export class Pipeline {
       read.catch(() => {});
       ahead.set(next.seq, read);
     };
+    // Fenced in one statement: a chunk goes inflight only while this worker holds the file's
+    // lease, unexpired (withLease's timer renews it), and the file is still sending (not
+    // paused or cancelled).
+    const guard = { owner: this.owner, fileState: 'sending' } as const;
+    /** The chunk is inflight; false when it is not this worker's to send (stop or lost said why). */
+    const start = async (seq: number): Promise<boolean> => {
+      if (await this.store.setChunkState(fileId, seq, 'inflight', ['pending'], guard)) return true;
+      const current = await this.store.getFile(fileId);
+      if (current?.leaseOwner !== this.owner) {
+        lost();
+        return false;
+      }
+      if (current.state !== 'sending') {
+        stop = true;
+        return false;
+      }
+      // Still this worker's and sending: the chunk was no longer pending, or the lease lapsed
+      // with nobody taking the file (its renewal held up): renewed, then asked once more.
+      if (!(await this.store.renewLease(fileId, this.owner, this.config.leaseMs))) {
+        lost();
+        return false;
+      }
+      return this.store.setChunkState(fileId, seq, 'inflight', ['pending'], guard);
+    };
     const worker = async (): Promise<void> => {
-      // A chunk's result is recorded while the worker starts and sends its next chunk (at most
-      // one result of this worker being recorded): a crash meanwhile leaves it inflight, in
-      // doubt at the next start, as a crash during its request would.
+      // A chunk's result is recorded while the worker starts and sends its next chunk, one
+      // result of this worker at a time: a crash meanwhile leaves it inflight, in doubt at the
+      // next start, as a crash during its request would.
       let recording: Promise<void> | null = null;
       const record = async (seq: number, chunkResult: ChunkResult, destinations: number): Promise<void> => {
-        const previous = recording;
+        // The previous result first; this one is recorded even when that one failed.
+        const prior = await recording?.then(
+          () => null,
+          (err: unknown) => ({ err }),
+        );
         // Not fenced: what the service answered is a fact, whoever holds the lease now (a
         // worker that took over meanwhile has this chunk in doubt, and this settles it).
         recording = this.store.recordChunkResult(fileId, seq, chunkResult).then((state) => {
@@ -908,26 +936,16 @@ export class Pipeline {
         });
         // Awaited by the next chunk or when the worker ends; until then its failure is not unhandled.
         recording.catch(() => {});
-        await previous;
+        if (prior) throw prior.err;
       };
       const stopping = this.stopping.signal;
       const loop = async (): Promise<void> => {
         for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
           if (!lease || lease.lost) return lost();
-          // Fenced in one statement: the chunk goes inflight only while the lease is this
-          // worker's (withLease renews it) and the file is still sending (not paused, cancelled).
-          const guard = { owner: this.owner, fileState: 'sending' } as const;
-          if (!(await this.store.setChunkState(fileId, chunk.seq, 'inflight', ['pending'], guard))) {
-            const current = await this.store.getFile(fileId);
-            if (current?.leaseOwner !== this.owner) return lost();
-            if (current.state !== 'sending') {
-              stop = true;
-              return;
-            }
-            continue;
-          }
-          const rows = await (ahead.get(chunk.seq) ?? this.store.chunkDestinations(fileId, chunk.seq));
+          if (!(await start(chunk.seq))) continue;
+          const read = ahead.get(chunk.seq) ?? this.store.chunkDestinations(fileId, chunk.seq);
           ahead.delete(chunk.seq);
+          const rows = await read;
           readAhead();
           const planned = planChunk(fileId, chunk.seq, rows, bulkText);
           const result = await this.client.sendChunk(planned, { signal: stopping });
@@ -947,24 +965,16 @@ export class Pipeline {
           }
         }
       };
-      let failed = false;
-      let failure: unknown;
+      // The worker's last result is recorded before it ends, whatever ended it.
+      // (`recording` is set inside record(), which the compiler does not follow.)
+      const last = (): Promise<void> | null => recording as Promise<void> | null;
       try {
         await loop();
       } catch (err) {
-        failed = true;
-        failure = err;
+        await last()?.catch(() => {});
+        throw err;
       }
-      // The worker's last result is recorded before it ends, whatever ended it.
-      try {
-        await recording;
-      } catch (err) {
-        if (!failed) {
-          failed = true;
-          failure = err;
-        }
-      }
-      if (failed) throw failure;
+      await last();
     };
     await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
     this.fence(fileId);

@@ -124,6 +124,9 @@ async function assemble(
 
   const store = await openStore(config.store, {
     backgroundCheckpoints: options.backgroundCheckpoints === true,
+    // PostgreSQL: each send worker holds up to two connections (its chunk's statement and its
+    // previous result), plus the read-ahead, the lease timer, the receiver, progress and ops.
+    connections: 2 * config.api.concurrency + 8,
   });
   opened.push(() => store.close());
   await store.migrate();

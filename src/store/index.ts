@@ -16,6 +16,8 @@ export interface OpenStoreOptions {
   cwd?: string;
   /** A long-running process: WAL checkpoints on a worker thread (SqliteStoreOptions). */
   backgroundCheckpoints?: boolean;
+  /** PostgreSQL: connections in the pool at most (default 10). */
+  connections?: number;
 }
 
 /**
@@ -30,6 +32,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     return new PostgresStore({
       connectionString: parsed.connectionString,
       ...(parsed.schema === null ? {} : { schema: parsed.schema }),
+      ...(options.connections === undefined ? {} : { poolSize: options.connections }),
       ...clock(options),
     });
   }

@@ -433,9 +433,9 @@ export interface Store {
   chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
   /**
    * Compare-and-set on the chunk state; `inflight` also increments attempts. With `owner`,
-   * also only while the file's lease is held by `owner` (fencing: a worker whose lease was
-   * taken over starts no chunk); with `fileState`, only while the file is in that state (a
-   * file paused or cancelled meanwhile starts no chunk). One statement.
+   * also only while `owner` holds the file's lease, unexpired (fencing: a worker whose lease
+   * was taken over, or lapsed, starts no chunk); with `fileState`, only while the file is in
+   * that state (a file paused or cancelled meanwhile starts no chunk). One statement.
    */
   setChunkState(
     fileId: string,

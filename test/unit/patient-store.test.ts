@@ -3,6 +3,7 @@
 // after the commit, so the change is made and its answer never comes. Repeated, the
 // compare-and-set finds its own change; it must say "done", never "refused" (a chunk left
 // inflight, a transition taken for a lost lease).
+import { pino } from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -92,6 +93,38 @@ it('a store away for a while is waited for; an error of another kind is not', as
   expect((await store.getFile('f1'))?.state).toBe('sending');
   expect(away).toBe(-1);
   await expect(store.insertChunks('missing', [{ seq: 1, size: 1 }])).rejects.toThrow();
+});
+
+it('each outage is said once and its end once, also when the call that waited ends with another error', async () => {
+  real = await sending();
+  // getFile: unavailable, then (the retry) an error of another kind; later calls answer.
+  const faults: string[] = ['DROPLINE_ERR_STORE_UNAVAILABLE', 'DROPLINE_ERR_STORE'];
+  const flaky = new Proxy(real, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const code = key === 'getFile' ? faults.shift() : undefined;
+        if (code) throw new DroplineError(code as 'DROPLINE_ERR_STORE', 'fault');
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+  const said: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => said.push(JSON.parse(line).msg) });
+  const store = patientStore(flaky, { logger, signal: new AbortController().signal });
+  await expect(store.getFile('f1')).rejects.toThrow('fault');
+  // A call begun during the outage that answers ends it.
+  expect((await store.getFile('f1'))?.state).toBe('sending');
+  // The next outage is said again.
+  faults.push('DROPLINE_ERR_STORE_UNAVAILABLE');
+  expect((await store.getFile('f1'))?.state).toBe('sending');
+  expect(said.map((m) => m.split(':')[0])).toEqual([
+    'the store is unavailable',
+    'the store answers again',
+    'the store is unavailable',
+    'the store answers again',
+  ]);
 });
 
 it('says which errors are "unavailable"', () => {

@@ -409,7 +409,7 @@ export const SET_CHUNK_STATE = statement(
    WHERE file_id = :file_id AND seq = :seq AND state = ANY(:from::text[])
      AND (:owner::text IS NULL AND :file_state::text IS NULL
           OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id
-            AND (:owner::text IS NULL OR lease_owner = :owner::text)
+            AND (:owner::text IS NULL OR (lease_owner = :owner::text AND lease_until > ${NOW}))
             AND (:file_state::text IS NULL OR state = :file_state::text)))`,
 );
 

@@ -754,7 +754,8 @@ export class SqliteStore implements Store {
        WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))
          AND (:owner IS NULL AND :file_state IS NULL
               OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id
-                AND (:owner IS NULL OR lease_owner = :owner) AND (:file_state IS NULL OR state = :file_state)))`,
+                AND (:owner IS NULL OR (lease_owner = :owner AND lease_until > :now))
+                AND (:file_state IS NULL OR state = :file_state)))`,
     ).run({
       to,
       now: this.now(),

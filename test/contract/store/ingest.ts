@@ -175,6 +175,10 @@ export function ingest(t: ContractContext): void {
       h.clock.advance(10_001);
       expect(await store.takeLease('f1', 'w2', 10_000)).toBe(true);
       expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w1' })).toBe(false);
+      // w2's lease lapses with nobody taking the file: no chunk starts until it is renewed.
+      h.clock.advance(10_001);
+      expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(false);
+      expect(await store.renewLease('f1', 'w2', 10_000)).toBe(true);
       expect(await store.setChunkState('f1', 2, 'inflight', ['pending'], { owner: 'w2' })).toBe(true);
       expect((await store.listChunks('f1')).map((c) => [c.seq, c.state, c.attempts])).toEqual([
         [1, 'inflight', 1],
