@@ -14,7 +14,13 @@ export interface LoadedConfig {
   /** The file read, or null for the embedded default. */
   path: string | null;
   /** Secrets, kept apart so nothing that prints the config can print them. */
-  secrets: { apiPassword: string; notifyToken: string; opsToken: string | undefined };
+  secrets: {
+    apiPassword: string;
+    /** Each of `accounts`' passwords, by account name. */
+    accountPasswords: Readonly<Record<string, string>>;
+    notifyToken: string;
+    opsToken: string | undefined;
+  };
   /** The URL the service posts delivery reports to (token in the query string). */
   notifyUrl: string;
 }
@@ -115,6 +121,18 @@ export function loadConfig(
       'api.password: required for a real service (or api.passwordFile, or DROPLINE_API_PASSWORD)',
     );
   }
+  const accountPasswords: Record<string, string> = {};
+  for (const [name, account] of Object.entries(config.accounts)) {
+    const key = `accounts.${name}`;
+    if (account.password !== undefined && account.passwordFile !== undefined)
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give password or passwordFile, not both`);
+    const password = account.passwordFile
+      ? readSecretFile(account.passwordFile, `${key}.passwordFile`)
+      : account.password;
+    if (password === undefined || password === '')
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.password: required (or ${key}.passwordFile)`);
+    accountPasswords[name] = password;
+  }
   const storeDir = config.store.startsWith('sqlite:')
     ? dirname(resolve(config.store.slice(7)))
     : resolve('.dropline');
@@ -145,7 +163,7 @@ export function loadConfig(
   return {
     config: Object.freeze(config),
     path,
-    secrets: { apiPassword, notifyToken, opsToken },
+    secrets: { apiPassword, accountPasswords, notifyToken, opsToken },
     notifyUrl: url.toString(),
   };
 }

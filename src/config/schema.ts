@@ -49,8 +49,31 @@ const sourceCommon = {
     .default(2 * 1024 ** 3),
   allowedCountries: z.array(z.string().length(2)).nullable().default(null),
   defaultCountry: z.string().length(2).default('CO'),
-  account: z.string().optional(),
+  /** The account (a key of `accounts`, or "default": the `api` credentials) this source's files are sent with. */
+  account: z.string().min(1).default('default'),
 };
+
+/**
+ * A sending account of the messaging service, its own token, budget and pause state. SMS
+ * (POST /mtmessage/massive) only for now: the other channels' keys (apiKey, source) arrive
+ * with them, and are refused until then rather than accepted and ignored.
+ */
+const account = z
+  .object({
+    channel: z
+      .enum(['sms', 'rcs', 'whatsapp', 'email'])
+      .default('sms')
+      .refine((c) => c === 'sms', { message: 'only "sms" is supported so far' }),
+    baseUrl: z.string().url(),
+    username: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+    /** Default: api.ratePerSecond. */
+    ratePerSecond: z.number().nonnegative().optional(),
+    /** Default: api.concurrency. */
+    concurrency: z.number().int().min(1).max(256).optional(),
+  })
+  .strict();
 
 const localSource = z
   .object({
@@ -96,6 +119,8 @@ const s3Source = z
 
 export const configSchema = z
   .object({
+    /** Accounts by name; "default" is the `api` credentials unless named here. */
+    accounts: z.record(z.string(), account).default({}),
     api: z
       .object({
         baseUrl: z.union([z.literal('sandbox'), z.string().url()]).default('sandbox'),
@@ -167,6 +192,24 @@ export const configSchema = z
       .array(z.discriminatedUnion('type', [localSource, sftpSource, s3Source]))
       .min(1)
       .prefault([{ name: 'local', type: 'local', path: './drop' }]),
+  })
+  .superRefine((config, ctx) => {
+    for (const name of Object.keys(config.accounts))
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['accounts', name],
+          message: 'an account name is letters, digits, _ and - (at most 64)',
+        });
+    const names = ['default', ...Object.keys(config.accounts).filter((n) => n !== 'default')];
+    for (const [i, s] of config.sources.entries()) {
+      if (s.account === 'default' || s.account in config.accounts) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sources', i, 'account'],
+        message: `no account "${s.account}" (accounts: ${names.join(', ')})`,
+      });
+    }
   })
   .strict();
 

@@ -55,7 +55,10 @@ const CLAIM_READ_CONCURRENCY = 16;
 export interface PipelineOptions {
   config: Config;
   store: Store;
+  /** The account "default" (the `api` credentials, or `accounts.default`). */
   client: ServiceClient;
+  /** The clients of `accounts` by name (a source's `account` chooses one). */
+  accounts?: ReadonlyMap<string, ServiceClient>;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
   /** This worker's lease owner id. */
@@ -92,6 +95,7 @@ export class Pipeline {
   readonly store: Store;
   readonly config: Config;
   private readonly client: ServiceClient;
+  private readonly accounts: ReadonlyMap<string, ServiceClient>;
   private readonly sources: ReadonlyMap<string, Source>;
   private readonly log: Logger;
   private readonly owner: string;
@@ -115,6 +119,7 @@ export class Pipeline {
     this.store = patientStore(options.store, { logger: options.logger, signal: this.stopping.signal });
     this.config = options.config;
     this.client = options.client;
+    this.accounts = options.accounts ?? new Map();
     this.sources = options.sources;
     this.log = options.logger;
     this.owner = options.owner;
@@ -135,6 +140,19 @@ export class Pipeline {
     const cfg = this.config.sources.find((s) => s.name === name);
     if (!cfg) throw new Error(`unknown source ${name}`);
     return cfg;
+  }
+
+  /**
+   * The account a file is sent with (its source's `account`): its client, and how many of
+   * its chunks are in flight at once (the account's concurrency).
+   */
+  private accountOf(file: FileRecord): { client: ServiceClient; concurrency: number } {
+    const name = this.sourceConfig(file.source).account;
+    const client = this.accounts.get(name) ?? (name === 'default' ? this.client : undefined);
+    // The configuration names only accounts it defines (schema.ts): this is a defect, not input.
+    if (!client) throw new Error(`source ${file.source}: no account ${name}`);
+    const concurrency = this.config.accounts[name]?.concurrency ?? this.config.api.concurrency;
+    return { client, concurrency };
   }
 
   source(name: string): Source {
@@ -864,6 +882,7 @@ export class Pipeline {
     await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
+    const account = this.accountOf(file);
     let stop = false;
     const lease = this.held.get(fileId);
     // Ends this worker's sends of the file (a lost lease): the others see `stop` between chunks.
@@ -948,7 +967,7 @@ export class Pipeline {
           const rows = await read;
           readAhead();
           const planned = planChunk(fileId, chunk.seq, rows, bulkText);
-          const result = await this.client.sendChunk(planned, { signal: stopping });
+          const result = await account.client.sendChunk(planned, { signal: stopping });
           await record(chunk.seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
           const blocked = result.parts.find(
             (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
@@ -976,7 +995,7 @@ export class Pipeline {
       }
       await last();
     };
-    await Promise.all(Array.from({ length: this.config.api.concurrency }, worker));
+    await Promise.all(Array.from({ length: account.concurrency }, worker));
     this.fence(fileId);
     const after = await this.mustGet(fileId);
     // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in

@@ -126,7 +126,9 @@ async function assemble(
     backgroundCheckpoints: options.backgroundCheckpoints === true,
     // PostgreSQL: each send worker holds up to two connections (its chunk's statement and its
     // previous result), plus the read-ahead, the lease timer, the receiver, progress and ops.
-    connections: 2 * config.api.concurrency + 8,
+    connections:
+      2 * Math.max(config.api.concurrency, ...Object.values(config.accounts).map((a) => a.concurrency ?? 0)) +
+      8,
   });
   opened.push(() => store.close());
   await store.migrate();
@@ -169,21 +171,51 @@ async function assemble(
     }
   } else serviceUrl = config.api.baseUrl;
 
-  const client = new ServiceClient({
-    baseUrl: serviceUrl,
-    username: config.api.username,
-    password: loaded.secrets.apiPassword,
-    notifyUrl: loaded.notifyUrl,
-    notifyContentType: 'application/json',
-    concurrency: config.api.concurrency,
-    ratePerSecond: config.api.ratePerSecond,
-    timeoutMs: config.api.timeoutMs,
-    retry: config.api.retry,
-    token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
-  });
-  opened.push(() => client.close());
+  // One client per account: its own token (a login expires only that account's previous
+  // token), its own concurrency and rate. The `api` credentials are the account "default"
+  // unless `accounts` names one so.
+  const newClient = (account: {
+    baseUrl: string;
+    username: string;
+    password: string;
+    concurrency: number;
+    ratePerSecond: number;
+  }) => {
+    const client = new ServiceClient({
+      ...account,
+      notifyUrl: loaded.notifyUrl,
+      notifyContentType: 'application/json',
+      timeoutMs: config.api.timeoutMs,
+      retry: config.api.retry,
+      token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
+    });
+    opened.push(() => client.close());
+    return client;
+  };
+  const accounts = new Map<string, ServiceClient>();
+  for (const [name, a] of Object.entries(config.accounts)) {
+    accounts.set(
+      name,
+      newClient({
+        baseUrl: a.baseUrl,
+        username: a.username,
+        password: loaded.secrets.accountPasswords[name]!,
+        concurrency: a.concurrency ?? config.api.concurrency,
+        ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
+      }),
+    );
+  }
+  const client =
+    accounts.get('default') ??
+    newClient({
+      baseUrl: serviceUrl,
+      username: config.api.username,
+      password: loaded.secrets.apiPassword,
+      concurrency: config.api.concurrency,
+      ratePerSecond: config.api.ratePerSecond,
+    });
 
-  const pipeline = new Pipeline({ config, store, client, sources, logger, owner, suppression });
+  const pipeline = new Pipeline({ config, store, client, accounts, sources, logger, owner, suppression });
   let advertised: Advertisement | null = null;
   return {
     loaded,

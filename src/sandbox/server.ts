@@ -47,6 +47,10 @@ export interface RequestRecord {
   readonly grant?: string | undefined;
   /** For /mtmessage/massive: destinations in the body (0 when unreadable). */
   readonly destinations?: number | undefined;
+  /** For /mtmessage/massive: the account whose token the request carried, once checked. */
+  readonly account?: string | undefined;
+  /** For /mtmessage/massive: the body's bulkId, when the body was read. */
+  readonly bulkId?: string | undefined;
   readonly fault?: string | undefined;
   readonly at: number;
 }
@@ -190,8 +194,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         parsed = undefined;
       }
     }
+    let account: string | undefined;
+    const bulkId =
+      typeof (parsed as { bulkId?: unknown } | undefined)?.bulkId === 'string'
+        ? (parsed as { bulkId: string }).bulkId
+        : undefined;
     const done = (status: number, body: unknown, fault?: string) => {
-      logRequest({ endpoint: '/mtmessage/massive', status, destinations, fault, at: Date.now() });
+      logRequest({
+        endpoint: '/mtmessage/massive',
+        status,
+        destinations,
+        account,
+        bulkId,
+        fault,
+        at: Date.now(),
+      });
       sendJson(res, status, body);
     };
     const fired = faults.pick('massive', random());
@@ -202,6 +219,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (!bearer) return done(401, { message: 'a Bearer token is required' });
     const check = accounts.check(bearer);
     if (!check.ok) return done(401, { message: check.reason });
+    account = check.username;
     if (fired?.kind === 'revoke') {
       accounts.revoke(check.username);
       return done(401, { message: 'the token is unknown or was replaced by a newer one' }, 'revoke');
