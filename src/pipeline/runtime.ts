@@ -1,6 +1,6 @@
 // Everything a command needs, built from the configuration: store, sources, service client
 // (or the embedded sandbox), pipeline. Commands open a runtime, use it, close it.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
@@ -16,6 +16,9 @@ import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
 import { Pipeline } from './pipeline.ts';
+
+/** How long a worker's right to renew an account's token lasts (a token request with its retries fits). */
+const TOKEN_CLAIM_MS = 60_000;
 
 export interface Runtime {
   loaded: LoadedConfig;
@@ -181,8 +184,19 @@ async function assemble(
     concurrency: number;
     ratePerSecond: number;
   }) => {
+    // The account as the service knows it: every process with these credentials shares its
+    // token through the store (a hash: the password itself is never written there).
+    const key = createHash('sha256')
+      .update(`${account.baseUrl}\n${account.username}\n${account.password}`)
+      .digest('hex');
     const client = new ServiceClient({
       ...account,
+      tokenShare: {
+        read: () => store.sharedToken(key),
+        claim: (seen) => store.claimTokenRenewal(key, owner, seen, TOKEN_CLAIM_MS),
+        store: (token) => store.storeToken(key, owner, token),
+        release: () => store.releaseTokenRenewal(key, owner),
+      },
       notifyUrl: loaded.notifyUrl,
       notifyContentType: 'application/json',
       timeoutMs: config.api.timeoutMs,

@@ -16,7 +16,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { type Dispatcher, Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { redactText, redactUrl } from './redact.ts';
-import { type TokenAnswer, TokenManager } from './token.ts';
+import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,
   backoffDelay,
@@ -86,6 +86,8 @@ export interface ServiceClientOptions {
   readonly keepAliveTimeoutMs?: number | undefined;
   readonly retry?: Partial<RetryOptions> | undefined;
   readonly token?: Partial<TokenOptions> | undefined;
+  /** Several workers on this account: its token kept in the store for all of them (token.ts). */
+  readonly tokenShare?: TokenShare | undefined;
   /** Clock for token expiry (tests move it); sleeps use real timers. */
   readonly now?: (() => number) | undefined;
   /** Source of jitter in [0, 1). */
@@ -253,6 +255,7 @@ export class ServiceClient extends EventEmitter {
       now,
       renewBeforeMs: tokenOpts.renewBeforeS * 1000,
       request: (grant) => this.#requestToken(grant, tokenOpts),
+      share: opts.tokenShare,
     });
   }
 

@@ -263,6 +263,19 @@ export interface ChunkResult {
 }
 
 /** service-interface.md 2.6, one element of `results`, as received. */
+/**
+ * A service account's token as the store keeps it for every worker (the service keeps one
+ * active token per account: a worker that logged in on its own would expire the others').
+ */
+export interface SharedToken {
+  readonly accessToken: string;
+  readonly refreshToken: string | null;
+  /** ISO-8601: when the token is to be renewed, ahead of its lapse (the renewing worker's clock). */
+  readonly renewAt: string;
+  /** 1 for the first token stored, then one more for each renewal. */
+  readonly generation: number;
+}
+
 export interface DeliveryEvent {
   transactionNumber: string;
   to: string;
@@ -360,6 +373,22 @@ export interface Store {
   migrate(): Promise<void>;
   /** Throws when the store cannot be used: read, written, or has too little free disk (readiness). */
   ping(): Promise<void>;
+  /** The token stored for the account `key` (see SharedToken), or null. */
+  sharedToken(key: string): Promise<SharedToken | null>;
+  /**
+   * The right to renew the account's token, for `ms` from now (the store's clock): granted
+   * only while the stored generation is still `seen` (0: none stored yet) and no other owner
+   * holds an unexpired right. The others wait for the generation to change and adopt it.
+   */
+  claimTokenRenewal(key: string, owner: string, seen: number, ms: number): Promise<boolean>;
+  /** Stores the renewed token (generation + 1) and ends the right; null when `owner` no longer held it. */
+  storeToken(
+    key: string,
+    owner: string,
+    token: { accessToken: string; refreshToken: string | null; renewAt: string },
+  ): Promise<SharedToken | null>;
+  /** Ends the right without a token (the renewal failed). */
+  releaseTokenRenewal(key: string, owner: string): Promise<void>;
   /** Throws DROPLINE_ERR_STORE_READONLY when a committed write fails (`run` refuses to start). */
   probeWrite(): Promise<void>;
   close(): Promise<void>;

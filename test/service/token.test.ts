@@ -1,6 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { ServiceClient, type ServiceClientOptions, type TokenEvent } from '../../src/service/client.ts';
+import { SqliteStore } from '../../src/store/index.ts';
 import { getJson, makeChunk, postJson } from './helpers.ts';
 
 let sandbox: Sandbox;
@@ -142,5 +146,78 @@ describe('token', () => {
     const result = await c.sendChunk(makeChunk(1));
     expect(result.parts[0]!.outcome.kind).toBe('accepted');
     expect((await requests('/token')).map((r) => r.status)).toEqual([503, 503, 200]);
+  });
+});
+
+// Issue 12: several workers on one account share its token through the store. Each worker
+// here is a client with a store connection of its own on one SQLite file (as processes would
+// have); the sandbox expires an account's previous token whenever it issues a new one.
+describe('a token shared by several workers through the store', () => {
+  let dir: string;
+  const stores: SqliteStore[] = [];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dropline-token-share-'));
+  });
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function worker(name: string, clock: () => number): Promise<ServiceClient> {
+    const store = new SqliteStore({ path: join(dir, 'state.db') });
+    await store.migrate();
+    stores.push(store);
+    const key = 'the-account';
+    return client({
+      now: () => Date.now() + clock(),
+      tokenShare: {
+        read: () => store.sharedToken(key),
+        claim: (seen) => store.claimTokenRenewal(key, name, seen, 60_000),
+        store: (token) => store.storeToken(key, name, token),
+        release: () => store.releaseTokenRenewal(key, name),
+      },
+    });
+  }
+
+  it('four workers: one login, one renewal after the lifetime, and no worker expires another’s token', async () => {
+    let clock = 0;
+    const workers = await Promise.all(['w1', 'w2', 'w3', 'w4'].map((n) => worker(n, () => clock)));
+    const round = async (r: number) => {
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          workers[i % 4]!.sendChunk(makeChunk(2, { chunkId: `r${r}c${i}`, bulkId: `r${r}b${i}` })),
+        ),
+      );
+      expect(results.every((x) => x.parts[0]?.outcome.kind === 'accepted')).toBe(true);
+    };
+    await round(1);
+    expect((await requests('/token')).map((r) => [r.grant, r.status])).toEqual([['password', 200]]);
+    // Past the 4 h lifetime on both clocks: every worker needs a new token at once.
+    clock = 4 * 3600_000 + 1000;
+    sandboxClock = clock;
+    await round(2);
+    const tokens = await requests('/token');
+    expect(tokens).toHaveLength(2);
+    expect(tokens[1]?.status).toBe(200);
+    // Not one request was answered 401: nobody's token was expired under it by another login.
+    expect((await requests('/mtmessage/massive')).filter((r) => r.status === 401)).toEqual([]);
+  });
+
+  it('a worker whose token was replaced by another worker’s renewal adopts the new one after its 401, without a login', async () => {
+    let clock = 0;
+    const [a, b] = await Promise.all(['w1', 'w2'].map((n) => worker(n, () => clock)));
+    await a!.sendChunk(makeChunk(1, { chunkId: 'a1', bulkId: 'a1' }));
+    await b!.sendChunk(makeChunk(1, { chunkId: 'b1', bulkId: 'b1' }));
+    // b's clock alone passes the renewal point: b renews (a refresh), which expires a's token.
+    clock = 4 * 3600_000;
+    await b!.sendChunk(makeChunk(1, { chunkId: 'b2', bulkId: 'b2' }));
+    clock = 0;
+    const r = await a!.sendChunk(makeChunk(1, { chunkId: 'a2', bulkId: 'a2' }));
+    expect(r.parts[0]?.outcome.kind).toBe('accepted');
+    // One login, one refresh (b's); a's 401 made it read the store, not log in again.
+    expect((await requests('/token')).map((t) => [t.grant, t.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+    ]);
   });
 });

@@ -67,6 +67,7 @@ import {
   type RecipientOutcome,
   type RecipientRecord,
   type ReportRow,
+  type SharedToken,
   type Store,
 } from '../store.ts';
 import { intArray, textArray } from './arrays.ts';
@@ -142,6 +143,15 @@ function eventColumns(events: readonly DeliveryEvent[]): Record<string, unknown>
 
 function patchParams(patch: FilePatch | undefined): Record<string, unknown> {
   return patchColumns(patch, (b) => b);
+}
+
+function toSharedToken(r: Row): SharedToken {
+  return {
+    accessToken: str(r.access_token),
+    refreshToken: strOrNull(r.refresh_token),
+    renewAt: str(r.renew_at),
+    generation: num(r.generation),
+  };
 }
 
 /** A report and the recipient it names. */
@@ -299,6 +309,40 @@ export class PostgresStore implements Store {
       // After a failure the connection may be broken: destroyed, never handed out again.
       client.release(failed ? true : undefined);
     }
+  }
+
+  // ---- service tokens ----
+
+  async sharedToken(key: string): Promise<SharedToken | null> {
+    const [r] = await this.rows('reading the shared service token', S.SHARED_TOKEN, { key });
+    return r ? toSharedToken(r) : null;
+  }
+
+  async claimTokenRenewal(key: string, owner: string, seen: number, ms: number): Promise<boolean> {
+    const what = 'claiming the service token renewal';
+    const params = { key, owner, seen, ms, now: this.now() };
+    // No row yet (seen 0): the INSERT makes it claimed, or takes it over when it exists.
+    if (seen === 0 && (await this.rows(what, S.CLAIM_TOKEN_RENEWAL, params)).length === 1) return true;
+    return (await this.count(what, S.CLAIM_TOKEN_RENEWAL_EXISTING, params)) === 1;
+  }
+
+  async storeToken(
+    key: string,
+    owner: string,
+    token: { accessToken: string; refreshToken: string | null; renewAt: string },
+  ): Promise<SharedToken | null> {
+    const [r] = await this.rows('storing the service token', S.STORE_TOKEN, {
+      key,
+      owner,
+      access: token.accessToken,
+      refresh: token.refreshToken,
+      renew_at: token.renewAt,
+    });
+    return r ? toSharedToken(r) : null;
+  }
+
+  async releaseTokenRenewal(key: string, owner: string): Promise<void> {
+    await this.count('releasing the service token renewal', S.RELEASE_TOKEN_RENEWAL, { key, owner });
   }
 
   async ping(): Promise<void> {

@@ -755,3 +755,40 @@ export const PRUNE_DONE = statement('UPDATE files SET pruning = false WHERE file
 export const PRUNE_EVENTS = statement(
   'DELETE FROM delivery_events WHERE transaction_number = ANY(:tns::text[]) AND bulk_id = :file_id',
 );
+
+// ---- service tokens ----
+
+export const SHARED_TOKEN = statement(
+  `SELECT access_token, refresh_token, renew_at, generation FROM service_tokens
+   WHERE account_key = :key AND generation > 0`,
+);
+
+/** The right to renew: the row made when missing; taken only at generation :seen and when free. */
+export const CLAIM_TOKEN_RENEWAL = statement(
+  `INSERT INTO service_tokens AS t (account_key, renewing_owner, renewing_until)
+   SELECT :key, :owner::text, ${NOW} + :ms * interval '1 millisecond' WHERE :seen::bigint = 0
+   ON CONFLICT (account_key) DO UPDATE SET renewing_owner = excluded.renewing_owner,
+     renewing_until = excluded.renewing_until
+   WHERE t.generation = :seen::bigint
+     AND (t.renewing_owner IS NULL OR t.renewing_until <= ${NOW} OR t.renewing_owner = :owner::text)
+   RETURNING 1`,
+);
+
+/** A claim when the row exists and :seen > 0 (the INSERT above inserts nothing then). */
+export const CLAIM_TOKEN_RENEWAL_EXISTING = statement(
+  `UPDATE service_tokens SET renewing_owner = :owner::text, renewing_until = ${NOW} + :ms * interval '1 millisecond'
+   WHERE account_key = :key AND generation = :seen::bigint
+     AND (renewing_owner IS NULL OR renewing_until <= ${NOW} OR renewing_owner = :owner::text)`,
+);
+
+export const STORE_TOKEN = statement(
+  `UPDATE service_tokens SET access_token = :access, refresh_token = :refresh, renew_at = :renew_at,
+     generation = generation + 1, renewing_owner = NULL, renewing_until = NULL
+   WHERE account_key = :key AND renewing_owner = :owner::text
+   RETURNING access_token, refresh_token, renew_at, generation`,
+);
+
+export const RELEASE_TOKEN_RENEWAL = statement(
+  `UPDATE service_tokens SET renewing_owner = NULL, renewing_until = NULL
+   WHERE account_key = :key AND renewing_owner = :owner::text`,
+);

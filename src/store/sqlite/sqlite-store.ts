@@ -61,6 +61,7 @@ import {
   type RecipientOutcome,
   type RecipientRecord,
   type ReportRow,
+  type SharedToken,
   type Store,
   UNKNOWN_DELIVERY,
 } from '../store.ts';
@@ -250,6 +251,56 @@ export class SqliteStore implements Store {
       .prepare('SELECT version FROM schema_migrations WHERE version > 0')
       .all()
       .map((r) => num(r.version));
+  }
+
+  // ---- service tokens ----
+
+  async sharedToken(key: string): Promise<SharedToken | null> {
+    const r = this.stmt(
+      `SELECT access_token, refresh_token, renew_at, generation FROM service_tokens
+       WHERE account_key = ? AND generation > 0`,
+    ).get(key);
+    return r ? toSharedToken(r) : null;
+  }
+
+  async claimTokenRenewal(key: string, owner: string, seen: number, ms: number): Promise<boolean> {
+    const now = this.now();
+    const until = new Date(Date.parse(now) + ms).toISOString();
+    return this.tx(() => {
+      this.stmt('INSERT OR IGNORE INTO service_tokens (account_key) VALUES (?)').run(key);
+      const r = this.stmt(
+        `UPDATE service_tokens SET renewing_owner = :owner, renewing_until = :until
+         WHERE account_key = :key AND generation = :seen
+           AND (renewing_owner IS NULL OR renewing_until <= :now OR renewing_owner = :owner)`,
+      ).run({ key, owner, until, seen, now });
+      return changes(r) === 1;
+    });
+  }
+
+  async storeToken(
+    key: string,
+    owner: string,
+    token: { accessToken: string; refreshToken: string | null; renewAt: string },
+  ): Promise<SharedToken | null> {
+    const [r] = this.stmt(
+      `UPDATE service_tokens SET access_token = :access, refresh_token = :refresh, renew_at = :renew_at,
+         generation = generation + 1, renewing_owner = NULL, renewing_until = NULL
+       WHERE account_key = :key AND renewing_owner = :owner
+       RETURNING access_token, refresh_token, renew_at, generation`,
+    ).all({
+      key,
+      owner,
+      access: token.accessToken,
+      refresh: token.refreshToken,
+      renew_at: token.renewAt,
+    });
+    return r ? toSharedToken(r) : null;
+  }
+
+  async releaseTokenRenewal(key: string, owner: string): Promise<void> {
+    this.stmt(
+      'UPDATE service_tokens SET renewing_owner = NULL, renewing_until = NULL WHERE account_key = ? AND renewing_owner = ?',
+    ).run(key, owner);
   }
 
   async ping(): Promise<void> {
@@ -1372,4 +1423,13 @@ export class SqliteStore implements Store {
       after = num(rows.at(-1)!.id);
     }
   }
+}
+
+function toSharedToken(r: Record<string, unknown>): SharedToken {
+  return {
+    accessToken: str(r.access_token),
+    refreshToken: strOrNull(r.refresh_token),
+    renewAt: str(r.renew_at),
+    generation: num(r.generation),
+  };
 }

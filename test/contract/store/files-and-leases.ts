@@ -29,6 +29,50 @@ export function filesAndLeases(t: ContractContext): void {
     });
   });
 
+  describe('shared service tokens', () => {
+    const token = (n: number) => ({
+      accessToken: `a${n}`,
+      refreshToken: `r${n}`,
+      renewAt: at(3_600_000 * n),
+    });
+
+    it('one worker renews at a time; the others adopt the generation it stored', async () => {
+      expect(await store.sharedToken('acct')).toBeNull();
+      // Two workers find no token: one gets the right, the other waits.
+      expect(await store.claimTokenRenewal('acct', 'w1', 0, 30_000)).toBe(true);
+      expect(await store.claimTokenRenewal('acct', 'w2', 0, 30_000)).toBe(false);
+      expect(await store.sharedToken('acct')).toBeNull();
+      expect(await store.storeToken('acct', 'w1', token(1))).toEqual({ ...token(1), generation: 1 });
+      expect(await store.sharedToken('acct')).toEqual({ ...token(1), generation: 1 });
+      // w2 asks with what it saw (nothing): generation 1 is there now, nothing to renew.
+      expect(await store.claimTokenRenewal('acct', 'w2', 0, 30_000)).toBe(false);
+      // A renewal of generation 1 by w2; w1, which saw generation 1 too, is refused meanwhile.
+      expect(await store.claimTokenRenewal('acct', 'w2', 1, 30_000)).toBe(true);
+      expect(await store.claimTokenRenewal('acct', 'w1', 1, 30_000)).toBe(false);
+      // Only the holder of the right stores.
+      expect(await store.storeToken('acct', 'w1', token(9))).toBeNull();
+      expect((await store.storeToken('acct', 'w2', token(2)))?.generation).toBe(2);
+      expect(await store.sharedToken('acct')).toEqual({ ...token(2), generation: 2 });
+      // Accounts are apart.
+      expect(await store.sharedToken('other')).toBeNull();
+    });
+
+    it('a right whose holder died lapses; a failed renewal gives it back at once', async () => {
+      expect(await store.claimTokenRenewal('acct', 'w1', 0, 10_000)).toBe(true);
+      h.clock.advance(10_001);
+      expect(await store.claimTokenRenewal('acct', 'w2', 0, 10_000)).toBe(true);
+      await store.releaseTokenRenewal('acct', 'w2');
+      expect(await store.claimTokenRenewal('acct', 'w3', 0, 10_000)).toBe(true);
+      // w1 wakes: its right is gone.
+      expect(await store.storeToken('acct', 'w1', token(1))).toBeNull();
+      expect(await store.storeToken('acct', 'w3', { ...token(1), refreshToken: null })).toEqual({
+        ...token(1),
+        refreshToken: null,
+        generation: 1,
+      });
+    });
+  });
+
   describe('files', () => {
     it('registerFile records a file with its initial state timestamp', async () => {
       const { file, created } = await store.registerFile(newFile({ forced: true }));

@@ -181,3 +181,16 @@ CREATE TABLE delivery_events (
   PRIMARY KEY (transaction_number, to_number)
 );
 CREATE INDEX delivery_events_orphan ON delivery_events (recorded_at) WHERE orphan;
+
+-- The service accounts' tokens, shared by every worker (the service keeps one active token
+-- per account: a new one expires the previous). One worker renews under a lease
+-- (renewing_owner, renewing_until); the others adopt the new generation.
+CREATE TABLE service_tokens (
+  account_key    text PRIMARY KEY,
+  access_token   text,
+  refresh_token  text,
+  renew_at     text,
+  generation     bigint NOT NULL DEFAULT 0,
+  renewing_owner text,
+  renewing_until timestamptz
+);
