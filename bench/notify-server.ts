@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
-import { startReceiver } from '../src/notify/receiver.ts';
+import { type ReceiverStats, startReceiver } from '../src/notify/receiver.ts';
 import { openStore } from '../src/store/index.ts';
 import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../src/store/store.ts';
 import { parseStoreUrl } from '../src/store/url.ts';
@@ -110,30 +110,13 @@ if (data.mode === 'bare') {
       return { recorded: events.length, duplicates: 0, orphans: 0, fileIds: [] };
     },
   } as unknown as Store;
-  const receiver = await startReceiver({
-    listen: '127.0.0.1:0',
-    path: '/notify',
-    token: data.token,
-    store: standIn,
-  });
-  port.postMessage({ url: receiver.url });
-  port.once('message', async () => {
-    await receiver.close();
-    const stats = receiver.stats();
-    const report: ServerReport = {
-      events: stats.events,
-      commits: stats.commits,
-      largestBatch: stats.largestBatch,
-      delivered: stats.events,
-      orphans: 0,
-      duplicates: 0,
-      progressChecks: 0,
-      slowestProgressMs: 0,
-      commitMs,
-      commitEvents: 0,
-    };
-    port.postMessage(report);
-  });
+  await serve(standIn, async (stats) => ({
+    delivered: stats.events,
+    progressChecks: 0,
+    slowestProgressMs: 0,
+    commitMs,
+    commitEvents: 0,
+  }));
 } else {
   // As `dropline run` opens it.
   const store = await openStore(data.storeUrl, { backgroundCheckpoints: true });
@@ -179,30 +162,42 @@ if (data.mode === 'bare') {
       };
     },
   });
-  const receiver = await startReceiver({
-    listen: '127.0.0.1:0',
-    path: '/notify',
-    token: data.token,
-    store: timed,
-  });
-  port.postMessage({ url: receiver.url });
-  port.once('message', async () => {
+  await serve(timed, async () => {
     clearInterval(progress);
-    await receiver.close();
-    const stats = receiver.stats();
     const delivered = (await reported()) - before;
     await store.close();
-    const report: ServerReport = {
-      events: stats.events,
-      commits: stats.commits,
-      largestBatch: stats.largestBatch,
+    return {
       delivered,
-      orphans: stats.orphans,
-      duplicates: stats.duplicates,
       progressChecks,
       slowestProgressMs,
       commitMs: medianOf(commits.map((c) => c.ms)),
       commitEvents: medianOf(commits.map((c) => c.events)),
+    };
+  });
+}
+
+/**
+ * The receiver on `store` until the parent says stop: its URL posted first, then the report
+ * (the receiver's counts, and what `finish` adds once it is closed).
+ */
+async function serve(
+  store: Store,
+  finish: (
+    stats: ReceiverStats,
+  ) => Promise<Omit<ServerReport, 'events' | 'commits' | 'largestBatch' | 'orphans' | 'duplicates'>>,
+): Promise<void> {
+  const receiver = await startReceiver({ listen: '127.0.0.1:0', path: '/notify', token: data.token, store });
+  port.postMessage({ url: receiver.url });
+  port.once('message', async () => {
+    await receiver.close();
+    const stats = receiver.stats();
+    const report: ServerReport = {
+      events: stats.events,
+      commits: stats.commits,
+      largestBatch: stats.largestBatch,
+      orphans: stats.orphans,
+      duplicates: stats.duplicates,
+      ...(await finish(stats)),
     };
     port.postMessage(report);
   });

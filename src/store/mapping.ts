@@ -13,6 +13,7 @@ import type {
   ListedIssue,
   RecipientOutcome,
   RecipientRecord,
+  SharedToken,
 } from './store.ts';
 
 export type Row = Record<string, unknown>;
@@ -75,6 +76,24 @@ export function toFile(r: Row): FileRecord {
     leaseUntil: strOrNull(r.lease_until),
     prunedAt: strOrNull(r.pruned_at),
   };
+}
+
+export function toSharedToken(r: Row): SharedToken {
+  return {
+    accessToken: str(r.access_token),
+    refreshToken: strOrNull(r.refresh_token),
+    renewAt: str(r.renew_at),
+    generation: num(r.generation),
+  };
+}
+
+/** storeToken's statement parameters. */
+export function tokenColumns(
+  key: string,
+  owner: string,
+  token: { accessToken: string; refreshToken: string | null; renewAt: string },
+): Record<string, string | null> {
+  return { key, owner, access: token.accessToken, refresh: token.refreshToken, renew_at: token.renewAt };
 }
 
 export function toChunk(r: Row): ChunkRecord {

@@ -20,7 +20,9 @@ import {
   strOrNull,
   toChunk,
   toFile,
+  tokenColumns,
   toRecipient,
+  toSharedToken,
 } from '../mapping.ts';
 import {
   idRange,
@@ -143,15 +145,6 @@ function eventColumns(events: readonly DeliveryEvent[]): Record<string, unknown>
 
 function patchParams(patch: FilePatch | undefined): Record<string, unknown> {
   return patchColumns(patch, (b) => b);
-}
-
-function toSharedToken(r: Row): SharedToken {
-  return {
-    accessToken: str(r.access_token),
-    refreshToken: strOrNull(r.refresh_token),
-    renewAt: str(r.renew_at),
-    generation: num(r.generation),
-  };
 }
 
 /** A report and the recipient it names. */
@@ -331,13 +324,7 @@ export class PostgresStore implements Store {
     owner: string,
     token: { accessToken: string; refreshToken: string | null; renewAt: string },
   ): Promise<SharedToken | null> {
-    const [r] = await this.rows('storing the service token', S.STORE_TOKEN, {
-      key,
-      owner,
-      access: token.accessToken,
-      refresh: token.refreshToken,
-      renew_at: token.renewAt,
-    });
+    const [r] = await this.rows('storing the service token', S.STORE_TOKEN, tokenColumns(key, owner, token));
     return r ? toSharedToken(r) : null;
   }
 

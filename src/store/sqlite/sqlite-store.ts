@@ -15,7 +15,17 @@ import { DroplineError } from '../../errors.ts';
 import { messageIdFor } from '../../plan/ids.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
-import { num, numOrNull, str, strOrNull, toChunk, toFile, toRecipient } from '../mapping.ts';
+import {
+  num,
+  numOrNull,
+  str,
+  strOrNull,
+  toChunk,
+  toFile,
+  tokenColumns,
+  toRecipient,
+  toSharedToken,
+} from '../mapping.ts';
 import {
   idRange,
   MAX_FILE_NO,
@@ -287,13 +297,7 @@ export class SqliteStore implements Store {
          generation = generation + 1, renewing_owner = NULL, renewing_until = NULL
        WHERE account_key = :key AND renewing_owner = :owner
        RETURNING access_token, refresh_token, renew_at, generation`,
-    ).all({
-      key,
-      owner,
-      access: token.accessToken,
-      refresh: token.refreshToken,
-      renew_at: token.renewAt,
-    });
+    ).all(tokenColumns(key, owner, token));
     return r ? toSharedToken(r) : null;
   }
 
@@ -1423,13 +1427,4 @@ export class SqliteStore implements Store {
       after = num(rows.at(-1)!.id);
     }
   }
-}
-
-function toSharedToken(r: Record<string, unknown>): SharedToken {
-  return {
-    accessToken: str(r.access_token),
-    refreshToken: strOrNull(r.refresh_token),
-    renewAt: str(r.renew_at),
-    generation: num(r.generation),
-  };
 }
