@@ -3,16 +3,20 @@
 // bigint or a numeric string, a time a Date or an ISO string, a flag 0/1 or a boolean, JSON a
 // string or an object), and are read here in one place.
 
+import { messageIdFor } from '../plan/ids.ts';
 import { readMessageId } from './message-ids.ts';
 import type {
+  ChunkDestination,
   ChunkRecord,
   ChunkState,
+  DeliveryEvent,
   FilePatch,
   FileRecord,
   FileState,
   ListedIssue,
   RecipientOutcome,
   RecipientRecord,
+  ReportRow,
   SharedToken,
 } from './store.ts';
 
@@ -171,4 +175,63 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     set_deadline: flag(p.deliveryDeadline),
     deadline: p.deliveryDeadline ?? null,
   };
+}
+
+/**
+ * A report row from the report page's columns, as an array (no object of 14 keys per row):
+ * id, line, k, number, value, message_id, message_no, sms_count, status, outcome, code,
+ * transaction_number, updated_at, detail.
+ */
+export function toReportRow(r: readonly unknown[], fileId: string): ReportRow {
+  const line = num(r[1]);
+  return {
+    line,
+    number: strOrNull(r[3]),
+    value: strOrNull(r[4]),
+    messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
+    outcome: str(r[9]) as RecipientOutcome,
+    code: strOrNull(r[10]),
+    status: str(r[8]),
+    transactionNumber: strOrNull(r[11]),
+    smsCount: numOrNull(r[7]),
+    updatedAt: str(r[12]),
+    detail: strOrNull(r[13]),
+  };
+}
+
+/** A chunk destination from [number, message_id, text, line, k]. */
+export function toDestination(r: readonly unknown[], fileId: string): ChunkDestination {
+  const stored = r[1];
+  // '' (a valid recipient recorded without a messageId) reads back as before: a string.
+  const messageId = stored === null ? messageIdFor(fileId, num(r[3]), num(r[4])) : str(stored);
+  return { number: str(r[0]), messageId, text: strOrNull(r[2]) };
+}
+
+/** Delivery events by their bulkId (the fileId they name), in order. */
+export function byBulk(events: readonly DeliveryEvent[]): Map<string, DeliveryEvent[]> {
+  const byFile = new Map<string, DeliveryEvent[]>();
+  for (const e of events) {
+    const list = byFile.get(e.bulkId);
+    if (list) list.push(e);
+    else byFile.set(e.bulkId, [e]);
+  }
+  return byFile;
+}
+
+/**
+ * The first target of each key, and the rest for a later round: one UPDATE applies one
+ * report per row, so two reports for one recipient in a batch go in two rounds, in order.
+ */
+export function firstOfEach<T extends { readonly key: string }>(targets: readonly T[]): [T[], T[]] {
+  const keys = new Set<string>();
+  const current: T[] = [];
+  const later: T[] = [];
+  for (const t of targets) {
+    if (keys.has(t.key)) later.push(t);
+    else {
+      keys.add(t.key);
+      current.push(t);
+    }
+  }
+  return [current, later];
 }

@@ -7,32 +7,25 @@
 
 import type pg from 'pg';
 import { DroplineError } from '../../errors.ts';
-import { messageIdFor } from '../../plan/ids.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
 import {
+  byBulk,
+  firstOfEach,
   json,
   num,
-  numOrNull,
   patchColumns,
   type Row,
   str,
-  strOrNull,
   toChunk,
+  toDestination,
   toFile,
   tokenColumns,
   toRecipient,
+  toReportRow,
   toSharedToken,
 } from '../mapping.ts';
-import {
-  idRange,
-  MAX_FILE_NO,
-  parseGenerated,
-  readMessageId,
-  SPAN,
-  sentForm,
-  storedMessageId,
-} from '../message-ids.ts';
+import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
 import {
   abandonedChunkState,
   CHUNK_OUTCOME,
@@ -101,24 +94,6 @@ const NO_INGEST: IngestCounts = {
   suppressed: 0,
   segments: 0,
 };
-
-/** A report row from reportPageSql's columns, as an array (no object of 14 keys per row). */
-function toReportRow(r: unknown[], fileId: string): ReportRow {
-  const line = num(r[1]);
-  return {
-    line,
-    number: strOrNull(r[3]),
-    value: strOrNull(r[4]),
-    messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
-    outcome: str(r[9]) as RecipientOutcome,
-    code: strOrNull(r[10]),
-    status: str(r[8]),
-    transactionNumber: strOrNull(r[11]),
-    smsCount: numOrNull(r[7]),
-    updatedAt: str(r[12]),
-    detail: strOrNull(r[13]),
-  };
-}
 
 const OUTCOME_OF_CHUNK = S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state');
 const CHUNK_RECIPIENTS = S.chunkRecipientsSql(OUTCOME_OF_CHUNK);
@@ -850,15 +825,7 @@ export class PostgresStore implements Store {
       seq,
       pending_states: PENDING_CHUNK_STATES,
     });
-    const out: ChunkDestination[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]!;
-      const stored = r[1];
-      // '' (a valid recipient recorded without a messageId) reads back as before: a string.
-      const messageId = stored === null ? messageIdFor(fileId, num(r[3]), num(r[4])) : str(stored);
-      out[i] = { number: str(r[0]), messageId, text: strOrNull(r[2]) };
-    }
-    return out;
+    return rows.map((r) => toDestination(r, fileId));
   }
 
   async setChunkState(
@@ -1058,12 +1025,7 @@ export class PostgresStore implements Store {
       }
       result.recorded = fresh.length;
       result.duplicates = events.length - fresh.length;
-      const byFile = new Map<string, DeliveryEvent[]>();
-      for (const e of fresh) {
-        const list = byFile.get(e.bulkId);
-        if (list) list.push(e);
-        else byFile.set(e.bulkId, [e]);
-      }
+      const byFile = byBulk(fresh);
       const orphans: DeliveryEvent[] = [];
       const fileNos = new Map<string, number>();
       const unknown: string[] = [];
@@ -1088,13 +1050,7 @@ export class PostgresStore implements Store {
         orphans.push(...unmatched);
         if (unmatched.length < list.length) files.push(fileId);
       }
-      if (orphans.length > 0)
-        await this.count(
-          what,
-          S.MARK_ORPHANS,
-          { tns: orphans.map((e) => e.transactionNumber), tos: orphans.map((e) => e.to) },
-          c,
-        );
+      await this.markOrphans(c, orphans);
       result.orphans = orphans.length;
       return files;
     });
@@ -1174,15 +1130,20 @@ export class PostgresStore implements Store {
       .map((t): Target => ({ e: t.e, key: t.e.messageId, line: 0, k: 0 }));
     const unmatched = (await this.deliver(c, 'own', own, lo, hi, now, rows, fileId, locked)).map((t) => t.e);
     await this.settleByReports(c, fileId, fileNo, rows, now, locked);
-    if (unmatched.length > 0)
-      await this.count(
-        what,
-        S.MARK_ORPHANS,
-        { tns: unmatched.map((e) => e.transactionNumber), tos: unmatched.map((e) => e.to) },
-        c,
-      );
+    await this.markOrphans(c, unmatched);
     result.orphans = unmatched.length;
     return unmatched.length < fresh.length ? [fileId] : [];
+  }
+
+  /** Inside the transaction: events that matched no recipient kept as orphans. */
+  private async markOrphans(c: pg.PoolClient, orphans: readonly DeliveryEvent[]): Promise<void> {
+    if (orphans.length === 0) return;
+    await this.count(
+      'recording delivery reports',
+      S.MARK_ORPHANS,
+      { tns: orphans.map((e) => e.transactionNumber), tos: orphans.map((e) => e.to) },
+      c,
+    );
   }
 
   /**
@@ -1240,16 +1201,7 @@ export class PostgresStore implements Store {
     let round = targets;
     let first = true;
     while (round.length > 0) {
-      const keys = new Set<string>();
-      const current: Target[] = [];
-      const later: Target[] = [];
-      for (const t of round) {
-        if (keys.has(t.key)) later.push(t);
-        else {
-          keys.add(t.key);
-          current.push(t);
-        }
-      }
+      const [current, later] = firstOfEach(round);
       const common = {
         lo,
         hi,

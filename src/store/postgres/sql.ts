@@ -461,37 +461,29 @@ export const FINISH_CHUNK = statement(UPDATE_CHUNK);
 const IN_CHUNK_SPAN = `r.id BETWEEN (SELECT first_id FROM chunk_spans WHERE file_no = :file_no AND seq = :seq)
   AND (SELECT last_id FROM chunk_spans WHERE file_no = :file_no AND seq = :seq) AND r.chunk_seq = :seq`;
 
-/**
- * FINISH_CHUNK_SET_WHOLE and FINISH_CHUNK_FOLLOW_WHOLE as one statement on their own, for a
- * result that asks nothing of delivery reports: the chunk's row is locked by its UPDATE.
- */
-export const FINISH_CHUNK_SET_WHOLE_ALONE = statement(
+/** A whole-chunk part recorded on the chunk's unsettled rows (those `within`), and the chunk's row. */
+const setWhole = (within: string) =>
   `WITH whole AS (UPDATE recipients r SET ${SET_OUTCOME}
-     WHERE ${IN_CHUNK_SPAN} AND r.outcome IN ('pending', 'in_doubt') RETURNING 1)
-   ${UPDATE_CHUNK}`,
-);
-export const FINISH_CHUNK_FOLLOW_WHOLE_ALONE = statement(
-  `WITH whole AS (UPDATE recipients r SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ${NOW}
-     WHERE ${IN_CHUNK_SPAN} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
-   ${UPDATE_CHUNK}`,
-);
-
-/** A whole-chunk part recorded on the chunk's unsettled rows, and the chunk's row. */
-export const FINISH_CHUNK_SET_WHOLE = statement(
-  `WITH whole AS (UPDATE recipients r SET ${SET_OUTCOME}
-     WHERE ${IN_CHUNK} AND r.outcome IN ('pending', 'in_doubt') RETURNING 1)
-   ${UPDATE_CHUNK}`,
-);
-
+     WHERE ${within} AND r.outcome IN ('pending', 'in_doubt') RETURNING 1)
+   ${UPDATE_CHUNK}`;
 /**
- * A whole-chunk part with the chunk's own result: its rows follow the chunk again; only rows
- * an earlier result marked (in doubt, held back) are touched.
+ * A whole-chunk part with the chunk's own result: its rows (those `within`) follow the chunk
+ * again; only rows an earlier result marked (in doubt, held back) are touched.
  */
-export const FINISH_CHUNK_FOLLOW_WHOLE = statement(
+const followWhole = (within: string) =>
   `WITH whole AS (UPDATE recipients r SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ${NOW}
-     WHERE ${IN_CHUNK} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
-   ${UPDATE_CHUNK}`,
-);
+     WHERE ${within} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
+   ${UPDATE_CHUNK}`;
+
+/** Inside recordChunkResult's transaction, the chunk's span read (:lo, :hi). */
+export const FINISH_CHUNK_SET_WHOLE = statement(setWhole(IN_CHUNK));
+export const FINISH_CHUNK_FOLLOW_WHOLE = statement(followWhole(IN_CHUNK));
+/**
+ * The same as one statement on their own, for a result that asks nothing of delivery
+ * reports: the chunk's row is locked by its UPDATE, its rows found by its span.
+ */
+export const FINISH_CHUNK_SET_WHOLE_ALONE = statement(setWhole(IN_CHUNK_SPAN));
+export const FINISH_CHUNK_FOLLOW_WHOLE_ALONE = statement(followWhole(IN_CHUNK_SPAN));
 
 /** markInflightInDoubt: the file's inflight chunks, locked. */
 export const LOCK_INFLIGHT = statement(
@@ -592,6 +584,17 @@ export const DELIVER_GENERATED = statement(
 );
 
 /**
+ * A CTE after a `delivered` one (rows key, chunk_seq, outcome, code): the chunks of the rows
+ * that follow their chunk or are in doubt, locked in seq order once the rows are written.
+ */
+const LOCK_DELIVERED = `locked AS (
+     SELECT seq, state FROM chunks
+     WHERE file_id = :file_id AND seq IN (
+       SELECT chunk_seq FROM delivered
+       WHERE chunk_seq IS NOT NULL AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NULL)))
+     ORDER BY seq FOR UPDATE)`;
+
+/**
  * DELIVER_GENERATED and LOCK_CHUNKS in one statement (one round trip fewer per commit): the
  * chunks of the rows it reports that follow their chunk or are in doubt, locked in seq order
  * once the rows are written, their states as locked (a chunk result that held the lock has
@@ -604,12 +607,7 @@ export const DELIVER_GENERATED_LOCK = statement(
      FROM (SELECT m.id, v.line, v.k, v.status, v.sms_count, v.tn FROM ${GENERATED_TARGETS}) AS t
      WHERE r.id = t.id
      RETURNING t.line || '-' || t.k AS key, r.chunk_seq, r.outcome, r.code),
-   locked AS (
-     SELECT seq, state FROM chunks
-     WHERE file_id = :file_id AND seq IN (
-       SELECT chunk_seq FROM delivered
-       WHERE chunk_seq IS NOT NULL AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NULL)))
-     ORDER BY seq FOR UPDATE)
+   ${LOCK_DELIVERED}
    SELECT 'row' AS kind, key, chunk_seq, outcome, code, NULL::text AS state FROM delivered
    UNION ALL
    SELECT 'lock', NULL, seq, NULL, NULL, state FROM locked`,
@@ -634,12 +632,7 @@ export const RECORD_GENERATED = statement(
            AND r.message_id IS NULL AND r.chunk_seq IS NOT NULL AND r.number = v.number LIMIT 1) AS m) AS t
      WHERE r.id = t.id
      RETURNING t.line || '-' || t.k AS key, r.chunk_seq, r.outcome, r.code),
-   locked AS (
-     SELECT seq, state FROM chunks
-     WHERE file_id = :file_id AND seq IN (
-       SELECT chunk_seq FROM delivered
-       WHERE chunk_seq IS NOT NULL AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NULL)))
-     ORDER BY seq FOR UPDATE)
+   ${LOCK_DELIVERED}
    SELECT 'event' AS kind, NULL::text AS key, NULL::int AS chunk_seq, NULL::text AS outcome, NULL::text AS code,
      NULL::text AS state, transaction_number AS tn, to_number FROM kept
    UNION ALL

@@ -12,29 +12,24 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
-import { messageIdFor } from '../../plan/ids.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
 import {
+  byBulk,
+  firstOfEach,
   num,
   numOrNull,
   str,
   strOrNull,
   toChunk,
+  toDestination,
   toFile,
   tokenColumns,
   toRecipient,
+  toReportRow,
   toSharedToken,
 } from '../mapping.ts';
-import {
-  idRange,
-  MAX_FILE_NO,
-  parseGenerated,
-  readMessageId,
-  SPAN,
-  sentForm,
-  storedMessageId,
-} from '../message-ids.ts';
+import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
 import type { Migration } from '../migrations.ts';
 import {
   abandonedChunkState,
@@ -786,15 +781,7 @@ export class SqliteStore implements Store {
       `SELECT number, message_id, text, line, k FROM recipients
        WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`,
     ).all(lo, hi, seq) as unknown as SQLOutputValue[][];
-    const out: ChunkDestination[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]!;
-      const stored = r[1];
-      // '' (a valid recipient recorded without a messageId) reads back as before: a string.
-      const messageId = stored === null ? messageIdFor(fileId, num(r[3]), num(r[4])) : str(stored);
-      out[i] = { number: str(r[0]), messageId, text: strOrNull(r[2]) };
-    }
-    return out;
+    return rows.map((r) => toDestination(r, fileId));
   }
 
   async setChunkState(
@@ -975,12 +962,7 @@ export class SqliteStore implements Store {
       const fresh = this.appendDeliveries(events, now);
       result.recorded = fresh.length;
       result.duplicates = events.length - fresh.length;
-      const byFile = new Map<string, DeliveryEvent[]>();
-      for (const e of fresh) {
-        const list = byFile.get(e.bulkId);
-        if (list) list.push(e);
-        else byFile.set(e.bulkId, [e]);
-      }
+      const byFile = byBulk(fresh);
       const orphans: DeliveryEvent[] = [];
       for (const [fileId, list] of byFile) {
         const range = this.range(fileId);
@@ -1106,16 +1088,7 @@ export class SqliteStore implements Store {
     const missed: Target[] = [];
     let round = targets;
     while (round.length > 0) {
-      const keys = new Set<string>();
-      const current: Target[] = [];
-      const later: Target[] = [];
-      for (const t of round) {
-        if (keys.has(t.key)) later.push(t);
-        else {
-          keys.add(t.key);
-          current.push(t);
-        }
-      }
+      const [current, later] = firstOfEach(round);
       const found: SQLOutputValue[][] = [];
       for (const [from, to] of pieces(current.length)) {
         const values: SQLInputValue[] = [];
@@ -1376,25 +1349,7 @@ export class SqliteStore implements Store {
         limit: this.pageSize,
       }) as unknown as SQLOutputValue[][];
       if (rows.length > 0) {
-        const out: ReportRow[] = new Array(rows.length);
-        for (let i = 0; i < rows.length; i++) {
-          const r = rows[i]!;
-          const line = num(r[1]);
-          out[i] = {
-            line,
-            number: strOrNull(r[3]),
-            value: strOrNull(r[4]),
-            messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),
-            outcome: str(r[9]) as RecipientOutcome,
-            code: strOrNull(r[10]),
-            status: str(r[8]),
-            transactionNumber: strOrNull(r[11]),
-            smsCount: numOrNull(r[7]),
-            updatedAt: str(r[12]),
-            detail: strOrNull(r[13]),
-          };
-        }
-        yield out;
+        yield rows.map((r) => toReportRow(r, fileId));
         after = num(rows.at(-1)![0]);
       }
       if (rows.length < this.pageSize) return;
