@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // dropline's command line. Exit codes (CONTRACT.md): 0 success, 1 the work failed or was
 // rejected, 2 usage or configuration error.
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { DroplineError } from '../errors.ts';
+import { VERSION } from '../version.ts';
 import { registerCommands } from './commands/index.ts';
 
 /** Errors that mean the command could not be used as given: exit 2. */
@@ -16,12 +16,9 @@ const USAGE_CODES = new Set<string>([
 ]);
 
 export async function main(argv: string[]): Promise<number> {
-  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
   const program = new Command('dropline')
     .description('Drop-folder SMS campaigns for the messaging service')
-    .version(`dropline ${version}`, '-V, --version', 'the version of dropline')
+    .version(`dropline ${VERSION}`, '-V, --version', 'the version of dropline')
     .option(
       '--config <path>',
       'configuration file (default $DROPLINE_CONFIG, else ./dropline.config.json when present)',

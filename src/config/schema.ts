@@ -51,6 +51,8 @@ const sourceCommon = {
   defaultCountry: z.string().length(2).default('CO'),
   /** The account (a key of `accounts`, or "default": the `api` credentials) this source's files are sent with. */
   account: z.string().min(1).default('default'),
+  /** Its files' share of the account when several send at once: high 4, normal 2, low 1 (docs/scaling.md). */
+  priority: z.enum(['high', 'normal', 'low']).default('normal'),
 };
 
 /**
@@ -188,6 +190,13 @@ export const configSchema = z
     leaseMs: duration.default(30_000),
     /** Work that makes no progress this long is stuck: /readyz says so, other files go on. */
     workStallMs: duration.min(1).default(10 * 60_000),
+    workers: z
+      .object({
+        /** Files one worker drives at once; their chunks share each account fairly. */
+        filesInFlight: z.number().int().min(1).max(1000).default(8),
+      })
+      .strict()
+      .prefault({}),
     sources: z
       .array(z.discriminatedUnion('type', [localSource, sftpSource, s3Source]))
       .min(1)

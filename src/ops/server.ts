@@ -1,4 +1,5 @@
 // The ops server (CONTRACT.md "Ops server"): health, readiness and the files' manifests as JSON.
+
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +7,7 @@ import { splitListen } from '../config/load.ts';
 import { isLoopbackHost } from '../config/loopback.ts';
 import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
+import { workersView } from '../pipeline/workers.ts';
 import type { Source } from '../sources/source.ts';
 import type { Store } from '../store/store.ts';
 
@@ -154,6 +156,7 @@ async function route(
     });
     return send(res, 200, manifests);
   }
+  if (url.pathname === '/api/workers') return send(res, 200, await workersView(options.store));
   const m = /^\/api\/files\/([A-Za-z0-9_-]+)$/.exec(url.pathname);
   if (m) {
     const manifest = await manifestOf(options.store, m[1]!);

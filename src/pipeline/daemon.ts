@@ -1,6 +1,7 @@
 // `dropline run`: every source polled (and watched), ready files claimed and driven, files
 // left by a dead worker taken over when their lease expires, delivery reports received,
 // progress checked, the ops server up.
+import { hostname } from 'node:os';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
@@ -8,14 +9,25 @@ import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
+import type { FileRecord } from '../store/store.ts';
+import { VERSION } from '../version.ts';
 import type { Runtime } from './runtime.ts';
+import { HEARTBEAT_MS } from './workers.ts';
 
 export interface Daemon {
   receiver: Receiver;
   ops: OpsServer;
-  /** Resolves when the current work is done and no ready file waits (tests, send --wait). */
-  idle(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A file being driven: up to workers.filesInFlight at once. */
+interface Drive {
+  readonly fileId: string;
+  readonly what: string;
+  readonly startedAt: number;
+  /** No progress for workStallMs: it no longer counts against filesInFlight. */
+  stalled: boolean;
+  ended: Promise<void>;
 }
 
 interface Step {
@@ -52,8 +64,9 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   const timers: NodeJS.Timeout[] = [];
   const unwatch: (() => void)[] = [];
 
-  // One queue of work so files are driven one after the other (each sends its chunks
-  // concurrently); a failure in one step is logged and never stops the daemon.
+  // One queue for the short work (claims, rejections, progress checks), one after the other;
+  // the files themselves are driven beside it, up to workers.filesInFlight at once. A failure
+  // in one step or file is logged and never stops the daemon.
   let queue: Promise<void> = Promise.resolve();
   // A failure that repeats every poll is one line a minute, not one a poll.
   const gate = new RepeatGate();
@@ -106,12 +119,105 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     );
     step.release();
   };
-  /** The readiness check "work": null when every step moves. */
+  // ---- files driven: the oldest waiting first, up to filesInFlight at once ----
+  const drives = new Map<string, Drive>();
+  const busy = (): number => {
+    let n = 0;
+    for (const d of drives.values()) if (!d.stalled) n++;
+    return n;
+  };
+  let filling = false;
+  let fillAgain = false;
+  /** Starts files while there is room: new ones, and those left by a dead or stalled worker. */
+  const fill = async (): Promise<void> => {
+    if (filling) {
+      fillAgain = true;
+      return;
+    }
+    filling = true;
+    try {
+      do {
+        fillAgain = false;
+        while (!closing && busy() < config.workers.filesInFlight) {
+          const file = await pipeline.acquireNext();
+          if (!file) break;
+          launch(file);
+        }
+      } while (fillAgain && !closing);
+      if (gate.clear('fill')) log.info('files are acquired again');
+    } catch (err) {
+      const message = (err as Error).message;
+      const { log: shown, repeated } = gate.pass('fill', message);
+      if (shown)
+        log.error({ err: message, ...(repeated ? { repeated } : {}) }, 'cannot acquire the next file');
+    } finally {
+      filling = false;
+    }
+  };
+  const launch = (file: FileRecord): void => {
+    const drive: Drive = {
+      fileId: file.fileId,
+      what: `${file.name} (${file.fileId})`,
+      startedAt: Date.now(),
+      stalled: false,
+      ended: Promise.resolve(),
+    };
+    drives.set(file.fileId, drive);
+    drive.ended = pipeline
+      .driveAcquired(file)
+      .then(
+        () => {},
+        (err: unknown) => {
+          const message = (err as Error).message;
+          const { log: shown, repeated } = gate.pass(`drive:${file.fileId}`, message);
+          if (shown)
+            log.error(
+              {
+                fileId: file.fileId,
+                err: message,
+                stack: (err as Error).stack,
+                ...(repeated ? { repeated } : {}),
+              },
+              `${drive.what} failed`,
+            );
+        },
+      )
+      .finally(() => {
+        drives.delete(file.fileId);
+        pipeline.progressAt.delete(file.fileId);
+        if (drive.stalled)
+          log.warn(
+            { work: drive.what, s: Math.round((Date.now() - drive.startedAt) / 1000) },
+            'stalled work ended',
+          );
+        void fill();
+      });
+  };
+  const watchDrives = (): void => {
+    const now = Date.now();
+    for (const d of drives.values()) {
+      if (d.stalled) continue;
+      const quiet = now - Math.max(d.startedAt, pipeline.progressAt.get(d.fileId) ?? 0);
+      if (quiet < config.workStallMs) continue;
+      d.stalled = true;
+      log.error(
+        { work: d.what, quietMs: quiet },
+        `no progress in ${d.what} for ${Math.round(quiet / 1000)} s: going on with the other files`,
+      );
+      void fill();
+    }
+  };
+
+  /** The readiness check "work": null when every step and file moves. */
   const workCheck = (): string | null => {
-    const worst = [...stalled][0];
+    const all = [
+      ...[...stalled].map((s) => ({ what: s.what, startedAt: s.startedAt })),
+      ...[...drives.values()].filter((d) => d.stalled),
+    ];
+    const worst = all[0];
     if (!worst) return null;
     const s = Math.round((Date.now() - worst.startedAt) / 1000);
-    return `no progress in ${worst.what} (started ${s} s ago${stalled.size > 1 ? `, and ${stalled.size - 1} more` : ''}); other files go on`;
+    return `no progress in ${worst.what} (started ${s} s ago${all.length > 1 ? `, and ${all.length - 1} more` : ''}); other files go on`;
   };
 
   // A store that cannot be written would take reports it cannot keep: refuse to start.
@@ -186,20 +292,16 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
           tracker.forget(entry.path);
         });
       }
-      // Claimed in batches (one store transaction each), then driven one after the other.
+      // Claimed in batches (one store transaction each), then started as room allows.
       for (let i = 0; i < ready.length; i += CLAIM_BATCH) {
         const batch = ready.slice(i, i + CLAIM_BATCH);
         await enqueue(`claim ${batch.length} file(s)`, async () => {
-          let files: Awaited<ReturnType<typeof pipeline.claimReady>> = [];
           try {
-            files = await pipeline.claimReady(source, batch);
+            await pipeline.claimReady(source, batch);
           } finally {
             for (const entry of batch) tracker.forget(entry.path);
           }
-          for (const file of files) {
-            if (closing) return;
-            if (file.state === 'validating') await pipeline.drive(file.fileId);
-          }
+          void fill();
         });
       }
     } finally {
@@ -222,12 +324,9 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     if (source.watch) unwatch.push(source.watch(tick));
   }
 
-  // ---- files left by others (crashed workers, resume, retry) ----
-  const work = async (): Promise<void> => {
-    while (!closing && (await pipeline.takeOver()));
-  };
-  timers.push(setInterval(() => void enqueue('take over', work), WORK_INTERVAL_MS));
-  void enqueue('take over', work);
+  // ---- files left by others (crashed workers, resume, retry), and any not started yet ----
+  timers.push(setInterval(() => void fill(), WORK_INTERVAL_MS));
+  void fill();
 
   // ---- progress: completion, delivery timeout, in-doubt settlement ----
   // Each check, completion and report rewrite runs under the file's lease: a file another
@@ -261,11 +360,35 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       await pipeline.rewriteReports(id, { states: REPORTED_STATES });
     }
   };
-  timers.push(setInterval(watchdog, Math.min(1000, Math.max(100, config.workStallMs / 3))));
+  timers.push(
+    setInterval(
+      () => {
+        watchdog();
+        watchDrives();
+      },
+      Math.min(1000, Math.max(100, config.workStallMs / 3)),
+    ),
+  );
   let rounds = 0;
   timers.push(
     setInterval(() => void enqueue('progress', () => progress(rounds++ % 5 === 0)), PROGRESS_INTERVAL_MS / 4),
   );
+
+  // ---- heartbeat: `dropline workers` and /api/workers list the workers alive ----
+  const heartbeat = (): void => {
+    rt.store.heartbeat({ workerId: rt.owner, host: hostname(), pid: process.pid, version: VERSION }).then(
+      () => {
+        if (gate.clear('heartbeat')) log.info('heartbeat recorded again');
+      },
+      (err: Error) => {
+        const { log: shown, repeated } = gate.pass('heartbeat', err.message);
+        if (shown)
+          log.warn({ err: err.message, ...(repeated ? { repeated } : {}) }, 'cannot record the heartbeat');
+      },
+    );
+  };
+  heartbeat();
+  timers.push(setInterval(heartbeat, HEARTBEAT_MS));
 
   // ---- retention: hourly, in small steps beside the receiver (not on the work queue) ----
   let pruning: Promise<void> | null = null;
@@ -290,7 +413,6 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   return {
     receiver,
     ops: ops ?? { url: '', close: async () => {} },
-    idle: () => queue,
     async close() {
       closing = true;
       // Sends stop between chunks: the work in hand ends within one request's timeout.
@@ -303,7 +425,11 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       // Stalled steps too: the store must not close under a chunk whose answer may still come
       // (it would stay inflight, then in doubt).
       const finished = await Promise.race([
-        Promise.all([queue, ...[...stalled].map((s) => s.ended)]).then(
+        Promise.all([
+          queue,
+          ...[...stalled].map((s) => s.ended),
+          ...[...drives.values()].map((d) => d.ended),
+        ]).then(
           () => true,
           () => true,
         ),
@@ -319,6 +445,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
         );
       await receiver.close();
       await ops?.close();
+      await rt.store.workerStopped(rt.owner).catch(() => {});
     },
   };
 }

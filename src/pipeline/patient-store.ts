@@ -30,26 +30,28 @@ export interface Patience {
 export function patientStore(store: Store, patience: Patience): Store {
   const log = patience.logger;
   let away = false;
-  /** Outages so far: a call begun during the current one may say it is over. */
-  let outages = 0;
   const call = async (key: PropertyKey, fn: (...args: unknown[]) => Promise<unknown>, args: unknown[]) => {
     let delay = FIRST_DELAY_MS;
-    const during = away ? outages : -1;
+    // Said by a call that waited, when the store answers it (with a result or another error):
+    // a call that did not wait proves nothing (a read succeeds while a SQLite write lock is
+    // held by someone else, and the writes still wait).
+    const back = (attempt: number): void => {
+      if (!away || attempt === 0) return;
+      away = false;
+      log.info('the store answers again: going on where the work was');
+    };
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await fn(...args);
-        // Said by a call that waited or began during the outage: one that began before the
-        // store went away and succeeded says nothing about it being back.
-        if (away && (attempt > 0 || during === outages)) {
-          away = false;
-          log.info('the store answers again: going on where the work was');
-        }
+        back(attempt);
         return attempt === 0 ? result : await afterRetry(store, key, args, result);
       } catch (err) {
-        if (!storeUnavailable(err) || patience.signal.aborted) throw err;
+        if (!storeUnavailable(err) || patience.signal.aborted) {
+          if (!patience.signal.aborted) back(attempt);
+          throw err;
+        }
         if (!away) {
           away = true;
-          outages++;
           log.warn(
             { err: (err as Error).message },
             'the store is unavailable: waiting for it, nothing is marked failed or in doubt meanwhile',

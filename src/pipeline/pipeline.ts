@@ -4,6 +4,7 @@
 // file's lease (DESIGN-NOTES 1).
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
@@ -91,6 +92,13 @@ interface Held {
   lost: boolean;
 }
 
+/** A file whose drive failed is started again (by any worker) this long after. */
+const DRIVE_RETRY_MS = 2000;
+/** Files read at once by one worker (each holds its duplicate index and read buffers). */
+const READS_AT_ONCE = 2;
+/** A file's share of its account among the files sending at once, by its source's priority. */
+const PRIORITY_WEIGHT = { high: 4, normal: 2, low: 1 } as const;
+
 export class Pipeline {
   readonly store: Store;
   readonly config: Config;
@@ -112,6 +120,10 @@ export class Pipeline {
   readonly reading = new Map<string, number>();
   /** When work last moved (a batch read, a chunk answered, a transition): the daemon's watchdog. */
   lastProgress = Date.now();
+  /** The same per file being driven (the daemon forgets a file's entry when its drive ends). */
+  readonly progressAt = new Map<string, number>();
+  /** Files read and recorded at once, whatever the files in flight (memory stays flat). */
+  private readonly reads = pLimit(READS_AT_ONCE);
   /** Aborted by stop(): no new chunk starts, and a chunk waiting to retry gives up as pending. */
   private readonly stopping = new AbortController();
 
@@ -170,12 +182,13 @@ export class Pipeline {
     return r;
   }
 
-  private touch(): void {
+  private touch(fileId?: string): void {
     this.lastProgress = Date.now();
+    if (fileId) this.progressAt.set(fileId, this.lastProgress);
   }
 
   private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
-    this.touch();
+    this.touch(file.fileId);
     // A partial file waits for an operator (retry); a rejected one is warned about where it is rejected.
     this.log[file.state === 'partial' ? 'error' : 'info'](
       { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
@@ -222,7 +235,7 @@ export class Pipeline {
   async withLease<T>(
     target: string | FileRecord,
     fn: (file: FileRecord) => Promise<T>,
-    options: { waitMs?: number } = {},
+    options: { waitMs?: number; holdOnFailureMs?: number } = {},
   ): Promise<T | null> {
     const fileId = typeof target === 'string' ? target : target.fileId;
     if (this.held.has(fileId)) return null;
@@ -230,6 +243,7 @@ export class Pipeline {
     // Before the first await: a second call in this process finds it held.
     this.held.set(fileId, lease);
     let taken = typeof target !== 'string';
+    let failed = false;
     let renew: NodeJS.Timeout | undefined;
     try {
       const deadline = Date.now() + (options.waitMs ?? 0);
@@ -262,11 +276,20 @@ export class Pipeline {
       return await fn(await this.mustGet(fileId));
     } catch (err) {
       if (err instanceof LeaseLost && err.fileId === fileId) return null;
+      failed = true;
       throw err;
     } finally {
       clearInterval(renew);
       this.held.delete(fileId);
-      if (taken && !lease.lost) await this.store.releaseLease(fileId, this.owner).catch(() => {});
+      if (taken && !lease.lost) {
+        // A failed drive keeps the lease a little while, so that neither this worker nor
+        // another starts it again at once (a source that is down would spin).
+        const hold = failed ? (options.holdOnFailureMs ?? 0) : 0;
+        await (hold > 0
+          ? this.store.takeLease(fileId, this.owner, hold)
+          : this.store.releaseLease(fileId, this.owner)
+        ).catch(() => {});
+      }
     }
   }
 
@@ -594,15 +617,22 @@ export class Pipeline {
   }
 
   /**
-   * Takes over the file left longest by its worker (dead, or stalled past its lease) in a
-   * driven state, and drives it. false when there is none.
+   * The file waiting longest to be driven: claimed and not started yet, or left by its worker
+   * (dead, or stalled past its lease) in a driven state. Its lease is this worker's; null when
+   * there is none. driveAcquired drives it.
    */
-  async takeOver(): Promise<boolean> {
-    const file = await this.store.acquireFile(this.owner, DRIVEN_STATES, this.config.leaseMs);
-    if (!file) return false;
-    this.log.info({ fileId: file.fileId, state: file.state }, `taking over ${file.name}`);
-    await this.withLease(file, (f) => this.driveHeld(f));
-    return true;
+  async acquireNext(): Promise<FileRecord | null> {
+    return this.store.acquireFile(this.owner, DRIVEN_STATES, this.config.leaseMs);
+  }
+
+  async driveAcquired(file: FileRecord): Promise<FileRecord | null> {
+    if (file.takenOverFrom)
+      this.log.info(
+        { fileId: file.fileId, state: file.state, from: file.takenOverFrom },
+        `taking over ${file.name} from ${file.takenOverFrom}`,
+      );
+    else this.log.info({ fileId: file.fileId, state: file.state }, `driving ${file.name} (${file.state})`);
+    return this.withLease(file, (f) => this.driveHeld(f), { holdOnFailureMs: DRIVE_RETRY_MS });
   }
 
   private async driveHeld(held: FileRecord): Promise<FileRecord> {
@@ -613,7 +643,8 @@ export class Pipeline {
     for (;;) {
       this.fence(fileId);
       const file = await this.mustGet(fileId);
-      if (file.state === 'validating') await this.ingest(file);
+      // Files read at once are few (each holds its duplicate index); the others wait here.
+      if (file.state === 'validating') await this.reads(() => this.ingest(file));
       else if (file.state === 'sending') {
         const after = await this.send(file);
         if (after.state === 'sending') return after; // stopped
@@ -737,7 +768,7 @@ export class Pipeline {
               else if (r.outcome === 'duplicate') seen.duplicates++;
               else if (r.outcome === 'suppressed') seen.suppressed++;
             }
-            this.touch();
+            this.touch(file.fileId);
             // `status` in another process shows how far the read got (rows committed): one
             // small UPDATE at most every half second, the final counts replace it.
             if (Date.now() - readShownAt < 500) return;
@@ -883,6 +914,8 @@ export class Pipeline {
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     const account = this.accountOf(file);
+    // Its share of the account when other files send at once.
+    const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.sourceConfig(file.source).priority] };
     let stop = false;
     const lease = this.held.get(fileId);
     // Ends this worker's sends of the file (a lost lease): the others see `stop` between chunks.
@@ -938,7 +971,7 @@ export class Pipeline {
         // Not fenced: what the service answered is a fact, whoever holds the lease now (a
         // worker that took over meanwhile has this chunk in doubt, and this settles it).
         recording = this.store.recordChunkResult(fileId, seq, chunkResult).then((state) => {
-          this.touch();
+          this.touch(fileId);
           this.log[
             state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'
           ](
@@ -961,13 +994,20 @@ export class Pipeline {
       const loop = async (): Promise<void> => {
         for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
           if (!lease || lease.lost) return lost();
-          if (!(await start(chunk.seq))) continue;
           const read = ahead.get(chunk.seq) ?? this.store.chunkDestinations(fileId, chunk.seq);
           ahead.delete(chunk.seq);
           const rows = await read;
           readAhead();
           const planned = planChunk(fileId, chunk.seq, rows, bulkText);
-          const result = await account.client.sendChunk(planned, { signal: stopping });
+          // The chunk goes inflight only once its turn on the account has come (it may wait
+          // behind other files' chunks): a chunk that only waited is never in doubt.
+          const seq = chunk.seq;
+          const result = await account.client.sendChunk(planned, {
+            signal: stopping,
+            flow,
+            start: () => start(seq),
+          });
+          if (!result) continue;
           await record(chunk.seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
           const blocked = result.parts.find(
             (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',

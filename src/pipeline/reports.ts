@@ -27,6 +27,10 @@ export interface Manifest {
   errors: { line: number; code: string; message: string; value?: string | undefined }[];
   /** When retention removed the file's rows (its counts are those of that moment); null: never. */
   prunedAt: string | null;
+  /** The worker holding the file's lease (driving it, or checking its progress); null: none. */
+  worker: string | null;
+  /** The worker (dead or stalled) whose expired lease the file's last acquisition took. */
+  takenOverFrom: string | null;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -60,6 +64,8 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     deliveryDeadline: file.deliveryDeadline,
     errors: file.errors.map(maskError),
     prunedAt: file.prunedAt,
+    worker: file.leaseOwner,
+    takenOverFrom: file.takenOverFrom,
   };
 }
 

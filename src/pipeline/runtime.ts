@@ -15,6 +15,7 @@ import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
+import { patientStore } from './patient-store.ts';
 import { Pipeline } from './pipeline.ts';
 
 /** How long a worker's right to renew an account's token lasts (a token request with its retries fits). */
@@ -127,10 +128,12 @@ async function assemble(
 
   const store = await openStore(config.store, {
     backgroundCheckpoints: options.backgroundCheckpoints === true,
-    // PostgreSQL: each send worker holds up to two connections (its chunk's statement and its
-    // previous result), plus the read-ahead, the lease timer, the receiver, progress and ops.
+    // PostgreSQL: each request in flight holds up to two connections (its chunk's statement
+    // and its previous result), plus each file's read-ahead, the lease timers, the receiver,
+    // progress and ops.
     connections:
       2 * Math.max(config.api.concurrency, ...Object.values(config.accounts).map((a) => a.concurrency ?? 0)) +
+      config.workers.filesInFlight +
       8,
   });
   opened.push(() => store.close());
@@ -174,10 +177,15 @@ async function assemble(
     }
   } else serviceUrl = config.api.baseUrl;
 
+  // The accounts' budgets wait for a store that is away (as the pipeline does): a send is
+  // held, never failed, for it. Given up when the runtime closes.
+  const budgetStopping = new AbortController();
+  const budgetStore = patientStore(store, { logger, signal: budgetStopping.signal });
   // One client per account: its own token (a login expires only that account's previous
   // token), its own concurrency and rate. The `api` credentials are the account "default"
   // unless `accounts` names one so.
   const newClient = (account: {
+    name: string;
     baseUrl: string;
     username: string;
     password: string;
@@ -189,8 +197,21 @@ async function assemble(
     const key = createHash('sha256')
       .update(`${account.baseUrl}\n${account.username}\n${account.password}`)
       .digest('hex');
+    // Its budget (concurrency, rate, pace) is the account's, whatever the password.
+    const budgetOf = {
+      name: account.name,
+      key: createHash('sha256').update(`${account.baseUrl}\n${account.username}`).digest('hex'),
+    };
     const client = new ServiceClient({
       ...account,
+      owner,
+      budget: {
+        take: (req) => budgetStore.takeSendPermit(budgetOf, req),
+        release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
+        slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
+      },
+      onBudgetError: (err, what) =>
+        logger.warn({ account: account.name, err: (err as Error).message }, `send budget: ${what} failed`),
       tokenShare: {
         read: () => store.sharedToken(key),
         claim: (seen) => store.claimTokenRenewal(key, owner, seen, TOKEN_CLAIM_MS),
@@ -211,6 +232,7 @@ async function assemble(
     accounts.set(
       name,
       newClient({
+        name,
         baseUrl: a.baseUrl,
         username: a.username,
         password: loaded.secrets.accountPasswords[name]!,
@@ -222,6 +244,7 @@ async function assemble(
   const client =
     accounts.get('default') ??
     newClient({
+      name: 'default',
       baseUrl: serviceUrl,
       username: config.api.username,
       password: loaded.secrets.apiPassword,
@@ -229,6 +252,7 @@ async function assemble(
       ratePerSecond: config.api.ratePerSecond,
     });
 
+  opened.push(async () => budgetStopping.abort());
   const pipeline = new Pipeline({ config, store, client, accounts, sources, logger, owner, suppression });
   let advertised: Advertisement | null = null;
   return {

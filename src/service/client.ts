@@ -12,9 +12,9 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pLimit, { type LimitFunction } from 'p-limit';
-import { type Dispatcher, Pool } from 'undici';
+import { type Dispatcher as HttpDispatcher, Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
+import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
 import { redactText, redactUrl } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
@@ -72,10 +72,17 @@ export interface ServiceClientOptions {
   /** Receiver URL for status notifications, used exactly as given (its query string carries a token). */
   readonly notifyUrl?: string | undefined;
   readonly notifyContentType?: string | undefined;
-  /** Requests in flight at once (default 4). */
+  /** Requests in flight at once, for the account as a whole (default 4). */
   readonly concurrency?: number | undefined;
   /** Destinations per second across all requests, retries included; 0 = unlimited (default). */
   readonly ratePerSecond?: number | undefined;
+  /** Where the account's budget (concurrency, rate, pace) is kept: the store, shared by every
+   * worker on the account (default: this client only). */
+  readonly budget?: BudgetSource | undefined;
+  /** This worker, as the budget's permits name it (default: the process id). */
+  readonly owner?: string | undefined;
+  /** A budget write that failed (it is not retried: the permit's lease ends it). */
+  readonly onBudgetError?: ((err: unknown, what: string) => void) | undefined;
   /** Pool sockets (default concurrency + 1, so a token request never queues behind sends). */
   readonly connections?: number | undefined;
   readonly connectTimeoutMs?: number | undefined;
@@ -192,14 +199,23 @@ const attemptChannel = diagnosticsChannel.channel(ATTEMPT_CHANNEL);
 const tokenChannel = diagnosticsChannel.channel(TOKEN_CHANNEL);
 
 const RETRYABLE_STATUS = new Set([500, 502, 503, 504]);
+/** A send permit's lease beyond the request's own time-outs. */
+const PERMIT_LEASE_MARGIN_MS = 10_000;
+
+export interface SendOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** The file the chunk belongs to, and its weight (default: its bulkId, weight 1). */
+  readonly flow?: Flow | undefined;
+  /** Called when the chunk's turn comes, before its first request; false: do not send. */
+  readonly start?: (() => Promise<boolean>) | undefined;
+}
 
 export class ServiceClient extends EventEmitter {
   readonly #pool: Pool;
   readonly #basePath: string;
   readonly #basic: string;
   readonly #notify: { notifyUrl?: string | undefined; notifyContentType?: string | undefined };
-  readonly #limit: LimitFunction;
-  readonly #gate: RateGate;
+  readonly #dispatcher: Dispatcher;
   readonly #retry: RetryOptions;
   readonly #backoff: BackoffPolicy;
   readonly #random: () => number;
@@ -234,8 +250,15 @@ export class ServiceClient extends EventEmitter {
     this.#basePath = url.pathname.replace(/\/+$/, '');
     this.#basic = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
     this.#notify = { notifyUrl: opts.notifyUrl, notifyContentType: opts.notifyContentType };
-    this.#limit = pLimit(concurrency);
-    this.#gate = new RateGate(opts.ratePerSecond ?? 0);
+    this.#dispatcher = new Dispatcher({
+      budget: opts.budget ?? new MemoryBudget(),
+      owner: opts.owner ?? `pid-${process.pid}`,
+      concurrency,
+      ratePerSecond: opts.ratePerSecond ?? 0,
+      // A permit outlives a worker that died holding it by one request's time at most.
+      leaseMs: this.#headersTimeout + this.#bodyTimeout + PERMIT_LEASE_MARGIN_MS,
+      onError: opts.onBudgetError,
+    });
     this.#retry = {
       baseMs: opts.retry?.baseMs ?? 5_000,
       maxMs: opts.retry?.maxMs ?? 300_000,
@@ -262,13 +285,40 @@ export class ServiceClient extends EventEmitter {
   /**
    * Sends one planned chunk. Resolves (never rejects for service trouble) with one result per
    * part: the whole chunk, or the pieces a 400 bisection or a 413 split made of it.
+   *
+   * `flow` is the file the chunk belongs to: the account's requests are granted fairly across
+   * files, by weight. `start` is called once the chunk's turn has come, right before its first
+   * request: the caller records the chunk in flight there (write-ahead), so a chunk that only
+   * waited for its turn is never in doubt. When `start` answers false nothing is sent and the
+   * result is null; a failure to get the turn (the budget's store) rejects, nothing sent.
    */
-  async sendChunk(chunk: PlannedChunk, options?: { signal?: AbortSignal }): Promise<SendResult> {
+  sendChunk(chunk: PlannedChunk, options?: SendOptions & { start?: undefined }): Promise<SendResult>;
+  sendChunk(chunk: PlannedChunk, options: SendOptions): Promise<SendResult | null>;
+  async sendChunk(chunk: PlannedChunk, options: SendOptions = {}): Promise<SendResult | null> {
     checkChunk(chunk);
-    const signal = options?.signal
+    const signal = options.signal
       ? AbortSignal.any([options.signal, this.#closing.signal])
       : this.#closing.signal;
-    const parts = await this.#sendPart(wholePart(chunk), signal);
+    const flow = options.flow ?? { id: chunk.bulkId, weight: 1 };
+    const whole = wholePart(chunk);
+    let first: Permit;
+    try {
+      first = await this.#dispatcher.acquire(flow, whole.end - whole.start, signal);
+    } catch (err) {
+      if (!signal.aborted) throw err;
+      if (options.start) return null;
+      first = { release: () => {} }; // the part ends as "stopped before the request was sent"
+    }
+    if (options.start) {
+      let go = false;
+      try {
+        go = await options.start();
+      } finally {
+        if (!go) first.release();
+      }
+      if (!go) return null;
+    }
+    const parts = await this.#sendPart(whole, signal, flow, first);
     parts.sort((a, b) => a.start - b.start);
     return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
   }
@@ -279,7 +329,8 @@ export class ServiceClient extends EventEmitter {
     await this.#pool.close();
   }
 
-  async #sendPart(part: ChunkPart, signal: AbortSignal): Promise<PartResult[]> {
+  /** `first`: the permit of the part's first attempt, already granted. */
+  async #sendPart(part: ChunkPart, signal: AbortSignal, flow: Flow, first?: Permit): Promise<PartResult[]> {
     const body = massiveBody(part, this.#notify);
     const size = part.end - part.start;
     let attempts = 0;
@@ -305,11 +356,14 @@ export class ServiceClient extends EventEmitter {
 
     for (;;) {
       let token: string;
+      let permit: Permit | undefined = first;
+      first = undefined;
       try {
         if (signal.aborted) throw signal.reason;
+        permit ??= await this.#dispatcher.acquire(flow, size, signal);
         token = await this.#tokens.get();
-        await this.#gate.take(size, signal);
       } catch (err) {
+        permit?.release();
         if (err instanceof DroplineError) {
           if (err.code === 'DROPLINE_ERR_SERVICE_AUTH')
             return failure('unauthorized', err.code, null, err.message);
@@ -327,13 +381,11 @@ export class ServiceClient extends EventEmitter {
       }
       attempts++;
       const started = performance.now();
-      const answer = await this.#limit(() =>
-        this.#post('/mtmessage/massive', body, {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          authorization: `Bearer ${token}`,
-        }),
-      );
+      const answer = await this.#post('/mtmessage/massive', body, {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        authorization: `Bearer ${token}`,
+      }).finally(() => permit.release());
       const latencyMs = performance.now() - started;
       const observe = (result: AttemptResult, extra?: { error?: string; delayMs?: number }): void =>
         this.#publishAttempt({
@@ -408,7 +460,7 @@ export class ServiceClient extends EventEmitter {
       if (status === 400) {
         if (size > 1) {
           observe('bisect', { error: reason });
-          return this.#halves(part, signal);
+          return this.#halves(part, signal, flow);
         }
         observe('rejected', { error: reason });
         return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, reason);
@@ -416,7 +468,7 @@ export class ServiceClient extends EventEmitter {
       if (status === 413) {
         if (size > 1) {
           observe('split', { error: reason });
-          return this.#halves(part, signal);
+          return this.#halves(part, signal, flow);
         }
         observe('failed', { error: reason });
         return failure('failed', 'DROPLINE_ERR_SERVICE_TOO_LARGE', status, reason);
@@ -451,8 +503,9 @@ export class ServiceClient extends EventEmitter {
           hinted ?? backoffDelay(rateLimited, this.#backoff, this.#random()),
           this.#retry.maxRetryAfterMs,
         );
-        // A rate limit is the account's, not this request's: hold every send, not only this one.
-        this.#gate.block(Date.now() + delayMs);
+        // A rate limit is the account's, not this request's: every worker holds its sends
+        // and the account's pace is lowered.
+        this.#dispatcher.slowDown({ reason: `HTTP 429: ${reason}`, retryAfterMs: delayMs });
         observe('rate_limited', { error: reason, delayMs });
         if (!(await this.#wait(delayMs, signal))) {
           return failure(
@@ -466,6 +519,8 @@ export class ServiceClient extends EventEmitter {
         continue;
       }
       if (RETRYABLE_STATUS.has(status)) {
+        // The service struggling: the whole account sends slower for a while.
+        this.#dispatcher.slowDown({ reason: `HTTP ${status}: ${reason}` });
         const gaveUp = await backOff(
           status,
           reason,
@@ -480,11 +535,11 @@ export class ServiceClient extends EventEmitter {
     }
   }
 
-  async #halves(part: ChunkPart, signal: AbortSignal): Promise<PartResult[]> {
+  async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {
     const mid = part.start + Math.ceil((part.end - part.start) / 2);
     const [left, right] = await Promise.all([
-      this.#sendPart(subPart(part, part.start, mid), signal),
-      this.#sendPart(subPart(part, mid, part.end), signal),
+      this.#sendPart(subPart(part, part.start, mid), signal, flow),
+      this.#sendPart(subPart(part, mid, part.end), signal, flow),
     ]);
     return [...left, ...right];
   }
@@ -564,7 +619,7 @@ export class ServiceClient extends EventEmitter {
       let status = 0;
       let resHeaders: Record<string, string | string[] | undefined> = {};
       const chunks: Buffer[] = [];
-      const handler: Dispatcher.DispatchHandler = {
+      const handler: HttpDispatcher.DispatchHandler = {
         onRequestStart() {},
         onRequestSent() {
           written = true;
@@ -630,34 +685,4 @@ function describeError(error: Error): string {
   const code = (error as { code?: unknown }).code;
   const text = typeof code === 'string' ? `${code}: ${error.message}` : error.message || error.name;
   return redactText(text);
-}
-
-/**
- * Paces requests by destinations per second (a chunk of 1000 at 500/s holds the next request
- * 2 s), and holds everyone while a 429's Retry-After runs.
- */
-class RateGate {
-  readonly #rate: number;
-  #next = 0;
-  #blockedUntil = 0;
-
-  constructor(ratePerSecond: number) {
-    this.#rate = ratePerSecond;
-  }
-
-  async take(destinations: number, signal: AbortSignal): Promise<void> {
-    let now = Date.now();
-    while (this.#blockedUntil > now) {
-      await sleep(this.#blockedUntil - now, undefined, { signal });
-      now = Date.now();
-    }
-    if (this.#rate <= 0) return;
-    const at = Math.max(now, this.#next);
-    this.#next = at + (destinations * 1000) / this.#rate;
-    if (at > now) await sleep(at - now, undefined, { signal });
-  }
-
-  block(until: number): void {
-    this.#blockedUntil = Math.max(this.#blockedUntil, until);
-  }
 }

@@ -4,6 +4,7 @@
 // string or an object), and are read here in one place.
 
 import { messageIdFor } from '../plan/ids.ts';
+import type { BudgetState } from '../service/budget.ts';
 import { readMessageId } from './message-ids.ts';
 import type {
   ChunkDestination,
@@ -18,6 +19,8 @@ import type {
   RecipientRecord,
   ReportRow,
   SharedToken,
+  WorkerInfo,
+  WorkerRecord,
 } from './store.ts';
 
 export type Row = Record<string, unknown>;
@@ -78,6 +81,7 @@ export function toFile(r: Row): FileRecord {
     deliveryDeadline: strOrNull(r.delivery_deadline),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
+    takenOverFrom: strOrNull(r.taken_over_from),
     prunedAt: strOrNull(r.pruned_at),
   };
 }
@@ -88,6 +92,62 @@ export function toSharedToken(r: Row): SharedToken {
     refreshToken: strOrNull(r.refresh_token),
     renewAt: str(r.renew_at),
     generation: num(r.generation),
+  };
+}
+
+/** Workers rows with the files each holds (rows of file_id, name, state, lease_owner, taken_over_from). */
+export function toWorkers(
+  rows: readonly Row[],
+  held: readonly Row[],
+  ageOf: (r: Row) => number,
+): WorkerRecord[] {
+  const files = Map.groupBy(held, (f) => str(f.lease_owner));
+  return rows.map((r) => ({
+    workerId: str(r.worker_id),
+    host: str(r.host),
+    pid: num(r.pid),
+    version: str(r.version),
+    startedAt: str(r.started_at),
+    heartbeatAt: str(r.heartbeat_at),
+    heartbeatAgeMs: Math.max(0, Math.round(ageOf(r))),
+    stoppedAt: strOrNull(r.stopped_at),
+    files: (files.get(str(r.worker_id)) ?? []).map((f) => ({
+      fileId: str(f.file_id),
+      name: str(f.name),
+      state: str(f.state) as FileState,
+      takenOverFrom: strOrNull(f.taken_over_from),
+    })),
+  }));
+}
+
+/** A heartbeat's parameters. */
+export function workerColumns(w: WorkerInfo): Record<string, unknown> {
+  return { worker_id: w.workerId, host: w.host, pid: w.pid, version: w.version };
+}
+
+/** How long the workers list looks back, and when a worker's row is dropped. */
+export const WORKERS_SHOWN_MS = 24 * 3600_000;
+export const WORKERS_KEPT_MS = 7 * 24 * 3600_000;
+
+/** A send_budgets row as the budget rules take it. */
+export function toBudget(r: Row): BudgetState {
+  return {
+    nextAt: num(r.next_at),
+    pace: num(r.pace),
+    pacedAt: num(r.paced_at),
+    blockedUntil: num(r.blocked_until),
+    reason: strOrNull(r.reason),
+  };
+}
+
+/** A budget's columns as the update statements take them. */
+export function budgetColumns(state: BudgetState): Record<string, unknown> {
+  return {
+    next_at: state.nextAt,
+    pace: state.pace,
+    paced_at: state.pacedAt,
+    blocked_until: state.blockedUntil,
+    reason: state.reason,
   };
 }
 

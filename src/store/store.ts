@@ -9,6 +9,7 @@
 // - Batched writes (recipients, chunk results, delivery reports) are one transaction per
 //   call, so a 1M-recipient file costs hundreds of transactions, not 1M.
 // - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
+import type { BudgetView, PermitAnswer, PermitRequest } from '../service/budget.ts';
 
 export type FileState =
   | 'waiting'
@@ -22,6 +23,31 @@ export type FileState =
   | 'completed'
   | 'partial'
   | 'cancelled';
+
+/** A worker as it announces itself. */
+export interface WorkerInfo {
+  /** The lease owner it writes. */
+  readonly workerId: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly version: string;
+}
+
+export interface WorkerRecord extends WorkerInfo {
+  readonly startedAt: string;
+  readonly heartbeatAt: string;
+  /** Since its last heartbeat, on the store's clock. */
+  readonly heartbeatAgeMs: number;
+  readonly stoppedAt: string | null;
+  /** Files it holds an unexpired lease on. */
+  readonly files: readonly { fileId: string; name: string; state: FileState; takenOverFrom: string | null }[];
+}
+
+/** An account as its send budget is kept: `key` the account as the service knows it, `name` as configured. */
+export interface BudgetAccount {
+  readonly key: string;
+  readonly name: string;
+}
 
 /** States a file does not leave by itself (retry/resume/cancel may still act on partial). */
 export const FINAL_FILE_STATES: readonly FileState[] = ['rejected', 'duplicate', 'completed', 'cancelled'];
@@ -96,6 +122,8 @@ export interface FileRecord {
   deliveryDeadline: string | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
+  /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
+  takenOverFrom: string | null;
   /**
    * When retention removed (or began removing) the file's recipients, chunks and delivery
    * reports; its counts are then those it had at that moment. null: never pruned.
@@ -389,6 +417,27 @@ export interface Store {
   ): Promise<SharedToken | null>;
   /** Ends the right without a token (the renewal failed). */
   releaseTokenRenewal(key: string, owner: string): Promise<void>;
+  /**
+   * The account's send budget (src/service/budget.ts), shared by every worker: a permit for
+   * one request when the account has room for it (its concurrency at its pace), with how long
+   * the request must wait for the account's rate; the store's clock decides.
+   */
+  takeSendPermit(account: BudgetAccount, req: PermitRequest): Promise<PermitAnswer>;
+  /** The request's answer is in (or it never went): its permit no longer counts. */
+  releaseSendPermit(accountKey: string, permitId: string): Promise<void>;
+  /** A 429 or 5xx: the account's pace is lowered, and held for a Retry-After. */
+  slowSends(
+    account: BudgetAccount,
+    trouble: { reason: string; retryAfterMs?: number | undefined },
+  ): Promise<void>;
+  /** Every account's budget as status shows it. */
+  sendBudgets(): Promise<BudgetView[]>;
+  /** This worker is alive (`dropline run`, every few seconds); old workers' rows are dropped. */
+  heartbeat(worker: WorkerInfo): Promise<void>;
+  /** This worker stopped cleanly. */
+  workerStopped(workerId: string): Promise<void>;
+  /** Workers heard from in the last day, newest first, each with the files it holds now. */
+  listWorkers(): Promise<WorkerRecord[]>;
   /** Throws DROPLINE_ERR_STORE_READONLY when a committed write fails (`run` refuses to start). */
   probeWrite(): Promise<void>;
   close(): Promise<void>;

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { reportFileName } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
-import type { SendResult, ServiceClient } from '../../src/service/client.ts';
+import type { SendOptions, SendResult, ServiceClient } from '../../src/service/client.ts';
+import type { PlannedChunk } from '../../src/service/wire.ts';
 import type { Store } from '../../src/store/store.ts';
 import { csvRecords, waitFor } from '../helpers/pipeline-harness.ts';
 import { campaign, gate, type Worker, Workers } from '../helpers/pipeline-workers.ts';
@@ -337,6 +338,10 @@ function wrap(
   });
 }
 
+/**
+ * `around` runs each chunk's send once the chunk has started (it is inflight in the store):
+ * what happens before it is what happens before the request leaves.
+ */
 function wrapClient(
   client: ServiceClient,
   around: (send: () => Promise<SendResult>) => Promise<SendResult>,
@@ -345,8 +350,38 @@ function wrapClient(
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver) as unknown;
       if (key !== 'sendChunk' || typeof value !== 'function') return value;
-      return (...args: unknown[]) =>
-        around(() => (value as Method).apply(target, args) as Promise<SendResult>);
+      return async (chunk: PlannedChunk, options: SendOptions = {}) => {
+        const start = options.start;
+        let release: () => void = () => {};
+        const go = new Promise<void>((r) => {
+          release = r;
+        });
+        let result: Promise<SendResult | null> | undefined;
+        // The real send, held at the chunk's start; `around` decides when it goes on.
+        const started = new Promise<boolean>((resolveStarted) => {
+          result = (value as Method).apply(target, [
+            chunk,
+            {
+              ...options,
+              start: async () => {
+                const ok = start ? await start() : true;
+                resolveStarted(ok);
+                if (ok) await go;
+                return ok;
+              },
+            },
+          ]) as Promise<SendResult | null>;
+          result.then(
+            () => resolveStarted(false),
+            () => resolveStarted(false),
+          );
+        });
+        if (!(await started)) return result;
+        return around(() => {
+          release();
+          return result as Promise<SendResult>;
+        });
+      };
     },
   });
 }

@@ -99,22 +99,9 @@ it('each outage is said once and its end once, also when the call that waited en
   real = await sending();
   // getFile: unavailable, then (the retry) an error of another kind; later calls answer.
   const faults: string[] = ['DROPLINE_ERR_STORE_UNAVAILABLE', 'DROPLINE_ERR_STORE'];
-  const flaky = new Proxy(real, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        const code = key === 'getFile' ? faults.shift() : undefined;
-        if (code) throw new DroplineError(code as 'DROPLINE_ERR_STORE', 'fault');
-        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      };
-    },
-  });
-  const said: string[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => said.push(JSON.parse(line).msg) });
-  const store = patientStore(flaky, { logger, signal: new AbortController().signal });
+  const { store, said } = faulty(real, (key) => (key === 'getFile' ? faults.shift() : undefined));
+  // The store answered the call that waited (with an error): the outage is over.
   await expect(store.getFile('f1')).rejects.toThrow('fault');
-  // A call begun during the outage that answers ends it.
   expect((await store.getFile('f1'))?.state).toBe('sending');
   // The next outage is said again.
   faults.push('DROPLINE_ERR_STORE_UNAVAILABLE');
@@ -126,6 +113,42 @@ it('each outage is said once and its end once, also when the call that waited en
     'the store answers again',
   ]);
 });
+
+it('a call that did not wait does not end the outage while another still waits (a read beside a held write lock)', async () => {
+  real = await sending();
+  // Writes (setChunkState) are refused three times; reads (getFile) answer throughout.
+  let refusals = 3;
+  const { store, said } = faulty(real, (key) =>
+    key === 'setChunkState' && refusals-- > 0 ? 'DROPLINE_ERR_STORE_UNAVAILABLE' : undefined,
+  );
+  const write = store.setChunkState('f1', 1, 'inflight', ['pending']);
+  await new Promise((r) => setTimeout(r, 20));
+  expect((await store.getFile('f1'))?.state).toBe('sending');
+  expect(said).toHaveLength(1);
+  await write;
+  expect(said.map((m) => m.split(':')[0])).toEqual(['the store is unavailable', 'the store answers again']);
+});
+
+/** The store with the faults `fault(method)` names thrown, and what the patient store logs. */
+function faulty(
+  target: Store,
+  fault: (key: PropertyKey) => string | undefined,
+): { store: Store; said: string[] } {
+  const flaky = new Proxy(target, {
+    get(t, key, receiver) {
+      const value = Reflect.get(t, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const code = fault(key);
+        if (code) throw new DroplineError(code as 'DROPLINE_ERR_STORE', 'fault');
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(t, args);
+      };
+    },
+  });
+  const said: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => said.push(JSON.parse(line).msg) });
+  return { store: patientStore(flaky, { logger, signal: new AbortController().signal }), said };
+}
 
 it('says which errors are "unavailable"', () => {
   expect(storeUnavailable(new DroplineError('DROPLINE_ERR_STORE_UNAVAILABLE'))).toBe(true);

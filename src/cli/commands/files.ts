@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
+import { paceLine } from '../../pipeline/workers.ts';
 import type { FileState } from '../../store/store.ts';
 import { withRuntime } from './context.ts';
 import type { SetExit } from './index.ts';
@@ -29,6 +30,10 @@ export function printManifest(m: Manifest, json: boolean): void {
     return;
   }
   const lines = [`${progressLine(m)}`, `  fileId ${m.fileId} · source ${m.source} · ${m.path}`];
+  if (m.worker || m.takenOverFrom)
+    lines.push(
+      `  ${m.worker ? `worker ${m.worker}` : 'no worker holds it now'}${m.takenOverFrom ? ` · taken over from ${m.takenOverFrom}` : ''}`,
+    );
   const c = m.counts;
   if (c.invalid + c.duplicates + c.suppressed > 0) {
     lines.push(
@@ -97,10 +102,13 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           return;
         }
         if (manifests.length === 0) process.stdout.write('no files yet\n');
+        // An account slowed down by 429s or 5xx says so (it recovers by itself).
+        for (const a of await rt.store.sendBudgets())
+          if (a.pace < 1 || a.blockedUntil) process.stdout.write(`${paceLine(a)}\n`);
         for (const m of manifests) {
           const c = m.counts;
           process.stdout.write(
-            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}\n`,
+            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}\n`,
           );
         }
       });

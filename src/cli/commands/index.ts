@@ -5,6 +5,7 @@ import { registerRun } from './run.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSend } from './send.ts';
 import { registerValidate } from './validate.ts';
+import { registerWorkers } from './workers.ts';
 
 /** Each command sets the process exit code through `setExit`. */
 export type SetExit = (code: number) => void;
@@ -15,5 +16,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerSend(program, setExit);
   registerFileCommands(program, setExit);
   registerPrune(program, setExit);
+  registerWorkers(program, setExit);
   registerSandbox(program, setExit);
 }

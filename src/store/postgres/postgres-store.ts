@@ -7,9 +7,18 @@
 
 import type pg from 'pg';
 import { DroplineError } from '../../errors.ts';
+import {
+  type BudgetView,
+  budgetView,
+  decidePermit,
+  type PermitAnswer,
+  type PermitRequest,
+  slowedDown,
+} from '../../service/budget.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
 import {
+  budgetColumns,
   byBulk,
   firstOfEach,
   json,
@@ -17,6 +26,7 @@ import {
   patchColumns,
   type Row,
   str,
+  toBudget,
   toChunk,
   toDestination,
   toFile,
@@ -24,6 +34,10 @@ import {
   toRecipient,
   toReportRow,
   toSharedToken,
+  toWorkers,
+  WORKERS_KEPT_MS,
+  WORKERS_SHOWN_MS,
+  workerColumns,
 } from '../mapping.ts';
 import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
 import {
@@ -36,6 +50,7 @@ import {
   resultParts,
 } from '../outcomes.ts';
 import {
+  type BudgetAccount,
   type ChunkDestination,
   type ChunkInsert,
   type ChunkRecord,
@@ -64,6 +79,8 @@ import {
   type ReportRow,
   type SharedToken,
   type Store,
+  type WorkerInfo,
+  type WorkerRecord,
 } from '../store.ts';
 import { intArray, textArray } from './arrays.ts';
 import { createPool, type Queryable, retried, storeError, transaction } from './connection.ts';
@@ -305,6 +322,79 @@ export class PostgresStore implements Store {
 
   async releaseTokenRenewal(key: string, owner: string): Promise<void> {
     await this.count('releasing the service token renewal', S.RELEASE_TOKEN_RENEWAL, { key, owner });
+  }
+
+  /** The account's budget row locked in `c` (made when missing), with the clock and the live permits. */
+  private async lockBudget(c: pg.PoolClient, what: string, account: BudgetAccount): Promise<Row> {
+    const params = { key: account.key, now: this.now() };
+    let [r] = await this.rows(what, S.LOCK_BUDGET, params, c);
+    if (!r) {
+      await this.count(what, S.NEW_BUDGET, { key: account.key, account: account.name }, c);
+      [r] = await this.rows(what, S.LOCK_BUDGET, params, c);
+    }
+    return r!;
+  }
+
+  async takeSendPermit(account: BudgetAccount, req: PermitRequest): Promise<PermitAnswer> {
+    const what = 'taking a send permit';
+    return this.tx(what, async (c) => {
+      const r = await this.lockBudget(c, what, account);
+      const now = num(r.now_ms);
+      const { state, answer } = decidePermit(toBudget(r), now, num(r.live), req);
+      if (answer.granted && state)
+        await this.count(
+          what,
+          S.GRANT_PERMIT,
+          {
+            key: account.key,
+            now_ms: now,
+            permit_id: req.permitId,
+            owner: req.owner,
+            lease_until: now + answer.waitMs + req.leaseMs,
+            next_at: state.nextAt,
+          },
+          c,
+        );
+      return answer;
+    });
+  }
+
+  async releaseSendPermit(accountKey: string, permitId: string): Promise<void> {
+    await this.count('releasing a send permit', S.RELEASE_PERMIT, { key: accountKey, permit_id: permitId });
+  }
+
+  async slowSends(
+    account: BudgetAccount,
+    trouble: { reason: string; retryAfterMs?: number | undefined },
+  ): Promise<void> {
+    const what = 'slowing the account down';
+    await this.tx(what, async (c) => {
+      const r = await this.lockBudget(c, what, account);
+      const state = slowedDown(toBudget(r), num(r.now_ms), trouble);
+      await this.count(what, S.UPDATE_BUDGET, { key: account.key, ...budgetColumns(state) }, c);
+    });
+  }
+
+  async heartbeat(worker: WorkerInfo): Promise<void> {
+    const now = this.now();
+    await this.count('recording a heartbeat', S.HEARTBEAT, { ...workerColumns(worker), now });
+    await this.count('dropping old workers', S.DROP_OLD_WORKERS, { kept_ms: WORKERS_KEPT_MS, now });
+  }
+
+  async workerStopped(workerId: string): Promise<void> {
+    await this.count('recording a stop', S.WORKER_STOPPED, { worker_id: workerId, now: this.now() });
+  }
+
+  async listWorkers(): Promise<WorkerRecord[]> {
+    const now = this.now();
+    const rows = await this.rows('listing workers', S.LIST_WORKERS, { shown_ms: WORKERS_SHOWN_MS, now });
+    const held = await this.rows('listing held files', S.HELD_FILES, { now });
+    return toWorkers(rows, held, (r) => num(r.age_ms));
+  }
+
+  async sendBudgets(): Promise<BudgetView[]> {
+    const rows = await this.rows('reading the send budgets', S.SEND_BUDGETS, { now: this.now() });
+    return rows.map((r) => budgetView(str(r.account), toBudget(r), num(r.now_ms), num(r.live)));
   }
 
   async ping(): Promise<void> {

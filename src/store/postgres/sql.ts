@@ -5,6 +5,7 @@
 //
 // Every name is unqualified: search_path is the store's schema on each connection.
 
+import { TAKEN_OVER_FROM } from '../shared-sql.ts';
 import type { ChunkState, RecipientOutcome } from '../store.ts';
 
 /** A statement with named parameters compiled to PostgreSQL's $n. */
@@ -217,7 +218,7 @@ RETURNING *`,
  * claimable file sorted all of them on every call: milliseconds each at 10,000 files.)
  */
 export const ACQUIRE_FILE = statement(
-  `UPDATE files SET lease_owner = :owner, lease_until = ${LEASE_UNTIL}
+  `UPDATE files SET lease_owner = :owner, lease_until = ${LEASE_UNTIL}, ${TAKEN_OVER_FROM}
    WHERE file_id = (
        SELECT c.file_id FROM (
          SELECT f.file_id, f.updated_at FROM unnest(:states::text[]) AS s(state)
@@ -784,4 +785,73 @@ export const STORE_TOKEN = statement(
 export const RELEASE_TOKEN_RENEWAL = statement(
   `UPDATE service_tokens SET renewing_owner = NULL, renewing_until = NULL
    WHERE account_key = :key AND renewing_owner = :owner::text`,
+);
+
+// ---- send budgets (src/service/budget.ts decides; the database's clock and row lock) ----
+
+const NOW_MS = `extract(epoch from ${NOW}) * 1000`;
+
+/** The account's budget row, locked for the decision, with the clock and the permits live now. */
+export const LOCK_BUDGET = statement(
+  `SELECT b.*, ${NOW_MS} AS now_ms,
+     (SELECT count(*) FROM send_permits p
+      WHERE p.account_key = b.account_key AND p.lease_until > ${NOW_MS}) AS live
+   FROM send_budgets b WHERE b.account_key = :key FOR UPDATE`,
+);
+
+export const NEW_BUDGET = statement(
+  `INSERT INTO send_budgets (account_key, account) VALUES (:key, :account) ON CONFLICT DO NOTHING`,
+);
+
+/** The budget written whole, under the lock LOCK_BUDGET took. */
+export const UPDATE_BUDGET = statement(
+  `UPDATE send_budgets SET next_at = :next_at, pace = :pace, paced_at = :paced_at,
+     blocked_until = :blocked_until, reason = :reason
+   WHERE account_key = :key`,
+);
+
+/** A permit granted: expired ones of the account cleared, the new one recorded, the budget moved. */
+export const GRANT_PERMIT = statement(
+  `WITH gone AS (DELETE FROM send_permits WHERE account_key = :key AND lease_until <= :now_ms),
+        permit AS (INSERT INTO send_permits (permit_id, account_key, owner, lease_until)
+                   VALUES (:permit_id, :key, :owner, :lease_until))
+   UPDATE send_budgets SET next_at = :next_at WHERE account_key = :key`,
+);
+
+export const RELEASE_PERMIT = statement(
+  `DELETE FROM send_permits WHERE permit_id = :permit_id AND account_key = :key`,
+);
+
+export const SEND_BUDGETS = statement(
+  `SELECT b.*, ${NOW_MS} AS now_ms,
+     (SELECT count(*) FROM send_permits p
+      WHERE p.account_key = b.account_key AND p.lease_until > ${NOW_MS}) AS live
+   FROM send_budgets b ORDER BY b.account`,
+);
+
+// ---- workers ----
+
+export const HEARTBEAT = statement(
+  `INSERT INTO workers (worker_id, host, pid, version, started_at, heartbeat_at)
+   VALUES (:worker_id, :host, :pid, :version, ${NOW}, ${NOW})
+   ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = ${NOW}, stopped_at = NULL`,
+);
+
+export const DROP_OLD_WORKERS = statement(
+  `DELETE FROM workers WHERE heartbeat_at < ${NOW} - :kept_ms * interval '1 millisecond'`,
+);
+
+export const WORKER_STOPPED = statement(
+  `UPDATE workers SET stopped_at = ${NOW} WHERE worker_id = :worker_id`,
+);
+
+export const LIST_WORKERS = statement(
+  `SELECT *, extract(epoch from ${NOW} - heartbeat_at) * 1000 AS age_ms FROM workers
+   WHERE heartbeat_at >= ${NOW} - :shown_ms * interval '1 millisecond'
+   ORDER BY started_at DESC, worker_id`,
+);
+
+export const HELD_FILES = statement(
+  `SELECT file_id, name, state, lease_owner, taken_over_from FROM files
+   WHERE lease_owner IS NOT NULL AND lease_until > ${NOW} ORDER BY file_no`,
 );

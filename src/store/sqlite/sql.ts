@@ -75,3 +75,7 @@ RETURNING *`;
 export function patchParams(patch: FilePatch | undefined): Record<string, SQLInputValue> {
   return patchColumns(patch, (b) => (b ? 1 : 0));
 }
+
+/** An account's budget written whole (under the transaction that read it). */
+export const UPDATE_BUDGET = `UPDATE send_budgets SET next_at = :next_at, pace = :pace, paced_at = :paced_at,
+  blocked_until = :blocked_until, reason = :reason WHERE account_key = :key`;

@@ -12,15 +12,25 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
+import {
+  type BudgetView,
+  budgetView,
+  decidePermit,
+  type PermitAnswer,
+  type PermitRequest,
+  slowedDown,
+} from '../../service/budget.ts';
 import { assembleCounts, type ChunkGroup, type OwnGroup } from '../counts.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
 import {
+  budgetColumns,
   byBulk,
   firstOfEach,
   num,
   numOrNull,
   str,
   strOrNull,
+  toBudget,
   toChunk,
   toDestination,
   toFile,
@@ -28,6 +38,10 @@ import {
   toRecipient,
   toReportRow,
   toSharedToken,
+  toWorkers,
+  WORKERS_KEPT_MS,
+  WORKERS_SHOWN_MS,
+  workerColumns,
 } from '../mapping.ts';
 import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
 import type { Migration } from '../migrations.ts';
@@ -40,7 +54,9 @@ import {
   reportCheck,
   resultParts,
 } from '../outcomes.ts';
+import { TAKEN_OVER_FROM } from '../shared-sql.ts';
 import {
+  type BudgetAccount,
   type ChunkDestination,
   type ChunkInsert,
   type ChunkRecord,
@@ -69,6 +85,8 @@ import {
   type SharedToken,
   type Store,
   UNKNOWN_DELIVERY,
+  type WorkerInfo,
+  type WorkerRecord,
 } from '../store.ts';
 import { connect, sqliteMigrations } from './connection.ts';
 import {
@@ -79,6 +97,7 @@ import {
   patchParams,
   RECIPIENT_SQL,
   REPORT_SQL,
+  UPDATE_BUDGET,
   WITH_CHUNK,
 } from './sql.ts';
 
@@ -300,6 +319,88 @@ export class SqliteStore implements Store {
     this.stmt(
       'UPDATE service_tokens SET renewing_owner = NULL, renewing_until = NULL WHERE account_key = ? AND renewing_owner = ?',
     ).run(key, owner);
+  }
+
+  async takeSendPermit(account: BudgetAccount, req: PermitRequest): Promise<PermitAnswer> {
+    const now = Date.parse(this.now());
+    return this.tx(() => {
+      const key = account.key;
+      this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
+        key,
+        account.name,
+      );
+      const row = this.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(key)!;
+      this.stmt('DELETE FROM send_permits WHERE account_key = ? AND lease_until <= ?').run(key, now);
+      const live = num(this.stmt('SELECT count(*) AS n FROM send_permits WHERE account_key = ?').get(key)!.n);
+      const { state, answer } = decidePermit(toBudget(row), now, live, req);
+      if (state) this.stmt(UPDATE_BUDGET).run({ key, ...budgetColumns(state) });
+      if (answer.granted)
+        this.stmt(
+          'INSERT INTO send_permits (permit_id, account_key, owner, lease_until) VALUES (?, ?, ?, ?)',
+        ).run(req.permitId, key, req.owner, now + answer.waitMs + req.leaseMs);
+      return answer;
+    });
+  }
+
+  async releaseSendPermit(accountKey: string, permitId: string): Promise<void> {
+    this.stmt('DELETE FROM send_permits WHERE permit_id = ? AND account_key = ?').run(permitId, accountKey);
+  }
+
+  async slowSends(
+    account: BudgetAccount,
+    trouble: { reason: string; retryAfterMs?: number | undefined },
+  ): Promise<void> {
+    const now = Date.parse(this.now());
+    this.tx(() => {
+      this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
+        account.key,
+        account.name,
+      );
+      const row = this.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(account.key)!;
+      this.stmt(UPDATE_BUDGET).run({
+        key: account.key,
+        ...budgetColumns(slowedDown(toBudget(row), now, trouble)),
+      });
+    });
+  }
+
+  async sendBudgets(): Promise<BudgetView[]> {
+    const now = Date.parse(this.now());
+    return this.stmt(
+      `SELECT b.*, (SELECT count(*) FROM send_permits p WHERE p.account_key = b.account_key
+                     AND p.lease_until > ?) AS live
+       FROM send_budgets b ORDER BY b.account`,
+    )
+      .all(now)
+      .map((r) => budgetView(str(r.account), toBudget(r), now, num(r.live)));
+  }
+
+  async heartbeat(worker: WorkerInfo): Promise<void> {
+    const now = this.now();
+    this.stmt(
+      `INSERT INTO workers (worker_id, host, pid, version, started_at, heartbeat_at)
+       VALUES (:worker_id, :host, :pid, :version, :now, :now)
+       ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = :now, stopped_at = NULL`,
+    ).run({ ...workerColumns(worker), now });
+    const old = new Date(Date.parse(now) - WORKERS_KEPT_MS).toISOString();
+    this.stmt('DELETE FROM workers WHERE heartbeat_at < ?').run(old);
+  }
+
+  async workerStopped(workerId: string): Promise<void> {
+    this.stmt('UPDATE workers SET stopped_at = ? WHERE worker_id = ?').run(this.now(), workerId);
+  }
+
+  async listWorkers(): Promise<WorkerRecord[]> {
+    const now = this.now();
+    const since = new Date(Date.parse(now) - WORKERS_SHOWN_MS).toISOString();
+    const rows = this.stmt(
+      'SELECT * FROM workers WHERE heartbeat_at >= ? ORDER BY started_at DESC, worker_id',
+    ).all(since);
+    const held = this.stmt(
+      `SELECT file_id, name, state, lease_owner, taken_over_from FROM files
+       WHERE lease_owner IS NOT NULL AND lease_until > ? ORDER BY file_no`,
+    ).all(now);
+    return toWorkers(rows, held, (r) => Date.parse(now) - Date.parse(str(r.heartbeat_at)));
   }
 
   async ping(): Promise<void> {
@@ -537,7 +638,7 @@ export class SqliteStore implements Store {
     // One statement: the pick and the take cannot be split by another writer (SQLite
     // serialises writers; the repeated lease condition states the rule all the same).
     const r = this.stmt(
-      `UPDATE files SET lease_owner = :owner, lease_until = :until
+      `UPDATE files SET lease_owner = :owner, lease_until = :until, ${TAKEN_OVER_FROM}
        WHERE file_id = (
            SELECT file_id FROM files
            WHERE state IN (SELECT value FROM json_each(:states))
