@@ -474,10 +474,9 @@ export class Pipeline {
       sha256: '',
       bytes: entry.size,
       state: 'rejected',
+      rejection: { code, message },
     });
     if (!created) return null;
-    const rejection = { code, message };
-    await this.store.updateFile(file.fileId, { rejection, reason: message });
     this.log.warn(
       { fileId: file.fileId, source: source.name, file: entry.name, code },
       `${entry.name} rejected ${code}: ${message}`,
@@ -532,6 +531,11 @@ export class Pipeline {
     const { sniffed } = r;
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);
+    const waited = cfg.readiness === 'marker' ? `its marker ${entry.name}.done` : 'a trailer line (EOF;<n>)';
+    const rejection = {
+      code: 'MISSING_TRAILER',
+      message: `the source waits for ${waited}, and none came within ${Math.round(cfg.incompleteTimeoutMs / 1000)} s`,
+    };
     const { file, created } = await this.store.registerFile({
       fileId: fileIdFor(source.name, sha256, prior + 1),
       source: source.name,
@@ -540,14 +544,9 @@ export class Pipeline {
       sha256,
       bytes: sniffed.bytes,
       state: 'rejected',
+      rejection,
     });
     if (!created) return null;
-    const waited = cfg.readiness === 'marker' ? `its marker ${entry.name}.done` : 'a trailer line (EOF;<n>)';
-    const rejection = {
-      code: 'MISSING_TRAILER',
-      message: `the source waits for ${waited}, and none came within ${Math.round(cfg.incompleteTimeoutMs / 1000)} s`,
-    };
-    await this.store.updateFile(file.fileId, { rejection, reason: rejection.message });
     this.log.warn({ fileId: file.fileId, file: entry.name }, rejection.message);
     await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
     return this.mustGet(file.fileId);

@@ -141,6 +141,8 @@ export interface NewFile {
   forced?: boolean;
   /** Initial state; `validating` when the pipeline claims a ready file. */
   state: FileState;
+  /** A file recorded `rejected`: why, written with it (never a rejected file without its code). */
+  rejection?: { code: string; message: string } | undefined;
 }
 
 /** A file newly ready in a source's inbox (claimFiles). */

@@ -19,6 +19,7 @@ import {
 } from './store/helpers.ts';
 import { ingest } from './store/ingest.ts';
 import { sendingAndResults } from './store/sending-and-results.ts';
+import { workersAndBudgets } from './store/workers-and-budgets.ts';
 
 export {
   type ContractContext,
@@ -71,5 +72,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     sendingAndResults(t);
     deliveryReports(t);
     countsAndReports(t);
+    workersAndBudgets(t);
   });
 }

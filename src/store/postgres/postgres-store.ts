@@ -437,9 +437,9 @@ export class PostgresStore implements Store {
       bytes: file.bytes,
       state: file.state,
       forced: file.forced === true,
-      rejection_code: null,
-      rejection_message: null,
-      reason: null,
+      rejection_code: file.rejection?.code ?? null,
+      rejection_message: file.rejection?.message ?? null,
+      reason: file.rejection?.message ?? null,
       now: this.now(),
     });
     if (inserted) return { file: toFile(inserted), created: true };

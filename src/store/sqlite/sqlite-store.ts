@@ -466,8 +466,9 @@ export class SqliteStore implements Store {
   async registerFile(file: NewFile): Promise<{ file: FileRecord; created: boolean }> {
     const now = this.now();
     const inserted = this.stmt(
-      `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, created_at, updated_at, timestamps)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+      `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
+         rejection_code, rejection_message, reason, created_at, updated_at, timestamps)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
        ON CONFLICT DO NOTHING RETURNING *`,
     ).all(
       file.fileId,
@@ -478,6 +479,9 @@ export class SqliteStore implements Store {
       file.bytes,
       file.state,
       file.forced ? 1 : 0,
+      file.rejection?.code ?? null,
+      file.rejection?.message ?? null,
+      file.rejection?.message ?? null,
       now,
       now,
       file.state,

@@ -104,6 +104,13 @@ export function filesAndLeases(t: ContractContext): void {
       expect(await store.getFile('nope')).toBeNull();
     });
 
+    it('a file recorded rejected carries its code from its first moment (never rejected without one)', async () => {
+      const rejection = { code: 'MISSING_TRAILER', message: 'no marker came' };
+      const { file } = await store.registerFile(newFile({ state: 'rejected', rejection }));
+      expect(file).toMatchObject({ state: 'rejected', rejection, reason: 'no marker came' });
+      expect(await store.getFile('f1')).toEqual(file);
+    });
+
     it('registerFile is unique on (source, path, sha256) and on fileId', async () => {
       await store.registerFile(newFile());
       h.clock.advance(1000);
