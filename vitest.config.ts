@@ -9,6 +9,7 @@ const ON_BOTH_STORES = [
   'test/e2e/pipeline-*.test.ts',
   'test/e2e/progress.test.ts',
   'test/e2e/ops-file-list.test.ts',
+  'test/e2e/fairness.test.ts',
 ];
 
 export default defineConfig({

@@ -1,6 +1,7 @@
 // The sandbox: a stand-in for the messaging service (service-interface.md), faithful in what
 // dropline relies on, plus a test surface under /_sandbox/. Its own choices where the spec says
 // "not shown" are written down in docs/sandbox.md.
+
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -8,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { type Account, Accounts } from './accounts.ts';
 import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
+import { Meter } from './meter.ts';
 import { type NotificationJob, Notifier } from './notifier.ts';
 import { checkMassive, smsSegments } from './validate.ts';
 
@@ -112,6 +114,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     timeoutMs: options.notifyTimeoutMs,
   });
   let requests: RequestRecord[] = [];
+  const meter = new Meter();
   const logRequest = (r: RequestRecord): void => {
     if (requests.length >= MAX_REQUEST_LOG) requests.splice(0, requests.length - MAX_REQUEST_LOG + 1);
     requests.push(r);
@@ -129,6 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     faults.clear();
     accounts.revokeAll();
     requests = [];
+    meter.clear();
   };
 
   function handleToken(req: IncomingMessage, res: ServerResponse, raw: Buffer) {
@@ -167,6 +171,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
     }
     const token = accounts.issue(username);
+    meter.login(username, grant === 'password' ? 'password' : 'refresh');
     const body = {
       access_token: token.accessToken,
       token_type: 'bearer',
@@ -234,6 +239,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
     const transactionNumber = nextTransactionNumber();
     ledger.recordBatch(transactionNumber, raw);
+    meter.accepted(check.username, destinations, Date.now());
     const answer: { to: string; messageId: string; status: number }[] = [];
     for (const m of checked.messages) {
       const smsCount = notifyEnabled && m.notifyUrl ? smsSegments(m.text) : 0;
@@ -298,6 +304,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         : notifier.attempts;
       return sendJson(res, 200, { pending: notifier.pending, attempts });
     }
+    if (path === '/_sandbox/rates' && req.method === 'GET')
+      return sendJson(res, 200, { accounts: meter.rates() });
+    if (path === '/_sandbox/logins' && req.method === 'GET')
+      return sendJson(res, 200, { accounts: meter.logins() });
     if (path === '/_sandbox/requests' && req.method === 'GET') {
       return sendJson(res, 200, { requests });
     }

@@ -1,0 +1,58 @@
+// Issue 12: several files in flight, chunks granted fairly across them. A 2,000-recipient
+// file dropped one second after a 200,000-recipient file, with the account's ratePerSecond
+// set, completes in under twice its time alone (one file after the other, it waited for the
+// whole campaign: about five times). The account's rate holds meanwhile, as the sandbox
+// measures it.
+import { afterEach, expect, it } from 'vitest';
+import type { AccountRate } from '../../src/sandbox/meter.ts';
+import { type GeneratedFile, PipelineHarness, personalizedFile } from '../helpers/pipeline-harness.ts';
+
+let h: PipelineHarness | null = null;
+
+afterEach(async () => {
+  await h?.close();
+  h = null;
+});
+
+const RATE = 20_000;
+const CHUNK = 1000;
+
+/** Drop to completed, in ms (the manifest's own completion time). */
+async function completion(harness: PipelineHarness, name: string, gen: GeneratedFile): Promise<number> {
+  const dropped = Date.now();
+  await harness.dropFile(name, gen.content);
+  const m = await harness.waitForState(name, 'completed', { timeoutMs: 60_000 });
+  expect(m.counts.submitted).toBe(gen.valid.length);
+  return Date.parse(m.timestamps.completed!) - dropped;
+}
+
+it('a small file dropped behind a large one completes in under twice its time alone; the rate holds', async () => {
+  h = await PipelineHarness.create({
+    api: { chunkSize: CHUNK, concurrency: 4, ratePerSecond: RATE },
+    sandbox: { deliveryDelayMs: 100 },
+  });
+  await h.start();
+  const alone = await completion(h, 'urgente-1.txt', personalizedFile(2000, 121));
+
+  const large = personalizedFile(200_000, 122);
+  await h.dropFile('campana.txt', large.content);
+  await new Promise((r) => setTimeout(r, 1000));
+  const behind = await completion(h, 'urgente-2.txt', personalizedFile(2000, 123));
+  const done = await h.waitForState('campana.txt', 'completed', { timeoutMs: 60_000 });
+  expect(done.counts.submitted).toBe(large.valid.length);
+
+  expect(behind).toBeLessThan(2 * alone);
+  // Sent while the large file sent (not after it): it finished long before the large one.
+  const smallDone = (await h.fileNamed('urgente-2.txt'))!.timestamps.completed!;
+  expect(Date.parse(smallDone)).toBeLessThan(Date.parse(done.timestamps.submitted!));
+
+  const rates = (await (await fetch(`${h.sandbox.url}/_sandbox/rates`)).json()) as {
+    accounts: Record<string, AccountRate>;
+  };
+  const demo = rates.accounts.demo!;
+  // Within any one second: the rate, plus one chunk where a window's edges cut two requests.
+  expect(demo.peakPerSecond).toBeLessThanOrEqual(RATE + CHUNK);
+  expect(demo.meanPerSecond).toBeLessThanOrEqual(RATE * 1.05);
+  // And it was used: the large file went at about the rate.
+  expect(demo.meanPerSecond).toBeGreaterThan(RATE * 0.5);
+}, 120_000);
