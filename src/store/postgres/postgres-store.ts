@@ -503,6 +503,7 @@ export class PostgresStore implements Store {
         source,
         paths: textArray(files.map((f) => f.path)),
         shas: textArray(files.map((f) => f.sha256)),
+        names: textArray(files.map((f) => f.name)),
         force,
         active: DUPLICATE_ACTIVE_STATES,
         recent: DUPLICATE_RECENT_STATES,
@@ -516,7 +517,7 @@ export class PostgresStore implements Store {
     /** The file a new one of this content would duplicate: a row, or a file of this batch (its index). */
     const candidate = new Map<string, Row | number>();
     for (const r of found) {
-      if (r.kind === 'same') same.set(`${str(r.path)}\n${str(r.sha256)}`, r);
+      if (r.kind === 'same') same.set(`${str(r.key)}\n${str(r.sha256)}`, r);
       else {
         const sha = str(r.key);
         prior.set(sha, num(r.prior));
@@ -610,6 +611,7 @@ export class PostgresStore implements Store {
         {
           source,
           path: f.path,
+          name: f.name,
           sha256: f.sha256,
           force: options.force === true,
           active: DUPLICATE_ACTIVE_STATES,

@@ -106,7 +106,8 @@ export const CLAIM_LOCKS = statement(
  */
 export const CLAIM_LOOKUP = statement(
   `SELECT 'same' AS kind, 0::bigint AS prior, f.* FROM files f
-     WHERE f.source = :source AND f.path = :path AND f.sha256 = :sha256
+     WHERE f.source = :source AND f.sha256 = :sha256
+       AND (f.path = :path OR (f.name = :name AND f.state = ANY(:active::text[])))
    UNION ALL
    SELECT 'count', c.n, d.* FROM (SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = :sha256) c
    LEFT JOIN LATERAL (
@@ -125,9 +126,10 @@ export const CLAIM_LOOKUP = statement(
  * this transaction records (a clock that went back: it stays the one a later file duplicates).
  */
 export const CLAIM_BATCH_LOOKUP = statement(
-  `SELECT 'same' AS kind, NULL::text AS key, 0::bigint AS prior, false AS newer, f.* FROM files f
-     JOIN unnest(:paths::text[], :shas::text[]) AS v(path, sha)
-       ON f.source = :source AND f.path = v.path AND f.sha256 = v.sha
+  `SELECT 'same' AS kind, v.path AS key, 0::bigint AS prior, false AS newer, f.* FROM files f
+     JOIN unnest(:paths::text[], :shas::text[], :names::text[]) AS v(path, sha, name)
+       ON f.source = :source AND f.sha256 = v.sha
+         AND (f.path = v.path OR (f.name = v.name AND f.state = ANY(:active::text[])))
    UNION ALL
    SELECT 'count', s.sha, c.n, coalesce(d.created_at > ${NOW}, false), d.* FROM (SELECT DISTINCT sha FROM unnest(:shas::text[]) AS sha) AS s
    CROSS JOIN LATERAL (SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = s.sha) c

@@ -505,7 +505,11 @@ export class SqliteStore implements Store {
   ): Promise<ClaimedFile[]> {
     if (files.length === 0) return [];
     const now = this.now();
-    const same = this.stmt('SELECT * FROM files WHERE source = ? AND path = ? AND sha256 = ?');
+    const same = this.stmt(
+      `SELECT * FROM files WHERE source = :source AND sha256 = :sha
+         AND (path = :path OR (name = :name AND state IN (SELECT value FROM json_each(:active))))
+       ORDER BY path = :path DESC LIMIT 1`,
+    );
     const count = this.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?');
     const active = this.stmt(
       `SELECT * FROM files WHERE source = :source AND sha256 = :sha
@@ -522,7 +526,7 @@ export class SqliteStore implements Store {
     );
     return this.tx(() =>
       files.map((f): ClaimedFile => {
-        const existing = same.get(source, f.path, f.sha256);
+        const existing = same.get({ source, sha: f.sha256, path: f.path, name: f.name, active: ACTIVE });
         if (existing) return { file: toFile(existing), created: false, duplicateOf: null };
         const prior = num(count.get(source, f.sha256)?.n);
         const dup =

@@ -283,6 +283,33 @@ export function filesAndLeases(t: ContractContext): void {
     const idFor = (sha: string, n: number) => (n > 1 ? `${sha}-r${n}` : sha);
     const ready = (name: string, sha: string) => ({ name, path: `inbox/${name}`, sha256: sha, bytes: 10 });
 
+    it('a file another worker claimed and moved, seen in a stale listing, is the same claim; a later drop of it is a duplicate', async () => {
+      const opts = { idFor, duplicateSince: at(0) };
+      // Two workers listed the inbox; the first claims, moves the file and records its path.
+      const [first] = await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], opts);
+      await store.setPaths([{ fileId: 'sa', path: 'processing/a.txt' }]);
+      // Both batches (one file, and several: the batch lookup) find that claim, nothing new.
+      for (const batch of [[ready('a.txt', 'sa')], [ready('a.txt', 'sa'), ready('c.txt', 'sc')]]) {
+        const second = await store.claimFiles('local', batch, opts);
+        expect([second[0]!.file.fileId, second[0]!.created, second[0]!.duplicateOf]).toEqual([
+          'sa',
+          false,
+          null,
+        ]);
+      }
+      expect((await store.listFiles()).filter((f) => f.sha256 === 'sa')).toHaveLength(1);
+      // Once it has been sent, the same content dropped again under its name is a duplicate.
+      await store.transition('sa', 'sending');
+      await store.transition('sa', 'submitted');
+      await store.setPaths([{ fileId: 'sa', path: 'done/a.txt' }]);
+      const [again] = await store.claimFiles('local', [ready('a.txt', 'sa')], opts);
+      expect([again!.created, again!.file.state, again!.duplicateOf?.fileId]).toEqual([
+        true,
+        'duplicate',
+        first!.file.fileId,
+      ]);
+    });
+
     it('records new files as validating, numbering repeated content, and finds a file recorded before', async () => {
       const first = await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
         idFor,
