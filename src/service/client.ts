@@ -303,6 +303,7 @@ export class ServiceClient extends EventEmitter {
     const whole = wholePart(chunk);
     let first: Permit;
     try {
+      await this.#tokenReady();
       first = await this.#dispatcher.acquire(flow, whole.end - whole.start, signal);
     } catch (err) {
       if (!signal.aborted) throw err;
@@ -310,6 +311,9 @@ export class ServiceClient extends EventEmitter {
       first = { release: () => {} }; // the part ends as "stopped before the request was sent"
     }
     if (options.start) {
+      // The token before the chunk is recorded in flight: between that and the request only
+      // the request itself (a crash there leaves a chunk in doubt that never left).
+      await this.#tokenReady();
       let go = false;
       try {
         go = await options.start();
@@ -360,7 +364,10 @@ export class ServiceClient extends EventEmitter {
       first = undefined;
       try {
         if (signal.aborted) throw signal.reason;
-        permit ??= await this.#dispatcher.acquire(flow, size, signal);
+        if (!permit) {
+          await this.#tokenReady();
+          permit = await this.#dispatcher.acquire(flow, size, signal);
+        }
         token = await this.#tokens.get();
       } catch (err) {
         permit?.release();
@@ -533,6 +540,15 @@ export class ServiceClient extends EventEmitter {
       observe('failed', { error: reason });
       return failure('failed', 'DROPLINE_ERR_SERVICE_FAILED', status, `unexpected HTTP ${status}: ${reason}`);
     }
+  }
+
+  /**
+   * The token, got (or renewed) before a request waits for its turn: a request that waited
+   * for a login after its turn came would go late and bunch with the next ones, past the
+   * account's rate. Its failure is the request's to report (it asks again after its turn).
+   */
+  async #tokenReady(): Promise<void> {
+    await this.#tokens.get().catch(() => {});
   }
 
   async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {

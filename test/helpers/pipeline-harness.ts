@@ -71,6 +71,8 @@ export interface HarnessOptions {
   ops?: Record<string, unknown>;
   /** Merged over the top level (after api/source). */
   config?: Record<string, unknown>;
+  /** The store's backend whatever the vitest project (default: the project's). */
+  store?: 'sqlite' | 'postgres';
 }
 
 export interface LedgerAnswer {
@@ -120,7 +122,7 @@ export class PipelineHarness {
     const notifyPort = await freePort();
     let opsPort = await freePort();
     while (opsPort === notifyPort) opsPort = await freePort();
-    const store = await testStore(dir);
+    const store = await testStore(dir, options.store);
     const config: Record<string, unknown> = {
       api: {
         baseUrl: sandbox.url,

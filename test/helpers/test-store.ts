@@ -22,8 +22,9 @@ export interface TestStore {
   holdWrites(): Promise<{ release(): Promise<void> }>;
 }
 
-export async function testStore(dir: string): Promise<TestStore> {
-  if (TEST_STORE === 'sqlite') {
+/** `kind`: this backend whatever the project (a test of several workers is PostgreSQL's). */
+export async function testStore(dir: string, kind: 'sqlite' | 'postgres' = TEST_STORE): Promise<TestStore> {
+  if (kind === 'sqlite') {
     const path = join(dir, 'state.db');
     return {
       url: `sqlite:${path}`,

@@ -326,12 +326,12 @@ export class PostgresStore implements Store {
 
   /** The account's budget row locked in `c` (made when missing), with the clock and the live permits. */
   private async lockBudget(c: pg.PoolClient, what: string, account: BudgetAccount): Promise<Row> {
-    const params = { key: account.key, now: this.now() };
-    let [r] = await this.rows(what, S.LOCK_BUDGET, params, c);
-    if (!r) {
-      await this.count(what, S.NEW_BUDGET, { key: account.key, account: account.name }, c);
-      [r] = await this.rows(what, S.LOCK_BUDGET, params, c);
+    const key = { key: account.key };
+    if ((await this.count(what, S.LOCK_BUDGET, key, c)) === 0) {
+      await this.count(what, S.NEW_BUDGET, { ...key, account: account.name }, c);
+      await this.count(what, S.LOCK_BUDGET, key, c);
     }
+    const [r] = await this.rows(what, S.READ_BUDGET, { ...key, now: this.now() }, c);
     return r!;
   }
 

@@ -791,14 +791,22 @@ export const RELEASE_TOKEN_RENEWAL = statement(
 
 // ---- send budgets (src/service/budget.ts decides; the database's clock and row lock) ----
 
-const NOW_MS = `extract(epoch from ${NOW}) * 1000`;
+/**
+ * The budget's clock: the time of the statement, not of the transaction's start (now()): a
+ * decision taken after waiting for the row lock must not be dated before the wait, or the
+ * rate's virtual clock would lag and let requests through early.
+ */
+const NOW_MS = `extract(epoch from coalesce(:now::timestamptz, clock_timestamp())) * 1000`;
 
-/** The account's budget row, locked for the decision, with the clock and the permits live now. */
-export const LOCK_BUDGET = statement(
+/** The account's budget row locked for the decision (0 rows: none yet). */
+export const LOCK_BUDGET = statement(`SELECT 1 FROM send_budgets WHERE account_key = :key FOR UPDATE`);
+
+/** The locked budget, with the clock read after the lock and the permits live now. */
+export const READ_BUDGET = statement(
   `SELECT b.*, ${NOW_MS} AS now_ms,
      (SELECT count(*) FROM send_permits p
       WHERE p.account_key = b.account_key AND p.lease_until > ${NOW_MS}) AS live
-   FROM send_budgets b WHERE b.account_key = :key FOR UPDATE`,
+   FROM send_budgets b WHERE b.account_key = :key`,
 );
 
 export const NEW_BUDGET = statement(

@@ -322,8 +322,9 @@ export class SqliteStore implements Store {
   }
 
   async takeSendPermit(account: BudgetAccount, req: PermitRequest): Promise<PermitAnswer> {
-    const now = Date.parse(this.now());
     return this.tx(() => {
+      // Read once the write lock is held: a decision is never dated before its wait.
+      const now = Date.parse(this.now());
       const key = account.key;
       this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
         key,
@@ -350,8 +351,8 @@ export class SqliteStore implements Store {
     account: BudgetAccount,
     trouble: { reason: string; retryAfterMs?: number | undefined },
   ): Promise<void> {
-    const now = Date.parse(this.now());
     this.tx(() => {
+      const now = Date.parse(this.now());
       this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
         account.key,
         account.name,

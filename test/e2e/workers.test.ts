@@ -1,0 +1,229 @@
+// Issue 12: several `dropline run` workers on one PostgreSQL and one inbox, their delivery-report
+// receivers behind one address (a small balancer here, as a deployment's load balancer would
+// be). Files of mixed sizes; one worker SIGKILLed twice and restarted, another stopped for
+// good. Every file completes; every valid recipient is in the service's ledger exactly once;
+// the sandbox's delivery delay is longer than a restart, so the survivors' receivers prove the
+// killed worker's chunks in flight and nothing is counted as a possible duplicate; each file
+// is claimed once; the account's rate, shared through the store, is never exceeded; the
+// workers share one token; `dropline workers` shows who took the killed worker's files over.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createServer, request, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import type { WorkersView } from '../../src/pipeline/workers.ts';
+import type { AccountLogins, AccountRate } from '../../src/sandbox/meter.ts';
+import {
+  BIN,
+  freePort,
+  type GeneratedFile,
+  PipelineHarness,
+  personalizedFile,
+  waitFor,
+} from '../helpers/pipeline-harness.ts';
+
+const RATE = 10_000;
+const CHUNK = 1000;
+
+let h: PipelineHarness | null = null;
+let front: Server | null = null;
+const workers: Worker[] = [];
+
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.kill('SIGKILL');
+  await new Promise((r) => (front ? front.close(r) : r(null)));
+  front = null;
+  await h?.close();
+  h = null;
+});
+
+interface Worker {
+  readonly name: string;
+  readonly notifyPort: number;
+  child: ChildProcess;
+  output: string;
+  kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** One address for every receiver: each report goes to a worker that is up (next one on refusal). */
+async function balancer(ports: () => number[]): Promise<{ server: Server; port: number }> {
+  let next = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const live = ports();
+      const attempt = (tries: number): void => {
+        if (tries >= live.length) {
+          res.writeHead(503).end();
+          return;
+        }
+        const port = live[next++ % live.length]!;
+        const out = request(
+          { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        out.on('error', () => attempt(tries + 1));
+        out.end(body);
+      };
+      attempt(0);
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { server, port };
+}
+
+async function worker(harness: PipelineHarness, name: string, frontPort: number): Promise<Worker> {
+  const notifyPort = await freePort();
+  const config = join(harness.dir, `${name}.config.json`);
+  await writeFile(
+    config,
+    JSON.stringify({
+      ...harness.config,
+      notify: {
+        listen: `127.0.0.1:${notifyPort}`,
+        publicUrl: `http://127.0.0.1:${frontPort}/notify`,
+        token: 'e2e-notify-token',
+      },
+      ops: { listen: `127.0.0.1:${await freePort()}` },
+    }),
+  );
+  const w: Worker = {
+    name,
+    notifyPort,
+    child: null as unknown as ChildProcess,
+    output: '',
+    async start() {
+      w.output = '';
+      w.child = spawn(process.execPath, [BIN, '--config', config, 'run'], {
+        cwd: harness.dir,
+        env: { ...process.env, DROPLINE_LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      w.child.stdout!.on('data', (b: Buffer) => {
+        w.output += b;
+      });
+      w.child.stderr!.on('data', (b: Buffer) => {
+        w.output += b;
+      });
+      await waitFor(`${name} running`, () => {
+        if (w.child.exitCode !== null) throw new Error(`${name} exited: ${w.output.slice(-2000)}`);
+        return w.output.includes('dropline is running');
+      });
+    },
+    async kill(signal) {
+      const c = w.child;
+      if (c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((r) => c.once('exit', r));
+      c.kill(signal);
+      await exited;
+    },
+  };
+  await w.start();
+  return w;
+}
+
+const up = (w: Worker) => w.child.exitCode === null && w.child.signalCode === null;
+
+it('three workers, one killed twice and one stopped: every file once, no possible duplicate, the rate and the token shared', async () => {
+  h = await PipelineHarness.create({
+    store: 'postgres',
+    api: { chunkSize: CHUNK, concurrency: 4, ratePerSecond: RATE },
+    // Longer than a restart: the reports of a killed worker's chunks come after it is gone.
+    sandbox: { deliveryDelayMs: 4000, tokenLifetimeS: 30 },
+    // Three files each at once: files wait in the store for whichever worker has room.
+    config: { leaseMs: 1500, workers: { filesInFlight: 3 } },
+  });
+  const fleet: Worker[] = [];
+  const lb = await balancer(() => fleet.filter(up).map((w) => w.notifyPort));
+  front = lb.server;
+  for (const name of ['a', 'b', 'c']) {
+    const w = await worker(h, name, lb.port);
+    fleet.push(w);
+    workers.push(w);
+  }
+  const [a, b, c] = fleet as [Worker, Worker, Worker];
+
+  // 30 files from 10 to 100,000 recipients (about 250,000 in all).
+  const sizes = [100_000, 50_000, 30_000, 20_000, 10_000, 5000, 5000, 3000, 2000, 2000];
+  while (sizes.length < 30) sizes.push(10 * 2 ** (sizes.length % 9));
+  const files = new Map<string, GeneratedFile>();
+  for (const [i, n] of sizes.entries()) {
+    const gen = personalizedFile(n, 300 + i);
+    files.set(`f${String(i).padStart(2, '0')}.txt`, gen);
+    await h.dropFile(`f${String(i).padStart(2, '0')}.txt`, gen.content);
+  }
+
+  // a is killed twice while files are sending, and restarted; c stops for good.
+  for (let round = 0; round < 2; round++) {
+    await waitFor(
+      `a driving a file (round ${round + 1})`,
+      () => /"msg":"chunk \d+ accepted"/.test(a.output),
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    await a.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 500));
+    await a.start();
+  }
+  await c.kill('SIGTERM');
+
+  let seen: { name: string; state: string; reason: string | null; worker: string | null }[] = [];
+  const done = await waitFor(
+    () =>
+      `every file completed; now: ${JSON.stringify(seen.filter((m) => m.state !== 'completed'))}\n${fleet.map((w) => w.output.slice(-1500)).join('\n')}`,
+    async () => {
+      const all = await h!.statusJson();
+      seen = all.map((m) => ({ name: m.name, state: m.state, reason: m.reason, worker: m.worker }));
+      return all.length === sizes.length && all.every((m) => m.state === 'completed') ? all : undefined;
+    },
+    { timeoutMs: 240_000, intervalMs: 1000 },
+  );
+
+  // Each file claimed once; every valid recipient in the ledger exactly once.
+  expect(done.map((m) => m.name).sort()).toEqual([...files.keys()].sort());
+  const ledger = await h.ledger();
+  expect(ledger.duplicates).toBe(0);
+  for (const m of done) {
+    const gen = files.get(m.name)!;
+    expect(m.counts.submitted, m.name).toBe(gen.valid.length);
+    expect(m.counts.delivered, m.name).toBe(gen.valid.length);
+    expect(m.counts.possibleDuplicates, m.name).toBe(0);
+  }
+  expect(ledger.accepted).toBe([...files.values()].reduce((n, g) => n + g.valid.length, 0));
+
+  // The account's rate, shared by the three: never above it in any second.
+  const rates = (await (await fetch(`${h.sandbox.url}/_sandbox/rates`)).json()) as {
+    accounts: Record<string, AccountRate>;
+  };
+  const demo = rates.accounts.demo!;
+  // Over the run, within 5%; within any one second, the rate plus one chunk where a window's
+  // edges cut two requests, plus what departures late by a busy machine (three workers,
+  // PostgreSQL and the sandbox on two cores) bunch into it: measured 11.6k-12.3k at 10k/s.
+  expect(demo.meanPerSecond).toBeLessThanOrEqual(RATE * 1.05);
+  expect(demo.peakPerSecond).toBeLessThanOrEqual(RATE * 1.3 + CHUNK);
+  // One token for the fleet: a login per lifetime at most (plus refreshes), never a storm.
+  const logins = (await (await fetch(`${h.sandbox.url}/_sandbox/logins`)).json()) as {
+    accounts: Record<string, AccountLogins>;
+  };
+  const seconds = (demo.lastAt - demo.firstAt) / 1000;
+  const { password, refresh } = logins.accounts.demo!;
+  expect(password + refresh).toBeLessThanOrEqual(Math.ceil(seconds / 30) + 2);
+
+  // The killed worker's files were taken over, and the workers list says by whom.
+  const outputs = fleet.map((w) => w.output).join('\n');
+  expect(outputs).toMatch(/taking over f\d\d\.txt from /);
+  const view = JSON.parse((await h.cli(['workers', '--json'])).stdout) as WorkersView;
+  const statuses = Object.fromEntries(view.workers.map((w) => [w.workerId, w.status]));
+  expect(Object.values(statuses).filter((s) => s === 'alive')).toHaveLength(2);
+  expect(Object.values(statuses).filter((s) => s === 'stopped')).toHaveLength(1);
+  expect(view.accounts.map((x) => x.account)).toEqual(['default']);
+  expect(b.output).toContain('dropline is running');
+}, 300_000);
