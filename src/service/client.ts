@@ -301,9 +301,11 @@ export class ServiceClient extends EventEmitter {
       : this.#closing.signal;
     const flow = options.flow ?? { id: chunk.bulkId, weight: 1 };
     const whole = wholePart(chunk);
+    // The token before the turn (and so before the chunk is recorded in flight): between that
+    // and the request only the request itself, and no login delays it past its turn.
+    const { token } = await this.#tokenFirst();
     let first: Permit;
     try {
-      await this.#tokenReady();
       first = await this.#dispatcher.acquire(flow, whole.end - whole.start, signal);
     } catch (err) {
       if (!signal.aborted) throw err;
@@ -311,9 +313,6 @@ export class ServiceClient extends EventEmitter {
       first = { release: () => {} }; // the part ends as "stopped before the request was sent"
     }
     if (options.start) {
-      // The token before the chunk is recorded in flight: between that and the request only
-      // the request itself (a crash there leaves a chunk in doubt that never left).
-      await this.#tokenReady();
       let go = false;
       try {
         go = await options.start();
@@ -322,7 +321,7 @@ export class ServiceClient extends EventEmitter {
       }
       if (!go) return null;
     }
-    const parts = await this.#sendPart(whole, signal, flow, first);
+    const parts = await this.#sendPart(whole, signal, flow, { permit: first, token });
     parts.sort((a, b) => a.start - b.start);
     return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
   }
@@ -334,7 +333,12 @@ export class ServiceClient extends EventEmitter {
   }
 
   /** `first`: the permit of the part's first attempt, already granted. */
-  async #sendPart(part: ChunkPart, signal: AbortSignal, flow: Flow, first?: Permit): Promise<PartResult[]> {
+  async #sendPart(
+    part: ChunkPart,
+    signal: AbortSignal,
+    flow: Flow,
+    first?: { permit: Permit; token: Promise<string> },
+  ): Promise<PartResult[]> {
     const body = massiveBody(part, this.#notify);
     const size = part.end - part.start;
     let attempts = 0;
@@ -360,15 +364,16 @@ export class ServiceClient extends EventEmitter {
 
     for (;;) {
       let token: string;
-      let permit: Permit | undefined = first;
+      let permit = first?.permit;
+      let got = first?.token;
       first = undefined;
       try {
         if (signal.aborted) throw signal.reason;
         if (!permit) {
-          await this.#tokenReady();
+          got = (await this.#tokenFirst()).token;
           permit = await this.#dispatcher.acquire(flow, size, signal);
         }
-        token = await this.#tokens.get();
+        token = await (got ?? this.#tokens.get());
       } catch (err) {
         permit?.release();
         if (err instanceof DroplineError) {
@@ -545,10 +550,13 @@ export class ServiceClient extends EventEmitter {
   /**
    * The token, got (or renewed) before a request waits for its turn: a request that waited
    * for a login after its turn came would go late and bunch with the next ones, past the
-   * account's rate. Its failure is the request's to report (it asks again after its turn).
+   * account's rate. Settled: its failure is the request's to report after its turn (one
+   * login asked, not two).
    */
-  async #tokenReady(): Promise<void> {
-    await this.#tokens.get().catch(() => {});
+  async #tokenFirst(): Promise<{ token: Promise<string> }> {
+    const token = this.#tokens.get();
+    await token.catch(() => {});
+    return { token };
   }
 
   async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {
