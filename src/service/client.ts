@@ -202,6 +202,12 @@ const RETRYABLE_STATUS = new Set([500, 502, 503, 504]);
 /** A send permit's lease beyond the request's own time-outs. */
 const PERMIT_LEASE_MARGIN_MS = 10_000;
 
+/** A request's turn: its permit on the account, and the token it goes with. */
+interface Turn {
+  readonly permit: Permit;
+  readonly token: Promise<string>;
+}
+
 export interface SendOptions {
   readonly signal?: AbortSignal | undefined;
   /** The file the chunk belongs to, and its weight (default: its bulkId, weight 1). */
@@ -301,27 +307,25 @@ export class ServiceClient extends EventEmitter {
       : this.#closing.signal;
     const flow = options.flow ?? { id: chunk.bulkId, weight: 1 };
     const whole = wholePart(chunk);
-    // The token before the turn (and so before the chunk is recorded in flight): between that
-    // and the request only the request itself, and no login delays it past its turn.
-    const { token } = await this.#tokenFirst();
-    let first: Permit;
+    // The turn, token in hand, before the chunk is recorded in flight: between that and the
+    // request only the request itself. Stopped while waiting, the part says so (#sendPart).
+    let first: Turn | undefined;
     try {
-      first = await this.#dispatcher.acquire(flow, whole.end - whole.start, signal);
+      first = await this.#turn(flow, whole.end - whole.start, signal);
     } catch (err) {
       if (!signal.aborted) throw err;
       if (options.start) return null;
-      first = { release: () => {} }; // the part ends as "stopped before the request was sent"
     }
-    if (options.start) {
+    if (first && options.start) {
       let go = false;
       try {
         go = await options.start();
       } finally {
-        if (!go) first.release();
+        if (!go) first.permit.release();
       }
       if (!go) return null;
     }
-    const parts = await this.#sendPart(whole, signal, flow, { permit: first, token });
+    const parts = await this.#sendPart(whole, signal, flow, first);
     parts.sort((a, b) => a.start - b.start);
     return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
   }
@@ -333,12 +337,7 @@ export class ServiceClient extends EventEmitter {
   }
 
   /** `first`: the permit of the part's first attempt, already granted. */
-  async #sendPart(
-    part: ChunkPart,
-    signal: AbortSignal,
-    flow: Flow,
-    first?: { permit: Permit; token: Promise<string> },
-  ): Promise<PartResult[]> {
+  async #sendPart(part: ChunkPart, signal: AbortSignal, flow: Flow, first?: Turn): Promise<PartResult[]> {
     const body = massiveBody(part, this.#notify);
     const size = part.end - part.start;
     let attempts = 0;
@@ -369,11 +368,8 @@ export class ServiceClient extends EventEmitter {
       first = undefined;
       try {
         if (signal.aborted) throw signal.reason;
-        if (!permit) {
-          got = (await this.#tokenFirst()).token;
-          permit = await this.#dispatcher.acquire(flow, size, signal);
-        }
-        token = await (got ?? this.#tokens.get());
+        if (!permit || !got) ({ permit, token: got } = await this.#turn(flow, size, signal));
+        token = await got;
       } catch (err) {
         permit?.release();
         if (err instanceof DroplineError) {
@@ -548,15 +544,15 @@ export class ServiceClient extends EventEmitter {
   }
 
   /**
-   * The token, got (or renewed) before a request waits for its turn: a request that waited
-   * for a login after its turn came would go late and bunch with the next ones, past the
-   * account's rate. Settled: its failure is the request's to report after its turn (one
-   * login asked, not two).
+   * A request's turn on the account, its token got (or renewed) before it waits: a request
+   * that waited for a login after its turn came would go late and bunch with the next ones,
+   * past the account's rate. The token is settled, not awaited: its failure is the request's
+   * to report after its turn (one login asked, not two).
    */
-  async #tokenFirst(): Promise<{ token: Promise<string> }> {
+  async #turn(flow: Flow, destinations: number, signal: AbortSignal): Promise<Turn> {
     const token = this.#tokens.get();
     await token.catch(() => {});
-    return { token };
+    return { permit: await this.#dispatcher.acquire(flow, destinations, signal), token };
   }
 
   async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {

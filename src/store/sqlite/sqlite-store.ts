@@ -321,16 +321,21 @@ export class SqliteStore implements Store {
     ).run(key, owner);
   }
 
+  /** The account's budget row (made when missing), inside a write transaction. */
+  private budgetRow(account: BudgetAccount): Record<string, SQLOutputValue> {
+    this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
+      account.key,
+      account.name,
+    );
+    return this.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(account.key)!;
+  }
+
   async takeSendPermit(account: BudgetAccount, req: PermitRequest): Promise<PermitAnswer> {
     return this.tx(() => {
       // Read once the write lock is held: a decision is never dated before its wait.
       const now = Date.parse(this.now());
       const key = account.key;
-      this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
-        key,
-        account.name,
-      );
-      const row = this.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(key)!;
+      const row = this.budgetRow(account);
       this.stmt('DELETE FROM send_permits WHERE account_key = ? AND lease_until <= ?').run(key, now);
       const live = num(this.stmt('SELECT count(*) AS n FROM send_permits WHERE account_key = ?').get(key)!.n);
       const { state, answer } = decidePermit(toBudget(row), now, live, req);
@@ -353,11 +358,7 @@ export class SqliteStore implements Store {
   ): Promise<void> {
     this.tx(() => {
       const now = Date.parse(this.now());
-      this.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
-        account.key,
-        account.name,
-      );
-      const row = this.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(account.key)!;
+      const row = this.budgetRow(account);
       this.stmt(UPDATE_BUDGET).run({
         key: account.key,
         ...budgetColumns(slowedDown(toBudget(row), now, trouble)),
