@@ -121,6 +121,11 @@ export const REASONS = {
     message: "the trailer's record count differs from the records read",
     hint: 'the file may be incomplete or truncated: drop it again whole',
   },
+  BAD_DIRECTIVE: {
+    scope: 'file',
+    message: 'a `#!` directive is unknown, does not parse, is given twice, or is not allowed for this source',
+    hint: 'correct or remove the `#!` line named (directives: docs/format.md); a `#!` line meant as a comment goes after the first data line',
+  },
   MISSING_TRAILER: {
     scope: 'file',
     message: 'the source requires a trailer line (EOF;<n>) and none came before the time-out',

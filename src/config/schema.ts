@@ -2,6 +2,7 @@
 // Unknown keys are errors: a typo must not silently fall back to a default.
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
@@ -52,7 +53,9 @@ const sourceCommon = {
   /** The account (a key of `accounts`, or "default": the `api` credentials) this source's files are sent with. */
   account: z.string().min(1).default('default'),
   /** Its files' share of the account when several send at once: high 4, normal 2, low 1 (docs/scaling.md). */
-  priority: z.enum(['high', 'normal', 'low']).default('normal'),
+  priority: z.enum(PRIORITIES).default('normal'),
+  /** FORMAT.md 8.1: the `#!` directives its files may use: all (true), none (false) or these. */
+  allowDirectives: z.union([z.boolean(), z.array(z.enum(DIRECTIVE_NAMES))]).default(true),
 };
 
 /**

@@ -7,6 +7,7 @@
 import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
 import { INDEX_BATCH, MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
+import { type AllowDirectives, DirectiveError, type Directives, readDirective } from './directives.ts';
 import {
   chooseLayout,
   type Layout,
@@ -51,6 +52,8 @@ export interface ReadOptions {
   items?: boolean;
   /** A sniff already made of the same bytes: skips the first pass. */
   sniffed?: Sniff;
+  /** FORMAT.md 8.1: the source's `allowDirectives` (default: every directive). */
+  allowDirectives?: AllowDirectives;
 }
 
 export const DEFAULTS = {
@@ -131,6 +134,8 @@ export interface ReadSummary {
   errorCounts: Partial<Record<ReasonCode, number>>;
   warningCounts: Partial<Record<ReasonCode, number>>;
   trailer: { line: number; count: number | null } | null;
+  /** FORMAT.md 8.1: what the file's `#!` directives asked for. */
+  directives: Directives;
 }
 
 export type ReadItem = RecipientItem | SkippedItem | WarningItem;
@@ -261,6 +266,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     errorCounts: {},
     warningCounts: {},
     trailer: null,
+    directives: { priority: null, expect: null },
   };
   const reject = (code: ReasonCode, detail?: string): void => {
     if (summary.rejection) return;
@@ -319,6 +325,20 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   /** Which fields of the last headed record were quoted (reused: no allocation per record). */
   const csvQuoted: boolean[] = [];
   let heldTrailer: { text: string; lineNo: number; count: number | null } | null = null;
+  const directivesSeen = new Set<string>();
+
+  /** A `#` line: a directive before the first data record (FORMAT.md 8.1), else a comment. */
+  const comment = (text: string, lineNo: number, tooLong: boolean): void => {
+    if (mode !== 'start' || text.charCodeAt(1) !== 33 /* ! */) return;
+    try {
+      if (tooLong)
+        throw new DirectiveError(`line ${lineNo}: the directive is longer than ${maxLine} characters`);
+      readDirective(text, lineNo, options.allowDirectives ?? true, summary.directives, directivesSeen);
+    } catch (err) {
+      if (!(err instanceof DirectiveError)) throw err;
+      reject('BAD_DIRECTIVE', err.message);
+    }
+  };
 
   const listIssue = (list: 'errors' | 'warnings', issue: Issue): void => {
     const counts = list === 'errors' ? summary.errorCounts : summary.warningCounts;
@@ -644,8 +664,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     if (tooLong) {
-      // A comment is never a record, however long (its first character is still known).
-      if (text.charCodeAt(0) === 35 /* # */) return;
+      // A comment is never a record, however long (its first characters are still known).
+      if (text.charCodeAt(0) === 35 /* # */) {
+        comment(text, lineNo, true);
+        return;
+      }
       if (mode === 'start') startFile(text);
       if (mode === 'message') noMessage('the message record is longer than the line-length limit');
       flushTrailer();
@@ -654,7 +677,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     if (text.length === 0) return;
     const c = text.charCodeAt(0);
-    if (c === 35 /* # */) return;
+    if (c === 35 /* # */) {
+      comment(text, lineNo, false);
+      return;
+    }
     if ((c <= 32 || c === 0xa0 || c === 0xfeff || c >= 0x2000) && text.trim().length === 0) return;
     if (mode === 'start') {
       startFile(text);
@@ -742,6 +768,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         `the trailer on line ${t.lineNo} says ${t.count} records, the file has ${summary.records}`,
       );
     }
+  }
+  const expect = summary.directives.expect;
+  if (expect && expect.count !== summary.records) {
+    reject(
+      'TRAILER_MISMATCH',
+      `the \`#! expect:\` directive on line ${expect.line} says ${expect.count} records, the file has ${summary.records}`,
+    );
   }
   if (batch.length > 0) yield batch;
 

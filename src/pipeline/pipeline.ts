@@ -8,6 +8,7 @@ import pLimit from 'p-limit';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
+import type { Priority } from '../format/directives.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
@@ -96,7 +97,7 @@ interface Held {
 const DRIVE_RETRY_MS = 2000;
 /** Files read at once by one worker (each holds its duplicate index and read buffers). */
 const READS_AT_ONCE = 2;
-/** A file's share of its account among the files sending at once, by its source's priority. */
+/** A file's share of its account among the files sending at once, by its priority. */
 const PRIORITY_WEIGHT = { high: 4, normal: 2, low: 1 } as const;
 
 export class Pipeline {
@@ -165,6 +166,11 @@ export class Pipeline {
     if (!client) throw new Error(`source ${file.source}: no account ${name}`);
     const concurrency = this.config.accounts[name]?.concurrency ?? this.config.api.concurrency;
     return { client, concurrency };
+  }
+
+  /** The file's `#! priority:` directive, else its source's `priority`. */
+  private priorityOf(file: FileRecord): Priority {
+    return file.priority ?? this.sourceConfig(file.source).priority;
   }
 
   source(name: string): Source {
@@ -687,6 +693,7 @@ export class Pipeline {
       suppression: this.suppression,
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
+      allowDirectives: cfg.allowDirectives,
     });
     // Inserts in flight while the next batch is read and validated: a store in another process
     // (PostgreSQL) writes batches on connections of their own while this thread parses. Each
@@ -802,6 +809,7 @@ export class Pipeline {
       encoding: summary.encoding,
       separator: summary.separator,
       header: summary.header,
+      priority: summary.directives.priority,
       counts: {
         records: summary.records,
         valid: summary.valid,
@@ -914,7 +922,7 @@ export class Pipeline {
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     const account = this.accountOf(file);
     // Its share of the account when other files send at once.
-    const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.sourceConfig(file.source).priority] };
+    const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };
     let stop = false;
     const lease = this.held.get(fileId);
     // Ends this worker's sends of the file (a lost lease): the others see `stop` between chunks.

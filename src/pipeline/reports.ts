@@ -16,6 +16,8 @@ export interface Manifest {
   encoding: string | null;
   separator: string | null;
   header: boolean;
+  /** The file's `#! priority:` directive (FORMAT.md 8.1); null: its source's `priority` applies. */
+  priority: string | null;
   state: string;
   reason: string | null;
   forced: boolean;
@@ -50,6 +52,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     encoding: file.encoding,
     separator: file.separator,
     header: file.header,
+    priority: file.priority,
     state: file.state,
     reason: file.reason,
     forced: file.forced,

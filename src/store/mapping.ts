@@ -61,6 +61,7 @@ export function toFile(r: Row): FileRecord {
     encoding: strOrNull(r.encoding),
     separator: strOrNull(r.separator),
     header: bool(r.header),
+    priority: strOrNull(r.priority) as FileRecord['priority'],
     counts: {
       records: num(r.records),
       valid: num(r.valid),
@@ -218,6 +219,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     separator: p.separator ?? null,
     set_header: flag(p.header),
     header: bool(p.header === true),
+    set_priority: flag(p.priority),
+    priority: p.priority ?? null,
     set_counts: flag(p.counts),
     records: p.counts?.records ?? 0,
     valid: p.counts?.valid ?? 0,

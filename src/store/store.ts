@@ -9,6 +9,7 @@
 // - Batched writes (recipients, chunk results, delivery reports) are one transaction per
 //   call, so a 1M-recipient file costs hundreds of transactions, not 1M.
 // - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
+import type { Priority } from '../format/directives.ts';
 import type { BudgetView, PermitAnswer, PermitRequest } from '../service/budget.ts';
 
 export type FileState =
@@ -104,6 +105,8 @@ export interface FileRecord {
   encoding: string | null;
   separator: string | null;
   header: boolean;
+  /** The file's `#! priority:` directive (FORMAT.md 8.1); null: its source's priority. */
+  priority: Priority | null;
   counts: IngestCounts;
   rejection: { code: string; message: string } | null;
   /** Why the file is paused, partial or cancelled (shown by `status`). */
@@ -177,6 +180,7 @@ export interface FilePatch {
   encoding?: string | null;
   separator?: string | null;
   header?: boolean;
+  priority?: Priority | null;
   counts?: IngestCounts;
   rejection?: { code: string; message: string } | null;
   reason?: string | null;

@@ -4,6 +4,7 @@
 // whole campaign: about five times). The account's rate holds meanwhile, as the sandbox
 // measures it.
 import { afterEach, expect, it } from 'vitest';
+import type { Manifest } from '../../src/pipeline/reports.ts';
 import type { AccountRate } from '../../src/sandbox/meter.ts';
 import { type GeneratedFile, PipelineHarness, personalizedFile } from '../helpers/pipeline-harness.ts';
 
@@ -55,4 +56,29 @@ it('a small file dropped behind a large one completes in under twice its time al
   expect(demo.meanPerSecond).toBeLessThanOrEqual(RATE * 1.05);
   // And it was used: the large file went at about the rate.
   expect(demo.meanPerSecond).toBeGreaterThan(RATE * 0.5);
+}, 120_000);
+
+it("a file's `#! priority: high` gets twice a normal file's share of the account while both send", async () => {
+  h = await PipelineHarness.create({
+    api: { chunkSize: CHUNK, concurrency: 4, ratePerSecond: 10_000 },
+    sandbox: { deliveryDelayMs: 100 },
+  });
+  await h.start();
+  const normal = personalizedFile(30_000, 131);
+  const high = personalizedFile(30_000, 132);
+  // The normal file first: it starts sending no later than the high one.
+  await h.dropFile('mensual.txt', normal.content);
+  await h.dropFile('urgente.txt', `#! priority: high\n${high.content}`);
+  const urgent = await h.waitForState('urgente.txt', 'completed', { timeoutMs: 60_000 });
+  const other = (await h.fileNamed('mensual.txt')) as Manifest;
+  expect(urgent.priority).toBe('high');
+  expect(other.priority).toBeNull();
+  expect(urgent.counts.submitted).toBe(high.valid.length);
+  // High 4 against normal 2: the normal file had about half as many sent when the high one
+  // completed (a third of the rate against two thirds), and was not starved either.
+  expect(other.state).not.toBe('completed');
+  expect(other.counts.submitted).toBeLessThan(0.75 * high.valid.length);
+  expect(other.counts.submitted).toBeGreaterThan(0.25 * high.valid.length);
+  const done = await h.waitForState('mensual.txt', 'completed', { timeoutMs: 60_000 });
+  expect(done.counts.submitted).toBe(normal.valid.length);
 }, 120_000);

@@ -58,6 +58,7 @@ beforeAll(async () => {
         { name: 'co', ...common, maxInvalidRatio: 0, allowedCountries: ['CO'] },
         { name: 'mx', ...common, defaultCountry: 'MX', maxInvalidRatio: 1 },
         { name: 'forced', ...common, layout: 'personalized', maxInvalidRatio: 1 },
+        { name: 'strict', ...common, maxInvalidRatio: 1, allowDirectives: ['expect'] },
       ],
     }),
   );
@@ -108,6 +109,17 @@ describe('validate with a configuration', () => {
   it('--source picks another source: its layout', async () => {
     const r = await dropline(['--config', configPath, 'validate', '--json', '--source', 'forced', file]);
     expect(json(r).layout).toBe('personalized');
+  });
+
+  it('--source picks another source: its allowDirectives (FORMAT.md 8.1)', async () => {
+    const directed = join(dir, 'directed.txt');
+    await writeFile(directed, '#! priority: high\nHola\n3001234567\n');
+    const allowed = await dropline(['--config', configPath, 'validate', '--source', 'mx', directed]);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toMatch(/priority high/);
+    const r = await dropline(['--config', configPath, 'validate', '--source', 'strict', directed]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/BAD_DIRECTIVE: line 1: this source does not allow the `priority` directive/);
   });
 
   it('an unknown --source is a usage error', async () => {

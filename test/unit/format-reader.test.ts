@@ -340,6 +340,91 @@ describe('FORMAT 2: blank lines and comments', () => {
   });
 });
 
+describe('FORMAT 8.1: directives before the first data record', () => {
+  const rejection = (r: Read) =>
+    r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
+
+  it('`#! priority:` is read (name in any case, value trimmed), and is no record', async () => {
+    const r = await read('#! Priority:  HIGH \n# a comment\n3001234567;Hola\n');
+    expect(r.summary.accepted).toBe(true);
+    expect(r.summary.directives.priority).toBe('high');
+    expect(sent(r)).toEqual([[3, '573001234567', 'Hola']]);
+    expect(r.summary.records).toBe(1);
+    const none = await read('3001234567;Hola\n');
+    expect(none.summary.directives.priority).toBeNull();
+  });
+
+  it('before a header and before a bulk message; after the first data line `#!` is a comment', async () => {
+    const headed = await read('#! priority: low\nNúmero;Mensaje\n#! priority: nonsense\n3001234567;Hola\n');
+    expect(headed.summary.accepted).toBe(true);
+    expect(headed.summary.header).toBe(true);
+    expect(headed.summary.directives.priority).toBe('low');
+    const bulk = await read('#! priority: high\nHola a todos\n#! typo: x\n3001234567\n');
+    expect(bulk.summary.accepted).toBe(true);
+    expect(bulk.summary.message).toBe('Hola a todos');
+    expect(bulk.summary.directives.priority).toBe('high');
+  });
+
+  it('a typo, a bad value, a name given twice or no colon: BAD_DIRECTIVE with the line', async () => {
+    const cases: [string, RegExp][] = [
+      ['# campaña\n#! prority: high\n3001234567;Hola\n', /^line 2: unknown directive `prority`/],
+      ['#! priority: urgent\n3001234567;Hola\n', /^line 1: priority must be high, normal or low/],
+      ['#! priority: low\n#! PRIORITY: high\n3001234567;Hola\n', /^line 2: `priority` is given twice/],
+      ['#! priority high\n3001234567;Hola\n', /^line 1: a directive is written `#! name: value`/],
+      ['#! expect: many\n3001234567;Hola\n', /^line 1: expect must be a number of records/],
+    ];
+    for (const [text, message] of cases) {
+      const r = await read(text);
+      expect(r.summary.accepted, text).toBe(false);
+      expect(r.summary.rejection?.code, text).toBe('BAD_DIRECTIVE');
+      expect(r.summary.rejection?.message, text).toMatch(message);
+      // The rest of the file is still read, so validate shows every other problem at once.
+      expect(r.summary.records, text).toBe(1);
+    }
+  });
+
+  it('a directive whose feature is not built yet is refused, never ignored', async () => {
+    for (const d of [
+      'sendAt: 2026-12-01 09:00',
+      'message: Hola {{nombre}}',
+      'channel: email',
+      'flash: true',
+    ]) {
+      const r = await read(`#! ${d}\n3001234567;Hola\n`);
+      expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
+    }
+    // What dropline does anyway is no request for anything else.
+    const same = await read('#! channel: SMS\n#! flash: false\n3001234567;Hola\n');
+    expect(same.summary.accepted).toBe(true);
+  });
+
+  it('`allowDirectives`: false refuses any directive, a list refuses the others', async () => {
+    const text = '#! priority: high\n3001234567;Hola\n';
+    expect(rejection(await read(text, { allowDirectives: false }))).toEqual([
+      'BAD_DIRECTIVE',
+      'line 1: this source does not allow the `priority` directive',
+    ]);
+    expect((await read(text, { allowDirectives: ['expect'] })).summary.rejection?.code).toBe('BAD_DIRECTIVE');
+    expect((await read(text, { allowDirectives: ['priority'] })).summary.accepted).toBe(true);
+    // A file without directives is not affected.
+    expect((await read('3001234567;Hola\n', { allowDirectives: false })).summary.accepted).toBe(true);
+  });
+
+  it('`#! expect:` is checked like a trailer count', async () => {
+    const ok = await read('#! expect: 2\n3001234567;Uno\n3109876543;Dos\n');
+    expect(ok.summary.accepted).toBe(true);
+    expect(rejection(await read('#! expect: 3\n3001234567;Uno\n3109876543;Dos\n'))).toEqual([
+      'TRAILER_MISMATCH',
+      'the `#! expect:` directive on line 1 says 3 records, the file has 2',
+    ]);
+  });
+
+  it('a too-long directive is BAD_DIRECTIVE (a too-long comment is not)', async () => {
+    const r = await read(`#! priority: ${'x'.repeat(200)}\n3001234567;Hola\n`, { maxLineLength: 100 });
+    expect(rejection(r)).toEqual(['BAD_DIRECTIVE', 'line 1: the directive is longer than 100 characters']);
+  });
+});
+
 describe('FORMAT 2: LINE_TOO_LONG, processing continues with the next line', () => {
   it('a line over the limit is an error for its record; exactly the limit is fine', async () => {
     const ok = `3001234567;${'a'.repeat(39)}`; // 50 characters
@@ -1240,6 +1325,7 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   TOO_MANY_INVALID: ['12;Hola\n', { layout: 'personalized' }],
   FILE_TOO_LARGE: ['3001234567;Hola\n', { maxFileBytes: 10 }],
   TRAILER_MISMATCH: ['3001234567;Hola\nEOF;5\n'],
+  BAD_DIRECTIVE: ['#! prority: high\n3001234567;Hola\n'],
 };
 
 describe('every reason code the reader decides is produced (src/errors.ts REASONS)', () => {

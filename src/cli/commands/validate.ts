@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import type { Sniff } from '../../format/decode.ts';
+import type { AllowDirectives } from '../../format/directives.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
 import type { Layout } from '../../format/layout.ts';
 import { makeNumberRules } from '../../format/numbers.ts';
@@ -59,6 +60,8 @@ export interface ValidateOptions {
   /** The source's maxFileBytes when a configuration gives one. */
   maxFileBytes?: number;
   source?: string;
+  /** The source's `allowDirectives` (FORMAT.md 8.1) when a configuration gives one. */
+  allowDirectives?: AllowDirectives;
 }
 
 export async function validateFile(path: string, opts: ValidateOptions): Promise<ReadSummary> {
@@ -84,6 +87,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       maxInvalidRatio: opts.maxInvalidRatio,
       maxLineLength: opts.maxLineLength,
       maxFileBytes,
+      allowDirectives: opts.allowDirectives ?? true,
       items: false,
       ...(sniffed ? { sniffed } : {}),
     })) {
@@ -146,6 +150,7 @@ export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
     errorCounts: s.errorCounts,
     warningCounts: s.warningCounts,
     trailer: s.trailer,
+    directives: s.directives,
   };
 }
 
@@ -181,6 +186,7 @@ export function toText(file: string, s: ReadSummary): string {
   out.push(
     `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
   );
+  if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
   if (s.trailer)
     out.push(
       `  trailer on line ${s.trailer.line}${s.trailer.count === null ? '' : `: ${s.trailer.count} records`}`,
@@ -264,6 +270,7 @@ async function withSourceSettings(
     maxInvalidRatio: given('maxInvalidRatio') ? flags.maxInvalidRatio : source.maxInvalidRatio,
     defaultCountry: given('defaultCountry') ? flags.defaultCountry : source.defaultCountry,
     maxFileBytes: source.maxFileBytes,
+    allowDirectives: source.allowDirectives,
   };
   const layout = given('layout') ? flags.layout : (source.layout ?? undefined);
   const allowed = given('allowedCountries') ? flags.allowedCountries : (source.allowedCountries ?? undefined);

@@ -190,6 +190,7 @@ export const PATCH_FILE = statement(
   encoding = CASE WHEN :set_encoding::boolean THEN :encoding::text ELSE encoding END,
   separator = CASE WHEN :set_separator::boolean THEN :separator::text ELSE separator END,
   header = CASE WHEN :set_header::boolean THEN :header::boolean ELSE header END,
+  priority = CASE WHEN :set_priority::boolean THEN :priority::text ELSE priority END,
   records = CASE WHEN :set_counts::boolean THEN :records::bigint ELSE records END,
   valid = CASE WHEN :set_counts::boolean THEN :valid::bigint ELSE valid END,
   invalid = CASE WHEN :set_counts::boolean THEN :invalid::bigint ELSE invalid END,

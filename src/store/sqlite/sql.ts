@@ -54,6 +54,7 @@ UPDATE files SET
   encoding = CASE WHEN :set_encoding THEN :encoding ELSE encoding END,
   separator = CASE WHEN :set_separator THEN :separator ELSE separator END,
   header = CASE WHEN :set_header THEN :header ELSE header END,
+  priority = CASE WHEN :set_priority THEN :priority ELSE priority END,
   records = CASE WHEN :set_counts THEN :records ELSE records END,
   valid = CASE WHEN :set_counts THEN :valid ELSE valid END,
   invalid = CASE WHEN :set_counts THEN :invalid ELSE invalid END,
