@@ -5,7 +5,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
-import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
+import {
+  type Config,
+  configSchema,
+  DEFAULT_STORE,
+  parseListenAddress,
+  type SftpSourceConfig,
+} from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 
@@ -132,6 +138,14 @@ export function loadConfig(
     if (password === undefined || password === '')
       throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.password: required (or ${key}.passwordFile)`);
     accountPasswords[name] = password;
+  }
+  if (config.storeFile !== undefined) {
+    // The URL of a store with a password is a secret: never in the configuration file itself.
+    if (config.store !== DEFAULT_STORE)
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'storeFile: give store or storeFile, not both');
+    config.store = readSecretFile(config.storeFile, 'storeFile');
+    if (config.store === '')
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `storeFile: ${config.storeFile} is empty`);
   }
   const storeDir = config.store.startsWith('sqlite:')
     ? dirname(resolve(config.store.slice(7)))

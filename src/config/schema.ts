@@ -6,6 +6,7 @@ import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
+export const DEFAULT_STORE = 'sqlite:./.dropline/state.db';
 
 /**
  * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for
@@ -161,7 +162,9 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    store: z.string().default('sqlite:./.dropline/state.db'),
+    store: z.string().default(DEFAULT_STORE),
+    /** A file holding the store URL (its password too): a secret's `…File` variant. */
+    storeFile: z.string().optional(),
     ops: z
       .object({
         listen: listenAddress.default('127.0.0.1:8080'),

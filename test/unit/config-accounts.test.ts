@@ -102,3 +102,21 @@ describe('accounts', () => {
     );
   });
 });
+
+describe('storeFile: the store URL (and its password) from a secret file', () => {
+  it('is read into store; store and storeFile together, or an empty file, are refused', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dropline-store-file-'));
+    const file = join(dir, 'store_url');
+    writeFileSync(file, 'postgres://dropline:s3cr3t@db.internal:5432/dropline\n', { mode: 0o600 });
+    const path = join(dir, 'c.json');
+    writeFileSync(path, JSON.stringify({ storeFile: file }));
+    expect(loadConfig({ path, env: {} }).config.store).toBe(
+      'postgres://dropline:s3cr3t@db.internal:5432/dropline',
+    );
+    writeFileSync(path, JSON.stringify({ store: 'postgres://db.internal/dropline', storeFile: file }));
+    expect(configError(() => loadConfig({ path, env: {} }))).toContain('give store or storeFile, not both');
+    writeFileSync(file, '\n');
+    writeFileSync(path, JSON.stringify({ storeFile: file }));
+    expect(configError(() => loadConfig({ path, env: {} }))).toContain('is empty');
+  });
+});
