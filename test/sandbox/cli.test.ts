@@ -63,7 +63,33 @@ describe('dropline sandbox', () => {
     expect(await exit).toBe(0);
   });
 
+  it('listens on the address --host names (127.0.0.1 by default)', async () => {
+    const ledger = async (url: string) => (await fetch(`${url}/_sandbox/ledger`)).status;
+
+    const everywhere = run(['--host', '0.0.0.0', '--port', '0']);
+    const line = await everywhere.firstLine;
+    expect(line).toMatch(/^sandbox listening on http:\/\/0\.0\.0\.0:\d+$/);
+    const port = new URL(line.slice('sandbox listening on '.length)).port;
+    // 0.0.0.0 is every interface, loopback included.
+    expect(await ledger(`http://127.0.0.1:${port}`)).toBe(200);
+    everywhere.child.kill('SIGTERM');
+    expect(await everywhere.exit).toBe(0);
+
+    // Linux routes all of 127.0.0.0/8 to loopback: a sandbox told 127.0.0.2 answers there and
+    // refuses 127.0.0.1, which shows the address is the one bound, not only the one printed.
+    if (process.platform === 'linux') {
+      const other = run(['--host', '127.0.0.2', '--port', '0']);
+      const url = (await other.firstLine).slice('sandbox listening on '.length);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+      expect(await ledger(url)).toBe(200);
+      await expect(ledger(url.replace('127.0.0.2', '127.0.0.1'))).rejects.toThrow();
+      other.child.kill('SIGTERM');
+      expect(await other.exit).toBe(0);
+    }
+  });
+
   it('exits 2 on a bad flag or an unreadable accounts file', async () => {
+    expect(await run(['--host', ' ']).exit).toBe(2);
     expect(await run(['--failure-ratio', '2']).exit).toBe(2);
     expect(await run(['--port', 'x']).exit).toBe(2);
     expect(await run(['--accounts', '/nonexistent/accounts.json']).exit).toBe(2);

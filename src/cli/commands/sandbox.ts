@@ -20,7 +20,15 @@ function number(min: number, max: number, integer = false): (value: string) => n
   };
 }
 
+/** A listen address as Node's `server.listen` takes it: an IP or a name, never empty. */
+function host(value: string): string {
+  const h = value.trim();
+  if (h === '') throw new InvalidArgumentError('expected an address to listen on, such as 0.0.0.0');
+  return h;
+}
+
 interface SandboxFlags {
+  host: string;
   port: number;
   accounts?: string;
   timeScale: number;
@@ -35,7 +43,10 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
   program
     .command('sandbox')
     .description('run the messaging-service sandbox (token, /mtmessage/massive, status notifications)')
-    .option('--port <n>', 'port on 127.0.0.1 (0: a free one)', number(0, 65535, true), 0)
+    // Loopback unless told otherwise: the sandbox has no access control of its own, and its
+    // test surface (/_sandbox/) shows every message it was sent.
+    .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', host, '127.0.0.1')
+    .option('--port <n>', 'port on --host (0: a free one)', number(0, 65535, true), 0)
     .option(
       '--accounts <file>',
       'JSON accounts: [{"username","password"}] or {"user":"password"} (default demo/demo)',
@@ -73,6 +84,7 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
         }
       }
       const sandbox = await startSandbox({
+        host: flags.host,
         port: flags.port,
         accounts,
         timeScale: flags.timeScale,
@@ -81,7 +93,8 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
         tokenLifetimeS: flags.tokenLifetimeS,
         notify: flags.notifications,
       }).catch((err: NodeJS.ErrnoException) => {
-        throw new DroplineError('DROPLINE_ERR_SANDBOX', `port ${flags.port}: ${err.code ?? err.message}`);
+        const where = `${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${flags.port}`;
+        throw new DroplineError('DROPLINE_ERR_SANDBOX', `${where}: ${err.code ?? err.message}`);
       });
       process.stdout.write(
         flags.json
