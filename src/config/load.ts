@@ -5,13 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
-import {
-  type Config,
-  configSchema,
-  DEFAULT_STORE,
-  parseListenAddress,
-  type SftpSourceConfig,
-} from './schema.ts';
+import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 
@@ -63,6 +57,9 @@ export function parseConfig(raw: unknown): Config {
     throw new DroplineError('DROPLINE_ERR_CONFIG', result.error.issues.map(describeIssue).join('; '));
   }
   const config = result.data;
+  // Decided on what was written: `store` has a default the parsed config cannot tell apart.
+  if (config.storeFile !== undefined && (raw as { store?: unknown }).store !== undefined)
+    throw new DroplineError('DROPLINE_ERR_CONFIG', 'storeFile: give store or storeFile, not both');
   const names = new Set<string>();
   for (const s of config.sources) {
     if (names.has(s.name))
@@ -141,8 +138,6 @@ export function loadConfig(
   }
   if (config.storeFile !== undefined) {
     // The URL of a store with a password is a secret: never in the configuration file itself.
-    if (config.store !== DEFAULT_STORE)
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'storeFile: give store or storeFile, not both');
     config.store = readSecretFile(config.storeFile, 'storeFile');
     if (config.store === '')
       throw new DroplineError('DROPLINE_ERR_CONFIG', `storeFile: ${config.storeFile} is empty`);

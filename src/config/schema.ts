@@ -6,7 +6,6 @@ import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
-export const DEFAULT_STORE = 'sqlite:./.dropline/state.db';
 
 /**
  * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for
@@ -162,7 +161,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    store: z.string().default(DEFAULT_STORE),
+    store: z.string().default('sqlite:./.dropline/state.db'),
     /** A file holding the store URL (its password too): a secret's `…File` variant. */
     storeFile: z.string().optional(),
     ops: z

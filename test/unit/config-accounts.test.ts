@@ -113,8 +113,10 @@ describe('storeFile: the store URL (and its password) from a secret file', () =>
     expect(loadConfig({ path, env: {} }).config.store).toBe(
       'postgres://dropline:s3cr3t@db.internal:5432/dropline',
     );
-    writeFileSync(path, JSON.stringify({ store: 'postgres://db.internal/dropline', storeFile: file }));
-    expect(configError(() => loadConfig({ path, env: {} }))).toContain('give store or storeFile, not both');
+    for (const store of ['postgres://db.internal/dropline', 'sqlite:./.dropline/state.db']) {
+      writeFileSync(path, JSON.stringify({ store, storeFile: file }));
+      expect(configError(() => loadConfig({ path, env: {} }))).toContain('give store or storeFile, not both');
+    }
     writeFileSync(file, '\n');
     writeFileSync(path, JSON.stringify({ storeFile: file }));
     expect(configError(() => loadConfig({ path, env: {} }))).toContain('is empty');
