@@ -17,13 +17,28 @@ export interface IssuedToken {
 
 export type TokenCheck =
   | { readonly ok: true; readonly username: string }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /**
+       * replaced: a newer token of the account (a login, a refresh, a revoke fault) expired it;
+       * expired: past its lifetime; unknown: never issued here (or forgotten, see MAX_REPLACED).
+       */
+      readonly why: 'replaced' | 'expired' | 'unknown';
+      /** The account the token was issued to (replaced or expired). */
+      readonly username?: string | undefined;
+    };
+
+/** Replaced access tokens remembered, to tell a 401 for one from a 401 for a made-up token. */
+const MAX_REPLACED = 100_000;
 
 export class Accounts {
   readonly #passwords = new Map<string, string>();
   readonly #current = new Map<string, IssuedToken>();
   readonly #byAccess = new Map<string, string>();
   readonly #byRefresh = new Map<string, string>();
+  /** Access tokens a newer token replaced, oldest first, and their accounts. */
+  readonly #replaced = new Map<string, string>();
   readonly #lifetimeMs: () => number;
   readonly #now: () => number;
 
@@ -61,10 +76,18 @@ export class Accounts {
 
   check(accessToken: string): TokenCheck {
     const username = this.#byAccess.get(accessToken);
-    if (username === undefined)
-      return { ok: false, reason: 'the token is unknown or was replaced by a newer one' };
+    if (username === undefined) {
+      const replaced = this.#replaced.get(accessToken);
+      return {
+        ok: false,
+        reason: 'the token is unknown or was replaced by a newer one',
+        why: replaced === undefined ? 'unknown' : 'replaced',
+        username: replaced,
+      };
+    }
     const token = this.#current.get(username);
-    if (!token || token.expiresAt <= this.#now()) return { ok: false, reason: 'the token has expired' };
+    if (!token || token.expiresAt <= this.#now())
+      return { ok: false, reason: 'the token has expired', why: 'expired', username };
     return { ok: true, username };
   }
 
@@ -75,9 +98,13 @@ export class Accounts {
     this.#byAccess.delete(old.accessToken);
     this.#byRefresh.delete(old.refreshToken);
     this.#current.delete(username);
+    this.#replaced.set(old.accessToken, username);
+    if (this.#replaced.size > MAX_REPLACED) this.#replaced.delete(this.#replaced.keys().next().value!);
   }
 
+  /** Every token gone (POST /_sandbox/reset): a token of before answers 401 as unknown. */
   revokeAll(): void {
     for (const username of [...this.#current.keys()]) this.revoke(username);
+    this.#replaced.clear();
   }
 }

@@ -3,6 +3,8 @@
 // One random draw per request walks the cumulative probabilities in FAULT_KINDS order, so at most
 // one fault fires; probabilities may add up to more than 1, the later rules then act only once the
 // earlier ones are used up (`{"500":{"probability":1,"times":1},"503":1}`: one 500, then 503s).
+// A rule with an `account` applies to that account's requests only (`{"403":{"probability":1,
+// "account":"beta"}}`: beta is forbidden, every other account sends as usual).
 
 export const ENDPOINTS = ['token', 'massive'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
@@ -33,6 +35,8 @@ export interface FaultRule {
   times?: number | undefined;
   /** For 429: the Retry-After header value, verbatim (default "1"). */
   readonly retryAfter?: string | undefined;
+  /** Only requests of this account (username): its valid token's, or the login's. */
+  readonly account?: string | undefined;
 }
 
 export interface FaultsState {
@@ -85,13 +89,17 @@ export class Faults {
     this.#state = { token: {}, massive: {}, maxBodyBytes: null };
   }
 
-  /** Draws once; returns the fault to apply to this request, if any. */
-  pick(endpoint: Endpoint, random: number): Fired | null {
+  /**
+   * Draws once; returns the fault to apply to this request, if any. `account`: whose request
+   * it is, when known (rules of another account, or of an account when it is not known, are
+   * skipped).
+   */
+  pick(endpoint: Endpoint, random: number, account?: string): Fired | null {
     const rules = this.#state[endpoint];
     let acc = 0;
     for (const kind of FAULT_KINDS) {
       const rule = rules[kind];
-      if (!rule) continue;
+      if (!rule || (rule.account !== undefined && rule.account !== account)) continue;
       acc += rule.probability;
       if (random < acc) {
         if (rule.times !== undefined && --rule.times <= 0) delete rules[kind];
@@ -127,10 +135,14 @@ function parseRules(endpoint: string, value: unknown): Partial<Record<FaultKind,
     if (r.retryAfter !== undefined && typeof r.retryAfter !== 'string') {
       throw new FaultConfigError(`${endpoint}.${kind}: retryAfter must be a string (the header value)`);
     }
+    if (r.account !== undefined && (typeof r.account !== 'string' || r.account === '')) {
+      throw new FaultConfigError(`${endpoint}.${kind}: account must be a username`);
+    }
     rules[kind as FaultKind] = {
       probability: p,
       times: r.times as number | undefined,
       retryAfter: r.retryAfter as string | undefined,
+      account: r.account as string | undefined,
     };
   }
   return rules;

@@ -1,7 +1,8 @@
 // The sandbox's measures per account, for tests and benches that check dropline keeps an
 // account's limits however many workers send with it: destinations accepted over time (GET
-// /_sandbox/rates) and logins (GET /_sandbox/logins). The service itself shows neither: the
-// sandbox's own choice (docs/sandbox.md).
+// /_sandbox/rates), and logins and the sends refused for a token a newer one replaced or
+// that lapsed (GET /_sandbox/logins). The service itself shows none: the sandbox's own
+// choice (docs/sandbox.md).
 
 /** Accepted requests kept per account (the oldest are dropped beyond). */
 const MAX_KEPT = 200_000;
@@ -23,11 +24,18 @@ export interface AccountLogins {
   readonly password: number;
   /** grant_type=refresh_token answered 200. */
   readonly refresh: number;
+  /**
+   * POST /mtmessage/massive answered 401 for a token of the account that a newer one had
+   * replaced (another login or refresh, or a revoke fault): a sender logged out by another.
+   */
+  readonly replaced: number;
+  /** POST /mtmessage/massive answered 401 for a token of the account past its lifetime. */
+  readonly expired: number;
 }
 
 export class Meter {
   readonly #accepted = new Map<string, { at: number[]; n: number[] }>();
-  readonly #logins = new Map<string, { password: number; refresh: number }>();
+  readonly #logins = new Map<string, { -readonly [K in keyof AccountLogins]: number }>();
 
   accepted(account: string, destinations: number, at: number): void {
     let a = this.#accepted.get(account);
@@ -44,8 +52,17 @@ export class Meter {
   }
 
   login(account: string, grant: 'password' | 'refresh'): void {
-    const l = this.#logins.get(account) ?? { password: 0, refresh: 0 };
-    l[grant]++;
+    this.#count(account, grant);
+  }
+
+  /** A send refused (401) for a token of `account` that was replaced or had expired. */
+  refused(account: string, why: 'replaced' | 'expired'): void {
+    this.#count(account, why);
+  }
+
+  #count(account: string, what: keyof AccountLogins): void {
+    const l = this.#logins.get(account) ?? { password: 0, refresh: 0, replaced: 0, expired: 0 };
+    l[what]++;
     this.#logins.set(account, l);
   }
 

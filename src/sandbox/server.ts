@@ -138,7 +138,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   function handleToken(req: IncomingMessage, res: ServerResponse, raw: Buffer) {
     const form = parseTokenForm(raw, req.headers['content-type']);
     const grant = typeof form.grant_type === 'string' ? form.grant_type : undefined;
-    const fired = faults.pick('token', random());
+    // Whose login it is, for faults of one account: the Basic user, or the refresh token's.
+    const claimed =
+      grant === 'password'
+        ? parseBasic(req.headers.authorization)?.username
+        : grant === 'refresh_token' && typeof form.refresh_token === 'string'
+          ? (accounts.refreshOwner(form.refresh_token) ?? undefined)
+          : undefined;
+    const fired = faults.pick('token', random(), claimed);
     const done = (status: number, body: unknown, fault?: string) => {
       logRequest({ endpoint: '/token', status, grant, fault, at: Date.now() });
       sendJson(res, status, body);
@@ -216,14 +223,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
       sendJson(res, status, body);
     };
-    const fired = faults.pick('massive', random());
-    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
-
     const auth = req.headers.authorization ?? '';
     const bearer = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
-    if (!bearer) return done(401, { message: 'a Bearer token is required' });
-    const check = accounts.check(bearer);
-    if (!check.ok) return done(401, { message: check.reason });
+    const check = bearer ? accounts.check(bearer) : null;
+    // A fault of one account fires only for a request that carries its valid token.
+    const fired = faults.pick('massive', random(), check?.ok ? check.username : undefined);
+    if (fired?.rule.account !== undefined) account = fired.rule.account;
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+
+    if (!bearer || !check) return done(401, { message: 'a Bearer token is required' });
+    if (!check.ok) {
+      if (check.username !== undefined && check.why !== 'unknown') meter.refused(check.username, check.why);
+      return done(401, { message: check.reason });
+    }
     account = check.username;
     if (fired?.kind === 'revoke') {
       accounts.revoke(check.username);

@@ -548,11 +548,20 @@ export class ServiceClient extends EventEmitter {
    * that waited for a login after its turn came would go late and bunch with the next ones,
    * past the account's rate. The token is settled, not awaited: its failure is the request's
    * to report after its turn (one login asked, not two).
+   *
+   * Once the turn came, the request takes the token in force: a renewal while it waited (by
+   * this worker or another) replaced the one it got. Held and not due, that is the same
+   * token, without I/O; due, another worker's renewal is adopted from the store, or this
+   * worker renews (once per renewal, not per request). Settled here too, before the caller
+   * records the chunk in flight: between that record and the request, only the request.
    */
   async #turn(flow: Flow, destinations: number, signal: AbortSignal): Promise<Turn> {
-    const token = this.#tokens.get();
+    const got = this.#tokens.get();
+    await got.catch(() => {});
+    const permit = await this.#dispatcher.acquire(flow, destinations, signal);
+    const token = got.then(() => this.#tokens.get());
     await token.catch(() => {});
-    return { permit: await this.#dispatcher.acquire(flow, destinations, signal), token };
+    return { permit, token };
   }
 
   async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {

@@ -143,7 +143,9 @@ export class TokenManager {
           .catch(() => null);
         // Null: the claim lapsed while the service answered; this token is still the newest
         // the service issued, and a newer stored one is adopted after the next 401.
-        return this.#keep(token, kept?.generation ?? seen);
+        // Due when the stored token is, to the millisecond: a renewAt of its own read later
+        // would keep this worker on the token after another worker renewed it.
+        return this.#keep(token, kept?.generation ?? seen, renewAt);
       }
       if (Date.now() >= deadline)
         throw new DroplineError(
@@ -173,8 +175,8 @@ export class TokenManager {
     return this.#opts.now() + token.lifetimeMs - margin;
   }
 
-  #keep(token: Token, generation: number): string {
-    this.#held = { token, renewAt: this.#renewAt(token), generation, stale: false };
+  #keep(token: Token, generation: number, renewAt = this.#renewAt(token)): string {
+    this.#held = { token, renewAt, generation, stale: false };
     return token.accessToken;
   }
 

@@ -6,28 +6,24 @@
 // killed worker's chunks in flight and nothing is counted as a possible duplicate; each file
 // is claimed once; the account's rate, shared through the store, is never exceeded; the
 // workers share one token; `dropline workers` shows who took the killed worker's files over.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
-import { createServer, request, type Server } from 'node:http';
-import { join } from 'node:path';
+import type { Server } from 'node:http';
 import { afterEach, expect, it } from 'vitest';
 import type { WorkersView } from '../../src/pipeline/workers.ts';
 import type { AccountLogins, AccountRate } from '../../src/sandbox/meter.ts';
 import {
-  BIN,
-  freePort,
   type GeneratedFile,
   PipelineHarness,
   personalizedFile,
   waitFor,
 } from '../helpers/pipeline-harness.ts';
+import { balancer, isUp, type RunWorker, runWorker } from '../helpers/run-workers.ts';
 
 const RATE = 10_000;
 const CHUNK = 1000;
 
 let h: PipelineHarness | null = null;
 let front: Server | null = null;
-const workers: Worker[] = [];
+const workers: RunWorker[] = [];
 
 afterEach(async () => {
   for (const w of workers.splice(0)) await w.kill('SIGKILL');
@@ -36,100 +32,6 @@ afterEach(async () => {
   await h?.close();
   h = null;
 });
-
-interface Worker {
-  readonly name: string;
-  readonly notifyPort: number;
-  child: ChildProcess;
-  output: string;
-  kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<void>;
-  start(): Promise<void>;
-}
-
-/** One address for every receiver: each report goes to a worker that is up (next one on refusal). */
-async function balancer(ports: () => number[]): Promise<{ server: Server; port: number }> {
-  let next = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const live = ports();
-      const attempt = (tries: number): void => {
-        if (tries >= live.length) {
-          res.writeHead(503).end();
-          return;
-        }
-        const port = live[next++ % live.length]!;
-        const out = request(
-          { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
-          },
-        );
-        out.on('error', () => attempt(tries + 1));
-        out.end(body);
-      };
-      attempt(0);
-    });
-  });
-  const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-  return { server, port };
-}
-
-async function worker(harness: PipelineHarness, name: string, frontPort: number): Promise<Worker> {
-  const notifyPort = await freePort();
-  const config = join(harness.dir, `${name}.config.json`);
-  await writeFile(
-    config,
-    JSON.stringify({
-      ...harness.config,
-      notify: {
-        listen: `127.0.0.1:${notifyPort}`,
-        publicUrl: `http://127.0.0.1:${frontPort}/notify`,
-        token: 'e2e-notify-token',
-      },
-      ops: { listen: `127.0.0.1:${await freePort()}` },
-    }),
-  );
-  const w: Worker = {
-    name,
-    notifyPort,
-    child: null as unknown as ChildProcess,
-    output: '',
-    async start() {
-      w.output = '';
-      w.child = spawn(process.execPath, [BIN, '--config', config, 'run'], {
-        cwd: harness.dir,
-        env: { ...process.env, DROPLINE_LOG_LEVEL: 'info' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      w.child.stdout!.on('data', (b: Buffer) => {
-        w.output += b;
-      });
-      w.child.stderr!.on('data', (b: Buffer) => {
-        w.output += b;
-      });
-      await waitFor(`${name} running`, () => {
-        if (w.child.exitCode !== null) throw new Error(`${name} exited: ${w.output.slice(-2000)}`);
-        return w.output.includes('dropline is running');
-      });
-    },
-    async kill(signal) {
-      const c = w.child;
-      if (c.exitCode !== null || c.signalCode !== null) return;
-      const exited = new Promise((r) => c.once('exit', r));
-      c.kill(signal);
-      await exited;
-    },
-  };
-  await w.start();
-  return w;
-}
-
-const up = (w: Worker) => w.child.exitCode === null && w.child.signalCode === null;
 
 it('three workers, one killed twice and one stopped: every file once, no possible duplicate, the rate and the token shared', async () => {
   h = await PipelineHarness.create({
@@ -140,15 +42,15 @@ it('three workers, one killed twice and one stopped: every file once, no possibl
     // Three files each at once: files wait in the store for whichever worker has room.
     config: { leaseMs: 1500, workers: { filesInFlight: 3 } },
   });
-  const fleet: Worker[] = [];
-  const lb = await balancer(() => fleet.filter(up).map((w) => w.notifyPort));
+  const fleet: RunWorker[] = [];
+  const lb = await balancer(() => fleet.filter(isUp).map((w) => w.notifyPort));
   front = lb.server;
   for (const name of ['a', 'b', 'c']) {
-    const w = await worker(h, name, lb.port);
+    const w = await runWorker(h, name, lb.port);
     fleet.push(w);
     workers.push(w);
   }
-  const [a, b, c] = fleet as [Worker, Worker, Worker];
+  const [a, b, c] = fleet as [RunWorker, RunWorker, RunWorker];
 
   // 30 files from 10 to 100,000 recipients (about 250,000 in all).
   const sizes = [100_000, 50_000, 30_000, 20_000, 10_000, 5000, 5000, 3000, 2000, 2000];

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
-import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
+import {
+  type RequestRecord,
+  type Sandbox,
+  type SandboxOptions,
+  startSandbox,
+} from '../../src/sandbox/server.ts';
 import {
   closedPort,
   getJson,
@@ -335,6 +340,76 @@ describe('sandbox notifications', () => {
 });
 
 describe('sandbox test surface', () => {
+  it('GET /_sandbox/logins counts logins, and sends refused for a replaced or a lapsed token', async () => {
+    let clock = Date.now();
+    const s = await sandboxWith({ notify: false, tokenLifetimeS: 60, now: () => clock });
+    const body = { messages: [{ text: 'x', destinations: [{ to: number(1), messageId: 'a' }] }] };
+    const first = await login(s);
+    const second = await login(s);
+    // The first token was replaced by the second login: twice refused, counted twice.
+    expect((await massive(s, first.access_token, body)).status).toBe(401);
+    expect((await massive(s, first.access_token, body)).status).toBe(401);
+    // A token never issued is neither replaced nor expired.
+    expect((await massive(s, 'made-up', body)).status).toBe(401);
+    clock += 61_000;
+    expect((await massive(s, second.access_token, body)).status).toBe(401);
+    const renewed = await postJson(`${s.url}/token`, {
+      grant_type: 'refresh_token',
+      refresh_token: second.refresh_token,
+    });
+    expect(renewed.status).toBe(200);
+    expect(await getJson(`${s.url}/_sandbox/logins`)).toEqual({
+      accounts: { demo: { password: 2, refresh: 1, replaced: 2, expired: 1 } },
+    });
+    await postJson(`${s.url}/_sandbox/reset`, {});
+    expect(await getJson(`${s.url}/_sandbox/logins`)).toEqual({ accounts: {} });
+  });
+
+  it('a fault rule with an account fires for that account only (its sends or its logins)', async () => {
+    const s = await sandboxWith({
+      notify: false,
+      accounts: [
+        { username: 'demo', password: 'demo' },
+        { username: 'beta', password: 'clave' },
+      ],
+    });
+    const body = { messages: [{ text: 'x', destinations: [{ to: number(1), messageId: 'a' }] }] };
+    const demo = await login(s);
+    const beta = await login(s, 'beta', 'clave');
+    expect(
+      (await postJson(`${s.url}/_sandbox/faults`, { massive: { '403': { probability: 1, account: 7 } } }))
+        .status,
+    ).toBe(400);
+    const set = await postJson(`${s.url}/_sandbox/faults`, {
+      massive: { '403': { probability: 1, account: 'beta' } },
+      token: { '403': { probability: 1, account: 'beta' } },
+    });
+    expect(set.body).toMatchObject({ massive: { '403': { probability: 1, account: 'beta' } } });
+    const refused = await massive(s, beta.access_token, body);
+    expect(refused).toMatchObject({ status: 403, body: { message: 'injected fault 403' } });
+    expect((await massive(s, demo.access_token, body)).status).toBe(200);
+    // A token that is not valid is nobody's: 401 as usual, not the account's fault.
+    expect((await massive(s, 'made-up', body)).status).toBe(401);
+    expect(
+      (await postJson(`${s.url}/token`, { grant_type: 'password' }, basic('beta', 'clave'))).status,
+    ).toBe(403);
+    expect(
+      (await postJson(`${s.url}/token`, { grant_type: 'refresh_token', refresh_token: beta.refresh_token }))
+        .status,
+    ).toBe(403);
+    expect((await postJson(`${s.url}/token`, { grant_type: 'password' }, basic('demo', 'demo'))).status).toBe(
+      200,
+    );
+    const { requests } = await getJson<{ requests: RequestRecord[] }>(`${s.url}/_sandbox/requests`);
+    expect(
+      requests.filter((r) => r.endpoint === '/mtmessage/massive').map((r) => [r.status, r.account ?? null]),
+    ).toEqual([
+      [403, 'beta'],
+      [200, 'demo'],
+      [401, null],
+    ]);
+  });
+
   it('validates fault bodies, reports them, and reset clears everything', async () => {
     const s = await sandboxWith({ notify: false });
     expect((await postJson(`${s.url}/_sandbox/faults`, { massive: { '418': 1 } })).status).toBe(400);

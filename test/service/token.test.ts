@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { ServiceClient, type ServiceClientOptions, type TokenEvent } from '../../src/service/client.ts';
 import { SqliteStore } from '../../src/store/index.ts';
-import { getJson, makeChunk, postJson } from './helpers.ts';
+import { getJson, makeChunk, postJson, waitFor } from './helpers.ts';
 
 let sandbox: Sandbox;
 let sandboxClock = 0;
@@ -140,6 +140,28 @@ describe('token', () => {
     expect((await requests('/mtmessage/massive')).length).toBe(0);
   });
 
+  it('a request that waited for its turn while the token was renewed goes with the renewed token', async () => {
+    let clock = Date.now();
+    // 5 destinations at 5 a second: each request waits about a second for the one before.
+    const c = client({ now: () => clock, ratePerSecond: 5, concurrency: 4 });
+    await c.sendChunk(makeChunk(5, { chunkId: 'a', bulkId: 'a' }));
+    // b gets the token in force, then waits for its turn.
+    const b = c.sendChunk(makeChunk(5, { chunkId: 'b', bulkId: 'b' }));
+    await new Promise((r) => setTimeout(r, 100));
+    // Meanwhile the token is due: the next request renews it, which expires the one b got.
+    clock += 4 * 3600_000;
+    const next = c.sendChunk(makeChunk(5, { chunkId: 'c', bulkId: 'c' }));
+    await waitFor(async () => (await requests('/token')).length === 2, 'the renewal');
+    expect((await b).parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 1 });
+    expect((await next).parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 1 });
+    expect((await requests('/token')).map((r) => [r.grant, r.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+    ]);
+    // Not one send carried a token that the renewal had replaced.
+    expect((await requests('/mtmessage/massive')).map((r) => r.status)).toEqual([200, 200, 200]);
+  });
+
   it('retries a failing token endpoint with backoff', async () => {
     await postJson(`${sandbox.url}/_sandbox/faults`, { token: { '503': { probability: 1, times: 2 } } });
     const c = client();
@@ -163,7 +185,11 @@ describe('a token shared by several workers through the store', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function worker(name: string, clock: () => number): Promise<ServiceClient> {
+  async function worker(
+    name: string,
+    clock: () => number,
+    opts: Partial<ServiceClientOptions> = {},
+  ): Promise<ServiceClient> {
     const store = new SqliteStore({ path: join(dir, 'state.db') });
     await store.migrate();
     stores.push(store);
@@ -176,6 +202,7 @@ describe('a token shared by several workers through the store', () => {
         store: (token) => store.storeToken(key, name, token),
         release: () => store.releaseTokenRenewal(key, name),
       },
+      ...opts,
     });
   }
 
@@ -219,5 +246,27 @@ describe('a token shared by several workers through the store', () => {
       ['password', 200],
       ['refresh_token', 200],
     ]);
+  });
+
+  it('a request that waited for its turn while another worker renewed the token goes with the renewed one', async () => {
+    let clock = 0;
+    // a: 5 destinations at 5 a second, each request waits about a second for the one before.
+    const a = await worker('w1', () => clock, { ratePerSecond: 5 });
+    const b = await worker('w2', () => clock);
+    await a.sendChunk(makeChunk(5, { chunkId: 'a1', bulkId: 'a1' }));
+    const waiting = a.sendChunk(makeChunk(5, { chunkId: 'a2', bulkId: 'a2' }));
+    await new Promise((r) => setTimeout(r, 100));
+    // The token is due while a2 waits: b renews it, which expires the one a2 got.
+    clock = 4 * 3600_000;
+    expect((await b.sendChunk(makeChunk(1, { chunkId: 'b1', bulkId: 'b1' }))).parts[0]!.outcome.kind).toBe(
+      'accepted',
+    );
+    expect((await waiting).parts[0]!.outcome).toMatchObject({ kind: 'accepted', attempts: 1 });
+    // b's renewal was adopted from the store: one login, one refresh, no send refused.
+    expect((await requests('/token')).map((t) => [t.grant, t.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+    ]);
+    expect((await requests('/mtmessage/massive')).map((r) => r.status)).toEqual([200, 200, 200]);
   });
 });
