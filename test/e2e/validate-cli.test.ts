@@ -61,6 +61,7 @@ interface ValidateJson {
   errors: Issue[];
   warnings: Issue[];
   errorsTruncated: boolean;
+  directives: { priority: string | null; expect: { line: number; count: number } | null };
 }
 
 async function validateJson(...args: string[]): Promise<{ run: Run; json: ValidateJson }> {
@@ -179,6 +180,16 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
     const { json } = await validateJson('samples/personalized-headed.txt');
     expect(json).toMatchObject({ header: true, records: 4, valid: 4, invalid: 0 });
     expect(json.warnings.map((w) => [w.line, w.code])).toEqual([[4, 'UCS2_MESSAGE']]);
+  });
+
+  it('urgent.txt: its directives read (priority high, the expected count checked)', async () => {
+    const { run, json } = await validateJson('samples/urgent.txt');
+    expect(run.code).toBe(0);
+    expect(json).toMatchObject({ header: true, records: 3, valid: 3, accepted: true });
+    expect(json.directives).toEqual({
+      priority: 'high',
+      expect: { line: 2, count: 3 },
+    });
   });
 
   it('bulk.txt: bulk, countries counted', async () => {
