@@ -5,12 +5,14 @@
 
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { openStore } from '../../src/store/index.ts';
 import { createPool, storeError, transaction } from '../../src/store/postgres/connection.ts';
 import { loadPostgresMigrations } from '../../src/store/postgres/migrations.ts';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.ts';
+import * as S from '../../src/store/postgres/sql.ts';
 import type { ChunkResult, ReadyFile, Store } from '../../src/store/store.ts';
 import {
   admin,
@@ -134,6 +136,45 @@ describe('PostgresStore', () => {
   });
   afterAll(async () => {
     await db.drop();
+  });
+
+  describe('send permits', () => {
+    it('are committed without waiting for the WAL flush, the connection left durable for everything else', async () => {
+      const store = open({ poolSize: 1 });
+      await store.migrate();
+      const pool = (store as unknown as { pool: pg.Pool }).pool;
+      const mode = async (c: pg.Pool | pg.PoolClient = pool) =>
+        (await c.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
+      const account = { key: 'k', name: 'default' };
+      const asked = {
+        permitId: 'p1',
+        owner: 'w',
+        destinations: 10,
+        ratePerSecond: 0,
+        concurrency: 4,
+        leaseMs: 10_000,
+      };
+      expect((await store.takeSendPermit(account, asked)).granted).toBe(true);
+      await store.releaseSendPermit('k', 'p1');
+      // The pool's one connection, after both: durable again for the recipients' writes.
+      expect(await mode()).toBe('on');
+      // While the permit statements run, their transaction is not.
+      const c = await pool.connect();
+      try {
+        for (const [statement, params] of [
+          [S.LOCK_BUDGET, { key: 'k' }],
+          [S.RELEASE_PERMIT, { key: 'k', permit_id: 'p1' }],
+        ] as const) {
+          await c.query('BEGIN');
+          await c.query({ text: statement.text, values: S.values(statement, params) });
+          expect(await mode(c)).toBe('off');
+          await c.query('COMMIT');
+          expect(await mode(c)).toBe('on');
+        }
+      } finally {
+        c.release();
+      }
+    });
   });
 
   describe('deadlocks', () => {

@@ -800,7 +800,17 @@ export const RELEASE_TOKEN_RENEWAL = statement(
 const NOW_MS = `extract(epoch from coalesce(:now::timestamptz, clock_timestamp())) * 1000`;
 
 /** The account's budget row locked for the decision (0 rows: none yet). */
-export const LOCK_BUDGET = statement(`SELECT 1 FROM send_budgets WHERE account_key = :key FOR UPDATE`);
+/**
+ * The budget's row lock, and its transaction's commit made without waiting for the WAL flush
+ * (synchronous_commit off, for this transaction only): permits and the rate's clock are
+ * leases of a few seconds, not records. A database crash may forget the last of them: a
+ * request or two over the account's limits once, never a recipient lost or sent twice (those
+ * are written by durable transactions of their own). The flush was a millisecond or more a
+ * request, most of what permits cost.
+ */
+export const LOCK_BUDGET = statement(
+  `SELECT set_config('synchronous_commit', 'off', true) FROM send_budgets WHERE account_key = :key FOR UPDATE`,
+);
 
 /** The locked budget, with the clock read after the lock and the permits live now. */
 export const READ_BUDGET = statement(
@@ -829,8 +839,10 @@ export const GRANT_PERMIT = statement(
    UPDATE send_budgets SET next_at = :next_at WHERE account_key = :key`,
 );
 
+/** As LOCK_BUDGET, committed without waiting for the flush: a forgotten release expires with its lease. */
 export const RELEASE_PERMIT = statement(
-  `DELETE FROM send_permits WHERE permit_id = :permit_id AND account_key = :key`,
+  `WITH nosync AS (SELECT set_config('synchronous_commit', 'off', true))
+   DELETE FROM send_permits WHERE permit_id = :permit_id AND account_key = :key AND EXISTS (SELECT 1 FROM nosync)`,
 );
 
 export const SEND_BUDGETS = statement(
