@@ -20,11 +20,12 @@ export const DIRECTIVE_NAMES = [
   'source',
   'expect',
 ] as const;
+export type DirectiveName = (typeof DIRECTIVE_NAMES)[number];
 /** By their lower-case form (names are case-insensitive). */
-const KNOWN = new Map<string, string>(DIRECTIVE_NAMES.map((n) => [n.toLowerCase(), n]));
+const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLowerCase(), n]));
 
 /** Not acted on yet: the value dropline's own behaviour already matches, if any. */
-const NOT_YET: Record<string, { same?: string; why: string }> = {
+const NOT_YET: Record<Exclude<DirectiveName, 'priority' | 'expect'>, { same?: string; why: string }> = {
   message: { why: 'message templates are not supported yet' },
   sendAt: { why: 'scheduled sending is not supported yet' },
   channel: { same: 'sms', why: 'only the sms channel is supported so far' },
@@ -35,7 +36,7 @@ const NOT_YET: Record<string, { same?: string; why: string }> = {
 };
 
 /** `allowDirectives` of a source: all (true), none (false), or these names. */
-export type AllowDirectives = boolean | readonly string[];
+export type AllowDirectives = boolean | readonly DirectiveName[];
 
 /** What the file's directives ask for, once read. */
 export interface Directives {
@@ -57,21 +58,25 @@ export function readDirective(
   into: Directives,
   seen: Set<string>,
 ): void {
-  const fail = (why: string): never => {
+  const fail: (why: string) => never = (why) => {
     throw new DirectiveError(`line ${line}: ${why}`);
   };
   const body = text.slice(2);
   const colon = body.indexOf(':');
   if (colon < 0) fail('a directive is written `#! name: value`');
   const written = body.slice(0, colon).trim();
-  const value = body.slice(colon + 1).trim();
+  // A spreadsheet pads its rows with separators (`#! priority: high;;`): they are no value.
+  const value = body
+    .slice(colon + 1)
+    .replace(/[;,|\t]+\s*$/, '')
+    .trim();
   const name = KNOWN.get(written.toLowerCase());
-  if (!name) fail(`unknown directive \`${written.slice(0, 40)}\` (known: ${[...KNOWN.values()].join(', ')})`);
-  if (allow === false || (Array.isArray(allow) && !allow.includes(name!))) {
+  if (!name) fail(`unknown directive \`${written.slice(0, 40)}\` (known: ${DIRECTIVE_NAMES.join(', ')})`);
+  if (allow === false || (Array.isArray(allow) && !allow.includes(name))) {
     fail(`this source does not allow the \`${name}\` directive`);
   }
-  if (seen.has(name!)) fail(`\`${name}\` is given twice`);
-  seen.add(name!);
+  if (seen.has(name)) fail(`\`${name}\` is given twice`);
+  seen.add(name);
   switch (name) {
     case 'priority': {
       const p = value.toLowerCase() as Priority;
@@ -87,7 +92,7 @@ export function readDirective(
       return;
     }
     default: {
-      const rule = NOT_YET[name!]!;
+      const rule = NOT_YET[name];
       if (rule.same === undefined || value.toLowerCase() !== rule.same) fail(`${rule.why} (\`#! ${name}:\`)`);
     }
   }

@@ -759,23 +759,21 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   splitter.end();
   while (pending) abandonPending();
   flushRecipients();
-  if (heldTrailer) {
-    const t: { text: string; lineNo: number; count: number | null } = heldTrailer;
-    summary.trailer = { line: t.lineNo, count: t.count };
-    if (t.count !== null && t.count !== summary.records) {
+  /** A count the file announced (trailer, `#! expect:`) against the records read. */
+  const checkCount = (what: string, line: number, count: number | null): void => {
+    if (count !== null && count !== summary.records)
       reject(
         'TRAILER_MISMATCH',
-        `the trailer on line ${t.lineNo} says ${t.count} records, the file has ${summary.records}`,
+        `${what} on line ${line} says ${count} records, the file has ${summary.records}`,
       );
-    }
+  };
+  if (heldTrailer) {
+    const t: { lineNo: number; count: number | null } = heldTrailer;
+    summary.trailer = { line: t.lineNo, count: t.count };
+    checkCount('the trailer', t.lineNo, t.count);
   }
   const expect = summary.directives.expect;
-  if (expect && expect.count !== summary.records) {
-    reject(
-      'TRAILER_MISMATCH',
-      `the \`#! expect:\` directive on line ${expect.line} says ${expect.count} records, the file has ${summary.records}`,
-    );
-  }
+  if (expect) checkCount('the `#! expect:` directive', expect.line, expect.count);
   if (batch.length > 0) yield batch;
 
   flushCountry();

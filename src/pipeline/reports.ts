@@ -1,6 +1,7 @@
 // What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
 import { hintOf } from '../errors.ts';
+import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
 import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
@@ -17,7 +18,7 @@ export interface Manifest {
   separator: string | null;
   header: boolean;
   /** The file's `#! priority:` directive (FORMAT.md 8.1); null: its source's `priority` applies. */
-  priority: string | null;
+  priority: Priority | null;
   state: string;
   reason: string | null;
   forced: boolean;

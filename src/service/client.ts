@@ -550,18 +550,30 @@ export class ServiceClient extends EventEmitter {
    * to report after its turn (one login asked, not two).
    *
    * Once the turn came, the request takes the token in force: a renewal while it waited (by
-   * this worker or another) replaced the one it got. Held and not due, that is the same
-   * token, without I/O; due, another worker's renewal is adopted from the store, or this
-   * worker renews (once per renewal, not per request). Settled here too, before the caller
-   * records the chunk in flight: between that record and the request, only the request.
+   * this worker or another) replaced the one it got. Not due, that is the token held now,
+   * without I/O. Due, the turn is given back and taken again after the renewal (adopted
+   * from the store, or made by this worker once per renewal): no login while a permit is
+   * held. The token is settled before the caller records the chunk in flight: between that
+   * record and the request, only the request.
    */
   async #turn(flow: Flow, destinations: number, signal: AbortSignal): Promise<Turn> {
-    const got = this.#tokens.get();
-    await got.catch(() => {});
-    const permit = await this.#dispatcher.acquire(flow, destinations, signal);
-    const token = got.then(() => this.#tokens.get());
-    await token.catch(() => {});
-    return { permit, token };
+    for (let turns = 1; ; turns++) {
+      const got = this.#tokens.get();
+      const failed = await got.then(
+        () => false,
+        () => true,
+      );
+      const permit = await this.#dispatcher.acquire(flow, destinations, signal);
+      // A failed login is the request's to report; a token that fell due again during a
+      // second wait (a lifetime shorter than the waits) goes as it is, a 401 renews it.
+      const fresh = this.#tokens.fresh();
+      if (failed || fresh || turns === 2) {
+        const token = fresh ? this.#tokens.get() : got;
+        await token.catch(() => {});
+        return { permit, token };
+      }
+      permit.release();
+    }
   }
 
   async #halves(part: ChunkPart, signal: AbortSignal, flow: Flow): Promise<PartResult[]> {

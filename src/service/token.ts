@@ -87,6 +87,12 @@ export class TokenManager {
     return this.#flight;
   }
 
+  /** get() would answer at once with the token held: none is being obtained, and it is not due. */
+  fresh(): boolean {
+    const held = this.#held;
+    return !this.#flight && held !== null && !held.stale && this.#opts.now() < held.renewAt;
+  }
+
   /** The service answered 401 to `accessToken`: renew on the next get(), unless it was already replaced. */
   invalidate(accessToken: string): void {
     if (this.#held && this.#held.token.accessToken === accessToken) this.#held.stale = true;

@@ -352,6 +352,10 @@ describe('FORMAT 8.1: directives before the first data record', () => {
     expect(r.summary.records).toBe(1);
     const none = await read('3001234567;Hola\n');
     expect(none.summary.directives.priority).toBeNull();
+    // A spreadsheet's padding, a BOM and CRLF change nothing.
+    const padded = await read('\ufeff#! priority: low;;\r\n#! expect: 1,,\r\n3001234567;Hola\r\n');
+    expect(padded.summary.accepted).toBe(true);
+    expect(padded.summary.directives).toEqual({ priority: 'low', expect: { line: 2, count: 1 } });
   });
 
   it('before a header and before a bulk message; after the first data line `#!` is a comment', async () => {

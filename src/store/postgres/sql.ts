@@ -799,14 +799,14 @@ export const RELEASE_TOKEN_RENEWAL = statement(
  */
 const NOW_MS = `extract(epoch from coalesce(:now::timestamptz, clock_timestamp())) * 1000`;
 
-/** The account's budget row locked for the decision (0 rows: none yet). */
 /**
- * The budget's row lock, and its transaction's commit made without waiting for the WAL flush
- * (synchronous_commit off, for this transaction only): permits and the rate's clock are
- * leases of a few seconds, not records. A database crash may forget the last of them: a
- * request or two over the account's limits once, never a recipient lost or sent twice (those
- * are written by durable transactions of their own). The flush was a millisecond or more a
- * request, most of what permits cost.
+ * The account's budget row locked for the decision (0 rows: none yet), and its transaction's
+ * commit made without waiting for the WAL flush (synchronous_commit off, for this transaction
+ * only): permits, the rate's clock and the pace are the account's passing state, not records.
+ * A database crash may forget the last of them: a request or two over the account's limits
+ * once, or a 429's hold that the service's next 429 sets again; never a recipient lost or
+ * sent twice (those are written by durable transactions of their own). The flush was a
+ * millisecond or more a request, most of what permits cost.
  */
 export const LOCK_BUDGET = statement(
   `SELECT set_config('synchronous_commit', 'off', true) FROM send_budgets WHERE account_key = :key FOR UPDATE`,
