@@ -31,6 +31,7 @@
 //   file descriptors stay bounded whatever arrives.
 
 import { hash, timingSafeEqual } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
@@ -111,6 +112,20 @@ interface Conn {
   /** Accepted beyond the cap: its requests get 503 and it closes. */
   overflow: boolean;
   timer: NodeJS.Timeout | null;
+}
+
+/** diagnostics_channel: every commit of delivery reports (/metrics counts them). */
+export const COMMIT_CHANNEL = 'dropline:notify:commit';
+const commitChannel = diagnosticsChannel.channel(COMMIT_CHANNEL);
+
+export interface CommitEvent {
+  /** Reports of the batch by delivery status (repeats included). */
+  readonly statuses: Readonly<Record<string, number>>;
+  /** Each request's time from arrival to its answer, ms. */
+  readonly lagsMs: readonly number[];
+  readonly recorded: number;
+  readonly duplicates: number;
+  readonly orphans: number;
 }
 
 interface Waiter {
@@ -273,6 +288,18 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         stats.duplicates += result.duplicates;
         stats.orphans += result.orphans;
         for (const w of batch) answer(w, 200, OK_BODY);
+        if (commitChannel.hasSubscribers) {
+          const now = performance.now();
+          const statuses: Record<string, number> = {};
+          for (const e of events) statuses[e.status] = (statuses[e.status] ?? 0) + 1;
+          commitChannel.publish({
+            statuses,
+            lagsMs: batch.map((w) => now - w.at),
+            recorded: result.recorded,
+            duplicates: result.duplicates,
+            orphans: result.orphans,
+          } satisfies CommitEvent);
+        }
         if (away) {
           log.info(
             { failedCommits: away.failed, s: Math.round((Date.now() - away.since) / 1000) },

@@ -10,6 +10,7 @@ import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
 import type { Source } from '../sources/source.ts';
 import type { Store } from '../store/store.ts';
+import type { Metrics } from './metrics.ts';
 
 export interface OpsServer {
   readonly url: string;
@@ -25,6 +26,8 @@ export interface OpsOptions {
   store: Store;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
+  /** GET /metrics (Prometheus text format), behind the token like the API. */
+  metrics?: Metrics | undefined;
 }
 
 /** Each readiness probe answers within this or counts as failed. */
@@ -157,6 +160,12 @@ async function route(
     return send(res, 200, manifests);
   }
   if (url.pathname === '/api/workers') return send(res, 200, await workersView(options.store));
+  if (url.pathname === '/metrics' && options.metrics) {
+    const text = await options.metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': options.metrics.registry.contentType, 'cache-control': 'no-store' });
+    res.end(text);
+    return;
+  }
   const m = /^\/api\/files\/([A-Za-z0-9_-]+)$/.exec(url.pathname);
   if (m) {
     const manifest = await manifestOf(options.store, m[1]!);

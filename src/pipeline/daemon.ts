@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
+import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
@@ -235,6 +236,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     },
   });
   log.info({ url: receiver.url }, 'delivery-report receiver listening');
+  const metrics = createMetrics(rt.store);
+  metrics.watchReceiver(() => receiver.stats());
 
   let ops: OpsServer | null = null;
   if (options.withOps !== false) {
@@ -245,8 +248,10 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       store: rt.store,
       sources: rt.sources,
       logger: log,
+      metrics,
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.
+      metrics.close();
       await receiver.close();
       throw err instanceof DroplineError
         ? err
@@ -267,9 +272,12 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     try {
       let listing: SourceEntry[];
       const ignored = new Map<string, string>();
+      const listed = performance.now();
       try {
         listing = await source.list({ ignored: (name, why) => ignored.set(name, why) });
+        metrics.scanned(source.name, (performance.now() - listed) / 1000, false);
       } catch (err) {
+        metrics.scanned(source.name, (performance.now() - listed) / 1000, true);
         const message = (err as Error).message;
         const { log: shown, repeated } = gate.pass(`list:${source.name}`, message);
         if (shown)
@@ -445,6 +453,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
         );
       await receiver.close();
       await ops?.close();
+      metrics.close();
       await rt.store.workerStopped(rt.owner).catch(() => {});
     },
   };

@@ -45,6 +45,11 @@ export interface WorkerRecord extends WorkerInfo {
 }
 
 /** An account as its send budget is kept: `key` the account as the service knows it, `name` as configured. */
+export interface StoreGauges {
+  readonly files: Partial<Record<FileState, number>>;
+  readonly chunksInDoubt: number;
+}
+
 export interface BudgetAccount {
   readonly key: string;
   readonly name: string;
@@ -471,6 +476,8 @@ export interface Store {
   listFiles(options?: ListFilesOptions): Promise<FileRecord[]>;
   /** How many files from this source have this sha256 (to derive a forced resend's fileId). */
   countBySha(source: string, sha256: string): Promise<number>;
+  /** For /metrics: files by state, and the chunks in doubt of files not finished. */
+  gauges(): Promise<StoreGauges>;
   /**
    * Compare-and-set: moves the file to `to` when its state is one of `from` (any state when
    * omitted) and, when `owner` is given, its lease is held by `owner`. Sets timestamps[to]

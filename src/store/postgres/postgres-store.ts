@@ -79,6 +79,7 @@ import {
   type ReportRow,
   type SharedToken,
   type Store,
+  type StoreGauges,
   type WorkerInfo,
   type WorkerRecord,
 } from '../store.ts';
@@ -700,6 +701,15 @@ export class PostgresStore implements Store {
         limit: options.limit ?? null,
       })
     ).map(toFile);
+  }
+
+  async gauges(): Promise<StoreGauges> {
+    const files = await this.rows('counting files by state', S.GAUGE_FILES, {});
+    const [doubt] = await this.rows('counting chunks in doubt', S.GAUGE_IN_DOUBT, {});
+    return {
+      files: Object.fromEntries(files.map((r) => [str(r.state), num(r.n)])),
+      chunksInDoubt: num(doubt?.n ?? 0),
+    };
   }
 
   async countBySha(source: string, sha256: string): Promise<number> {

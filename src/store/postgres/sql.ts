@@ -5,7 +5,11 @@
 //
 // Every name is unqualified: search_path is the store's schema on each connection.
 
-import { TAKEN_OVER_FROM } from '../shared-sql.ts';
+import {
+  GAUGE_FILES as SHARED_GAUGE_FILES,
+  GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
+  TAKEN_OVER_FROM,
+} from '../shared-sql.ts';
 import type { ChunkState, RecipientOutcome } from '../store.ts';
 
 /** A statement with named parameters compiled to PostgreSQL's $n. */
@@ -171,6 +175,9 @@ export const LIST_FILES = statement(
           OR (created_at, file_no) < (SELECT created_at, file_no FROM files WHERE file_id = :before::text))
    ORDER BY created_at DESC, file_no DESC LIMIT :limit::bigint`,
 );
+
+export const GAUGE_FILES = statement(SHARED_GAUGE_FILES);
+export const GAUGE_IN_DOUBT = statement(SHARED_GAUGE_IN_DOUBT);
 
 export const COUNT_BY_SHA = statement(
   'SELECT count(*) AS n FROM files WHERE source = :source AND sha256 = :sha256',

@@ -54,7 +54,7 @@ import {
   reportCheck,
   resultParts,
 } from '../outcomes.ts';
-import { TAKEN_OVER_FROM } from '../shared-sql.ts';
+import { GAUGE_FILES, GAUGE_IN_DOUBT, TAKEN_OVER_FROM } from '../shared-sql.ts';
 import {
   type BudgetAccount,
   type ChunkDestination,
@@ -84,6 +84,7 @@ import {
   type ReportRow,
   type SharedToken,
   type Store,
+  type StoreGauges,
   UNKNOWN_DELIVERY,
   type WorkerInfo,
   type WorkerRecord,
@@ -597,6 +598,15 @@ export class SqliteStore implements Store {
         limit: options.limit ?? -1,
       })
       .map(toFile);
+  }
+
+  async gauges(): Promise<StoreGauges> {
+    const files = this.stmt(GAUGE_FILES).all() as { state: FileState; n: number }[];
+    const doubt = this.stmt(GAUGE_IN_DOUBT).get() as { n: number };
+    return {
+      files: Object.fromEntries(files.map((r) => [r.state, Number(r.n)])),
+      chunksInDoubt: Number(doubt.n),
+    };
   }
 
   async countBySha(source: string, sha256: string): Promise<number> {

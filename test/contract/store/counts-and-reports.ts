@@ -428,4 +428,28 @@ export function countsAndReports(t: ContractContext): void {
       expect(doubt.map((r) => r.idx)).toEqual(Array.from({ length: 1000 }, (_, i) => 6001 + i));
     });
   });
+
+  describe('gauges (for /metrics)', () => {
+    it('files by state, and the chunks in doubt of files not finished', async () => {
+      expect(await store.gauges()).toEqual({ files: {}, chunksInDoubt: 0 });
+      await sendingFile('f1', 4, 2);
+      await sendingFile('f2', 2, 1);
+      await store.registerFile(newFile({ fileId: 'f3' }));
+      for (const [fileId, seq] of [
+        ['f1', 1],
+        ['f1', 2],
+        ['f2', 1],
+      ] as const)
+        await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+      await store.markInflightInDoubt('f1');
+      await store.markInflightInDoubt('f2');
+      expect(await store.gauges()).toEqual({ files: { sending: 2, validating: 1 }, chunksInDoubt: 3 });
+      // A finished file's chunks in doubt are history, not a worry.
+      await store.transition('f2', 'cancelled');
+      expect(await store.gauges()).toEqual({
+        files: { sending: 1, validating: 1, cancelled: 1 },
+        chunksInDoubt: 2,
+      });
+    });
+  });
 }

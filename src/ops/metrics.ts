@@ -1,0 +1,169 @@
+// /metrics (issue 13): what operators alert on, in Prometheus's text format (prom-client).
+// Labels are bounded: states, results, HTTP statuses, delivery statuses, grants and sources,
+// never a fileId, a name or a number. Counters are this process's since it started (sum them
+// over the workers); the gauges read from the store are the whole deployment's, the same on
+// every worker. docs/metrics.md lists each metric with an alert.
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { COMMIT_CHANNEL, type CommitEvent, type ReceiverStats } from '../notify/receiver.ts';
+import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
+import type { Store, StoreGauges } from '../store/store.ts';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** One listing of a source: how long it took, and whether it failed. */
+  scanned(source: string, seconds: number, failed: boolean): void;
+  /** The delivery-report receiver whose answers /metrics shows. */
+  watchReceiver(stats: () => ReceiverStats): void;
+  close(): void;
+}
+
+/** The store is read once a scrape, however many gauges come from it. */
+const GAUGES_FRESH_MS = 1000;
+
+export function createMetrics(store: Store): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  let read: { at: number; gauges: Promise<StoreGauges> } | null = null;
+  const gauges = (): Promise<StoreGauges> => {
+    if (!read || Date.now() - read.at > GAUGES_FRESH_MS) read = { at: Date.now(), gauges: store.gauges() };
+    return read.gauges;
+  };
+  new Gauge({
+    name: 'dropline_files',
+    help: 'Files in the store by state (every worker sees the same)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [state, n] of Object.entries((await gauges()).files)) this.set({ state }, n ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'dropline_chunks_in_doubt',
+    help: 'Chunks of unfinished files whose outcome is unknown (sent, no answer): their reports decide them',
+    registers: [registry],
+    async collect() {
+      this.set((await gauges()).chunksInDoubt);
+    },
+  });
+  new Gauge({
+    name: 'dropline_send_window_open',
+    help: '1 while files may be sent (no send window is configured: always)',
+    registers: [registry],
+    collect() {
+      this.set(1);
+    },
+  });
+
+  const requests = new Counter({
+    name: 'dropline_service_requests_total',
+    help: 'POST /mtmessage/massive attempts by result and HTTP status (0: no answer)',
+    labelNames: ['result', 'status'],
+    registers: [registry],
+  });
+  const destinations = new Counter({
+    name: 'dropline_service_destinations_total',
+    help: 'Recipients in those attempts by result (accepted: submitted to the service)',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'dropline_service_request_duration_seconds',
+    help: 'Time of a POST /mtmessage/massive attempt, by result',
+    labelNames: ['result'],
+    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const tokens = new Counter({
+    name: 'dropline_token_requests_total',
+    help: 'POST /token attempts by grant (password: a login; refresh_token: a renewal) and HTTP status',
+    labelNames: ['grant', 'status'],
+    registers: [registry],
+  });
+  const onAttempt = (message: unknown): void => {
+    const e = message as AttemptEvent;
+    requests.inc({ result: e.result, status: String(e.status) });
+    destinations.inc({ result: e.result }, e.destinations);
+    latency.observe({ result: e.result }, e.latencyMs / 1000);
+  };
+  const onToken = (message: unknown): void => {
+    const e = message as TokenEvent;
+    tokens.inc({ grant: e.grant, status: String(e.status) });
+  };
+
+  const reports = new Counter({
+    name: 'dropline_delivery_reports_total',
+    help: 'Delivery reports committed by status (repeats included)',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  const reportEvents = new Counter({
+    name: 'dropline_delivery_report_events_total',
+    help: 'Delivery reports committed: recorded (new), duplicate (already recorded), orphan (matching no recipient, kept)',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const lag = new Histogram({
+    name: 'dropline_delivery_report_ingest_seconds',
+    help: "A report request's time from arrival to its answer (after the commit)",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const onCommit = (message: unknown): void => {
+    const e = message as CommitEvent;
+    for (const [status, n] of Object.entries(e.statuses)) reports.inc({ status }, n);
+    reportEvents.inc({ kind: 'recorded' }, e.recorded - e.orphans);
+    reportEvents.inc({ kind: 'duplicate' }, e.duplicates);
+    reportEvents.inc({ kind: 'orphan' }, e.orphans);
+    for (const ms of e.lagsMs) lag.observe(ms / 1000);
+  };
+  diagnosticsChannel.subscribe(ATTEMPT_CHANNEL, onAttempt);
+  diagnosticsChannel.subscribe(TOKEN_CHANNEL, onToken);
+  diagnosticsChannel.subscribe(COMMIT_CHANNEL, onCommit);
+
+  let receiverStats: (() => ReceiverStats) | null = null;
+  new Counter({
+    name: 'dropline_delivery_report_requests_total',
+    help: 'Requests to the delivery-report receiver by the HTTP status answered (401 bad token, 400 bad body, 503 busy or store down)',
+    labelNames: ['status'],
+    registers: [registry],
+    collect() {
+      if (!receiverStats) return;
+      // The receiver counts; shown as they are (a counter of this process's receiver).
+      this.reset();
+      for (const [status, n] of Object.entries(receiverStats().answered)) this.inc({ status }, n);
+    },
+  });
+
+  const scans = new Counter({
+    name: 'dropline_source_scans_total',
+    help: 'Listings of a source by result (ok, error)',
+    labelNames: ['source', 'result'],
+    registers: [registry],
+  });
+  const scanTime = new Histogram({
+    name: 'dropline_source_scan_duration_seconds',
+    help: 'Time of one listing of a source',
+    labelNames: ['source'],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    scanned(source, seconds, failed) {
+      scans.inc({ source, result: failed ? 'error' : 'ok' });
+      scanTime.observe({ source }, seconds);
+    },
+    watchReceiver(stats) {
+      receiverStats = stats;
+    },
+    close() {
+      diagnosticsChannel.unsubscribe(ATTEMPT_CHANNEL, onAttempt);
+      diagnosticsChannel.unsubscribe(TOKEN_CHANNEL, onToken);
+      diagnosticsChannel.unsubscribe(COMMIT_CHANNEL, onCommit);
+    },
+  };
+}
