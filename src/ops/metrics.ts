@@ -6,6 +6,7 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { COMMIT_CHANNEL, type CommitEvent, type ReceiverStats } from '../notify/receiver.ts';
+import { STORE_CALL_CHANNEL, type StoreCallEvent } from '../pipeline/patient-store.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { Store, StoreGauges } from '../store/store.ts';
 
@@ -137,6 +138,26 @@ export function createMetrics(store: Store): Metrics {
     },
   });
 
+  const storeTime = new Histogram({
+    name: 'dropline_store_operation_duration_seconds',
+    help: "Time of the work's store calls, by Store method",
+    labelNames: ['operation'],
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [registry],
+  });
+  const storeErrors = new Counter({
+    name: 'dropline_store_errors_total',
+    help: 'Store calls that failed, by Store method and kind (unavailable: waited for and tried again)',
+    labelNames: ['operation', 'kind'],
+    registers: [registry],
+  });
+  const onStoreCall = (message: unknown): void => {
+    const e = message as StoreCallEvent;
+    storeTime.observe({ operation: e.operation }, e.seconds);
+    if (e.error) storeErrors.inc({ operation: e.operation, kind: e.error });
+  };
+  diagnosticsChannel.subscribe(STORE_CALL_CHANNEL, onStoreCall);
+
   const scans = new Counter({
     name: 'dropline_source_scans_total',
     help: 'Listings of a source by result (ok, error)',
@@ -164,6 +185,7 @@ export function createMetrics(store: Store): Metrics {
       diagnosticsChannel.unsubscribe(ATTEMPT_CHANNEL, onAttempt);
       diagnosticsChannel.unsubscribe(TOKEN_CHANNEL, onToken);
       diagnosticsChannel.unsubscribe(COMMIT_CHANNEL, onCommit);
+      diagnosticsChannel.unsubscribe(STORE_CALL_CHANNEL, onStoreCall);
     },
   };
 }

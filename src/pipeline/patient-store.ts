@@ -3,6 +3,7 @@
 // is waited for, with back-off, and the call goes on where it was. Nothing is marked failed or
 // in doubt because the store was away: the worker simply does not move until it answers.
 // The receiver and the ops server use the store directly: they answer 503 at once instead.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import type { FileRecord, Store } from '../store/store.ts';
@@ -27,6 +28,18 @@ export interface Patience {
   signal: AbortSignal;
 }
 
+/** diagnostics_channel: every store call of the work, timed (/metrics). */
+export const STORE_CALL_CHANNEL = 'dropline:store:call';
+const callChannel = diagnosticsChannel.channel(STORE_CALL_CHANNEL);
+
+export interface StoreCallEvent {
+  /** The Store method: a bounded name. */
+  readonly operation: string;
+  readonly seconds: number;
+  /** null: it answered; unavailable: it could not be reached (the call waits and tries again). */
+  readonly error: 'unavailable' | 'error' | null;
+}
+
 export function patientStore(store: Store, patience: Patience): Store {
   const log = patience.logger;
   let away = false;
@@ -41,11 +54,22 @@ export function patientStore(store: Store, patience: Patience): Store {
       log.info('the store answers again: going on where the work was');
     };
     for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
+      const observe = (error: StoreCallEvent['error']): void => {
+        if (callChannel.hasSubscribers)
+          callChannel.publish({
+            operation: String(key),
+            seconds: (performance.now() - started) / 1000,
+            error,
+          } satisfies StoreCallEvent);
+      };
       try {
         const result = await fn(...args);
+        observe(null);
         back(attempt);
         return attempt === 0 ? result : await afterRetry(store, key, args, result);
       } catch (err) {
+        observe(storeUnavailable(err) ? 'unavailable' : 'error');
         if (!storeUnavailable(err) || patience.signal.aborted) {
           if (!patience.signal.aborted) back(attempt);
           throw err;

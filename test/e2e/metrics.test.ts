@@ -85,6 +85,14 @@ it('delivery reports and files: the store and the receiver agree with the manife
   );
   expect(value('dropline_source_scans_total', { source: 'local', result: 'ok' })).toBeGreaterThan(0);
   expect(value('dropline_send_window_open')).toBe(1);
+  // The work's store calls, timed by method; none failed.
+  const timedCalls = [
+    ...text.matchAll(/^dropline_store_operation_duration_seconds_count\{operation="(\w+)"\} (\d+)$/gm),
+  ];
+  expect(timedCalls.map((t) => t[1])).toEqual(
+    expect.arrayContaining(['insertRecipients', 'recordChunkResult']),
+  );
+  expect(sum('dropline_store_errors_total')).toBe(0);
   // The process's own: event-loop lag, memory.
   expect(parse(text).some((f) => f.name === 'nodejs_eventloop_lag_seconds')).toBe(true);
   expect(value('process_resident_memory_bytes')).toBeGreaterThan(0);
