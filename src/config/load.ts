@@ -20,6 +20,8 @@ export interface LoadedConfig {
     accountPasswords: Readonly<Record<string, string>>;
     notifyToken: string;
     opsToken: string | undefined;
+    /** Each of `alerts`' signing keys, in their order (null: unsigned). */
+    alertSecrets: readonly (string | null)[];
   };
   /** The URL the service posts delivery reports to (token in the query string). */
   notifyUrl: string;
@@ -164,6 +166,11 @@ export function loadConfig(
   if (opsToken === '')
     throw new DroplineError('DROPLINE_ERR_CONFIG', `ops.tokenFile: ${config.ops.tokenFile} is empty`);
 
+  const alertSecrets = config.alerts.map((a, i) => {
+    if (a.secret !== undefined && a.secretFile !== undefined)
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `alerts.${i}: give secret or secretFile, not both`);
+    return a.secretFile ? readSecretFile(a.secretFile, `alerts.${i}.secretFile`) : (a.secret ?? null);
+  });
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
   const publicUrl = config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`;
   const url = new URL(publicUrl);
@@ -172,7 +179,7 @@ export function loadConfig(
   return {
     config: Object.freeze(config),
     path,
-    secrets: { apiPassword, accountPasswords, notifyToken, opsToken },
+    secrets: { apiPassword, accountPasswords, notifyToken, opsToken, alertSecrets },
     notifyUrl: url.toString(),
   };
 }

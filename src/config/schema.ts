@@ -6,6 +6,7 @@ import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
+export const ALERT_EVENTS = ['rejected', 'paused', 'partial', 'completed', 'source-down'] as const;
 
 /**
  * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for
@@ -191,6 +192,23 @@ export const configSchema = z
      * manifest stays): `dropline prune`, and `dropline run` hourly. 0 keeps everything.
      */
     retentionDays: z.number().nonnegative().default(90),
+    /** Webhooks told when a file is rejected, paused, partial or completed, or a source is down (docs/alerts.md). */
+    alerts: z
+      .array(
+        z
+          .object({
+            url: z.string().url(),
+            events: z.array(z.enum(ALERT_EVENTS)).min(1),
+            /** HMAC-SHA256 key of the X-Dropline-Signature header (or secretFile). */
+            secret: z.string().min(1).optional(),
+            secretFile: z.string().optional(),
+            format: z.enum(['json', 'slack']).default('json'),
+            /** `source-down`: after this long without a listing of the source. */
+            sourceDownAfterMs: duration.default(5 * 60_000),
+          })
+          .strict(),
+      )
+      .default([]),
     /** How long a worker holds a file before another may take it over (crash recovery). */
     leaseMs: duration.default(30_000),
     /** Work that makes no progress this long is stuck: /readyz says so, other files go on. */

@@ -9,6 +9,7 @@ import { COMMIT_CHANNEL, type CommitEvent, type ReceiverStats } from '../notify/
 import { STORE_CALL_CHANNEL, type StoreCallEvent } from '../pipeline/patient-store.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { Store, StoreGauges } from '../store/store.ts';
+import { ALERT_CHANNEL, type AlertDelivery } from './alerts.ts';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -158,6 +159,18 @@ export function createMetrics(store: Store): Metrics {
   };
   diagnosticsChannel.subscribe(STORE_CALL_CHANNEL, onStoreCall);
 
+  const alerts = new Counter({
+    name: 'dropline_alerts_total',
+    help: 'Alerts by event and result (delivered, failed after its tries, dropped: queue full or stopping)',
+    labelNames: ['event', 'result'],
+    registers: [registry],
+  });
+  const onAlert = (message: unknown): void => {
+    const e = message as AlertDelivery;
+    alerts.inc({ event: e.event, result: e.result });
+  };
+  diagnosticsChannel.subscribe(ALERT_CHANNEL, onAlert);
+
   const scans = new Counter({
     name: 'dropline_source_scans_total',
     help: 'Listings of a source by result (ok, error)',
@@ -186,6 +199,7 @@ export function createMetrics(store: Store): Metrics {
       diagnosticsChannel.unsubscribe(TOKEN_CHANNEL, onToken);
       diagnosticsChannel.unsubscribe(COMMIT_CHANNEL, onCommit);
       diagnosticsChannel.unsubscribe(STORE_CALL_CHANNEL, onStoreCall);
+      diagnosticsChannel.unsubscribe(ALERT_CHANNEL, onAlert);
     },
   };
 }

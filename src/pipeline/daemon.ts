@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import { type Receiver, startReceiver } from '../notify/receiver.ts';
+import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
@@ -238,6 +239,14 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   log.info({ url: receiver.url }, 'delivery-report receiver listening');
   const metrics = createMetrics(rt.store);
   metrics.watchReceiver(() => receiver.stats());
+  const alerts = startAlerts({
+    alerts: config.alerts,
+    secrets: secrets.alertSecrets,
+    store: rt.store,
+    logger: log,
+  });
+  /** Since when each source's listings fail (source-down alerts). */
+  const failingSince = new Map<string, number>();
 
   let ops: OpsServer | null = null;
   if (options.withOps !== false) {
@@ -252,6 +261,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.
       metrics.close();
+      await alerts.close();
       await receiver.close();
       throw err instanceof DroplineError
         ? err
@@ -276,9 +286,14 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       try {
         listing = await source.list({ ignored: (name, why) => ignored.set(name, why) });
         metrics.scanned(source.name, (performance.now() - listed) / 1000, false);
+        failingSince.delete(source.name);
+        alerts.sourceListed(source.name, null);
       } catch (err) {
         metrics.scanned(source.name, (performance.now() - listed) / 1000, true);
         const message = (err as Error).message;
+        const since = failingSince.get(source.name) ?? Date.now();
+        failingSince.set(source.name, since);
+        alerts.sourceListed(source.name, { since, error: message });
         const { log: shown, repeated } = gate.pass(`list:${source.name}`, message);
         if (shown)
           log.warn(
@@ -453,6 +468,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
         );
       await receiver.close();
       await ops?.close();
+      await alerts.close();
       metrics.close();
       await rt.store.workerStopped(rt.owner).catch(() => {});
     },

@@ -3,6 +3,7 @@
 // every step, so a process killed at any moment is resumed by the next one that takes the
 // file's lease (DESIGN-NOTES 1).
 import { createHash } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { Config, SourceConfig } from '../config/schema.ts';
@@ -100,6 +101,19 @@ const READS_AT_ONCE = 2;
 /** A file's share of its account among the files sending at once, by its priority. */
 const PRIORITY_WEIGHT = { high: 4, normal: 2, low: 1 } as const;
 
+/** diagnostics_channel: every change of a file's state this worker made (alerts, metrics). */
+export const FILE_STATE_CHANNEL = 'dropline:file:state';
+const fileStateChannel = diagnosticsChannel.channel(FILE_STATE_CHANNEL);
+
+export interface FileStateEvent {
+  readonly file: FileRecord;
+  readonly from: string;
+}
+
+function stateChanged(file: FileRecord, from: string): void {
+  if (fileStateChannel.hasSubscribers) fileStateChannel.publish({ file, from } satisfies FileStateEvent);
+}
+
 export class Pipeline {
   readonly store: Store;
   readonly config: Config;
@@ -195,6 +209,7 @@ export class Pipeline {
 
   private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
     this.touch(file.fileId);
+    stateChanged(file, from);
     // A partial file waits for an operator (retry); a rejected one is warned about where it is rejected.
     this.log[file.state === 'partial' ? 'error' : 'info'](
       { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
@@ -487,6 +502,7 @@ export class Pipeline {
       { fileId: file.fileId, source: source.name, file: entry.name, code },
       `${entry.name} rejected ${code}: ${message}`,
     );
+    stateChanged(file, 'claimed');
     await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
     return this.mustGet(file.fileId);
   }
@@ -554,6 +570,7 @@ export class Pipeline {
     });
     if (!created) return null;
     this.log.warn({ fileId: file.fileId, file: entry.name }, rejection.message);
+    stateChanged(file, 'claimed');
     await this.withLease(file.fileId, (f) => this.finishFailed(f, source));
     return this.mustGet(file.fileId);
   }

@@ -1,0 +1,197 @@
+// Alerts to the people who care (issue 13): a JSON POST (or a Slack incoming-webhook body) to
+// each configured URL when a file this worker drives is rejected, paused, partial or
+// completed, or a source stays unreachable. Signed with HMAC-SHA256 when a secret is set.
+// Delivered in the background, retried with back-off: a receiver that is down never slows
+// sending. Not kept across a restart (a queue of at most QUEUE_MAX per URL, in memory).
+// Hand-written: a POST, a signature and a retry loop; no webhook library does less.
+import { createHmac } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../config/schema.ts';
+import type { Logger } from '../log.ts';
+import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
+import { type Manifest, manifestOf } from '../pipeline/reports.ts';
+import type { Store } from '../store/store.ts';
+
+export type AlertEvent = Config['alerts'][number]['events'][number];
+
+/** diagnostics_channel: each alert's end (/metrics counts them). */
+export const ALERT_CHANNEL = 'dropline:alerts:delivery';
+const alertChannel = diagnosticsChannel.channel(ALERT_CHANNEL);
+export interface AlertDelivery {
+  readonly event: AlertEvent;
+  readonly result: 'delivered' | 'failed' | 'dropped';
+}
+
+export interface AlertOptions {
+  alerts: Config['alerts'];
+  /** alerts[i]'s signing key (null: unsigned). */
+  secrets: readonly (string | null)[];
+  store: Store;
+  logger: Logger;
+  /** Back-off of the retries (default 1 s doubling to 60 s, 6 tries). */
+  retry?: { baseMs: number; maxMs: number; tries: number };
+}
+
+export interface Alerts {
+  /** A source's listing failed (`since`: when its failures began) or succeeded (null). */
+  sourceListed(source: string, failure: { since: number; error: string } | null): void;
+  /** Stops taking alerts; what is being delivered ends within one request's time-out. */
+  close(): Promise<void>;
+}
+
+const FILE_EVENTS: ReadonlySet<string> = new Set<AlertEvent>(['rejected', 'paused', 'partial', 'completed']);
+const QUEUE_MAX = 100;
+const TIMEOUT_MS = 10_000;
+
+interface Payload {
+  event: AlertEvent;
+  at: string;
+  file?: Manifest;
+  source?: { name: string; downSince: string; error: string };
+}
+
+/** `sha256=<hex>`: HMAC-SHA256 of the exact body with the alert's secret (docs/alerts.md). */
+export function signature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+function slackText(p: Payload): string {
+  if (p.source)
+    return `dropline: source ${p.source.name} unreachable since ${p.source.downSince}: ${p.source.error}`;
+  const f = p.file!;
+  const c = f.counts;
+  const why = f.rejection
+    ? ` (${f.rejection.code}: ${f.rejection.message})`
+    : f.reason
+      ? ` (${f.reason})`
+      : '';
+  return `dropline: ${f.name} ${f.state}${why}: ${c.records} records, ${c.valid} valid, ${c.submitted} submitted, ${c.delivered} delivered`;
+}
+
+export function startAlerts(options: AlertOptions): Alerts {
+  const log = options.logger;
+  const retry = options.retry ?? { baseMs: 1000, maxMs: 60_000, tries: 6 };
+  const stopping = new AbortController();
+  const queues = options.alerts.map(() => ({ size: 0, chain: Promise.resolve() }));
+  /** Per source, the URLs already told of its current outage. */
+  const downSaid = new Map<string, Set<number>>();
+
+  const end = (event: AlertEvent, result: AlertDelivery['result']): void => {
+    if (alertChannel.hasSubscribers) alertChannel.publish({ event, result } satisfies AlertDelivery);
+  };
+
+  /** One POST, tried until it is answered 2xx, refused for good (4xx) or out of tries. */
+  const deliver = async (i: number, payload: Payload): Promise<void> => {
+    const target = options.alerts[i]!;
+    const body = JSON.stringify(target.format === 'slack' ? { text: slackText(payload) } : payload);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'dropline-alerts',
+      'x-dropline-event': payload.event,
+    };
+    const secret = options.secrets[i] ?? null;
+    if (secret) headers['x-dropline-signature'] = signature(secret, body);
+    const where = new URL(target.url).host;
+    let last = '';
+    for (let attempt = 1; attempt <= retry.tries && !stopping.signal.aborted; attempt++) {
+      try {
+        const res = await fetch(target.url, {
+          method: 'POST',
+          headers,
+          body,
+          signal: AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), stopping.signal]),
+        });
+        await res.body?.cancel();
+        if (res.ok) {
+          log.info({ event: payload.event, to: where, attempt }, 'alert delivered');
+          end(payload.event, 'delivered');
+          return;
+        }
+        last = `HTTP ${res.status}`;
+        // Refused for good (a wrong URL, a bad signature): trying again changes nothing.
+        if (res.status < 500 && res.status !== 408 && res.status !== 429) break;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      await sleep(Math.min(retry.baseMs * 2 ** (attempt - 1), retry.maxMs), undefined, {
+        signal: stopping.signal,
+      }).catch(() => {});
+    }
+    if (stopping.signal.aborted) {
+      log.warn({ event: payload.event, to: where }, 'alert not delivered: dropline is stopping');
+      end(payload.event, 'dropped');
+      return;
+    }
+    log.error({ event: payload.event, to: where, err: last }, 'alert not delivered');
+    end(payload.event, 'failed');
+  };
+
+  /** Queued for URL i, behind its earlier alerts (in order, one at a time). */
+  const enqueue = (i: number, event: AlertEvent, make: () => Promise<Payload | null>): void => {
+    const target = options.alerts[i]!;
+    const q = queues[i]!;
+    if (q.size >= QUEUE_MAX) {
+      log.warn({ event, to: new URL(target.url).host }, `alert dropped: ${QUEUE_MAX} wait already`);
+      end(event, 'dropped');
+      return;
+    }
+    q.size++;
+    q.chain = q.chain
+      .then(async () => {
+        const payload = await make();
+        if (payload) await deliver(i, payload);
+      })
+      .catch((err: unknown) => log.error({ event, err: (err as Error).message }, 'alert failed'))
+      .finally(() => {
+        q.size--;
+      });
+  };
+
+  const send = (event: AlertEvent, make: () => Promise<Payload | null>): void => {
+    options.alerts.forEach((target, i) => {
+      if (target.events.includes(event) && !stopping.signal.aborted) enqueue(i, event, make);
+    });
+  };
+
+  const onState = (message: unknown): void => {
+    const { file } = message as FileStateEvent;
+    if (!FILE_EVENTS.has(file.state)) return;
+    const event = file.state as AlertEvent;
+    // The manifest when the alert leaves (counts of that moment; numbers masked, as everywhere).
+    send(event, async () => {
+      const manifest = await manifestOf(options.store, file.fileId);
+      return manifest ? { event, at: new Date().toISOString(), file: manifest } : null;
+    });
+  };
+  diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onState);
+
+  return {
+    sourceListed(source, failure) {
+      if (!failure) {
+        downSaid.delete(source);
+        return;
+      }
+      // Each URL's own patience: told once an outage, when it has lasted sourceDownAfterMs.
+      const said = downSaid.get(source) ?? new Set<number>();
+      downSaid.set(source, said);
+      const down = Date.now() - failure.since;
+      options.alerts.forEach((target, i) => {
+        if (!target.events.includes('source-down') || down < target.sourceDownAfterMs || said.has(i)) return;
+        if (stopping.signal.aborted) return;
+        said.add(i);
+        const downSince = new Date(failure.since).toISOString();
+        enqueue(i, 'source-down', async () => ({
+          event: 'source-down',
+          at: new Date().toISOString(),
+          source: { name: source, downSince, error: failure.error },
+        }));
+      });
+    },
+    async close() {
+      diagnosticsChannel.unsubscribe(FILE_STATE_CHANNEL, onState);
+      stopping.abort();
+      await Promise.all(queues.map((q) => q.chain));
+    },
+  };
+}
