@@ -3,6 +3,12 @@
 // set, completes in under twice its time alone (one file after the other, it waited for the
 // whole campaign: about five times). The account's rate holds meanwhile, as the sandbox
 // measures it.
+//
+// "Completes" is read as its sending: drop → `submitted`, every recipient handed to the
+// service. Delivery reports come when the operators deliver, not when dropline schedules;
+// and 200,000 of them ingested beside the small file measured the machine's load (2.4× on a
+// busy CI run), not the fairness. So the sandbox sends none here (test/e2e/workers and
+// notify-receiver cover reports).
 import { afterEach, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import type { AccountRate } from '../../src/sandbox/meter.ts';
@@ -18,19 +24,19 @@ afterEach(async () => {
 const RATE = 20_000;
 const CHUNK = 1000;
 
-/** Drop to completed, in ms (the manifest's own completion time). */
+/** Drop to submitted, in ms (the manifest's own time). */
 async function completion(harness: PipelineHarness, name: string, gen: GeneratedFile): Promise<number> {
   const dropped = Date.now();
   await harness.dropFile(name, gen.content);
-  const m = await harness.waitForState(name, 'completed', { timeoutMs: 60_000 });
+  const m = await harness.waitForState(name, 'submitted', { timeoutMs: 60_000 });
   expect(m.counts.submitted).toBe(gen.valid.length);
-  return Date.parse(m.timestamps.completed!) - dropped;
+  return Date.parse(m.timestamps.submitted!) - dropped;
 }
 
 it('a small file dropped behind a large one completes in under twice its time alone; the rate holds', async () => {
   h = await PipelineHarness.create({
     api: { chunkSize: CHUNK, concurrency: 4, ratePerSecond: RATE },
-    sandbox: { deliveryDelayMs: 100 },
+    sandbox: { notify: false },
   });
   await h.start();
   const alone = await completion(h, 'urgente-1.txt', personalizedFile(2000, 121));
@@ -39,12 +45,12 @@ it('a small file dropped behind a large one completes in under twice its time al
   await h.dropFile('campana.txt', large.content);
   await new Promise((r) => setTimeout(r, 1000));
   const behind = await completion(h, 'urgente-2.txt', personalizedFile(2000, 123));
-  const done = await h.waitForState('campana.txt', 'completed', { timeoutMs: 60_000 });
+  const done = await h.waitForState('campana.txt', 'submitted', { timeoutMs: 60_000 });
   expect(done.counts.submitted).toBe(large.valid.length);
 
   expect(behind).toBeLessThan(2 * alone);
   // Sent while the large file sent (not after it): it finished long before the large one.
-  const smallDone = (await h.fileNamed('urgente-2.txt'))!.timestamps.completed!;
+  const smallDone = (await h.fileNamed('urgente-2.txt'))!.timestamps.submitted!;
   expect(Date.parse(smallDone)).toBeLessThan(Date.parse(done.timestamps.submitted!));
 
   const rates = (await (await fetch(`${h.sandbox.url}/_sandbox/rates`)).json()) as {
@@ -61,7 +67,7 @@ it('a small file dropped behind a large one completes in under twice its time al
 it("a file's `#! priority: high` gets twice a normal file's share of the account while both send", async () => {
   h = await PipelineHarness.create({
     api: { chunkSize: CHUNK, concurrency: 4, ratePerSecond: 10_000 },
-    sandbox: { deliveryDelayMs: 100 },
+    sandbox: { notify: false },
   });
   await h.start();
   const normal = personalizedFile(30_000, 131);
@@ -69,16 +75,16 @@ it("a file's `#! priority: high` gets twice a normal file's share of the account
   // The normal file first: it starts sending no later than the high one.
   await h.dropFile('mensual.txt', normal.content);
   await h.dropFile('urgente.txt', `#! priority: high\n${high.content}`);
-  const urgent = await h.waitForState('urgente.txt', 'completed', { timeoutMs: 60_000 });
+  const urgent = await h.waitForState('urgente.txt', 'submitted', { timeoutMs: 60_000 });
   const other = (await h.fileNamed('mensual.txt')) as Manifest;
   expect(urgent.priority).toBe('high');
   expect(other.priority).toBeNull();
   expect(urgent.counts.submitted).toBe(high.valid.length);
   // High 4 against normal 2: the normal file had about half as many sent when the high one
   // completed (a third of the rate against two thirds), and was not starved either.
-  expect(other.state).not.toBe('completed');
+  expect(other.state).toBe('sending');
   expect(other.counts.submitted).toBeLessThan(0.75 * high.valid.length);
   expect(other.counts.submitted).toBeGreaterThan(0.25 * high.valid.length);
-  const done = await h.waitForState('mensual.txt', 'completed', { timeoutMs: 60_000 });
+  const done = await h.waitForState('mensual.txt', 'submitted', { timeoutMs: 60_000 });
   expect(done.counts.submitted).toBe(normal.valid.length);
 }, 120_000);
