@@ -34,8 +34,8 @@ export interface AlertOptions {
 }
 
 export interface Alerts {
-  /** A source's listing failed (`since`: when its failures began) or succeeded (null). */
-  sourceListed(source: string, failure: { since: number; error: string } | null): void;
+  /** A source's listing failed (with its error) or succeeded (null): its outages are timed here. */
+  sourceListed(source: string, error: string | null): void;
   /** Stops taking alerts; what is being delivered ends within one request's time-out. */
   close(): Promise<void>;
 }
@@ -74,8 +74,8 @@ export function startAlerts(options: AlertOptions): Alerts {
   const retry = options.retry ?? { baseMs: 1000, maxMs: 60_000, tries: 6 };
   const stopping = new AbortController();
   const queues = options.alerts.map(() => ({ size: 0, chain: Promise.resolve() }));
-  /** Per source, the URLs already told of its current outage. */
-  const downSaid = new Map<string, Set<number>>();
+  /** Per source failing now: since when, and the URLs already told of this outage. */
+  const outages = new Map<string, { since: number; said: Set<number> }>();
 
   const end = (event: AlertEvent, result: AlertDelivery['result']): void => {
     if (alertChannel.hasSubscribers) alertChannel.publish({ event, result } satisfies AlertDelivery);
@@ -158,33 +158,37 @@ export function startAlerts(options: AlertOptions): Alerts {
     const { file } = message as FileStateEvent;
     if (!FILE_EVENTS.has(file.state)) return;
     const event = file.state as AlertEvent;
-    // The manifest when the alert leaves (counts of that moment; numbers masked, as everywhere).
-    send(event, async () => {
-      const manifest = await manifestOf(options.store, file.fileId);
-      return manifest ? { event, at: new Date().toISOString(), file: manifest } : null;
+    // The manifest when the first alert of it leaves (counts of that moment; numbers masked,
+    // as everywhere), read once for every URL told.
+    let payload: Promise<Payload | null> | null = null;
+    send(event, () => {
+      payload ??= manifestOf(options.store, file.fileId).then((manifest) =>
+        manifest ? { event, at: new Date().toISOString(), file: manifest } : null,
+      );
+      return payload;
     });
   };
   diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onState);
 
   return {
-    sourceListed(source, failure) {
-      if (!failure) {
-        downSaid.delete(source);
+    sourceListed(source, error) {
+      if (error === null) {
+        outages.delete(source);
         return;
       }
+      const outage = outages.get(source) ?? { since: Date.now(), said: new Set<number>() };
+      outages.set(source, outage);
       // Each URL's own patience: told once an outage, when it has lasted sourceDownAfterMs.
-      const said = downSaid.get(source) ?? new Set<number>();
-      downSaid.set(source, said);
-      const down = Date.now() - failure.since;
+      const down = Date.now() - outage.since;
       options.alerts.forEach((target, i) => {
-        if (!target.events.includes('source-down') || down < target.sourceDownAfterMs || said.has(i)) return;
-        if (stopping.signal.aborted) return;
-        said.add(i);
-        const downSince = new Date(failure.since).toISOString();
+        if (!target.events.includes('source-down') || down < target.sourceDownAfterMs) return;
+        if (outage.said.has(i) || stopping.signal.aborted) return;
+        outage.said.add(i);
+        const downSince = new Date(outage.since).toISOString();
         enqueue(i, 'source-down', async () => ({
           event: 'source-down',
           at: new Date().toISOString(),
-          source: { name: source, downSince, error: failure.error },
+          source: { name: source, downSince, error },
         }));
       });
     },

@@ -245,8 +245,6 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     store: rt.store,
     logger: log,
   });
-  /** Since when each source's listings fail (source-down alerts). */
-  const failingSince = new Map<string, number>();
 
   let ops: OpsServer | null = null;
   if (options.withOps !== false) {
@@ -286,14 +284,11 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       try {
         listing = await source.list({ ignored: (name, why) => ignored.set(name, why) });
         metrics.scanned(source.name, (performance.now() - listed) / 1000, false);
-        failingSince.delete(source.name);
         alerts.sourceListed(source.name, null);
       } catch (err) {
         metrics.scanned(source.name, (performance.now() - listed) / 1000, true);
         const message = (err as Error).message;
-        const since = failingSince.get(source.name) ?? Date.now();
-        failingSince.set(source.name, since);
-        alerts.sourceListed(source.name, { since, error: message });
+        alerts.sourceListed(source.name, message);
         const { log: shown, repeated } = gate.pass(`list:${source.name}`, message);
         if (shown)
           log.warn(

@@ -126,27 +126,34 @@ describe('source-down', () => {
     const local = await hookReceiver();
     const alerts = startAlerts({
       alerts: [
-        { url: `${local.url}/down`, events: ['source-down'], format: 'json', sourceDownAfterMs: 1000 },
+        { url: `${local.url}/down`, events: ['source-down'], format: 'json', sourceDownAfterMs: 1500 },
       ],
       secrets: [null],
       store: {} as Store,
       logger: silentLogger,
     });
     try {
-      const t0 = Date.now();
-      alerts.sourceListed('sftp-partner', { since: t0, error: 'connect ECONNREFUSED' });
-      await new Promise((r) => setTimeout(r, 200));
+      const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      alerts.sourceListed('sftp-partner', 'connect ECONNREFUSED');
+      await pause(200);
+      alerts.sourceListed('sftp-partner', 'connect ECONNREFUSED');
+      await pause(200);
+      // Some 200 ms into the outage (its second failure): not yet sourceDownAfterMs.
       expect(local.got).toHaveLength(0);
-      alerts.sourceListed('sftp-partner', { since: t0 - 1500, error: 'connect ECONNREFUSED' });
-      alerts.sourceListed('sftp-partner', { since: t0 - 1500, error: 'connect ECONNREFUSED' });
+      await pause(1400);
+      alerts.sourceListed('sftp-partner', 'connect ECONNREFUSED');
+      alerts.sourceListed('sftp-partner', 'connect ECONNREFUSED');
       await waitFor('the alert', () => local.got.length === 1);
       expect(JSON.parse(local.got[0]!.body)).toMatchObject({
         event: 'source-down',
         source: { name: 'sftp-partner', error: 'connect ECONNREFUSED' },
       });
       alerts.sourceListed('sftp-partner', null);
-      alerts.sourceListed('sftp-partner', { since: Date.now() - 2000, error: 'timed out' });
+      alerts.sourceListed('sftp-partner', 'timed out');
+      await pause(1600);
+      alerts.sourceListed('sftp-partner', 'timed out');
       await waitFor('the second outage', () => local.got.length === 2);
+      expect(JSON.parse(local.got[1]!.body)).toMatchObject({ source: { error: 'timed out' } });
     } finally {
       await alerts.close();
       await new Promise((r) => local.server.close(r));
