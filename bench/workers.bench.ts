@@ -68,17 +68,6 @@ async function generate(path: string, lines: number, seed: number): Promise<void
   await once(ws, 'finish');
 }
 
-async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    return (await client.query<T>(text)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
 /** Into the inbox whole: copied beside it, then renamed in (the source never sees a part). */
 async function drop(work: string, file: string, name: string): Promise<number> {
   const part = join(work, 'drop', `${name}.part`);
@@ -120,12 +109,13 @@ async function stopWorkers(children: ChildProcess[]): Promise<void> {
 }
 
 /** Until every named file is submitted (or further); their submitted times, ms since the epoch. */
-async function submitted(url: string, schema: string, names: string[]): Promise<Map<string, number>> {
+async function submitted(run: Run, names: string[]): Promise<Map<string, number>> {
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
-    const rows = await query<{ name: string; state: string; at: string | null }>(
-      url,
-      `SELECT name, state, timestamps->>'submitted' AS at FROM ${schema}.files`,
+    // One connection for the run's polls: a new one every 50 ms would fork a backend each
+    // time on the machine being measured.
+    const { rows } = await run.db.query<{ name: string; state: string; at: string | null }>(
+      `SELECT name, state, timestamps->>'submitted' AS at FROM ${run.schema}.files`,
     );
     const bad = rows.find((r) => ['rejected', 'paused', 'partial', 'cancelled'].includes(r.state));
     if (bad) throw new Error(`${bad.name} is ${bad.state}`);
@@ -135,6 +125,14 @@ async function submitted(url: string, schema: string, names: string[]): Promise<
       throw new Error(`not submitted in 15 minutes: ${names.filter((n) => !done.has(n))}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** One configuration's workers at work: its directory, schema, processes, and a connection to poll. */
+interface Run {
+  work: string;
+  schema: string;
+  children: ChildProcess[];
+  db: pg.Client;
 }
 
 interface Round {
@@ -153,11 +151,7 @@ interface Context {
 }
 
 /** A working directory and a fresh schema for one run, and its workers started. */
-async function runWorkers(
-  ctx: Context,
-  setup: Setup,
-  ratePerSecond: number | null,
-): Promise<{ work: string; schema: string; children: ChildProcess[] }> {
+async function runWorkers(ctx: Context, setup: Setup, ratePerSecond: number | null): Promise<Run> {
   const schema = `w_${randomBytes(5).toString('hex')}`;
   const work = join(out, 'run');
   rmSync(work, { recursive: true, force: true });
@@ -184,32 +178,43 @@ async function runWorkers(
   // The first worker makes the schema (migrations); the others then start against it.
   const children = [await startWorker(work)];
   children.push(...(await Promise.all(Array.from({ length: setup.workers - 1 }, () => startWorker(work)))));
-  return { work, schema, children };
+  const db = new pg.Client({ connectionString: ctx.cluster.url });
+  db.on('error', () => {});
+  await db.connect();
+  return { work, schema, children, db };
+}
+
+/** The run's workers stopped, its schema dropped, its connection closed. */
+async function endRun(run: Run): Promise<void> {
+  await stopWorkers(run.children);
+  try {
+    await run.db.query(`DROP SCHEMA ${run.schema} CASCADE`);
+  } finally {
+    await run.db.end();
+  }
 }
 
 async function round(ctx: Context, setup: Setup): Promise<Round> {
-  const { work, schema, children } = await runWorkers(ctx, setup, null);
+  const run = await runWorkers(ctx, setup, null);
+  const { work } = run;
   try {
-    const url = ctx.cluster.url;
-    const aloneAt = await drop(work, ctx.small[0]!, 'small-alone.txt');
-    const alone = (await submitted(url, schema, ['small-alone.txt'])).get('small-alone.txt')! - aloneAt;
+    const alone = await sendOne(run, ctx.small[0]!, 'small-alone.txt');
     const names = ctx.files.map((_, i) => `f${String(i + 1).padStart(2, '0')}.txt`);
     const start = Date.now();
     await Promise.all(ctx.files.map((f, i) => drop(work, f, names[i]!)));
     await new Promise((r) => setTimeout(r, 1000));
     const behindAt = await drop(work, ctx.small[1]!, 'small-behind.txt');
-    const times = await submitted(url, schema, [...names, 'small-behind.txt']);
+    const times = await submitted(run, [...names, 'small-behind.txt']);
     const last = Math.max(...names.map((n) => times.get(n)!));
     const seconds = (last - start) / 1000;
     return {
       throughput: ((FILES * LINES + SMALL) / seconds) | 0,
       seconds,
-      alone: alone / 1000,
+      alone,
       behind: (times.get('small-behind.txt')! - behindAt) / 1000,
     };
   } finally {
-    await stopWorkers(children);
-    await query(ctx.cluster.url, `DROP SCHEMA ${schema} CASCADE`);
+    await endRun(run);
   }
 }
 
@@ -221,15 +226,9 @@ interface RateRound {
 }
 
 /** Drop → submitted of one file, in s. */
-async function sendOne(
-  ctx: Context,
-  work: string,
-  schema: string,
-  file: string,
-  name: string,
-): Promise<number> {
-  const at = await drop(work, file, name);
-  return ((await submitted(ctx.cluster.url, schema, [name])).get(name)! - at) / 1000;
+async function sendOne(run: Run, file: string, name: string): Promise<number> {
+  const at = await drop(run.work, file, name);
+  return ((await submitted(run, [name])).get(name)! - at) / 1000;
 }
 
 /**
@@ -239,24 +238,22 @@ async function sendOne(
 async function rateRound(ctx: Context, workers: number): Promise<RateRound> {
   await fetch(`${ctx.sandboxUrl}/_sandbox/reset`, { method: 'POST' });
   const setup = { label: '', workers, filesInFlight: 8 };
-  const { work, schema, children } = await runWorkers(ctx, setup, RATE);
+  const run = await runWorkers(ctx, setup, RATE);
   try {
     const names = ctx.files.slice(0, RATE_FILES).map((_, i) => `r${String(i + 1).padStart(2, '0')}.txt`);
-    await Promise.all(names.map((n, i) => drop(work, ctx.files[i]!, n)));
-    await submitted(ctx.cluster.url, schema, names);
+    await Promise.all(names.map((n, i) => drop(run.work, ctx.files[i]!, n)));
+    await submitted(run, names);
     const rates = (await (await fetch(`${ctx.sandboxUrl}/_sandbox/rates`)).json()) as {
       accounts: Record<string, AccountRate>;
     };
-    const alone = await sendOne(ctx, work, schema, ctx.small[0]!, 'small-alone.txt');
-    const largeAt = await drop(work, ctx.large, 'large.txt');
+    const alone = await sendOne(run, ctx.small[0]!, 'small-alone.txt');
+    const largeAt = await drop(run.work, ctx.large, 'large.txt');
     await new Promise((r) => setTimeout(r, 1000));
-    const behind = await sendOne(ctx, work, schema, ctx.small[1]!, 'small-behind.txt');
-    const large =
-      ((await submitted(ctx.cluster.url, schema, ['large.txt'])).get('large.txt')! - largeAt) / 1000;
+    const behind = await sendOne(run, ctx.small[1]!, 'small-behind.txt');
+    const large = ((await submitted(run, ['large.txt'])).get('large.txt')! - largeAt) / 1000;
     return { rate: rates.accounts.demo!, alone, behind, large };
   } finally {
-    await stopWorkers(children);
-    await query(ctx.cluster.url, `DROP SCHEMA ${schema} CASCADE`);
+    await endRun(run);
   }
 }
 
