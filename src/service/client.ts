@@ -307,8 +307,10 @@ export class ServiceClient extends EventEmitter {
       : this.#closing.signal;
     const flow = options.flow ?? { id: chunk.bulkId, weight: 1 };
     const whole = wholePart(chunk);
-    // The turn, token in hand, before the chunk is recorded in flight: between that and the
-    // request only the request itself. Stopped while waiting, the part says so (#sendPart).
+    // The body and the turn, token in hand, before the chunk is recorded in flight: between
+    // that record and the request only the request itself (a process killed there leaves a
+    // chunk in doubt that never left). Stopped while waiting, the part says so (#sendPart).
+    const body = massiveBody(whole, this.#notify);
     let first: Turn | undefined;
     try {
       first = await this.#turn(flow, whole.end - whole.start, signal);
@@ -325,7 +327,7 @@ export class ServiceClient extends EventEmitter {
       }
       if (!go) return null;
     }
-    const parts = await this.#sendPart(whole, signal, flow, first);
+    const parts = await this.#sendPart(whole, signal, flow, first, body);
     parts.sort((a, b) => a.start - b.start);
     return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
   }
@@ -336,9 +338,15 @@ export class ServiceClient extends EventEmitter {
     await this.#pool.close();
   }
 
-  /** `first`: the permit of the part's first attempt, already granted. */
-  async #sendPart(part: ChunkPart, signal: AbortSignal, flow: Flow, first?: Turn): Promise<PartResult[]> {
-    const body = massiveBody(part, this.#notify);
+  /** `first`: the turn of the part's first attempt, already granted; `prepared`: its body, made. */
+  async #sendPart(
+    part: ChunkPart,
+    signal: AbortSignal,
+    flow: Flow,
+    first?: Turn,
+    prepared?: ReturnType<typeof massiveBody>,
+  ): Promise<PartResult[]> {
+    const body = prepared ?? massiveBody(part, this.#notify);
     const size = part.end - part.start;
     let attempts = 0;
     let tries = 0;
