@@ -11,6 +11,8 @@ import type {
   ChunkRecord,
   ChunkState,
   DeliveryEvent,
+  DeliveryMinute,
+  FileEvent,
   FilePatch,
   FileRecord,
   FileState,
@@ -76,6 +78,7 @@ export function toFile(r: Row): FileRecord {
     forced: bool(r.forced),
     possibleDuplicates: num(r.possible_duplicates),
     errors: json<ListedIssue[]>(r.errors),
+    errorCounts: json<Record<string, number> | null>(r.error_counts ?? null) ?? {},
     createdAt: str(r.created_at),
     updatedAt: str(r.updated_at),
     timestamps: json<FileRecord['timestamps']>(r.timestamps),
@@ -85,6 +88,34 @@ export function toFile(r: Row): FileRecord {
     takenOverFrom: strOrNull(r.taken_over_from),
     prunedAt: strOrNull(r.pruned_at),
   };
+}
+
+/** A file_events row (at, state, reason). */
+export function toFileEvent(r: Row): FileEvent {
+  return { at: str(r.at), state: str(r.state) as FileState, reason: strOrNull(r.reason) };
+}
+
+/** A delivery_minutes row (minute, delivered, undelivered, unknown). */
+export function toDeliveryMinute(r: Row): DeliveryMinute {
+  return {
+    minute: str(r.minute),
+    delivered: num(r.delivered),
+    undelivered: num(r.undelivered),
+    unknown: num(r.unknown),
+  };
+}
+
+/** fileEvents' default limit. */
+export const FILE_EVENTS_LIMIT = 200;
+
+/**
+ * A file name as listFiles' search compares it, and the text searched: lowercased the Unicode
+ * way (SQLite's lower() folds ASCII only, PostgreSQL's depends on the database's locale), in one
+ * normal form. SQLite calls it as the function dropline_fold; PostgreSQL keeps its result in
+ * files.name_folded.
+ */
+export function foldName(text: string): string {
+  return text.normalize('NFC').toLowerCase();
 }
 
 export function toSharedToken(r: Row): SharedToken {
@@ -235,6 +266,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     reason: p.reason ?? null,
     set_errors: flag(p.errors),
     errors: JSON.stringify(p.errors ?? []),
+    set_error_counts: flag(p.errorCounts),
+    error_counts: JSON.stringify(p.errorCounts ?? {}),
     set_deadline: flag(p.deliveryDeadline),
     deadline: p.deliveryDeadline ?? null,
   };

@@ -25,6 +25,21 @@ export type FileState =
   | 'partial'
   | 'cancelled';
 
+/** Every file state, in the order a file goes through them. */
+export const FILE_STATES: readonly FileState[] = [
+  'waiting',
+  'validating',
+  'rejected',
+  'duplicate',
+  'scheduled',
+  'sending',
+  'paused',
+  'submitted',
+  'completed',
+  'partial',
+  'cancelled',
+];
+
 /** A worker as it announces itself. */
 export interface WorkerInfo {
   /** The lease owner it writes. */
@@ -122,6 +137,8 @@ export interface FileRecord {
   possibleDuplicates: number;
   /** First errors of the file, for the manifest (the report has all of them). */
   errors: ListedIssue[];
+  /** How many rows of the file had each error code (all of them, not only the first); {} until read. */
+  errorCounts: Record<string, number>;
   createdAt: string;
   updatedAt: string;
   /** The first time the file entered each state. */
@@ -190,6 +207,7 @@ export interface FilePatch {
   rejection?: { code: string; message: string } | null;
   reason?: string | null;
   errors?: ListedIssue[];
+  errorCounts?: Record<string, number>;
   deliveryDeadline?: string | null;
 }
 
@@ -399,6 +417,39 @@ export interface ListFilesOptions {
   limit?: number;
   /** Only files older than this one in the list's order (newest first): the next page. */
   before?: string;
+  /**
+   * Only files whose name contains this text (case-insensitively; `%`, `_` and `\` are
+   * plain characters) or whose fileId starts with it.
+   */
+  search?: string;
+}
+
+/** A state a file entered (Store.fileEvents): recorded by the store with the change itself. */
+export interface FileEvent {
+  /** When, on the store's clock (ISO-8601 UTC, ms). */
+  at: string;
+  state: FileState;
+  /** The file's `reason` as the change left it. */
+  reason: string | null;
+}
+
+/**
+ * Recipients of a file whose final delivery status was recorded in one minute of the store's
+ * clock (Store.deliveryTimeline): the net change of that minute, so a status replaced later
+ * (a late report after UNKNOWN, a second report) moves one count out of the category it left,
+ * in the minute it changed, and a minute's count may be negative. The three categories are
+ * disjoint; summed over every minute of a file, delivered = counts().delivered, unknown =
+ * counts().unknown and undelivered + unknown = counts().undelivered (which holds UNKNOWN too).
+ */
+export interface DeliveryMinute {
+  /** The minute's start (ISO-8601 UTC: 2026-03-01T12:34:00.000Z). */
+  minute: string;
+  /** DELIVERED_TO_HANDSET. */
+  delivered: number;
+  /** Any other final status, UNKNOWN excepted. */
+  undelivered: number;
+  /** UNKNOWN: no report before the delivery deadline (expireDeliveries). */
+  unknown: number;
 }
 
 /** setChunkState's conditions on the file, checked in the same statement. */
@@ -474,6 +525,13 @@ export interface Store {
   getFile(fileId: string): Promise<FileRecord | null>;
   /** Newest first. */
   listFiles(options?: ListFilesOptions): Promise<FileRecord[]>;
+  /**
+   * The states the file entered, oldest first: when it was recorded and each change of its
+   * state since (recorded by the database in the same statement as the change, whatever made
+   * it). When there are more than `limit` (200 by default), the newest `limit` of them.
+   * Retention keeps them. [] for a file the store does not know.
+   */
+  fileEvents(fileId: string, limit?: number): Promise<FileEvent[]>;
   /** How many files from this source have this sha256 (to derive a forced resend's fileId). */
   countBySha(source: string, sha256: string): Promise<number>;
   /** For /metrics: files by state, and the chunks in doubt of files not finished. */
@@ -571,6 +629,13 @@ export interface Store {
   recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult>;
   /** Recipients of the file still pending delivery become UNKNOWN. Returns how many. */
   expireDeliveries(fileId: string): Promise<number>;
+  /**
+   * The file's final delivery statuses by the minute they were recorded in (see
+   * DeliveryMinute), ascending; minutes without a change are absent. Kept in the transaction
+   * that changes the statuses; one row per minute is read, whatever the number of reports.
+   * Retention keeps them (the chart outlives the recipients).
+   */
+  deliveryTimeline(fileId: string): Promise<DeliveryMinute[]>;
 
   // ---- retention ----
   /**

@@ -256,6 +256,44 @@ describe('PostgresStore', () => {
       expect(later.migrated).toEqual([]);
     });
 
+    it('migration 0004 gives files recorded before it a timeline, their reports minutes, their names a fold', async () => {
+      // The schema at version 3, as a store of that version left it.
+      const earlier = loadPostgresMigrations().filter((m) => m.version <= 3);
+      await admin(
+        db.url,
+        `CREATE SCHEMA IF NOT EXISTS ${db.schema}; SET search_path TO ${db.schema};
+         ${earlier.map((m) => m.sql).join(';\n')};
+         ${S.CREATE_MIGRATIONS};
+         INSERT INTO schema_migrations (version, name, applied_at)
+           SELECT v, 'earlier', now() FROM unnest(ARRAY[${earlier.map((m) => m.version).join(', ')}]) AS v;
+         INSERT INTO files (file_id, source, name, path, sha256, bytes, state, reason, created_at, updated_at, timestamps)
+         VALUES ('f1', 'local', 'Campaign.TXT', 'inbox/f1', 's1', 1, 'paused', 'held by an operator',
+           '2026-03-01T12:00:00Z', '2026-03-01T12:05:00Z',
+           '{"sending": "2026-03-01T12:02:00.000Z", "validating": "2026-03-01T12:00:00.000Z",
+             "paused": "2026-03-01T12:05:00.000Z", "scheduled": "2026-03-01T12:01:00.000Z"}');
+         INSERT INTO recipients (id, line, k, number, chunk_seq, outcome, status, updated_at)
+         SELECT (SELECT file_no FROM files WHERE file_id = 'f1') * 4294967296 + i, i + 1, 0, '57300' || i, 1, 'sent',
+           (ARRAY['DELIVERED_TO_HANDSET', 'NO_SUCCESS', 'UNKNOWN', 'pending'])[i],
+           '2026-03-01T12:00:00Z'::timestamptz + (i - 1) * interval '50 seconds'
+         FROM generate_series(1, 4) AS i;`,
+      );
+      const store = open();
+      await store.migrate();
+      expect(store.migrated).toEqual([4]);
+      expect(await store.fileEvents('f1')).toEqual([
+        { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
+        { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
+        { at: '2026-03-01T12:02:00.000Z', state: 'sending', reason: null },
+        { at: '2026-03-01T12:05:00.000Z', state: 'paused', reason: 'held by an operator' },
+      ]);
+      expect(await store.deliveryTimeline('f1')).toEqual([
+        { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0 },
+        { minute: '2026-03-01T12:01:00.000Z', delivered: 0, undelivered: 0, unknown: 1 },
+      ]);
+      expect((await store.listFiles({ search: 'campaign.t' })).map((f) => f.fileId)).toEqual(['f1']);
+      expect((await store.getFile('f1'))?.errorCounts).toEqual({});
+    });
+
     it('the schema option keeps every table out of public', async () => {
       await open().migrate();
       const { rows } = await admin(

@@ -200,17 +200,16 @@ describe('SqliteStore', () => {
         { messageIds: ['m5', 'm6'], outcome: 'rejected', code: 'BAD' },
       ],
     });
-    const ev = (id: string, status: string) => ({
-      ...generatedReport('f1', id),
-      transactionNumber: `T-${id}`,
-      status,
-    });
-    await v5.recordDeliveries([
-      ev('m1', 'DELIVERED_TO_HANDSET'),
-      ev('m2', 'NO_SUCCESS'),
-      ev('m4', 'UNKNOWN'),
-    ]);
     await v5.close();
+    // Reports as version 5 recorded them: statuses on the rows (this code also keeps the
+    // delivery minutes of version 11, which version 5 has no table for). f1 is file 1: its
+    // rows' ids are 2^32 + idx.
+    const v5db = new DatabaseSync(path);
+    const report = v5db.prepare('UPDATE recipients SET status = ?, updated_at = ? WHERE id = 4294967296 + ?');
+    report.run('DELIVERED_TO_HANDSET', '2026-03-01T12:00:10.000Z', 1);
+    report.run('NO_SUCCESS', '2026-03-01T12:00:50.000Z', 2);
+    report.run('UNKNOWN', '2026-03-01T12:03:00.000Z', 4);
+    v5db.close();
     const store = open(path);
     await store.migrate();
     expect(await store.counts('f1')).toMatchObject({
@@ -221,6 +220,49 @@ describe('SqliteStore', () => {
       unknown: 1,
       pendingDelivery: 1,
     });
+    // ... and migration 0011 puts them in the minutes of their rows' last update
+    expect(await store.deliveryTimeline('f1')).toEqual([
+      { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0 },
+      { minute: '2026-03-01T12:03:00.000Z', delivered: 0, undelivered: 0, unknown: 1 },
+    ]);
+  });
+
+  it('migration 0011 gives files recorded before it a timeline: each state at its first entry', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const v10 = new SqliteStore({ path, migrations: loadMigrations().slice(0, 10) });
+    stores.push(v10);
+    await v10.migrate();
+    await v10.registerFile(newFile({ fileId: 'f1' }));
+    await v10.registerFile(newFile({ fileId: 'f2' }));
+    await v10.close();
+    const v10db = new DatabaseSync(path);
+    v10db
+      .prepare(
+        "UPDATE files SET state = 'paused', reason = 'held by an operator', timestamps = ? WHERE file_id = 'f1'",
+      )
+      .run(
+        JSON.stringify({
+          sending: '2026-03-01T12:02:00.000Z',
+          validating: '2026-03-01T12:00:00.000Z',
+          paused: '2026-03-01T12:05:00.000Z',
+          scheduled: '2026-03-01T12:01:00.000Z',
+        }),
+      );
+    v10db.close();
+    const store = open(path);
+    await store.migrate();
+    expect(await store.fileEvents('f1')).toEqual([
+      { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
+      { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
+      { at: '2026-03-01T12:02:00.000Z', state: 'sending', reason: null },
+      { at: '2026-03-01T12:05:00.000Z', state: 'paused', reason: 'held by an operator' },
+    ]);
+    expect((await store.fileEvents('f2')).map((e) => e.state)).toEqual(['validating']);
+    // and the database records the next change itself
+    await store.transition('f1', 'sending', { patch: { reason: null } });
+    expect((await store.fileEvents('f1')).at(-1)).toMatchObject({ state: 'sending', reason: null });
   });
 
   it('migration 0002 carries recipients recorded at version 1 over', async () => {

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe } from 'vitest';
 import type { Store } from '../../src/store/store.ts';
 import { countsAndReports } from './store/counts-and-reports.ts';
+import { dashboard } from './store/dashboard.ts';
 import { deliveryReports } from './store/delivery-reports.ts';
 import { filesAndLeases } from './store/files-and-leases.ts';
 import {
@@ -73,5 +74,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     deliveryReports(t);
     countsAndReports(t);
     workersAndBudgets(t);
+    dashboard(t);
   });
 }

@@ -20,7 +20,9 @@ import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '
 import {
   budgetColumns,
   byBulk,
+  FILE_EVENTS_LIMIT,
   firstOfEach,
+  foldName,
   json,
   num,
   patchColumns,
@@ -28,8 +30,10 @@ import {
   str,
   toBudget,
   toChunk,
+  toDeliveryMinute,
   toDestination,
   toFile,
+  toFileEvent,
   tokenColumns,
   toRecipient,
   toReportRow,
@@ -60,9 +64,11 @@ import {
   type ClaimedFile,
   type ClaimOptions,
   type DeliveryEvent,
+  type DeliveryMinute,
   type DeliveryResult,
   FINAL_FILE_STATES,
   type FileCounts,
+  type FileEvent,
   type FilePatch,
   type FileRecord,
   type FileState,
@@ -435,6 +441,7 @@ export class PostgresStore implements Store {
     const [inserted] = await this.rows(what, S.INSERT_FILE, {
       ...key,
       name: file.name,
+      name_folded: foldName(file.name),
       bytes: file.bytes,
       state: file.state,
       forced: file.forced === true,
@@ -568,6 +575,7 @@ export class PostgresStore implements Store {
         force,
         file_ids: textArray(inserts.map((x) => x.fileId)),
         names: textArray(inserts.map((x) => files[x.i]!.name)),
+        folded_names: textArray(inserts.map((x) => foldName(files[x.i]!.name))),
         paths: textArray(inserts.map((x) => files[x.i]!.path)),
         shas: textArray(inserts.map((x) => files[x.i]!.sha256)),
         bytes: intArray(inserts.map((x) => files[x.i]!.bytes)),
@@ -638,6 +646,7 @@ export class PostgresStore implements Store {
           file_id: fileId,
           source,
           name: f.name,
+          name_folded: foldName(f.name),
           path: f.path,
           sha256: f.sha256,
           bytes: f.bytes,
@@ -697,10 +706,20 @@ export class PostgresStore implements Store {
       await this.rows('listing files', S.LIST_FILES, {
         source: options.source ?? null,
         states: options.states ?? null,
+        search: options.search ? foldName(options.search) : null,
         before: options.before ?? null,
         limit: options.limit ?? null,
       })
     ).map(toFile);
+  }
+
+  async fileEvents(fileId: string, limit = FILE_EVENTS_LIMIT): Promise<FileEvent[]> {
+    return (
+      await this.rows(`reading the events of ${fileId}`, S.FILE_EVENTS, {
+        file_id: fileId,
+        limit: Math.max(0, Math.trunc(limit)),
+      })
+    ).map(toFileEvent);
   }
 
   async gauges(): Promise<StoreGauges> {
@@ -821,6 +840,7 @@ export class PostgresStore implements Store {
       if (n !== null) {
         await this.count(what, S.CLEAR_RECIPIENTS, idRange(n), c);
         await this.count(what, S.CLEAR_SPANS, { file_no: n }, c);
+        await this.count(what, S.CLEAR_MINUTES, { file_no: n }, c);
       }
       await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
     });
@@ -1427,6 +1447,13 @@ export class PostgresStore implements Store {
       file_id: fileId,
       now: this.now(),
     });
+  }
+
+  async deliveryTimeline(fileId: string): Promise<DeliveryMinute[]> {
+    // Kept by the chunk counters' trigger (migration 0004), in the statements that change statuses.
+    return (
+      await this.rows(`reading the delivery timeline of ${fileId}`, S.DELIVERY_TIMELINE, { file_id: fileId })
+    ).map(toDeliveryMinute);
   }
 
   // ---- retention ----

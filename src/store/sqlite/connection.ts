@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
+import { foldName } from '../mapping.ts';
 import { loadMigrations, type Migration } from '../migrations.ts';
 
 /** Every this often the checkpointer copies the WAL back into the database file. */
@@ -34,6 +35,8 @@ export function connect(path: string, options: { busyTimeoutMs: number; checkpoi
     // an application crash loses nothing.
     db.exec('PRAGMA synchronous = NORMAL');
     db.exec('PRAGMA foreign_keys = ON');
+    // The store's fold of a file name (mapping.ts), for listFiles' search.
+    db.function('dropline_fold', { deterministic: true }, (v) => (typeof v === 'string' ? foldName(v) : v));
     let checkpointer: Worker | null = null;
     if (options.checkpointer && path !== ':memory:') {
       db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);

@@ -65,6 +65,7 @@ UPDATE files SET
   rejection_message = CASE WHEN :set_rejection THEN :rejection_message ELSE rejection_message END,
   reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
   errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
+  error_counts = CASE WHEN :set_error_counts THEN :error_counts ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
   updated_at = :now
 WHERE file_id = :file_id
