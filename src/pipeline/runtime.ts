@@ -26,6 +26,8 @@ export interface Runtime {
   store: Store;
   sources: Map<string, Source>;
   client: ServiceClient;
+  /** Every account's client by name, "default" (`client`) included. */
+  accounts: ReadonlyMap<string, ServiceClient>;
   pipeline: Pipeline;
   logger: Logger;
   owner: string;
@@ -260,6 +262,7 @@ async function assemble(
     store,
     sources,
     client,
+    accounts: accounts.has('default') ? accounts : new Map([['default', client], ...accounts]),
     pipeline,
     logger,
     owner,

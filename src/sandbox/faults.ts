@@ -6,13 +6,21 @@
 // A rule with an `account` applies to that account's requests only (`{"403":{"probability":1,
 // "account":"beta"}}`: beta is forbidden, every other account sends as usual).
 
-export const ENDPOINTS = ['token', 'massive'] as const;
+export const ENDPOINTS = [
+  'token',
+  'massive',
+  'platformmonitory',
+  'effectivitybyclient',
+  'msgmtclient',
+] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
 /**
  * HTTP statuses answer at once without accepting anything. `timeout` and `reset` accept the
  * request first (ledger and notifications, as a service that processed it would), then never
  * answer, or destroy the connection. `revoke` expires the account's token, then answers 401.
+ * On the monitoring endpoints (GET, nothing to accept) `timeout` never answers and `reset`
+ * destroys the connection.
  */
 export const FAULT_KINDS = [
   '400',
@@ -39,11 +47,20 @@ export interface FaultRule {
   readonly account?: string | undefined;
 }
 
-export interface FaultsState {
-  token: Partial<Record<FaultKind, FaultRule>>;
-  massive: Partial<Record<FaultKind, FaultRule>>;
+export type FaultsState = Record<Endpoint, Partial<Record<FaultKind, FaultRule>>> & {
   /** Bodies above this many bytes answer 413 (null: the sandbox's start-up limit). */
   maxBodyBytes: number | null;
+};
+
+function noFaults(): FaultsState {
+  return {
+    token: {},
+    massive: {},
+    platformmonitory: {},
+    effectivitybyclient: {},
+    msgmtclient: {},
+    maxBodyBytes: null,
+  };
 }
 
 export interface Fired {
@@ -54,7 +71,7 @@ export interface Fired {
 export class FaultConfigError extends Error {}
 
 export class Faults {
-  #state: FaultsState = { token: {}, massive: {}, maxBodyBytes: null };
+  #state: FaultsState = noFaults();
 
   get state(): FaultsState {
     return this.#state;
@@ -66,7 +83,7 @@ export class Faults {
       throw new FaultConfigError('the body must be a JSON object such as {"massive":{"503":0.5}}');
     }
     const o = input as Record<string, unknown>;
-    const next: FaultsState = { token: {}, massive: {}, maxBodyBytes: null };
+    const next = noFaults();
     for (const key of Object.keys(o)) {
       if (key === 'maxBodyBytes') {
         const v = o[key];
@@ -86,7 +103,7 @@ export class Faults {
   }
 
   clear(): void {
-    this.#state = { token: {}, massive: {}, maxBodyBytes: null };
+    this.#state = noFaults();
   }
 
   /**

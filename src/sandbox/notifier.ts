@@ -21,6 +21,9 @@ export interface NotificationJob {
   readonly bulkId: string;
   readonly smsCount: number;
   readonly statusName: 'DELIVERED_TO_HANDSET' | 'NO_SUCCESS';
+  /** The account that sent it, and when it was accepted (sandbox clock), for the monitoring endpoints. */
+  readonly account?: string | undefined;
+  readonly acceptedAt?: number | undefined;
 }
 
 /** One delivery attempt and the receiver's answer (GET /_sandbox/notifications). */
@@ -58,6 +61,8 @@ export interface NotifierOptions {
   readonly concurrency?: number | undefined;
   /** Per attempt, not scaled (default 10 s). */
   readonly timeoutMs?: number | undefined;
+  /** Called as a job's first attempt starts: the moment its status is reported. */
+  readonly onReport?: ((job: NotificationJob) => void) | undefined;
 }
 
 class Fifo {
@@ -94,6 +99,7 @@ export class Notifier {
   readonly #concurrency: number;
   readonly #timeoutMs: number;
   readonly #timeScale: number;
+  readonly #onReport: ((job: NotificationJob) => void) | undefined;
   readonly #targets = new Map<string, { origin: string; path: string; redacted: string }>();
   #log: NotificationAttempt[] = [];
   #inflight = 0;
@@ -106,6 +112,7 @@ export class Notifier {
     this.#timeScale = opts.timeScale;
     this.#concurrency = opts.concurrency ?? 256;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#onReport = opts.onReport;
     this.#agent = new Agent({
       connections: this.#concurrency,
       pipelining: 1,
@@ -196,6 +203,7 @@ export class Notifier {
   #send(q: Queued): void {
     const { job } = q;
     const generation = this.#generation;
+    if (q.attempt === 1) this.#onReport?.(job);
     const target = this.#target(job.url);
     const body = JSON.stringify({
       results: [

@@ -11,6 +11,7 @@ import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
 import { type NotificationJob, Notifier } from './notifier.ts';
+import { Traffic } from './traffic.ts';
 import { checkMassive, smsSegments } from './validate.ts';
 
 export interface SandboxOptions {
@@ -36,7 +37,7 @@ export interface SandboxOptions {
   readonly notifyTimeoutMs?: number | undefined;
   /** Bodies above this answer 413 (default 64 MiB). */
   readonly maxBodyBytes?: number | undefined;
-  /** Clock for token expiry (tests move it). */
+  /** Clock for token expiry and the monitoring endpoints' windows (tests move it). */
   readonly now?: (() => number) | undefined;
   /** Source of fault draws and delivery outcomes, in [0, 1). */
   readonly random?: (() => number) | undefined;
@@ -49,7 +50,7 @@ export interface RequestRecord {
   readonly grant?: string | undefined;
   /** For /mtmessage/massive: destinations in the body (0 when unreadable). */
   readonly destinations?: number | undefined;
-  /** For /mtmessage/massive: the account whose token the request carried, once checked. */
+  /** For /mtmessage/massive and monitoring: the account whose token the request carried, once checked. */
   readonly account?: string | undefined;
   /** For /mtmessage/massive: the body's bulkId, when the body was read. */
   readonly bulkId?: string | undefined;
@@ -64,9 +65,11 @@ export interface Sandbox {
   readonly notifier: Notifier;
   readonly faults: Faults;
   readonly accounts: Accounts;
+  /** What the monitoring endpoints show: accepted messages and reported statuses, last 15 minutes. */
+  readonly traffic: Traffic;
   /** Requests to the service endpoints (not /_sandbox/), oldest first. */
   readonly requests: readonly RequestRecord[];
-  /** Clears ledger, notifications, faults, request log and every token. */
+  /** Clears ledger, notifications, faults, request log, every token and the monitoring traffic. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -91,6 +94,16 @@ export function readAccountsFile(path: string): Account[] {
 
 const MAX_REQUEST_LOG = 100_000;
 
+type MonitoringEndpoint = 'platformmonitory' | 'effectivitybyclient' | 'msgmtclient';
+const MONITORING_PATHS: Record<MonitoringEndpoint, string> = {
+  platformmonitory: '/platformmonitory',
+  effectivitybyclient: '/bireports/effectivitybyclient',
+  msgmtclient: '/bireports/msgmtclient',
+};
+const MONITORING_BY_PATH = new Map(
+  Object.entries(MONITORING_PATHS).map(([name, path]) => [path, name as MonitoringEndpoint]),
+);
+
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const timeScale = options.timeScale ?? 1;
   const deliveryDelayMs = (options.deliveryDelayMs ?? 1000) * timeScale;
@@ -108,10 +121,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   );
   const ledger = new Ledger();
   const faults = new Faults();
+  const traffic = new Traffic(now, deliveryDelayMs);
   const notifier = new Notifier({
     timeScale,
     concurrency: options.notifyConcurrency,
     timeoutMs: options.notifyTimeoutMs,
+    onReport: (job) => {
+      if (job.account !== undefined && job.acceptedAt !== undefined)
+        traffic.reported(job.account, job.to, job.statusName, job.acceptedAt, now());
+    },
   });
   let requests: RequestRecord[] = [];
   const meter = new Meter();
@@ -133,6 +151,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     accounts.revokeAll();
     requests = [];
     meter.clear();
+    traffic.clear();
   };
 
   function handleToken(req: IncomingMessage, res: ServerResponse, raw: Buffer) {
@@ -252,12 +271,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const transactionNumber = nextTransactionNumber();
     ledger.recordBatch(transactionNumber, raw);
     meter.accepted(check.username, destinations, Date.now());
+    const acceptedAt = now();
+    const tally = traffic.accepting(check.username, acceptedAt);
     const answer: { to: string; messageId: string; status: number }[] = [];
     for (const m of checked.messages) {
       const smsCount = notifyEnabled && m.notifyUrl ? smsSegments(m.text) : 0;
       for (const d of m.destinations) {
         const messageId = d.messageId ?? '';
         answer.push({ to: d.to, messageId, status: 0 });
+        tally.add(d.to);
         if (notifyEnabled && m.notifyUrl) {
           const job: NotificationJob = {
             url: m.notifyUrl,
@@ -269,6 +291,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
             bulkId: checked.bulkId,
             smsCount,
             statusName: random() < failureRatio ? 'NO_SUCCESS' : 'DELIVERED_TO_HANDSET',
+            account: check.username,
+            acceptedAt,
           };
           notifier.schedule(job, deliveryDelayMs);
         }
@@ -291,6 +315,55 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return;
     }
     done(200, { transactionNumber, bulkId: checked.bulkId, status: 0, destinations: answer });
+  }
+
+  /**
+   * The monitoring endpoints (spec 2.9), Bearer-authenticated as /mtmessage/massive is; their
+   * query parameters are "not shown" and ignored. Shapes: docs/sandbox.md, "Monitoring".
+   */
+  function handleMonitoring(req: IncomingMessage, res: ServerResponse, endpoint: MonitoringEndpoint) {
+    const path = MONITORING_PATHS[endpoint];
+    let account: string | undefined;
+    const done = (status: number, body: unknown, fault?: string) => {
+      logRequest({ endpoint: path, status, account, fault, at: Date.now() });
+      sendJson(res, status, body);
+    };
+    const auth = req.headers.authorization ?? '';
+    const bearer = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+    const check = bearer ? accounts.check(bearer) : null;
+    // Drawn only when the endpoint has rules: a dashboard that polls leaves the delivery
+    // outcomes `random` gives the sends as they were.
+    const fired =
+      Object.keys(faults.state[endpoint]).length > 0
+        ? faults.pick(endpoint, random(), check?.ok ? check.username : undefined)
+        : null;
+    if (fired?.rule.account !== undefined) account = fired.rule.account;
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+
+    if (!bearer || !check) return done(401, { message: 'a Bearer token is required' });
+    if (!check.ok) return done(401, { message: check.reason });
+    account = check.username;
+    if (fired?.kind === 'revoke') {
+      accounts.revoke(check.username);
+      return done(401, { message: 'the token is unknown or was replaced by a newer one' }, 'revoke');
+    }
+    if (fired?.kind === 'timeout') {
+      logRequest({ endpoint: path, status: 0, account, fault: 'timeout', at: Date.now() });
+      return;
+    }
+    if (fired?.kind === 'reset') {
+      logRequest({ endpoint: path, status: 0, account, fault: 'reset', at: Date.now() });
+      req.socket.destroy();
+      return;
+    }
+    if (endpoint === 'platformmonitory') {
+      return done(200, { at: new Date(now()).toISOString(), operators: traffic.platform() });
+    }
+    const window = traffic.window();
+    if (endpoint === 'effectivitybyclient') {
+      return done(200, { account, ...window, statuses: traffic.effectivity(account) });
+    }
+    done(200, { account, ...window, messages: traffic.messages(account) });
   }
 
   function handleSandbox(req: IncomingMessage, res: ServerResponse, url: URL, raw: Buffer | null) {
@@ -360,6 +433,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           return handleToken(req, res, raw ?? Buffer.alloc(0));
         if (req.method === 'POST' && url.pathname === '/mtmessage/massive')
           return handleMassive(req, res, raw, bytes);
+        const monitoring = MONITORING_BY_PATH.get(url.pathname);
+        if (req.method === 'GET' && monitoring) return handleMonitoring(req, res, monitoring);
         sendJson(res, 404, { message: `no ${req.method} ${url.pathname} in the sandbox` });
       } catch (err) {
         sendJson(res, 500, { message: err instanceof Error ? err.message : 'internal error' });
@@ -388,6 +463,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     notifier,
     faults,
     accounts,
+    traffic,
     get requests() {
       return requests;
     },

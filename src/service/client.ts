@@ -15,6 +15,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher as HttpDispatcher, Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
+import {
+  type AccountHealth,
+  MONITORING_ENDPOINTS,
+  MONITORING_READ_BYTES,
+  MONITORING_TIMEOUT_MS,
+  type MonitoringEndpoint,
+  type MonitoringName,
+  maskError,
+  monitoringData,
+  withoutSecrets,
+} from './monitoring.ts';
 import { redactText, redactUrl } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
@@ -330,6 +341,101 @@ export class ServiceClient extends EventEmitter {
     const parts = await this.#sendPart(whole, signal, flow, first, body);
     parts.sort((a, b) => a.start - b.start);
     return { chunkId: chunk.chunkId, destinations: countDestinations(chunk), parts };
+  }
+
+  /**
+   * The service's monitoring endpoints (spec 2.9, src/service/monitoring.ts), the three at
+   * once, each within `timeoutMs` (default 5 s) from its start to its answer, the token wait
+   * included. The account's own token (a login or renewal is the sends' own, shared as
+   * theirs; a 401 renews it once, as a send does) and pool, but no send permit: monitoring is
+   * not a send and does not wait for the account's budget. Never rejects: a failure is the
+   * endpoint's `error`, without the token or any query string.
+   */
+  async monitoring(options: { readonly timeoutMs?: number | undefined } = {}): Promise<AccountHealth> {
+    const timeoutMs = options.timeoutMs ?? MONITORING_TIMEOUT_MS;
+    const checkedAt = new Date().toISOString();
+    const endpoints = await Promise.all(
+      MONITORING_ENDPOINTS.map(({ name, path }) => this.#monitor(name, path, timeoutMs)),
+    );
+    return { checkedAt, endpoints };
+  }
+
+  async #monitor(name: MonitoringName, path: string, timeoutMs: number): Promise<MonitoringEndpoint> {
+    const started = performance.now();
+    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.#closing.signal]);
+    const used: string[] = [];
+    let status: number | null = null;
+    let data: unknown = null;
+    let error: string | null = null;
+    let waiting: 'token' | 'answer' = 'token';
+    try {
+      for (let renewed = false; ; renewed = true) {
+        waiting = 'token';
+        const token = await untilAborted(() => this.#tokens.get(), signal);
+        used.push(token);
+        waiting = 'answer';
+        const answer = await this.#get(path, token, signal);
+        status = answer.status;
+        data = withoutSecrets(monitoringData(answer.body, answer.contentType, answer.complete), used);
+        if (status === 401 && !renewed) {
+          this.#tokens.invalidate(token);
+          continue;
+        }
+        if (status < 200 || status >= 300)
+          error = `HTTP ${status}${renewed && status === 401 ? ' (after renewing the token)' : ''}: ${reasonOf(data, status)}`;
+        break;
+      }
+    } catch (err) {
+      if (this.#closing.signal.aborted) error = 'the service client was closed';
+      else if (signal.aborted)
+        error =
+          waiting === 'token'
+            ? `no token within ${timeoutMs} ms (POST /token)`
+            : `no answer within ${timeoutMs} ms`;
+      else error = err instanceof DroplineError ? err.message : describeError(err as Error);
+    }
+    return {
+      name,
+      path,
+      ok: error === null,
+      status,
+      ms: Math.round(performance.now() - started),
+      data,
+      error: error === null ? null : maskError(error, used),
+    };
+  }
+
+  /** One GET on the pool, its body read up to MONITORING_READ_BYTES. */
+  async #get(
+    path: string,
+    token: string,
+    signal: AbortSignal,
+  ): Promise<{ status: number; contentType: string | undefined; body: Buffer; complete: boolean }> {
+    const res = await this.#pool.request({
+      method: 'GET',
+      path: this.#basePath + path,
+      headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+      signal,
+    });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let complete = true;
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      if (size + chunk.length > MONITORING_READ_BYTES) {
+        chunks.push(chunk.subarray(0, MONITORING_READ_BYTES - size));
+        complete = false;
+        break;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+    const type = res.headers['content-type'];
+    return {
+      status: res.statusCode,
+      contentType: Array.isArray(type) ? type[0] : type,
+      body: Buffer.concat(chunks),
+      complete,
+    };
   }
 
   /** Waits for requests in flight, then closes the sockets; pending waits end as `failed`. */
@@ -727,6 +833,29 @@ export class ServiceClient extends EventEmitter {
 function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * `start()`'s promise, or the signal's reason once it aborts (the promise goes on, its outcome
+ * unread). Not started when the signal has aborted already.
+ */
+function untilAborted<T>(start: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  const promise = start();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** An error as a short, secret-free line: its code and message, URLs without their query. */

@@ -410,6 +410,15 @@ describe('sandbox test surface', () => {
     ]);
   });
 
+  const NO_FAULTS = {
+    token: {},
+    massive: {},
+    platformmonitory: {},
+    effectivitybyclient: {},
+    msgmtclient: {},
+    maxBodyBytes: null,
+  };
+
   it('validates fault bodies, reports them, and reset clears everything', async () => {
     const s = await sandboxWith({ notify: false });
     expect((await postJson(`${s.url}/_sandbox/faults`, { massive: { '418': 1 } })).status).toBe(400);
@@ -424,12 +433,12 @@ describe('sandbox test surface', () => {
     const body = { messages: [{ text: 'x', destinations: [{ to: number(1), messageId: 'a' }] }] };
     expect((await massive(s, access_token, body)).status).toBe(503);
     expect((await massive(s, access_token, body)).status).toBe(200);
-    expect(await getJson(`${s.url}/_sandbox/faults`)).toEqual({ token: {}, massive: {}, maxBodyBytes: null });
+    expect(await getJson(`${s.url}/_sandbox/faults`)).toEqual(NO_FAULTS);
 
     await postJson(`${s.url}/_sandbox/faults`, { massive: { '500': 1 } });
     expect((await postJson(`${s.url}/_sandbox/reset`, {})).status).toBe(200);
     expect((await getJson<{ destinations: number }>(`${s.url}/_sandbox/ledger`)).destinations).toBe(0);
-    expect(await getJson(`${s.url}/_sandbox/faults`)).toEqual({ token: {}, massive: {}, maxBodyBytes: null });
+    expect(await getJson(`${s.url}/_sandbox/faults`)).toEqual(NO_FAULTS);
     // Tokens are gone too.
     expect((await massive(s, access_token, body)).status).toBe(401);
   });
