@@ -1,4 +1,5 @@
-// The ops server (CONTRACT.md "Ops server"): health, readiness and the files' manifests as JSON.
+// The ops server (CONTRACT.md "Ops server"): health, readiness, metrics, the JSON API and the
+// dashboard (src/ops/dashboard/, docs/dashboard.md).
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -9,8 +10,22 @@ import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
 import type { Source } from '../sources/source.ts';
-import type { Store } from '../store/store.ts';
+import { FILE_STATES, type FileState, type Store } from '../store/store.ts';
+import { VERSION } from '../version.ts';
+import {
+  ACTIONS,
+  type Answer,
+  cachedHealth,
+  type FileAction,
+  fileAction,
+  fileActivity,
+  type OpsControl,
+  sendReport,
+  validateUpload,
+} from './api.ts';
+import { asset } from './assets.ts';
 import type { Metrics } from './metrics.ts';
+import { clearedCookie, hasSession, sessionCookie } from './session.ts';
 
 export interface OpsServer {
   readonly url: string;
@@ -28,15 +43,30 @@ export interface OpsOptions {
   logger: Logger;
   /** GET /metrics (Prometheus text format), behind the token like the API. */
   metrics?: Metrics | undefined;
+  /** The daemon's: the dashboard's actions, file checks and service health (else 404). */
+  control?: OpsControl | undefined;
 }
 
 /** Each readiness probe answers within this or counts as failed. */
 const PROBE_TIMEOUT_MS = 5000;
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = `${JSON.stringify(body, null, 2)}\n`;
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    ...headers,
+  });
   res.end(text);
+}
+
+function answer(res: ServerResponse, a: Answer): void {
+  send(res, a.status, a.body, a.close ? { connection: 'close' } : {});
 }
 
 async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks: Record<string, string> }> {
@@ -83,9 +113,63 @@ function digest(s: string): Buffer {
 }
 
 /** Whether the request carries `Authorization: Bearer <token>`; constant time in the token. */
-function authorized(req: IncomingMessage, token: Buffer): boolean {
+function bearer(req: IncomingMessage, token: Buffer): boolean {
   const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
   return m !== null && timingSafeEqual(digest(m[1]!.trim()), token);
+}
+
+/**
+ * How the request is let in: `open` (no token configured), `bearer` (a tool with the token),
+ * `session` (the dashboard's cookie), or null (not at all).
+ */
+type Access = 'open' | 'bearer' | 'session' | null;
+
+function accessOf(req: IncomingMessage, guard: Guard): Access {
+  if (guard.token === null) return 'open';
+  if (bearer(req, guard.token)) return 'bearer';
+  if (guard.plainToken !== null && hasSession(guard.plainToken, req.headers.cookie)) return 'session';
+  return null;
+}
+
+/**
+ * A POST a browser made for another site's page (cross-site request forgery: a page elsewhere
+ * posting to this server with the user's cookie, or to a loopback server without a token)
+ * is refused: its Origin must be this server's. A browser always sends Origin with a POST,
+ * so a request let in by the session cookie without one is refused too; tools without a
+ * browser (curl with the Bearer token) send none.
+ */
+function crossSite(req: IncomingMessage, access: Access): string | null {
+  const origin = req.headers.origin;
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none')
+    return `a ${site} request: actions are taken from this server's own pages`;
+  if (origin === undefined) return access === 'session' ? 'a browser request without an Origin' : null;
+  let host: string | null = null;
+  try {
+    host = origin === 'null' ? null : new URL(origin).host;
+  } catch {}
+  if (host === null || host !== req.headers.host)
+    return `Origin ${origin} is not this server (${req.headers.host ?? 'no Host'}): actions are taken from its own pages`;
+  return null;
+}
+
+/** Behind a TLS-terminating proxy the cookie is marked Secure. */
+function overTls(req: IncomingMessage): boolean {
+  return (
+    (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https'
+  );
+}
+
+/** The longest body read for a login or an action (the file check has its own limit). */
+const SMALL_BODY = 4096;
+
+async function smallBody(req: IncomingMessage): Promise<string | null> {
+  let text = '';
+  for await (const chunk of req) {
+    text += String(chunk);
+    if (text.length > SMALL_BODY) return null;
+  }
+  return text;
 }
 
 /**
@@ -113,6 +197,8 @@ function hostAllowed(req: IncomingMessage, listenHost: string): boolean {
 
 interface Guard {
   token: Buffer | null;
+  /** The token itself: the key of the session cookies. */
+  plainToken: string | null;
   /** The listen host when it is loopback (Host headers are checked), else null. */
   loopbackHost: string | null;
 }
@@ -120,36 +206,76 @@ interface Guard {
 async function route(
   options: OpsOptions,
   guard: Guard,
+  health: (() => Promise<readonly unknown[]>) | null,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
   if (guard.loopbackHost !== null && !hostAllowed(req, guard.loopbackHost))
     return send(res, 421, { error: 'this server answers only localhost, 127.0.0.1 or [::1] as Host' });
   const url = new URL(req.url ?? '/', 'http://localhost');
-  if (req.method !== 'GET') return send(res, 405, { error: 'only GET' });
-  if (url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
-  if (url.pathname === '/readyz') {
-    const r = await readiness(options);
-    // Open to probes; the checks name files and backends' errors: only with the token.
-    const shown = guard.token === null || authorized(req, guard.token) ? r : { ready: r.ready };
-    return send(res, r.ready ? 200 : 503, shown);
+  const path = url.pathname;
+  if (req.method === 'GET') {
+    if (path === '/healthz') return send(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      const r = await readiness(options);
+      // Open to probes; the checks name files and backends' errors: only with the token.
+      const shown = guard.token === null || accessOf(req, guard) !== null ? r : { ready: r.ready };
+      return send(res, r.ready ? 200 : 503, shown);
+    }
+    // The dashboard's page and scripts hold no data: the API behind them asks for the token.
+    const file = asset(path);
+    if (file) {
+      res.writeHead(200, file.headers);
+      res.end(file.body);
+      return;
+    }
   }
-  if (guard.token !== null && !authorized(req, guard.token)) {
+  const access = accessOf(req, guard);
+  if (req.method === 'POST') {
+    const refused = crossSite(req, access);
+    if (refused !== null) return send(res, 403, { error: refused });
+    if (path === '/login') return login(guard, req, res);
+    if (path === '/logout')
+      return send(res, 200, { ok: true }, { 'set-cookie': clearedCookie(overTls(req)) });
+  } else if (req.method !== 'GET') return send(res, 405, { error: 'only GET and POST' });
+  if (access === null) {
     res.setHeader('www-authenticate', 'Bearer realm="dropline ops"');
-    return send(res, 401, { error: 'missing or wrong token (Authorization: Bearer <ops.token>)' });
+    return send(res, 401, { error: 'missing or wrong token (Authorization: Bearer <ops.token>, or log in)' });
   }
-  if (url.pathname === '/api/files') {
+  if (req.method === 'POST') return post(options, req, res, url);
+
+  if (path === '/api/meta')
+    return send(res, 200, {
+      version: VERSION,
+      login: guard.token !== null,
+      sources: [...options.sources.keys()],
+      actions: options.control !== undefined,
+    });
+  if (path === '/api/files') {
     const limit = pageLimit(url.searchParams.get('limit'));
     if (limit === null) return send(res, 400, { error: `limit must be an integer from 1 to ${MAX_LIMIT}` });
     const before = url.searchParams.get('before') ?? undefined;
     if (before !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(before))
       return send(res, 400, { error: 'before must be a fileId' });
+    const search = url.searchParams.get('q')?.trim().slice(0, 200) || undefined;
+    const state = url.searchParams.get('state') || undefined;
+    if (state !== undefined && !(FILE_STATES as readonly string[]).includes(state))
+      return send(res, 400, { error: `state must be one of ${FILE_STATES.join(', ')}` });
+    const source = url.searchParams.get('source') || undefined;
     // One more than asked: whether a next page exists without a count of every file.
-    const files = await options.store.listFiles({ limit: limit + 1, ...(before ? { before } : {}) });
+    const files = await options.store.listFiles({
+      limit: limit + 1,
+      ...(before ? { before } : {}),
+      ...(search ? { search } : {}),
+      ...(state ? { states: [state as FileState] } : {}),
+      ...(source ? { source } : {}),
+    });
     const page = files.slice(0, limit);
     if (files.length > limit) {
-      const next = `/api/files?limit=${limit}&before=${encodeURIComponent(page.at(-1)!.fileId)}`;
-      res.setHeader('link', `<${next}>; rel="next"`);
+      const next = new URLSearchParams(url.searchParams);
+      next.set('limit', String(limit));
+      next.set('before', page.at(-1)!.fileId);
+      res.setHeader('link', `</api/files?${next}>; rel="next"`);
     }
     // Two store calls a page, whatever its size: the files, then their counts.
     const counts = await options.store.countsOf(page.map((f) => f.fileId));
@@ -159,29 +285,69 @@ async function route(
     });
     return send(res, 200, manifests);
   }
-  if (url.pathname === '/api/workers') return send(res, 200, await workersView(options.store));
-  if (url.pathname === '/metrics' && options.metrics) {
+  if (path === '/api/workers') return send(res, 200, await workersView(options.store));
+  if (path === '/api/service-health') {
+    if (!health) return send(res, 404, { error: 'no service client in this process' });
+    return send(res, 200, await health());
+  }
+  if (path === '/metrics' && options.metrics) {
     const text = await options.metrics.registry.metrics();
     res.writeHead(200, { 'content-type': options.metrics.registry.contentType, 'cache-control': 'no-store' });
     res.end(text);
     return;
   }
-  const m = /^\/api\/files\/([A-Za-z0-9_-]+)$/.exec(url.pathname);
+  const m = /^\/api\/files\/([A-Za-z0-9_-]+)(?:\/(activity|report\.csv|errors\.csv))?$/.exec(path);
   if (m) {
-    const manifest = await manifestOf(options.store, m[1]!);
-    return manifest ? send(res, 200, manifest) : send(res, 404, { error: `no file ${m[1]}` });
+    const [, fileId, part] = m as unknown as [string, string, string | undefined];
+    if (part === 'activity') return answer(res, await fileActivity(options.store, fileId));
+    if (part === 'report.csv' || part === 'errors.csv') {
+      const a = await sendReport(options.store, res, fileId, part);
+      return a ? answer(res, a) : undefined;
+    }
+    const manifest = await manifestOf(options.store, fileId);
+    return manifest ? send(res, 200, manifest) : send(res, 404, { error: `no file ${fileId}` });
   }
   return send(res, 404, { error: 'not found' });
+}
+
+async function post(options: OpsOptions, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const control = options.control;
+  if (!control) return send(res, 404, { error: 'actions are taken by a running daemon (dropline run)' });
+  if (url.pathname === '/api/validate')
+    return answer(res, await validateUpload(req, control.config, url.searchParams));
+  const m = /^\/api\/files\/([A-Za-z0-9_-]+)\/([a-z]+)$/.exec(url.pathname);
+  if (m && (ACTIONS as readonly string[]).includes(m[2]!)) {
+    if ((await smallBody(req)) === null) return send(res, 413, { error: 'an action takes no body' });
+    return answer(res, await fileAction(options.store, control, options.logger, m[1]!, m[2] as FileAction));
+  }
+  return send(res, 404, { error: 'not found' });
+}
+
+/** POST /login `{"token": "…"}`: the session cookie when the token is right. */
+async function login(guard: Guard, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (guard.token === null || guard.plainToken === null) return send(res, 200, { ok: true, login: false });
+  const text = await smallBody(req);
+  let given: unknown;
+  try {
+    given = text === null ? null : (JSON.parse(text) as { token?: unknown }).token;
+  } catch {
+    given = null;
+  }
+  if (typeof given !== 'string' || !timingSafeEqual(digest(given), guard.token))
+    return send(res, 401, { error: 'wrong token' });
+  return send(res, 200, { ok: true }, { 'set-cookie': sessionCookie(guard.plainToken, overTls(req)) });
 }
 
 export async function startOpsServer(options: OpsOptions): Promise<OpsServer> {
   const [host, port] = splitListen(options.listen, 'ops.listen');
   const guard: Guard = {
     token: options.token === undefined ? null : digest(options.token),
+    plainToken: options.token ?? null,
     loopbackHost: isLoopbackHost(host) ? host : null,
   };
+  const health = options.control ? cachedHealth(() => options.control!.serviceHealth()) : null;
   const server = createServer((req, res) => {
-    route(options, guard, req, res).catch((err: unknown) => {
+    route(options, guard, health, req, res).catch((err: unknown) => {
       options.logger.error(
         { err: (err as Error).message, path: req.url?.split('?')[0] },
         'ops request failed',

@@ -256,6 +256,15 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       sources: rt.sources,
       logger: log,
       metrics,
+      control: {
+        pipeline,
+        config,
+        wake: () => void fill(),
+        serviceHealth: () =>
+          Promise.all(
+            [...rt.accounts].map(async ([account, client]) => ({ account, ...(await client.monitoring()) })),
+          ),
+      },
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.
       metrics.close();

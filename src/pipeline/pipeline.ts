@@ -835,6 +835,7 @@ export class Pipeline {
         suppressed: summary.suppressed,
         segments: summary.segments,
       },
+      errorCounts: summary.errorCounts as Record<string, number>,
       errors: summary.errors
         .slice(0, 100)
         .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),
@@ -1201,9 +1202,9 @@ export class Pipeline {
    * `retry`, under the file's lease (asked for up to `waitMs`): failed and in-doubt chunks
    * back to pending, the file back to sending, then driven here. In-doubt recipients may have
    * been accepted already: they are counted as possible duplicates. null when another worker
-   * holds the file.
+   * holds the file. With `drive: false` the file is left, lease free, for the daemon to take.
    */
-  async retry(fileId: string, options: { waitMs?: number } = {}): Promise<number | null> {
+  async retry(fileId: string, options: { waitMs?: number; drive?: boolean } = {}): Promise<number | null> {
     return this.withLease(
       fileId,
       async (file) => {
@@ -1220,10 +1221,10 @@ export class Pipeline {
             );
           await this.transition(fileId, 'sending', ['partial', 'sending']);
         }
-        await this.driveHeld(file);
+        if (options.drive !== false) await this.driveHeld(file);
         return requeued;
       },
-      options,
+      options.waitMs === undefined ? {} : { waitMs: options.waitMs },
     );
   }
 

@@ -28,6 +28,8 @@ export interface Manifest {
   timestamps: Record<string, string>;
   deliveryDeadline: string | null;
   errors: { line: number; code: string; message: string; value?: string | undefined }[];
+  /** Invalid records by code (every one, where `errors` lists the first 100). */
+  errorCounts: Record<string, number>;
   /** When retention removed the file's rows (its counts are those of that moment); null: never. */
   prunedAt: string | null;
   /** The worker holding the file's lease (driving it, or checking its progress); null: none. */
@@ -66,7 +68,8 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
     deliveryDeadline: file.deliveryDeadline,
-    errors: file.errors.map(maskError),
+    errors: file.errors.map(maskIssue),
+    errorCounts: file.errorCounts,
     prunedAt: file.prunedAt,
     worker: file.leaseOwner,
     takenOverFrom: file.takenOverFrom,
@@ -92,7 +95,7 @@ export function maskDigits(text: string): string {
  * reports/*.manifest.json) shows them masked. report.csv and errors.csv keep them whole:
  * they are the per-line account a campaign team fixes its file from.
  */
-function maskError(e: Manifest['errors'][number]): Manifest['errors'][number] {
+export function maskIssue<T extends { message: string; value?: string | undefined }>(e: T): T {
   if (e.value === undefined || e.value === null || e.value === '') return e;
   const value = maskDigits(e.value);
   return { ...e, value, message: maskNumbersIn(e.message.replaceAll(e.value, value)) };

@@ -508,6 +508,19 @@ describe('the balancer', () => {
     expect(one(fallback?.block ?? [], 'return')?.args[0]).toBe('503');
   });
 
+  it('passes the dashboard the Host the browser used (its actions check Origin against it), and its file check', () => {
+    const ops = nginxServers[opsPort]!;
+    const headers = all(ops, 'proxy_set_header').map((d) => d.args);
+    expect(headers).toContainEqual(['Host', '$http_host']);
+    expect(headers).toContainEqual(['X-Forwarded-Proto', '$scheme']);
+    // An action is never sent to a second worker.
+    expect(one(ops, 'proxy_next_upstream')?.args).not.toContain('non_idempotent');
+    const opsServer = all(nginxHttp, 'server').find(
+      (srv) => one(srv.block ?? [], 'listen')?.args[0] === opsPort,
+    );
+    expect(one(opsServer?.block ?? [], 'client_max_body_size')?.args[0]).toBe('64m');
+  });
+
   it('is where notify.publicUrl points', () => {
     const url = new URL(parsedConfig.notify.publicUrl!);
     expect(url.hostname).toBe('balancer');

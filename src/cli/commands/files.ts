@@ -4,15 +4,14 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
+import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
 import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import { paceLine } from '../../pipeline/workers.ts';
-import type { FileState } from '../../store/store.ts';
 import { withRuntime } from './context.ts';
 import type { SetExit } from './index.ts';
 
 const fmt = (n: number) => n.toLocaleString('en-US');
-const PAST = { pause: 'paused', resume: 'resumed', cancel: 'cancelled' } as const;
 
 /** The states a command ends in successfully. */
 export function successState(state: string): boolean {
@@ -57,25 +56,6 @@ async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
   const m = await manifestOf(rt.store, fileId);
   if (!m) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
   return m;
-}
-
-async function act(
-  rt: Runtime,
-  fileId: string,
-  to: FileState,
-  from: readonly FileState[],
-  verb: string,
-): Promise<Manifest> {
-  const before = await mustManifest(rt, fileId);
-  const file = await rt.store.transition(fileId, to, { from, patch: { reason: `${verb} by a user` } });
-  if (!file) {
-    throw new DroplineError(
-      'DROPLINE_ERR_FILE_STATE',
-      `${fileId} is ${before.state}; ${verb} applies to a file that is ${from.join(' or ')}`,
-    );
-  }
-  rt.logger.info({ fileId, from: before.state, to }, `file ${verb}`);
-  return mustManifest(rt, fileId);
 }
 
 export function registerFileCommands(program: Command, setExit: SetExit): void {
@@ -162,11 +142,7 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
       });
     });
 
-  for (const [verb, to, from, drive] of [
-    ['pause', 'paused', ['sending'], false],
-    ['resume', 'sending', ['paused'], true],
-    ['cancel', 'cancelled', ['waiting', 'validating', 'scheduled', 'sending', 'paused', 'partial'], false],
-  ] as const) {
+  for (const verb of Object.keys(STATE_ACTIONS) as StateAction[]) {
     program
       .command(verb)
       .description(`${verb} a file between chunks`)
@@ -177,8 +153,9 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           // The state change is the user's (no lease: it stops a send between chunks); what
           // follows is the lease holder's. When another process drives the file, it drives
           // the resumed file or writes the paused or cancelled one's reports itself.
-          let m = await act(rt, fileId, to, from, PAST[verb]);
-          if (drive) {
+          await changeFileState(rt.store, rt.logger, fileId, verb, 'by a user');
+          let m = await mustManifest(rt, fileId);
+          if (verb === 'resume') {
             await rt.pipeline.drive(fileId);
             m = await mustManifest(rt, fileId);
           } else

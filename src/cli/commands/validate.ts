@@ -4,6 +4,7 @@ import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { Config, SourceConfig } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
 import type { Sniff } from '../../format/decode.ts';
 import type { AllowDirectives } from '../../format/directives.ts';
@@ -232,6 +233,22 @@ function countries(value: string): string[] {
     .filter((c) => c.length > 0);
 }
 
+/** A source's rules as validate applies them (the dashboard's file check too). */
+export function sourceValidateOptions(config: Config, source: SourceConfig): ValidateOptions {
+  const opts: ValidateOptions = {
+    maxInvalidRatio: source.maxInvalidRatio,
+    defaultCountry: source.defaultCountry,
+    maxLineLength: DEFAULTS.maxLineLength,
+    maxFileBytes: source.maxFileBytes,
+    allowDirectives: source.allowDirectives,
+    source: source.name,
+  };
+  if (source.layout) opts.layout = source.layout;
+  if (source.allowedCountries) opts.allowedCountries = source.allowedCountries;
+  if (config.suppressionList) opts.suppressionList = config.suppressionList;
+  return opts;
+}
+
 /**
  * With a configuration (--config, DROPLINE_CONFIG or ./dropline.config.json), the settings of
  * the source the daemon would read the file from, so that validate answers what the daemon
@@ -265,18 +282,17 @@ async function withSourceSettings(
     const from = cmd.getOptionValueSource(key);
     return from !== undefined && from !== 'default';
   };
+  const fromSource = sourceValidateOptions(config, source);
   const opts: ValidateOptions = {
     ...flags,
-    maxInvalidRatio: given('maxInvalidRatio') ? flags.maxInvalidRatio : source.maxInvalidRatio,
-    defaultCountry: given('defaultCountry') ? flags.defaultCountry : source.defaultCountry,
-    maxFileBytes: source.maxFileBytes,
-    allowDirectives: source.allowDirectives,
+    maxInvalidRatio: given('maxInvalidRatio') ? flags.maxInvalidRatio : fromSource.maxInvalidRatio,
+    defaultCountry: given('defaultCountry') ? flags.defaultCountry : fromSource.defaultCountry,
   };
-  const layout = given('layout') ? flags.layout : (source.layout ?? undefined);
-  const allowed = given('allowedCountries') ? flags.allowedCountries : (source.allowedCountries ?? undefined);
-  const suppression = given('suppressionList')
-    ? flags.suppressionList
-    : (config.suppressionList ?? undefined);
+  const layout = given('layout') ? flags.layout : fromSource.layout;
+  const allowed = given('allowedCountries') ? flags.allowedCountries : fromSource.allowedCountries;
+  const suppression = given('suppressionList') ? flags.suppressionList : fromSource.suppressionList;
+  if (fromSource.maxFileBytes !== undefined) opts.maxFileBytes = fromSource.maxFileBytes;
+  if (fromSource.allowDirectives !== undefined) opts.allowDirectives = fromSource.allowDirectives;
   if (layout) opts.layout = layout;
   else delete opts.layout;
   if (allowed) opts.allowedCountries = allowed;

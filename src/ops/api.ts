@@ -1,0 +1,284 @@
+// The ops server's JSON API beyond the manifests (CONTRACT.md additions, "Ops server"): what
+// the dashboard reads (a file's activity, its reports, the service's health) and does (the
+// actions on a file, a file checked before it is dropped).
+
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline as streamPipeline } from 'node:stream/promises';
+import { sourceValidateOptions, toJson, validateFile } from '../cli/commands/validate.ts';
+import type { Config } from '../config/schema.ts';
+import { DroplineError, hintOf } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { changeFileState, STATE_ACTIONS, type StateAction } from '../pipeline/actions.ts';
+import type { Pipeline } from '../pipeline/pipeline.ts';
+import {
+  errorsCsv,
+  type Manifest,
+  manifestOf,
+  maskIssue,
+  type ReportKind,
+  reportCsv,
+  reportFileName,
+} from '../pipeline/reports.ts';
+import type { Store } from '../store/store.ts';
+
+/** What the daemon lends the ops server for the dashboard's actions, checks and health. */
+export interface OpsControl {
+  readonly pipeline: Pipeline;
+  readonly config: Config;
+  /** A file became drivable (resumed, retried): start it now rather than at the next poll. */
+  wake(): void;
+  /** The messaging service's monitoring endpoints, per account (src/service/monitoring.ts). */
+  serviceHealth(): Promise<readonly unknown[]>;
+}
+
+/** An answer the route sends as JSON. */
+export interface Answer {
+  status: number;
+  body: unknown;
+  /** The request's body was not read to its end: the connection closes after the answer. */
+  close?: boolean;
+}
+
+export const ACTIONS = ['pause', 'resume', 'cancel', 'retry'] as const;
+export type FileAction = (typeof ACTIONS)[number];
+
+const BY = 'from the dashboard';
+
+/** A refusal as the API words it: the error's code, message and hint. */
+function refusal(status: number, err: DroplineError): Answer {
+  return { status, body: { error: err.message, code: err.code, hint: err.hint } };
+}
+
+/** POST /api/files/:fileId/:action → the file's manifest after it, or why not (404, 409). */
+export async function fileAction(
+  store: Store,
+  control: OpsControl,
+  logger: Logger,
+  fileId: string,
+  action: FileAction,
+): Promise<Answer> {
+  try {
+    if (action === 'retry') {
+      const file = await store.getFile(fileId);
+      if (!file) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
+      if (file.state !== 'partial' && file.state !== 'sending')
+        throw new DroplineError(
+          'DROPLINE_ERR_FILE_STATE',
+          `${fileId} is ${file.state}; retry applies to a file that is partial (or sending with failed chunks)`,
+        );
+      // Under the file's lease, briefly: the daemon's loop drives it once it is sending again.
+      const requeued = await control.pipeline.retry(fileId, { waitMs: 5000, drive: false });
+      if (requeued === null)
+        throw new DroplineError(
+          'DROPLINE_ERR_FILE_STATE',
+          `${fileId} is being driven by a worker right now; try again in a moment`,
+        );
+      if (requeued === 0)
+        throw new DroplineError(
+          'DROPLINE_ERR_FILE_STATE',
+          `${fileId}: no failed or in-doubt chunk to resend`,
+        );
+      logger.info({ fileId, chunks: requeued, by: BY }, 'file retried');
+      control.wake();
+    } else {
+      await changeFileState(store, logger, fileId, action as StateAction, BY);
+      if (action === 'resume') control.wake();
+      // The send that finds its file paused or cancelled writes its reports; when no worker
+      // drives it, this one does (in the background: a report of a million rows takes seconds).
+      else
+        void control.pipeline
+          .rewriteReports(fileId, { waitMs: 5000 })
+          .catch((err: unknown) =>
+            logger.warn({ fileId, err: (err as Error).message }, 'reports not rewritten after the action'),
+          );
+    }
+  } catch (err) {
+    if (!(err instanceof DroplineError)) throw err;
+    return refusal(err.code === 'DROPLINE_ERR_UNKNOWN_FILE' ? 404 : 409, err);
+  }
+  return { status: 200, body: await manifestOf(store, fileId) };
+}
+
+/** Which actions a file in this state allows (the dashboard greys out the others). */
+export function allowedActions(m: Pick<Manifest, 'state' | 'counts'>): FileAction[] {
+  const allowed: FileAction[] = [];
+  for (const [action, rule] of Object.entries(STATE_ACTIONS))
+    if ((rule.from as readonly string[]).includes(m.state)) allowed.push(action as FileAction);
+  const stuck = m.counts.chunksFailed + m.counts.chunksInDoubt;
+  if (m.state === 'partial' || (m.state === 'sending' && stuck > 0)) allowed.push('retry');
+  return allowed;
+}
+
+/** First lines shown per error code on a campaign's page. */
+const LINES_PER_CODE = 5;
+
+/**
+ * GET /api/files/:fileId/activity: the timeline of its states, its delivery reports by
+ * minute, its errors by code with their hint and first lines (masked), its allowed actions.
+ */
+export async function fileActivity(store: Store, fileId: string): Promise<Answer> {
+  const manifest = await manifestOf(store, fileId);
+  if (!manifest) return { status: 404, body: { error: `no file ${fileId}` } };
+  const [events, deliveries] = await Promise.all([store.fileEvents(fileId), store.deliveryTimeline(fileId)]);
+  const errors = Object.entries(manifest.errorCounts)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([code, count]) => ({
+      code,
+      count,
+      hint: hintOf(code),
+      lines: manifest.errors.filter((e) => e.code === code).slice(0, LINES_PER_CODE),
+    }));
+  return {
+    status: 200,
+    body: { fileId, events, deliveries, errors, actions: allowedActions(manifest) },
+  };
+}
+
+/** GET /api/files/:fileId/report.csv and errors.csv, streamed as a download. */
+export async function sendReport(
+  store: Store,
+  res: ServerResponse,
+  fileId: string,
+  kind: Extract<ReportKind, 'report.csv' | 'errors.csv'>,
+): Promise<Answer | null> {
+  const file = await store.getFile(fileId);
+  if (!file) return { status: 404, body: { error: `no file ${fileId}` } };
+  if (file.prunedAt)
+    return {
+      status: 410,
+      body: { error: `its recipients were removed by retention on ${file.prunedAt}; its counts remain` },
+    };
+  const name = reportFileName(file.name, fileId, kind);
+  res.writeHead(200, {
+    'content-type': 'text/csv; charset=utf-8',
+    'cache-control': 'no-store',
+    // An ASCII fallback, and the name as it is for the browsers that read filename*.
+    'content-disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+  });
+  const rows = kind === 'report.csv' ? reportCsv(store, fileId) : errorsCsv(store, file);
+  await streamPipeline(rows, res);
+  return null;
+}
+
+/** The largest file the dashboard checks (a browser upload, held in a temporary file). */
+export const VALIDATE_MAX_BYTES = 64 * 1024 * 1024;
+/** Checks at once: each reads its whole file. */
+const VALIDATE_AT_ONCE = 2;
+let validating = 0;
+
+/**
+ * POST /api/validate?source=NAME&name=FILE: the body is the file. validate --source's answer
+ * (validate --json's fields) with numbers masked; nothing is stored or sent, and the
+ * temporary copy is removed before the answer.
+ */
+export async function validateUpload(
+  req: IncomingMessage,
+  config: Config,
+  query: URLSearchParams,
+): Promise<Answer> {
+  const sourceName = query.get('source');
+  const source =
+    sourceName === null || sourceName === ''
+      ? config.sources[0]
+      : config.sources.find((s) => s.name === sourceName);
+  if (!source) return { status: 400, body: { error: `no source named ${sourceName}` } };
+  const name = (query.get('name') ?? 'upload.txt').slice(0, 255);
+  const limit = Math.min(VALIDATE_MAX_BYTES, source.maxFileBytes + 1);
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  // Its body is not read: the connection closes after the answer.
+  if (declared > limit) return { ...tooLarge(limit), close: true };
+  if (validating >= VALIDATE_AT_ONCE)
+    return { status: 429, body: { error: 'two files are being checked already; try again in a moment' } };
+  validating++;
+  const dir = await mkdtemp(join(tmpdir(), 'dropline-check-'));
+  try {
+    const path = join(dir, `${randomBytes(6).toString('hex')}.txt`);
+    const got = await received(req, path, limit);
+    if (got !== 'ok') return { ...tooLarge(limit), close: got === 'cut' };
+    const summary = await validateFile(path, sourceValidateOptions(config, source));
+    const json = toJson(name, summary);
+    return {
+      status: 200,
+      body: {
+        ...json,
+        source: source.name,
+        errors: summary.errors.map(maskIssue),
+        warnings: summary.warnings.map(maskIssue),
+      },
+    };
+  } catch (err) {
+    if (err instanceof DroplineError) return refusal(422, err);
+    throw err;
+  } finally {
+    validating--;
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Bytes of a too-long body read past the limit and dropped, so that its sender reads the 413. */
+const DRAIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The request's body into `path`, up to `limit` bytes: 'ok'; 'over' when it is longer (the
+ * rest is read and dropped, so the client sees the answer), 'cut' when even that goes on past
+ * DRAIN_BYTES (the connection closes after the answer).
+ */
+async function received(req: IncomingMessage, path: string, limit: number): Promise<'ok' | 'over' | 'cut'> {
+  const out = createWriteStream(path, { mode: 0o600 });
+  let bytes = 0;
+  try {
+    return await new Promise<'ok' | 'over' | 'cut'>((resolve, reject) => {
+      req.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > limit + DRAIN_BYTES) {
+          req.pause();
+          req.removeAllListeners('data');
+          resolve('cut');
+        } else if (bytes > limit) {
+          // dropped
+        } else if (!out.write(chunk)) {
+          req.pause();
+          out.once('drain', () => req.resume());
+        }
+      });
+      req.once('end', () => resolve(bytes > limit ? 'over' : 'ok'));
+      req.once('error', reject);
+      out.once('error', reject);
+    });
+  } finally {
+    await new Promise<void>((done) => out.end(done));
+  }
+}
+
+function tooLarge(limit: number): Answer {
+  return {
+    status: 413,
+    body: {
+      error: `the dashboard checks files of up to ${Math.floor(limit / 1024 / 1024)} MB; use dropline validate --source for larger ones`,
+    },
+  };
+}
+
+/** The service's health, asked at most every HEALTH_TTL_MS whatever the number of pages open. */
+const HEALTH_TTL_MS = 15_000;
+
+export function cachedHealth(read: () => Promise<readonly unknown[]>): () => Promise<readonly unknown[]> {
+  let last: { at: number; value: Promise<readonly unknown[]> } | null = null;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at > HEALTH_TTL_MS) {
+      const value = read();
+      last = { at: now, value };
+      // A failed read is not kept.
+      value.catch(() => {
+        if (last?.value === value) last = null;
+      });
+    }
+    return last.value;
+  };
+}

@@ -1,0 +1,73 @@
+// The dashboard's entry: the language, the login when the API asks for it, and the views by
+// the URL's hash (#/, #/file/<fileId>, #/check, #/health). Every view polls the JSON API.
+
+import { pickLanguage, setLanguage, t } from './i18n.js';
+import {
+  api,
+  checkView,
+  fileView,
+  healthView,
+  listView,
+  loginView,
+  notice,
+  Unauthorized,
+  whenUnauthorized,
+} from './views.js';
+
+const view = document.getElementById('view');
+const lang = document.getElementById('lang');
+const logout = document.getElementById('logout');
+let meta = null;
+let stop = () => {};
+
+function translatePage() {
+  for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
+  lang.value = document.documentElement.lang;
+}
+
+function showLogin() {
+  stop();
+  meta = null;
+  view.replaceChildren();
+  stop = loginView(view, () => void render());
+}
+
+async function render() {
+  stop();
+  stop = () => {};
+  view.replaceChildren();
+  try {
+    if (!meta) meta = (await api('/api/meta')).body;
+  } catch (err) {
+    if (err instanceof Unauthorized) return showLogin();
+    notice(t('error.generic', { error: err.message }));
+    return;
+  }
+  logout.hidden = !meta.login;
+  const hash = location.hash || '#/';
+  for (const a of document.querySelectorAll('header nav a'))
+    a.classList.toggle(
+      'current',
+      hash === a.getAttribute('href') || (a.getAttribute('href') === '#/' && hash.startsWith('#/file/')),
+    );
+  if (hash.startsWith('#/file/'))
+    stop = fileView(view, decodeURIComponent(hash.slice('#/file/'.length)), meta);
+  else if (hash === '#/check') stop = checkView(view, meta);
+  else if (hash === '#/health') stop = healthView(view);
+  else stop = listView(view, meta);
+}
+
+whenUnauthorized(showLogin);
+setLanguage(pickLanguage());
+translatePage();
+lang.addEventListener('change', () => {
+  setLanguage(lang.value);
+  translatePage();
+  void render();
+});
+logout.addEventListener('click', async () => {
+  await fetch('/logout', { method: 'POST', credentials: 'same-origin' });
+  showLogin();
+});
+window.addEventListener('hashchange', () => void render());
+void render();

@@ -1,0 +1,277 @@
+// The dashboard's words in Spanish and English. A change of text is a change here, nothing
+// to build. Keys missing in one language fall back to English.
+
+const en = {
+  'nav.campaigns': 'Campaigns',
+  'nav.check': 'Check a file',
+  'nav.health': 'Service health',
+  logout: 'Log out',
+  'login.title': 'Log in',
+  'login.text': 'This dropline asks for its ops token (ops.token in its configuration).',
+  'login.token': 'Ops token',
+  'login.submit': 'Log in',
+  'login.wrong': 'Wrong token.',
+  search: 'Search by name or fileId',
+  'filter.state': 'State',
+  'filter.source': 'Source',
+  'filter.all': 'All',
+  'list.empty': 'No files yet. Drop a .txt file into a source’s inbox.',
+  'list.more': 'Show older files',
+  'col.file': 'File',
+  'col.state': 'State',
+  'col.progress': 'Progress',
+  read: 'read',
+  valid: 'valid',
+  sent: 'sent',
+  delivered: 'delivered',
+  undelivered: 'undelivered',
+  unknown: 'unknown',
+  pending: 'pending',
+  records: 'records',
+  submitted: 'submitted',
+  invalid: 'invalid',
+  duplicates: 'duplicates',
+  suppressed: 'suppressed',
+  segments: 'segments',
+  rejected: 'rejected by the service',
+  failed: 'failed',
+  inDoubt: 'in doubt',
+  rate: '{rate}/s',
+  eta: 'about {eta} left',
+  'since.scheduled': 'starts {at}',
+  'file.back': '← Campaigns',
+  'file.funnel': 'Funnel',
+  'file.deliveries': 'Delivery reports over time',
+  'file.noDeliveries': 'No delivery reports yet.',
+  'file.totals': 'Reports received: {delivered} delivered, {undelivered} undelivered, {unknown} unknown',
+  'file.errors': 'Errors by code',
+  'file.noErrors': 'No invalid lines.',
+  'file.chunks': 'Chunks',
+  'file.timeline': 'Timeline',
+  'file.downloads': 'Downloads',
+  'file.pruned': 'Its recipients were removed by retention on {at}; its counts remain.',
+  'file.worker': 'Worker {worker}',
+  'file.notFound': 'No file {fileId}.',
+  'col.code': 'Code',
+  'col.count': 'Count',
+  'col.hint': 'What to do',
+  'col.lines': 'First lines',
+  'col.line': 'Line',
+  'col.message': 'Message',
+  'col.value': 'Value',
+  'col.when': 'When',
+  'col.reason': 'Reason',
+  'chunk.pending': 'to send',
+  'chunk.accepted': 'accepted',
+  'chunk.rejected': 'rejected',
+  'chunk.failed': 'failed',
+  'chunk.inDoubt': 'in doubt',
+  'chunk.total': 'total',
+  'action.pause': 'Pause',
+  'action.resume': 'Resume',
+  'action.cancel': 'Cancel',
+  'action.retry': 'Retry',
+  'confirm.pause': 'Pause “{name}”? Sending stops after the chunk in flight.',
+  'confirm.resume': 'Resume “{name}”?',
+  'confirm.cancel': 'Cancel “{name}”? Recipients not sent yet will never be sent. This cannot be undone.',
+  'confirm.retry':
+    'Resend the failed and in-doubt chunks of “{name}”? In-doubt recipients may get the message twice.',
+  'confirm.yes': 'Yes',
+  'confirm.no': 'No',
+  'action.done': 'Done: the file is {state}.',
+  'check.title': 'Check a file before dropping it',
+  'check.text':
+    'The file is checked here with the chosen source’s rules, as dropline validate --source does. Nothing is stored, nothing is sent.',
+  'check.source': 'Source',
+  'check.file': 'File',
+  'check.submit': 'Check',
+  'check.busy': 'Checking…',
+  'check.accepted': 'Accepted: it would be sent.',
+  'check.rejected': 'Rejected: {code}',
+  'check.layout': 'Layout',
+  'check.encoding': 'Encoding',
+  'check.separator': 'Separator',
+  'check.errors': 'First errors',
+  'check.warnings': 'Warnings',
+  'health.title': 'Messaging service health',
+  'health.text': 'The service’s monitoring endpoints, last 15 minutes, per account.',
+  'health.account': 'Account {account}',
+  'health.ok': 'answered in {ms} ms',
+  'health.failed': 'failed: {error}',
+  'health.none': 'No answer yet.',
+  'error.generic': 'Something went wrong: {error}',
+  updated: 'updated {at}',
+  'state.waiting': 'waiting',
+  'state.validating': 'validating',
+  'state.rejected': 'rejected',
+  'state.duplicate': 'duplicate',
+  'state.scheduled': 'scheduled',
+  'state.sending': 'sending',
+  'state.paused': 'paused',
+  'state.submitted': 'submitted',
+  'state.completed': 'completed',
+  'state.partial': 'partial',
+  'state.cancelled': 'cancelled',
+};
+
+const es = {
+  'nav.campaigns': 'Campañas',
+  'nav.check': 'Revisar un archivo',
+  'nav.health': 'Estado del servicio',
+  logout: 'Cerrar sesión',
+  'login.title': 'Iniciar sesión',
+  'login.text': 'Este dropline pide su token de operación (ops.token en su configuración).',
+  'login.token': 'Token de operación',
+  'login.submit': 'Entrar',
+  'login.wrong': 'Token incorrecto.',
+  search: 'Buscar por nombre o fileId',
+  'filter.state': 'Estado',
+  'filter.source': 'Origen',
+  'filter.all': 'Todos',
+  'list.empty': 'Aún no hay archivos. Deje un archivo .txt en la bandeja de entrada de un origen.',
+  'list.more': 'Ver archivos anteriores',
+  'col.file': 'Archivo',
+  'col.state': 'Estado',
+  'col.progress': 'Avance',
+  read: 'leídos',
+  valid: 'válidos',
+  sent: 'enviados',
+  delivered: 'entregados',
+  undelivered: 'no entregados',
+  unknown: 'desconocidos',
+  pending: 'pendientes',
+  records: 'registros',
+  submitted: 'enviados al servicio',
+  invalid: 'inválidos',
+  duplicates: 'duplicados',
+  suppressed: 'excluidos',
+  segments: 'segmentos',
+  rejected: 'rechazados por el servicio',
+  failed: 'fallidos',
+  inDoubt: 'en duda',
+  rate: '{rate}/s',
+  eta: 'faltan unos {eta}',
+  'since.scheduled': 'empieza {at}',
+  'file.back': '← Campañas',
+  'file.funnel': 'Embudo',
+  'file.deliveries': 'Reportes de entrega en el tiempo',
+  'file.noDeliveries': 'Aún no hay reportes de entrega.',
+  'file.totals':
+    'Reportes recibidos: {delivered} entregados, {undelivered} no entregados, {unknown} desconocidos',
+  'file.errors': 'Errores por código',
+  'file.noErrors': 'No hay líneas inválidas.',
+  'file.chunks': 'Lotes',
+  'file.timeline': 'Línea de tiempo',
+  'file.downloads': 'Descargas',
+  'file.pruned': 'Sus destinatarios se borraron por retención el {at}; sus conteos se conservan.',
+  'file.worker': 'Trabajador {worker}',
+  'file.notFound': 'No existe el archivo {fileId}.',
+  'col.code': 'Código',
+  'col.count': 'Cantidad',
+  'col.hint': 'Qué hacer',
+  'col.lines': 'Primeras líneas',
+  'col.line': 'Línea',
+  'col.message': 'Mensaje',
+  'col.value': 'Valor',
+  'col.when': 'Cuándo',
+  'col.reason': 'Motivo',
+  'chunk.pending': 'por enviar',
+  'chunk.accepted': 'aceptados',
+  'chunk.rejected': 'rechazados',
+  'chunk.failed': 'fallidos',
+  'chunk.inDoubt': 'en duda',
+  'chunk.total': 'total',
+  'action.pause': 'Pausar',
+  'action.resume': 'Reanudar',
+  'action.cancel': 'Cancelar',
+  'action.retry': 'Reintentar',
+  'confirm.pause': '¿Pausar «{name}»? El envío se detiene después del lote en curso.',
+  'confirm.resume': '¿Reanudar «{name}»?',
+  'confirm.cancel':
+    '¿Cancelar «{name}»? Los destinatarios aún no enviados no se enviarán nunca. No se puede deshacer.',
+  'confirm.retry':
+    '¿Reenviar los lotes fallidos y en duda de «{name}»? Los destinatarios en duda podrían recibir el mensaje dos veces.',
+  'confirm.yes': 'Sí',
+  'confirm.no': 'No',
+  'action.done': 'Listo: el archivo está {state}.',
+  'check.title': 'Revisar un archivo antes de dejarlo',
+  'check.text':
+    'El archivo se revisa aquí con las reglas del origen elegido, como dropline validate --source. No se guarda nada, no se envía nada.',
+  'check.source': 'Origen',
+  'check.file': 'Archivo',
+  'check.submit': 'Revisar',
+  'check.busy': 'Revisando…',
+  'check.accepted': 'Aceptado: se enviaría.',
+  'check.rejected': 'Rechazado: {code}',
+  'check.layout': 'Formato',
+  'check.encoding': 'Codificación',
+  'check.separator': 'Separador',
+  'check.errors': 'Primeros errores',
+  'check.warnings': 'Advertencias',
+  'health.title': 'Estado del servicio de mensajería',
+  'health.text': 'Los puntos de monitoreo del servicio, últimos 15 minutos, por cuenta.',
+  'health.account': 'Cuenta {account}',
+  'health.ok': 'respondió en {ms} ms',
+  'health.failed': 'falló: {error}',
+  'health.none': 'Aún sin respuesta.',
+  'error.generic': 'Algo salió mal: {error}',
+  updated: 'actualizado {at}',
+  'state.waiting': 'en espera',
+  'state.validating': 'validando',
+  'state.rejected': 'rechazado',
+  'state.duplicate': 'duplicado',
+  'state.scheduled': 'programado',
+  'state.sending': 'enviando',
+  'state.paused': 'en pausa',
+  'state.submitted': 'enviado al servicio',
+  'state.completed': 'completado',
+  'state.partial': 'parcial',
+  'state.cancelled': 'cancelado',
+};
+
+export const LANGUAGES = { en, es };
+
+/** The saved choice, else the browser's language (Spanish for any es-*), else English. */
+export function pickLanguage() {
+  const saved = localStorage.getItem('dropline.lang');
+  if (saved === 'es' || saved === 'en') return saved;
+  return (navigator.language || 'en').toLowerCase().startsWith('es') ? 'es' : 'en';
+}
+
+let current = 'en';
+
+export function setLanguage(lang) {
+  current = lang === 'es' ? 'es' : 'en';
+  localStorage.setItem('dropline.lang', current);
+  document.documentElement.lang = current;
+}
+
+export function language() {
+  return current;
+}
+
+/** The text of `key` with `{name}` placeholders filled from `vars`. */
+export function t(key, vars = {}) {
+  const text = LANGUAGES[current][key] ?? en[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+}
+
+export function num(n) {
+  return new Intl.NumberFormat(current === 'es' ? 'es-CO' : 'en-US').format(n);
+}
+
+export function when(iso) {
+  if (!iso) return '';
+  return new Intl.DateTimeFormat(current === 'es' ? 'es-CO' : 'en-US', {
+    dateStyle: 'short',
+    timeStyle: 'medium',
+  }).format(new Date(iso));
+}
+
+/** A duration in seconds as "1 h 5 min", "3 min", "40 s". */
+export function duration(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  if (s >= 3600) return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+  if (s >= 60) return `${Math.round(s / 60)} min`;
+  return `${s} s`;
+}

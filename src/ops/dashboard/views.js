@@ -1,0 +1,754 @@
+// The dashboard's pages, built with DOM calls (text is always set as text: a file name or a
+// reason can never become markup). Each view returns a function that stops its polling.
+
+import { duration, language, num, t, when } from './i18n.js';
+import uPlot from './uplot.js';
+
+export const STATES = [
+  'waiting',
+  'validating',
+  'rejected',
+  'duplicate',
+  'scheduled',
+  'sending',
+  'paused',
+  'submitted',
+  'completed',
+  'partial',
+  'cancelled',
+];
+const FINAL = new Set(['rejected', 'duplicate', 'completed', 'cancelled']);
+/** States whose reason says why the file is not moving (the others' reasons are history). */
+const WHY = new Set(['rejected', 'duplicate', 'scheduled', 'paused', 'partial', 'cancelled']);
+const ACTIONS = ['pause', 'resume', 'cancel', 'retry'];
+
+// ---- helpers --------------------------------------------------------------------------
+
+/** An element with attributes (`text` sets its text, `on…` adds a listener) and children. */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    // CSSOM, not a style attribute: the page's CSP allows no inline styles.
+    else if (k === 'style') Object.assign(el.style, v);
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Number.POSITIVE_INFINITY)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+export class Unauthorized extends Error {}
+
+/** A JSON request to the ops API; its answer's body, or an Error with the API's message. */
+export async function api(path, init = {}) {
+  const res = await fetch(path, { credentials: 'same-origin', ...init });
+  if (res.status === 401) throw new Unauthorized('login required');
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const err = new Error(body?.error ?? `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    throw err;
+  }
+  return { body, res };
+}
+
+let onUnauthorized = () => {};
+/** What to do when the API asks for the token (the app shows the login form). */
+export function whenUnauthorized(fn) {
+  onUnauthorized = fn;
+}
+
+let noticeTimer;
+export function notice(text, kind = 'error') {
+  const el = document.getElementById('notice');
+  el.textContent = text;
+  el.className = kind;
+  el.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => {
+    el.hidden = true;
+  }, 10_000);
+}
+
+/** Runs `fn` now and again `ms` after each run ends (ms may be a function); returns stop. */
+function poll(fn, ms) {
+  let stopped = false;
+  let timer;
+  const tick = async () => {
+    try {
+      await fn();
+    } catch (err) {
+      if (err instanceof Unauthorized) {
+        stopped = true;
+        onUnauthorized();
+        return;
+      }
+      notice(t('error.generic', { error: err.message }));
+    }
+    if (!stopped) timer = setTimeout(tick, typeof ms === 'function' ? ms() : ms);
+  };
+  void tick();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+function confirmed(text) {
+  const dialog = document.getElementById('confirm');
+  document.getElementById('confirm-text').textContent = text;
+  dialog.returnValue = '';
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true });
+  });
+}
+
+function badge(state) {
+  return h('span', { class: `badge state-${state}`, 'data-state': state }, t(`state.${state}`));
+}
+
+/** Why the file is where it is: its rejection, its schedule, or the reason of its state. */
+function why(m) {
+  if (m.rejection) return `${m.rejection.code}: ${m.rejection.message}`;
+  if (m.state === 'scheduled' && m.scheduledUntil)
+    return t('since.scheduled', { at: when(m.scheduledUntil) });
+  return WHY.has(m.state) && m.reason ? m.reason : '';
+}
+
+/** Parts of the progress bar, in the order drawn. */
+function parts(c) {
+  const stuck = c.rejected + c.failed + c.inDoubt;
+  return [
+    ['delivered', c.delivered],
+    ['undelivered', c.undelivered],
+    ['unknown', c.unknown],
+    ['pending', c.pendingDelivery],
+    ['problem', stuck],
+    ['tosend', Math.max(0, c.valid - c.submitted - stuck)],
+    ['notsent', c.invalid + c.duplicates + c.suppressed],
+  ];
+}
+
+function progressBar(m) {
+  const c = m.counts;
+  const total = parts(c).reduce((n, [, v]) => n + v, 0);
+  const bar = h('div', {
+    class: `bar${m.state === 'validating' ? ' busy' : ''}`,
+    role: 'img',
+    'aria-label': `${t('delivered')} ${c.delivered}, ${t('undelivered')} ${c.undelivered}, ${t('pending')} ${c.pendingDelivery}`,
+  });
+  if (total > 0)
+    for (const [name, value] of parts(c))
+      if (value > 0)
+        bar.append(h('span', { class: `part ${name}`, style: { width: `${(100 * value) / total}%` } }));
+  return bar;
+}
+
+/** Sent per second (or reports per second once sent) over the last samples, and what is left. */
+class Rates {
+  #samples = new Map();
+
+  see(m) {
+    const c = m.counts;
+    const list = this.#samples.get(m.fileId) ?? [];
+    const now = Date.now();
+    list.push({ at: now, sent: c.submitted, reported: c.delivered + c.undelivered + c.unknown });
+    while (list.length > 2 && now - list[0].at > 20_000) list.shift();
+    this.#samples.set(m.fileId, list);
+    if (list.length < 2 || (m.state !== 'sending' && m.state !== 'submitted')) return null;
+    const key = m.state === 'sending' ? 'sent' : 'reported';
+    const first = list[0];
+    const last = list[list.length - 1];
+    const rate = (last[key] - first[key]) / ((last.at - first.at) / 1000);
+    if (!(rate > 0)) return null;
+    const left =
+      m.state === 'sending' ? Math.max(0, c.valid - c.submitted - c.rejected - c.failed) : c.pendingDelivery;
+    return { rate, eta: left / rate };
+  }
+}
+
+function numbers(m, speed) {
+  const c = m.counts;
+  const items = [
+    [t('read'), c.records],
+    [t('valid'), c.valid],
+    [t('sent'), c.submitted],
+    [t('delivered'), c.delivered],
+    [t('undelivered'), c.undelivered],
+    [t('pending'), c.pendingDelivery],
+  ];
+  const line = h(
+    'p',
+    { class: 'numbers' },
+    items.map(([label, value]) => h('span', {}, h('b', {}, num(value)), ` ${label}`)),
+  );
+  if (speed)
+    line.append(
+      h('span', { class: 'rate' }, t('rate', { rate: num(Math.round(speed.rate)) })),
+      h('span', { class: 'eta' }, t('eta', { eta: duration(speed.eta) })),
+    );
+  return line;
+}
+
+// ---- campaigns ------------------------------------------------------------------------
+
+export function listView(view, meta) {
+  const filter = { q: '', state: '', source: '', pages: 1 };
+  const rates = new Rates();
+  const search = h('input', { type: 'search', placeholder: t('search'), 'aria-label': t('search') });
+  const option = (value, text) => h('option', { value }, text);
+  const states = h(
+    'select',
+    { 'aria-label': t('filter.state') },
+    option('', `${t('filter.state')}: ${t('filter.all')}`),
+    STATES.map((s) => option(s, t(`state.${s}`))),
+  );
+  const sources = h(
+    'select',
+    { 'aria-label': t('filter.source') },
+    option('', `${t('filter.source')}: ${t('filter.all')}`),
+    meta.sources.map((s) => option(s, s)),
+  );
+  const list = h('div', { class: 'files', id: 'files' });
+  const more = h('button', { type: 'button', class: 'more', hidden: true }, t('list.more'));
+  const updated = h('p', { class: 'muted updated' });
+  view.append(h('div', { class: 'filters' }, search, states, sources), list, more, updated);
+
+  let seq = 0;
+  const refresh = async () => {
+    const mine = ++seq;
+    const params = new URLSearchParams({ limit: String(Math.min(50 * filter.pages, 500)) });
+    if (filter.q) params.set('q', filter.q);
+    if (filter.state) params.set('state', filter.state);
+    if (filter.source) params.set('source', filter.source);
+    const { body, res } = await api(`/api/files?${params}`);
+    if (mine !== seq) return; // a newer search answered, or will
+    more.hidden = !res.headers.get('link');
+    list.replaceChildren(...body.map((m) => fileRow(m, rates.see(m))));
+    if (body.length === 0) list.append(h('p', { class: 'empty' }, t('list.empty')));
+    updated.textContent = t('updated', { at: when(new Date().toISOString()) });
+  };
+  let typing;
+  search.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      filter.q = search.value.trim();
+      filter.pages = 1;
+      void refresh().catch(() => {});
+    }, 250);
+  });
+  for (const [select, key] of [
+    [states, 'state'],
+    [sources, 'source'],
+  ])
+    select.addEventListener('change', () => {
+      filter[key] = select.value;
+      filter.pages = 1;
+      void refresh().catch(() => {});
+    });
+  more.addEventListener('click', () => {
+    filter.pages++;
+    void refresh().catch(() => {});
+  });
+  const stop = poll(refresh, 2000);
+  return () => {
+    stop();
+    clearTimeout(typing);
+  };
+}
+
+function fileRow(m, speed) {
+  return h(
+    'a',
+    { class: 'file', href: `#/file/${m.fileId}`, 'data-file-id': m.fileId, 'data-state': m.state },
+    h(
+      'div',
+      { class: 'title' },
+      h('strong', { class: 'name' }, m.name),
+      h('code', {}, m.fileId),
+      h('span', { class: 'source' }, m.source),
+    ),
+    h('div', { class: 'status' }, badge(m.state), h('span', { class: 'why' }, why(m))),
+    h('div', { class: 'progress' }, progressBar(m), numbers(m, speed)),
+  );
+}
+
+// ---- one campaign ---------------------------------------------------------------------
+
+export function fileView(view, fileId, meta) {
+  const head = h('div', { class: 'file-head' });
+  const actions = h('div', { class: 'actions' });
+  const funnel = h('div', { class: 'funnel', id: 'funnel' });
+  const chartBox = h('div', { class: 'chart', id: 'chart' });
+  const totals = h('p', { class: 'totals', id: 'chart-totals' });
+  const errors = h('div', { id: 'errors' });
+  const chunks = h('div', { id: 'chunks' });
+  const timeline = h('ol', { class: 'timeline', id: 'timeline' });
+  const downloads = h('div', { class: 'downloads', id: 'downloads' });
+  const section = (title, ...body) => h('section', {}, h('h2', {}, title), ...body);
+  view.append(
+    h('a', { href: '#/', class: 'back' }, t('file.back')),
+    head,
+    actions,
+    h(
+      'div',
+      { class: 'grid' },
+      section(t('file.funnel'), funnel),
+      section(t('file.deliveries'), chartBox, totals),
+      section(t('file.errors'), errors),
+      section(t('file.chunks'), chunks),
+      section(t('file.timeline'), timeline),
+      section(t('file.downloads'), downloads),
+    ),
+  );
+  const rates = new Rates();
+  let chart = null;
+  let last = null;
+  const refresh = async () => {
+    let manifest;
+    let activity;
+    try {
+      [{ body: manifest }, { body: activity }] = await Promise.all([
+        api(`/api/files/${fileId}`),
+        api(`/api/files/${fileId}/activity`),
+      ]);
+    } catch (err) {
+      if (err.status === 404) {
+        head.replaceChildren(h('p', {}, t('file.notFound', { fileId })));
+        return;
+      }
+      throw err;
+    }
+    last = manifest;
+    renderHead(head, manifest, rates.see(manifest));
+    renderActions(actions, manifest, activity.actions, meta, refresh);
+    renderFunnel(funnel, manifest.counts);
+    chart = renderChart(chartBox, totals, activity.deliveries, chart);
+    renderErrors(errors, activity.errors);
+    renderChunks(chunks, manifest.counts);
+    timeline.replaceChildren(
+      ...activity.events.map((e) =>
+        h(
+          'li',
+          {},
+          h('time', { datetime: e.at }, when(e.at)),
+          badge(e.state),
+          e.reason ? ` ${e.reason}` : '',
+        ),
+      ),
+    );
+    renderDownloads(downloads, manifest);
+  };
+  const resize = () => chart?.setSize({ width: chartBox.clientWidth, height: 220 });
+  window.addEventListener('resize', resize);
+  const stop = poll(refresh, () =>
+    last && FINAL.has(last.state) && last.counts.pendingDelivery === 0 ? 10_000 : 2000,
+  );
+  return () => {
+    stop();
+    window.removeEventListener('resize', resize);
+    chart?.destroy();
+  };
+}
+
+function renderHead(el, m, speed) {
+  el.replaceChildren(
+    h('h1', {}, m.name),
+    h(
+      'p',
+      { class: 'meta' },
+      h('code', {}, m.fileId),
+      ` · ${m.source}`,
+      m.worker ? ` · ${t('file.worker', { worker: m.worker })}` : '',
+    ),
+    h('p', { class: 'status' }, badge(m.state), h('span', { class: 'why' }, why(m))),
+    h('div', { class: 'progress' }, progressBar(m), numbers(m, speed)),
+  );
+}
+
+function renderActions(el, m, allowed, meta, refresh) {
+  el.replaceChildren(
+    ...ACTIONS.map((action) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          'data-action': action,
+          disabled: !meta.actions || !allowed.includes(action),
+          onclick: async () => {
+            if (!(await confirmed(t(`confirm.${action}`, { name: m.name })))) return;
+            try {
+              const { body } = await api(`/api/files/${m.fileId}/${action}`, { method: 'POST' });
+              notice(t('action.done', { state: t(`state.${body.state}`) }), 'ok');
+            } catch (err) {
+              if (err instanceof Unauthorized) return onUnauthorized();
+              notice(err.message);
+            }
+            await refresh().catch(() => {});
+          },
+        },
+        t(`action.${action}`),
+      ),
+    ),
+  );
+}
+
+function renderFunnel(el, c) {
+  const steps = [
+    ['records', c.records],
+    ['valid', c.valid],
+    ['submitted', c.submitted],
+    ['delivered', c.delivered],
+    ['undelivered', c.undelivered],
+    ['unknown', c.unknown],
+    ['pending', c.pendingDelivery],
+  ];
+  const top = Math.max(c.records, 1);
+  el.replaceChildren(
+    ...steps.map(([key, value]) =>
+      h(
+        'div',
+        { class: `step ${key}`, 'data-step': key, 'data-value': value },
+        h('span', { class: 'label' }, t(key)),
+        h(
+          'span',
+          { class: 'track' },
+          h('span', { class: 'fill', style: { width: `${(100 * value) / top}%` } }),
+        ),
+        h('span', { class: 'value' }, num(value)),
+      ),
+    ),
+  );
+}
+
+/** Cumulative delivery reports by minute, drawn with uPlot; the totals written below it. */
+function renderChart(box, totals, minutes, chart) {
+  const sum = { delivered: 0, undelivered: 0, unknown: 0 };
+  for (const m of minutes) for (const k of Object.keys(sum)) sum[k] += m[k];
+  totals.textContent = t('file.totals', {
+    delivered: num(sum.delivered),
+    undelivered: num(sum.undelivered),
+    unknown: num(sum.unknown),
+  });
+  for (const [k, v] of Object.entries(sum)) totals.dataset[k] = String(v);
+  if (minutes.length === 0) {
+    chart?.destroy();
+    box.replaceChildren(h('p', { class: 'muted' }, t('file.noDeliveries')));
+    return null;
+  }
+  // Each minute's reports counted at its end; the line starts from zero at the first minute.
+  const xs = [Date.parse(minutes[0].minute) / 1000];
+  const ys = { delivered: [0], undelivered: [0], unknown: [0] };
+  const run = { delivered: 0, undelivered: 0, unknown: 0 };
+  for (const m of minutes) {
+    xs.push(Date.parse(m.minute) / 1000 + 60);
+    for (const k of Object.keys(run)) {
+      run[k] += m[k];
+      ys[k].push(run[k]);
+    }
+  }
+  const data = [xs, ys.delivered, ys.undelivered, ys.unknown];
+  if (chart && chart.lang === language()) {
+    chart.setData(data);
+    return chart;
+  }
+  chart?.destroy();
+  box.replaceChildren();
+  const made = new uPlot(
+    {
+      width: Math.max(box.clientWidth, 280),
+      height: 220,
+      scales: { x: { time: true } },
+      series: [
+        {},
+        { label: t('delivered'), stroke: '#2e7d32', fill: 'rgba(46,125,50,0.12)', width: 2 },
+        { label: t('undelivered'), stroke: '#c62828', width: 2 },
+        { label: t('unknown'), stroke: '#757575', width: 2 },
+      ],
+    },
+    data,
+    box,
+  );
+  made.lang = language();
+  return made;
+}
+
+function table(headers, rows) {
+  return h(
+    'div',
+    { class: 'table' },
+    h(
+      'table',
+      {},
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          headers.map((x) => h('th', {}, x)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        rows.map((r) =>
+          h(
+            'tr',
+            {},
+            r.map((x) => h('td', {}, x)),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function renderErrors(el, errors) {
+  if (errors.length === 0) {
+    el.replaceChildren(h('p', { class: 'muted' }, t('file.noErrors')));
+    return;
+  }
+  el.replaceChildren(
+    table(
+      [t('col.code'), t('col.count'), t('col.hint'), t('col.lines')],
+      errors.map((e) => [
+        h('code', {}, e.code),
+        num(e.count),
+        e.hint,
+        h(
+          'ul',
+          { class: 'lines' },
+          // The message names the value, masked: `57300****123 is not a valid mobile number`.
+          e.lines.map((l) => h('li', {}, `${t('col.line')} ${l.line}: ${l.message}`)),
+        ),
+      ]),
+    ),
+  );
+}
+
+function renderChunks(el, c) {
+  const rows = [
+    ['chunk.pending', c.chunksPending],
+    ['chunk.accepted', c.chunksAccepted],
+    ['chunk.rejected', c.chunksRejected],
+    ['chunk.failed', c.chunksFailed],
+    ['chunk.inDoubt', c.chunksInDoubt],
+    ['chunk.total', c.chunks],
+  ];
+  el.replaceChildren(
+    table(
+      [t('file.chunks'), t('col.count')],
+      rows.map(([k, v]) => [t(k), num(v)]),
+    ),
+  );
+}
+
+function renderDownloads(el, m) {
+  if (m.prunedAt) {
+    el.replaceChildren(h('p', { class: 'muted' }, t('file.pruned', { at: when(m.prunedAt) })));
+    return;
+  }
+  el.replaceChildren(
+    ...['report.csv', 'errors.csv'].map((kind) =>
+      h('a', { href: `/api/files/${m.fileId}/${kind}`, download: `${m.name}.${m.fileId}.${kind}` }, kind),
+    ),
+  );
+}
+
+// ---- check a file ---------------------------------------------------------------------
+
+export function checkView(view, meta) {
+  const source = h(
+    'select',
+    { id: 'check-source', name: 'source' },
+    meta.sources.map((s) => h('option', { value: s }, s)),
+  );
+  const input = h('input', { type: 'file', id: 'check-file', accept: '.txt,text/plain', required: true });
+  const button = h('button', { type: 'submit', class: 'primary' }, t('check.submit'));
+  const result = h('div', { id: 'check-result', 'aria-live': 'polite' });
+  const form = h(
+    'form',
+    { class: 'check' },
+    h('label', {}, t('check.source'), source),
+    h('label', {}, t('check.file'), input),
+    button,
+  );
+  view.append(h('h1', {}, t('check.title')), h('p', { class: 'muted' }, t('check.text')), form, result);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const file = input.files[0];
+    if (!file) return;
+    button.disabled = true;
+    result.replaceChildren(h('p', { class: 'muted' }, t('check.busy')));
+    try {
+      const params = new URLSearchParams({ source: source.value, name: file.name });
+      const { body } = await api(`/api/validate?${params}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: file,
+      });
+      renderCheck(result, body);
+    } catch (err) {
+      if (err instanceof Unauthorized) return onUnauthorized();
+      result.replaceChildren(h('p', { class: 'error' }, err.message));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return () => {};
+}
+
+function renderCheck(el, s) {
+  const verdict = s.accepted
+    ? h('p', { class: 'verdict ok', 'data-accepted': 'true' }, t('check.accepted'))
+    : h(
+        'div',
+        { class: 'verdict bad', 'data-accepted': 'false' },
+        h('p', {}, t('check.rejected', { code: s.rejection.code })),
+        h('p', {}, s.rejection.message),
+        h('p', { class: 'muted' }, s.rejection.hint),
+      );
+  const counts = ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'segments'];
+  const sep = s.separator === null ? '—' : s.separator === '\t' ? 'TAB' : s.separator;
+  el.replaceChildren(
+    verdict,
+    h(
+      'dl',
+      { class: 'counts' },
+      counts.map((k) => [h('dt', {}, t(k)), h('dd', { 'data-count': k }, num(s[k]))]),
+      [h('dt', {}, t('check.layout')), h('dd', {}, s.layout ?? '—')],
+      [h('dt', {}, t('check.encoding')), h('dd', {}, s.encoding ?? '—')],
+      [h('dt', {}, t('check.separator')), h('dd', {}, sep)],
+    ),
+    s.errors.length
+      ? h(
+          'section',
+          {},
+          h('h2', {}, t('check.errors')),
+          table(
+            [t('col.line'), t('col.code'), t('col.message'), t('col.value')],
+            s.errors
+              .slice(0, 20)
+              .map((e) => [String(e.line), h('code', {}, e.code), e.message, e.value ?? '']),
+          ),
+        )
+      : '',
+    s.warnings.length
+      ? h(
+          'section',
+          {},
+          h('h2', {}, t('check.warnings')),
+          table(
+            [t('col.line'), t('col.code'), t('col.message')],
+            s.warnings.slice(0, 20).map((e) => [String(e.line), h('code', {}, e.code), e.message]),
+          ),
+        )
+      : '',
+  );
+}
+
+// ---- service health -------------------------------------------------------------------
+
+export function healthView(view) {
+  const body = h('div', { id: 'health' }, h('p', { class: 'muted' }, t('health.none')));
+  view.append(h('h1', {}, t('health.title')), h('p', { class: 'muted' }, t('health.text')), body);
+  return poll(async () => {
+    const { body: accounts } = await api('/api/service-health');
+    body.replaceChildren(
+      ...accounts.map((a) =>
+        h(
+          'section',
+          { class: 'account', 'data-account': a.account },
+          h('h2', {}, t('health.account', { account: a.account })),
+          h('p', { class: 'muted' }, t('updated', { at: when(a.checkedAt) })),
+          a.endpoints.map((e) =>
+            h(
+              'div',
+              { class: `endpoint ${e.ok ? 'ok' : 'bad'}`, 'data-endpoint': e.name },
+              h(
+                'h3',
+                {},
+                h('code', {}, e.path),
+                ' ',
+                e.ok ? t('health.ok', { ms: num(Math.round(e.ms)) }) : t('health.failed', { error: e.error }),
+              ),
+              e.ok ? data(e.data, 0) : '',
+            ),
+          ),
+        ),
+      ),
+    );
+  }, 30_000);
+}
+
+/** Whatever JSON the service answers (its fields are not documented), as tables and lists. */
+function data(value, depth) {
+  if (value === null || value === undefined) return h('span', { class: 'muted' }, '—');
+  if (Array.isArray(value)) {
+    if (value.length > 0 && value.every((v) => v && typeof v === 'object' && !Array.isArray(v))) {
+      const keys = [...new Set(value.flatMap((v) => Object.keys(v)))].slice(0, 10);
+      return table(
+        keys,
+        value.slice(0, 100).map((v) => keys.map((k) => scalar(v[k]))),
+      );
+    }
+    return h('span', {}, value.map(scalar).join(', '));
+  }
+  if (typeof value === 'object' && depth < 3)
+    return h(
+      'dl',
+      { class: 'data' },
+      Object.entries(value).map(([k, v]) => [h('dt', {}, k), h('dd', {}, data(v, depth + 1))]),
+    );
+  return h('span', {}, scalar(value));
+}
+
+function scalar(v) {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'number') return num(v);
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+// ---- login ----------------------------------------------------------------------------
+
+export function loginView(view, done) {
+  const input = h('input', {
+    type: 'password',
+    id: 'token',
+    autocomplete: 'current-password',
+    required: true,
+  });
+  const error = h('p', { class: 'error', role: 'alert' });
+  const form = h(
+    'form',
+    { class: 'login' },
+    h('h1', {}, t('login.title')),
+    h('p', { class: 'muted' }, t('login.text')),
+    h('label', {}, t('login.token'), input),
+    h('button', { type: 'submit', class: 'primary' }, t('login.submit')),
+    error,
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const res = await fetch('/login', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: input.value }),
+    });
+    if (res.ok) done();
+    else error.textContent = t('login.wrong');
+  });
+  view.append(form);
+  input.focus();
+  return () => {};
+}

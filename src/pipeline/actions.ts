@@ -1,0 +1,44 @@
+// What a user may do to a file (the CLI's pause, resume, cancel and the dashboard's buttons):
+// one table of which state each action leads to and from which states it applies.
+
+import { DroplineError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { FileRecord, FileState, Store } from '../store/store.ts';
+
+export const STATE_ACTIONS = {
+  pause: { to: 'paused', from: ['sending'], past: 'paused' },
+  resume: { to: 'sending', from: ['paused'], past: 'resumed' },
+  cancel: {
+    to: 'cancelled',
+    from: ['waiting', 'validating', 'scheduled', 'sending', 'paused', 'partial'],
+    past: 'cancelled',
+  },
+} as const satisfies Record<string, { to: FileState; from: readonly FileState[]; past: string }>;
+
+export type StateAction = keyof typeof STATE_ACTIONS;
+
+/**
+ * The user's state change (no lease: a send stops between chunks when it finds its file no
+ * longer `sending`). `by` says where it came from in the file's reason ("by a user", "from
+ * the dashboard"). Throws DROPLINE_ERR_UNKNOWN_FILE or DROPLINE_ERR_FILE_STATE.
+ */
+export async function changeFileState(
+  store: Store,
+  logger: Logger,
+  fileId: string,
+  action: StateAction,
+  by: string,
+): Promise<FileRecord> {
+  const { to, from, past } = STATE_ACTIONS[action];
+  const file = await store.transition(fileId, to, { from, patch: { reason: `${past} ${by}` } });
+  if (file) {
+    logger.info({ fileId, to, by }, `file ${past}`);
+    return file;
+  }
+  const before = await store.getFile(fileId);
+  if (!before) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
+  throw new DroplineError(
+    'DROPLINE_ERR_FILE_STATE',
+    `${fileId} is ${before.state}; ${action} applies to a file that is ${from.join(' or ')}`,
+  );
+}
