@@ -21,7 +21,7 @@ const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
 const LINES = Number(process.env.DASHBOARD_BENCH_LINES ?? 1_000_000);
 const FILES = 20_000;
-const ROUNDS = 3;
+const ROUNDS = 5;
 /** Requests timed per endpoint. */
 const SAMPLES = 30;
 

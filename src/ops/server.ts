@@ -148,8 +148,12 @@ function crossSite(req: IncomingMessage, access: Access): string | null {
   try {
     host = origin === 'null' ? null : new URL(origin).host;
   } catch {}
-  if (host === null || host !== req.headers.host)
-    return `Origin ${origin} is not this server (${req.headers.host ?? 'no Host'}): actions are taken from its own pages`;
+  // Behind a proxy that must send `Host: localhost` (a loopback listen address), the host the
+  // browser used comes as X-Forwarded-Host. A page cannot forge it: a custom header makes the
+  // browser ask first (CORS preflight), which this server never allows.
+  const own = req.headers['x-forwarded-host'] ?? req.headers.host;
+  if (host === null || host !== own)
+    return `Origin ${origin} is not this server (${own ?? 'no Host'}): actions are taken from its own pages`;
   return null;
 }
 

@@ -315,6 +315,10 @@ describe('on loopback without a token', () => {
     expect((await raw('POST', url, { origin: 'http://evil.example' })).status).toBe(403);
     expect((await raw('POST', url, { origin: 'null' })).status).toBe(403);
     expect((await raw('POST', url, { origin: open.opsUrl })).status).toBe(409);
+    // Behind a proxy that sends Host: localhost, the browser's host comes as X-Forwarded-Host.
+    const proxied = { origin: 'https://campanas.example', 'x-forwarded-host': 'campanas.example' };
+    expect((await raw('POST', url, proxied)).status).toBe(409);
+    expect((await raw('POST', url, { ...proxied, origin: 'https://evil.example' })).status).toBe(403);
     const meta = await raw('GET', `${open.opsUrl}/api/meta`, {});
     expect(meta.status).toBe(200);
     expect((JSON.parse(meta.body) as { login: boolean }).login).toBe(false);
