@@ -2,18 +2,17 @@
 // the dashboard reads (a file's activity, its reports, the service's health) and does (the
 // actions on a file, a file checked before it is dropped).
 
-import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import { sourceValidateOptions, toJson, validateFile } from '../cli/commands/validate.ts';
 import type { Config } from '../config/schema.ts';
 import { DroplineError, hintOf } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { changeFileState, STATE_ACTIONS, type StateAction } from '../pipeline/actions.ts';
+import { changeFileState, RETRY_FROM, STATE_ACTIONS, type StateAction } from '../pipeline/actions.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import {
   errorsCsv,
@@ -24,6 +23,7 @@ import {
   reportCsv,
   reportFileName,
 } from '../pipeline/reports.ts';
+import type { ServiceHealth } from '../service/monitoring.ts';
 import type { Store } from '../store/store.ts';
 
 /** What the daemon lends the ops server for the dashboard's actions, checks and health. */
@@ -33,7 +33,7 @@ export interface OpsControl {
   /** A file became drivable (resumed, retried): start it now rather than at the next poll. */
   wake(): void;
   /** The messaging service's monitoring endpoints, per account (src/service/monitoring.ts). */
-  serviceHealth(): Promise<readonly unknown[]>;
+  serviceHealth(): Promise<ServiceHealth[]>;
 }
 
 /** An answer the route sends as JSON. */
@@ -64,14 +64,9 @@ export async function fileAction(
 ): Promise<Answer> {
   try {
     if (action === 'retry') {
-      const file = await store.getFile(fileId);
-      if (!file) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
-      if (file.state !== 'partial' && file.state !== 'sending')
-        throw new DroplineError(
-          'DROPLINE_ERR_FILE_STATE',
-          `${fileId} is ${file.state}; retry applies to a file that is partial (or sending with failed chunks)`,
-        );
-      // Under the file's lease, briefly: the daemon's loop drives it once it is sending again.
+      if (!(await store.getFile(fileId))) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
+      // Under the file's lease, briefly (its state checked there): the daemon's loop drives
+      // it once it is sending again.
       const requeued = await control.pipeline.retry(fileId, { waitMs: 5000, drive: false });
       if (requeued === null)
         throw new DroplineError(
@@ -90,9 +85,10 @@ export async function fileAction(
       if (action === 'resume') control.wake();
       // The send that finds its file paused or cancelled writes its reports; when no worker
       // drives it, this one does (in the background: a report of a million rows takes seconds).
+      // Only while it stays so: a file resumed meanwhile has no report on purpose.
       else
         void control.pipeline
-          .rewriteReports(fileId, { waitMs: 5000 })
+          .rewriteReports(fileId, { waitMs: 5000, states: new Set([STATE_ACTIONS[action].to]) })
           .catch((err: unknown) =>
             logger.warn({ fileId, err: (err as Error).message }, 'reports not rewritten after the action'),
           );
@@ -110,7 +106,8 @@ export function allowedActions(m: Pick<Manifest, 'state' | 'counts'>): FileActio
   for (const [action, rule] of Object.entries(STATE_ACTIONS))
     if ((rule.from as readonly string[]).includes(m.state)) allowed.push(action as FileAction);
   const stuck = m.counts.chunksFailed + m.counts.chunksInDoubt;
-  if (m.state === 'partial' || (m.state === 'sending' && stuck > 0)) allowed.push('retry');
+  if ((RETRY_FROM as readonly string[]).includes(m.state) && (m.state === 'partial' || stuck > 0))
+    allowed.push('retry');
   return allowed;
 }
 
@@ -118,14 +115,19 @@ export function allowedActions(m: Pick<Manifest, 'state' | 'counts'>): FileActio
 const LINES_PER_CODE = 5;
 
 /**
- * GET /api/files/:fileId/activity: the timeline of its states, its delivery reports by
- * minute, its errors by code with their hint and first lines (masked), its allowed actions.
+ * GET /api/files/:fileId/activity: the campaign page's one call: the manifest, the timeline
+ * of its states, its delivery reports by minute, its errors by code with their hint and first
+ * lines (masked), its allowed actions.
  */
 export async function fileActivity(store: Store, fileId: string): Promise<Answer> {
   const manifest = await manifestOf(store, fileId);
   if (!manifest) return { status: 404, body: { error: `no file ${fileId}` } };
   const [events, deliveries] = await Promise.all([store.fileEvents(fileId), store.deliveryTimeline(fileId)]);
-  const errors = Object.entries(manifest.errorCounts)
+  // Files read before error counts were kept (store migration 0011/0004): their listed errors.
+  const byCode = { ...manifest.errorCounts };
+  if (Object.keys(byCode).length === 0)
+    for (const e of manifest.errors) byCode[e.code] = (byCode[e.code] ?? 0) + 1;
+  const errors = Object.entries(byCode)
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .map(([code, count]) => ({
       code,
@@ -135,7 +137,7 @@ export async function fileActivity(store: Store, fileId: string): Promise<Answer
     }));
   return {
     status: 200,
-    body: { fileId, events, deliveries, errors, actions: allowedActions(manifest) },
+    body: { manifest, events, deliveries, errors, actions: allowedActions(manifest) },
   };
 }
 
@@ -195,9 +197,17 @@ export async function validateUpload(
   if (validating >= VALIDATE_AT_ONCE)
     return { status: 429, body: { error: 'two files are being checked already; try again in a moment' } };
   validating++;
-  const dir = await mkdtemp(join(tmpdir(), 'dropline-check-'));
+  let dir: string | null = null;
   try {
-    const path = join(dir, `${randomBytes(6).toString('hex')}.txt`);
+    dir = await mkdtemp(join(tmpdir(), 'dropline-check-'));
+    // The file's own name (its layout may come from it: `*.bulk.txt`, FORMAT.md 4.3), made
+    // safe; the folder is this check's own.
+    const path = join(
+      dir,
+      basename(name)
+        .replace(/[^\p{L}\p{N}._-]/gu, '_')
+        .replace(/^\.+/, '') || 'upload.txt',
+    );
     const got = await received(req, path, limit);
     if (got !== 'ok') return { ...tooLarge(limit), close: got === 'cut' };
     const summary = await validateFile(path, sourceValidateOptions(config, source));
@@ -216,7 +226,7 @@ export async function validateUpload(
     throw err;
   } finally {
     validating--;
-    await rm(dir, { recursive: true, force: true });
+    if (dir) await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -267,8 +277,8 @@ function tooLarge(limit: number): Answer {
 /** The service's health, asked at most every HEALTH_TTL_MS whatever the number of pages open. */
 const HEALTH_TTL_MS = 15_000;
 
-export function cachedHealth(read: () => Promise<readonly unknown[]>): () => Promise<readonly unknown[]> {
-  let last: { at: number; value: Promise<readonly unknown[]> } | null = null;
+export function cachedHealth(read: () => Promise<ServiceHealth[]>): () => Promise<ServiceHealth[]> {
+  let last: { at: number; value: Promise<ServiceHealth[]> } | null = null;
   return () => {
     const now = Date.now();
     if (!last || now - last.at > HEALTH_TTL_MS) {

@@ -9,6 +9,7 @@ import { isLoopbackHost } from '../config/loopback.ts';
 import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
+import type { ServiceHealth } from '../service/monitoring.ts';
 import type { Source } from '../sources/source.ts';
 import { FILE_STATES, type FileState, type Store } from '../store/store.ts';
 import { VERSION } from '../version.ts';
@@ -149,9 +150,17 @@ function crossSite(req: IncomingMessage, access: Access): string | null {
     host = origin === 'null' ? null : new URL(origin).host;
   } catch {}
   // Behind a proxy that must send `Host: localhost` (a loopback listen address), the host the
-  // browser used comes as X-Forwarded-Host. A page cannot forge it: a custom header makes the
-  // browser ask first (CORS preflight), which this server never allows.
-  const own = req.headers['x-forwarded-host'] ?? req.headers.host;
+  // browser used comes as X-Forwarded-Host (the first, when proxies chain). A page cannot set
+  // it (a custom header makes the browser ask first, a CORS preflight this server never
+  // allows), but a rebound name reaching the proxy gets it set to that name: it is trusted
+  // only where the token is asked for too (a rebinding page has no session cookie).
+  const forwarded =
+    access === 'open'
+      ? undefined
+      : String(req.headers['x-forwarded-host'] ?? '')
+          .split(',')[0]!
+          .trim();
+  const own = forwarded || req.headers.host;
   if (host === null || host !== own)
     return `Origin ${origin} is not this server (${own ?? 'no Host'}): actions are taken from its own pages`;
   return null;
@@ -167,13 +176,22 @@ function overTls(req: IncomingMessage): boolean {
 /** The longest body read for a login or an action (the file check has its own limit). */
 const SMALL_BODY = 4096;
 
-async function smallBody(req: IncomingMessage): Promise<string | null> {
-  let text = '';
-  for await (const chunk of req) {
-    text += String(chunk);
-    if (text.length > SMALL_BODY) return null;
-  }
-  return text;
+/** The body, or null when longer than SMALL_BODY (the rest unread: the answer closes the connection). */
+function smallBody(req: IncomingMessage): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.length > SMALL_BODY) {
+        req.pause();
+        req.removeAllListeners('data');
+        resolve(null);
+      }
+    });
+    req.once('end', () => resolve(text));
+    req.once('error', reject);
+  });
 }
 
 /**
@@ -210,7 +228,7 @@ interface Guard {
 async function route(
   options: OpsOptions,
   guard: Guard,
-  health: (() => Promise<readonly unknown[]>) | null,
+  health: (() => Promise<ServiceHealth[]>) | null,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -236,6 +254,9 @@ async function route(
   }
   const access = accessOf(req, guard);
   if (req.method === 'POST') {
+    // A refused POST leaves its body unread: the connection is not kept for another request
+    // (a POST is a rare click; nothing is lost by a new connection).
+    res.setHeader('connection', 'close');
     const refused = crossSite(req, access);
     if (refused !== null) return send(res, 403, { error: refused });
     if (path === '/login') return login(guard, req, res);

@@ -17,6 +17,9 @@ export const STATE_ACTIONS = {
 
 export type StateAction = keyof typeof STATE_ACTIONS;
 
+/** `retry` (Pipeline.retry): failed and in-doubt chunks sent again, from these states. */
+export const RETRY_FROM: readonly FileState[] = ['partial', 'sending'];
+
 /**
  * The user's state change (no lease: a send stops between chunks when it finds its file no
  * longer `sending`). `by` says where it came from in the file's reason ("by a user", "from

@@ -8,6 +8,7 @@ import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
+import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
@@ -260,10 +261,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
         pipeline,
         config,
         wake: () => void fill(),
-        serviceHealth: () =>
-          Promise.all(
-            [...rt.accounts].map(async ([account, client]) => ({ account, ...(await client.monitoring()) })),
-          ),
+        serviceHealth: () => serviceHealth(rt.accounts),
       },
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.

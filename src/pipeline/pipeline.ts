@@ -7,7 +7,7 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { Config, SourceConfig } from '../config/schema.ts';
-import type { FileReasonCode } from '../errors.ts';
+import { DroplineError, type FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import type { Priority } from '../format/directives.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
@@ -33,6 +33,7 @@ import {
   type RecipientInsert,
   type Store,
 } from '../store/store.ts';
+import { RETRY_FROM } from './actions.ts';
 import { patientStore } from './patient-store.ts';
 import {
   buildManifest,
@@ -1208,6 +1209,12 @@ export class Pipeline {
     return this.withLease(
       fileId,
       async (file) => {
+        // Checked under the lease: a file cancelled or paused meanwhile is not requeued.
+        if (!RETRY_FROM.includes(file.state))
+          throw new DroplineError(
+            'DROPLINE_ERR_FILE_STATE',
+            `${fileId} is ${file.state}; retry applies to a file that is ${RETRY_FROM.join(' or ')}`,
+          );
         const { inDoubt } = await this.store.counts(fileId);
         this.fence(fileId);
         const requeued = await this.store.requeueChunks(fileId, ['failed', 'in_doubt'], {
@@ -1219,7 +1226,8 @@ export class Pipeline {
               { fileId, recipients: inDoubt },
               'retry resends in-doubt chunks: their recipients may get the message twice',
             );
-          await this.transition(fileId, 'sending', ['partial', 'sending']);
+          // The partial file's reason (chunks failed, retry resends them) no longer holds.
+          await this.transition(fileId, 'sending', RETRY_FROM, { reason: null });
         }
         if (options.drive !== false) await this.driveHeld(file);
         return requeued;

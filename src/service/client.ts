@@ -400,7 +400,8 @@ export class ServiceClient extends EventEmitter {
       ok: error === null,
       status,
       ms: Math.round(performance.now() - started),
-      data,
+      // A failed answer's body says why in `error`: nothing else of it is shown.
+      data: error === null ? data : null,
       error: error === null ? null : maskError(error, used),
     };
   }

@@ -65,20 +65,20 @@ export function monitoringData(body: Buffer, contentType: string | undefined, co
 }
 
 /**
- * `value` without any of `secrets` (the bearer tokens the check used): a service that echoed
- * one back would otherwise hand it to the dashboard.
+ * `value` fit for the dashboard: without any of `secrets` (the bearer tokens the check used:
+ * a service that echoed one back would otherwise hand it over), and with phone-number-shaped
+ * digit runs masked in its texts and numbers (the service's fields are not documented: one
+ * may list destinations), URL query strings removed.
  */
 export function withoutSecrets(value: unknown, secrets: readonly string[]): unknown {
   const live = secrets.filter((s) => s.length > 0);
-  if (live.length === 0 || value === null || value === undefined) return value;
-  if (typeof value === 'string') return scrub(value, live);
-  const json = JSON.stringify(value);
-  if (!live.some((s) => json.includes(s))) return value;
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return scrub(v, live);
+    if (typeof v === 'string') return redactText(scrub(v, live));
+    if (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) >= 1e7 && Math.abs(v) < 1e15)
+      return redactText(String(v));
     if (Array.isArray(v)) return v.map(walk);
     if (typeof v === 'object' && v !== null)
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrub(k, live), walk(x)]));
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactText(scrub(k, live)), walk(x)]));
     return v;
   };
   return walk(value);

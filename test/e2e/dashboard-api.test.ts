@@ -192,6 +192,18 @@ describe('checking a file', () => {
     expect((await h.ledger()).destinations).toBe(ledgerBefore);
   });
 
+  it('reads the file’s name as the daemon does (`*.bulk.txt` is bulk)', async () => {
+    const bulk = '573001234567;Hola\n3001234567\n3001234568\n';
+    const r = await post('/api/validate?source=local&name=promo.bulk.txt', bearer, bulk);
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(`${h.dir}/promo.bulk.txt`, bulk);
+    const cli = JSON.parse(
+      (await h.cli(['validate', `${h.dir}/promo.bulk.txt`, '--source', 'local', '--json'])).stdout,
+    ) as Record<string, unknown>;
+    expect(cli.layout).toBe('bulk');
+    expect((JSON.parse(r.body) as Record<string, unknown>).layout).toBe('bulk');
+  });
+
   it('refuses a file over the size limit, declared or streamed, and an unknown source', async () => {
     const big = await post('/api/validate?source=local', {
       ...bearer,
@@ -294,6 +306,16 @@ describe('access', () => {
     // here only because the file is completed).
     expect((await post(`/api/files/${m.fileId}/cancel`, { cookie, origin })).status).toBe(409);
     expect((await post(`/api/files/${m.fileId}/cancel`, bearer)).status).toBe(409);
+    // Behind a proxy that sends Host: localhost, the browser's host comes as X-Forwarded-Host.
+    const proxied = {
+      cookie,
+      origin: 'https://campanas.example',
+      'x-forwarded-host': 'campanas.example, proxy-2',
+    };
+    expect((await post(`/api/files/${m.fileId}/cancel`, proxied)).status).toBe(409);
+    expect(
+      (await post(`/api/files/${m.fileId}/cancel`, { ...proxied, origin: 'https://evil.example' })).status,
+    ).toBe(403);
     expect((await h.files()).find((f) => f.fileId === m.fileId)!.state).toBe(before);
   });
 });
@@ -315,10 +337,10 @@ describe('on loopback without a token', () => {
     expect((await raw('POST', url, { origin: 'http://evil.example' })).status).toBe(403);
     expect((await raw('POST', url, { origin: 'null' })).status).toBe(403);
     expect((await raw('POST', url, { origin: open.opsUrl })).status).toBe(409);
-    // Behind a proxy that sends Host: localhost, the browser's host comes as X-Forwarded-Host.
-    const proxied = { origin: 'https://campanas.example', 'x-forwarded-host': 'campanas.example' };
-    expect((await raw('POST', url, proxied)).status).toBe(409);
-    expect((await raw('POST', url, { ...proxied, origin: 'https://evil.example' })).status).toBe(403);
+    // Without a token, X-Forwarded-Host is not trusted: a name rebound to a proxy in front
+    // would get it set to the attacker's own host.
+    const proxied = { origin: 'https://evil.example', 'x-forwarded-host': 'evil.example' };
+    expect((await raw('POST', url, proxied)).status).toBe(403);
     const meta = await raw('GET', `${open.opsUrl}/api/meta`, {});
     expect(meta.status).toBe(200);
     expect((JSON.parse(meta.body) as { login: boolean }).login).toBe(false);

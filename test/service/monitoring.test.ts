@@ -22,6 +22,7 @@ import {
   MONITORING_TEXT_BYTES,
   type MonitoringEndpoint,
   serviceHealth,
+  withoutSecrets,
 } from '../../src/service/monitoring.ts';
 import type { SharedToken, TokenShare } from '../../src/service/token.ts';
 import type { PlannedChunk } from '../../src/service/wire.ts';
@@ -160,7 +161,7 @@ describe('ServiceClient.monitoring()', () => {
       ok: false,
       status: 500,
       error: 'HTTP 500: injected fault 500',
-      data: { message: 'injected fault 500' },
+      data: null, // the failed answer's body is only its error
     });
     expect(failed.platformmonitory.ok).toBe(true);
     expect(failed.msgmtclient.ok).toBe(true);
@@ -380,5 +381,27 @@ describe('ServiceClient.monitoring()', () => {
       'demo',
       'beta',
     ]);
+  });
+});
+
+describe('what the dashboard is given of an answer', () => {
+  it('masks phone numbers in texts, keys and numbers (the fields are not documented), and the token', () => {
+    const shown = withoutSecrets(
+      {
+        destinations: ['573001234567', 'to +573001234567 via tok-123'],
+        573001234568: 'x',
+        last: 573001234569,
+        count: 1234,
+        at: 'https://svc/x?token=abc',
+      },
+      ['tok-123'],
+    );
+    expect(shown).toEqual({
+      destinations: ['57300****567', 'to +57300****567 via <redacted>'],
+      '57300****568': 'x',
+      last: '57300****569',
+      count: 1234,
+      at: 'https://svc/x?<redacted>',
+    });
   });
 });

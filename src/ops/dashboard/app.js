@@ -26,23 +26,30 @@ function translatePage() {
 }
 
 function showLogin() {
+  rendering++;
   stop();
   meta = null;
   view.replaceChildren();
   stop = loginView(view, () => void render());
 }
 
+/** Which render is the latest: one that awaited while another began gives up. */
+let rendering = 0;
+
 async function render() {
+  const mine = ++rendering;
   stop();
   stop = () => {};
   view.replaceChildren();
   try {
     if (!meta) meta = (await api('/api/meta')).body;
   } catch (err) {
+    if (mine !== rendering) return;
     if (err instanceof Unauthorized) return showLogin();
     notice(t('error.generic', { error: err.message }));
     return;
   }
+  if (mine !== rendering) return;
   logout.hidden = !meta.login;
   const hash = location.hash || '#/';
   for (const a of document.querySelectorAll('header nav a'))

@@ -271,7 +271,8 @@ export function when(iso) {
 /** A duration in seconds as "1 h 5 min", "3 min", "40 s". */
 export function duration(seconds) {
   const s = Math.max(0, Math.round(seconds));
-  if (s >= 3600) return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
-  if (s >= 60) return `${Math.round(s / 60)} min`;
-  return `${s} s`;
+  if (s < 60) return `${s} s`;
+  const minutes = Math.round(s / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }

@@ -1,7 +1,7 @@
 // The dashboard's pages, built with DOM calls (text is always set as text: a file name or a
 // reason can never become markup). Each view returns a function that stops its polling.
 
-import { duration, language, num, t, when } from './i18n.js';
+import { duration, num, t, when } from './i18n.js';
 import uPlot from './uplot.js';
 
 export const STATES = [
@@ -155,6 +155,11 @@ function progressBar(m) {
 class Rates {
   #samples = new Map();
 
+  /** Forgets the files not in `ids` (they left the list). */
+  keep(ids) {
+    for (const id of this.#samples.keys()) if (!ids.has(id)) this.#samples.delete(id);
+  }
+
   see(m) {
     const c = m.counts;
     const list = this.#samples.get(m.fileId) ?? [];
@@ -169,7 +174,9 @@ class Rates {
     const rate = (last[key] - first[key]) / ((last.at - first.at) / 1000);
     if (!(rate > 0)) return null;
     const left =
-      m.state === 'sending' ? Math.max(0, c.valid - c.submitted - c.rejected - c.failed) : c.pendingDelivery;
+      m.state === 'sending'
+        ? Math.max(0, c.valid - c.submitted - c.rejected - c.failed - c.inDoubt)
+        : c.pendingDelivery;
     return { rate, eta: left / rate };
   }
 }
@@ -230,7 +237,9 @@ export function listView(view, meta) {
     if (filter.source) params.set('source', filter.source);
     const { body, res } = await api(`/api/files?${params}`);
     if (mine !== seq) return; // a newer search answered, or will
-    more.hidden = !res.headers.get('link');
+    // The list grows to 500 files; past them, the search narrows it.
+    more.hidden = !res.headers.get('link') || 50 * filter.pages >= 500;
+    rates.keep(new Set(body.map((m) => m.fileId)));
     list.replaceChildren(...body.map((m) => fileRow(m, rates.see(m))));
     if (body.length === 0) list.append(h('p', { class: 'empty' }, t('list.empty')));
     updated.textContent = t('updated', { at: when(new Date().toISOString()) });
@@ -267,7 +276,12 @@ export function listView(view, meta) {
 function fileRow(m, speed) {
   return h(
     'a',
-    { class: 'file', href: `#/file/${m.fileId}`, 'data-file-id': m.fileId, 'data-state': m.state },
+    {
+      class: 'file',
+      href: `#/file/${encodeURIComponent(m.fileId)}`,
+      'data-file-id': m.fileId,
+      'data-state': m.state,
+    },
     h(
       'div',
       { class: 'title' },
@@ -309,23 +323,24 @@ export function fileView(view, fileId, meta) {
     ),
   );
   const rates = new Rates();
+  const path = `/api/files/${encodeURIComponent(fileId)}/activity`;
   let chart = null;
   let last = null;
+  let stopped = false;
+  let seq = 0;
   const refresh = async () => {
-    let manifest;
+    const mine = ++seq;
     let activity;
     try {
-      [{ body: manifest }, { body: activity }] = await Promise.all([
-        api(`/api/files/${fileId}`),
-        api(`/api/files/${fileId}/activity`),
-      ]);
+      ({ body: activity } = await api(path));
     } catch (err) {
-      if (err.status === 404) {
-        head.replaceChildren(h('p', {}, t('file.notFound', { fileId })));
-        return;
-      }
-      throw err;
+      if (err.status !== 404) throw err;
+      if (!stopped) head.replaceChildren(h('p', {}, t('file.notFound', { fileId })));
+      return;
     }
+    // A page left, or a newer answer (an action's own refresh) drawn already.
+    if (stopped || mine !== seq) return;
+    const manifest = activity.manifest;
     last = manifest;
     renderHead(head, manifest, rates.see(manifest));
     renderActions(actions, manifest, activity.actions, meta, refresh);
@@ -352,6 +367,7 @@ export function fileView(view, fileId, meta) {
     last && FINAL.has(last.state) && last.counts.pendingDelivery === 0 ? 10_000 : 2000,
   );
   return () => {
+    stopped = true;
     stop();
     window.removeEventListener('resize', resize);
     chart?.destroy();
@@ -385,7 +401,9 @@ function renderActions(el, m, allowed, meta, refresh) {
           onclick: async () => {
             if (!(await confirmed(t(`confirm.${action}`, { name: m.name })))) return;
             try {
-              const { body } = await api(`/api/files/${m.fileId}/${action}`, { method: 'POST' });
+              const { body } = await api(`/api/files/${encodeURIComponent(m.fileId)}/${action}`, {
+                method: 'POST',
+              });
               notice(t('action.done', { state: t(`state.${body.state}`) }), 'ok');
             } catch (err) {
               if (err instanceof Unauthorized) return onUnauthorized();
@@ -455,13 +473,13 @@ function renderChart(box, totals, minutes, chart) {
     }
   }
   const data = [xs, ys.delivered, ys.undelivered, ys.unknown];
-  if (chart && chart.lang === language()) {
+  // A language change draws the whole view again: its chart is a new one.
+  if (chart) {
     chart.setData(data);
     return chart;
   }
-  chart?.destroy();
   box.replaceChildren();
-  const made = new uPlot(
+  return new uPlot(
     {
       width: Math.max(box.clientWidth, 280),
       height: 220,
@@ -476,8 +494,6 @@ function renderChart(box, totals, minutes, chart) {
     data,
     box,
   );
-  made.lang = language();
-  return made;
 }
 
 function table(headers, rows) {
@@ -558,7 +574,14 @@ function renderDownloads(el, m) {
   }
   el.replaceChildren(
     ...['report.csv', 'errors.csv'].map((kind) =>
-      h('a', { href: `/api/files/${m.fileId}/${kind}`, download: `${m.name}.${m.fileId}.${kind}` }, kind),
+      h(
+        'a',
+        {
+          href: `/api/files/${encodeURIComponent(m.fileId)}/${kind}`,
+          download: `${m.name}.${m.fileId}.${kind}`,
+        },
+        kind,
+      ),
     ),
   );
 }

@@ -84,6 +84,17 @@ export function dashboard(t: ContractContext): void {
       expect(await store.fileEvents('nope')).toEqual([]);
     });
 
+    it('a move that keeps the reason it had does not repeat it', async () => {
+      await store.registerFile(newFile());
+      await store.transition('f1', 'sending', { patch: { reason: 'resumed by a user' } });
+      await store.transition('f1', 'submitted');
+      expect((await store.fileEvents('f1')).map((e) => [e.state, e.reason])).toEqual([
+        ['validating', null],
+        ['sending', 'resumed by a user'],
+        ['submitted', null],
+      ]);
+    });
+
     it('records nothing when the state stays: same-state transitions, updates, leases, a failed compare-and-set', async () => {
       await store.registerFile(newFile());
       await store.transition('f1', 'sending');

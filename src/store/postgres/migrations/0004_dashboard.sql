@@ -55,9 +55,12 @@ CREATE TRIGGER files_event_recorded AFTER INSERT ON files
 
 -- A state changed: a row trigger (transition tables take no column list, so a statement
 -- trigger would run for every lease renewal); updates that leave the state never fire it.
+-- The reason only when the move gave one: a move that keeps the old reason (sending →
+-- submitted after a resume) does not repeat it.
 CREATE FUNCTION files_moved_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state, NEW.reason);
+  INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state,
+    CASE WHEN NEW.reason IS DISTINCT FROM OLD.reason THEN NEW.reason END);
   RETURN NULL;
 END $$;
 CREATE TRIGGER files_event_moved AFTER UPDATE OF state ON files

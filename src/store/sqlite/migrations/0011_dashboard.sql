@@ -38,9 +38,12 @@ BEGIN
   INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state, NEW.reason);
 END;
 
+-- The reason only when the move gave one: a move that keeps the old reason (sending →
+-- submitted after a resume) does not repeat it.
 CREATE TRIGGER files_event_moved AFTER UPDATE OF state ON files WHEN NEW.state IS NOT OLD.state
 BEGIN
-  INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state, NEW.reason);
+  INSERT INTO file_events (file_id, at, state, reason)
+  VALUES (NEW.file_id, NEW.updated_at, NEW.state, CASE WHEN NEW.reason IS NOT OLD.reason THEN NEW.reason END);
 END;
 
 CREATE TABLE delivery_minutes (
