@@ -1,0 +1,202 @@
+// When commercial messages may be sent (CONTRACT.md additions `sendWindow`, issue 14): weekly
+// hours in a time zone, closed dates, and a country's public holidays. Pure: the caller gives
+// the instant. Colombia's holidays (those moved to Monday by Ley 51 de 1983 included) come
+// from the maintained colombian-holidays package, never from a table written here.
+
+import { getHolidaysForYear } from 'colombian-holidays';
+
+export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
+export type Day = (typeof DAYS)[number];
+
+export interface WindowRule {
+  readonly days: readonly Day[];
+  /** `HH:MM`, local time, included. */
+  readonly from: string;
+  /** `HH:MM` (up to `24:00`), local time, excluded: at `to` the window is closed. */
+  readonly to: string;
+}
+
+export interface WindowSpec {
+  /** An IANA time zone (`America/Bogota`). */
+  readonly timezone: string;
+  readonly rules: readonly WindowRule[];
+  /** Local dates (`YYYY-MM-DD`) closed all day, besides the holidays. */
+  readonly closed?: readonly string[] | undefined;
+  /** `CO`: Colombia's public holidays are closed all day. */
+  readonly holidays?: 'CO' | null | undefined;
+}
+
+/**
+ * Ley 2300 de 2023, art. 3: Monday to Friday 7:00–19:00, Saturday 8:00–15:00, never on
+ * Sundays or public holidays, in Bogotá's time.
+ */
+export const COLOMBIA_COMMERCIAL: WindowSpec = {
+  timezone: 'America/Bogota',
+  rules: [
+    { days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '07:00', to: '19:00' },
+    { days: ['sat'], from: '08:00', to: '15:00' },
+  ],
+  closed: [],
+  holidays: 'CO',
+};
+
+/** `HH:MM` → minutes since midnight (`24:00` is 1440), or null. */
+export function minuteOfDay(hhmm: string): number | null {
+  const m = /^([01]\d|2[0-4]):([0-5]\d)$/.exec(hhmm);
+  if (!m) return null;
+  const minutes = Number(m[1]) * 60 + Number(m[2]);
+  return minutes <= 1440 ? minutes : null;
+}
+
+/** Why the spec cannot be used, or null (the configuration's check). */
+export function windowProblem(spec: WindowSpec): string | null {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: spec.timezone });
+  } catch {
+    return `timezone "${spec.timezone}" is not an IANA time zone (e.g. America/Bogota)`;
+  }
+  if (spec.rules.length === 0) return 'rules: at least one rule (a window with no hours never opens)';
+  for (const [i, r] of spec.rules.entries()) {
+    const from = minuteOfDay(r.from);
+    const to = minuteOfDay(r.to);
+    if (from === null || to === null) return `rules[${i}]: from and to are HH:MM (00:00 to 24:00)`;
+    if (to <= from) return `rules[${i}]: to (${r.to}) must be after from (${r.from})`;
+    if (r.days.length === 0) return `rules[${i}]: days names at least one day`;
+  }
+  for (const d of spec.closed ?? [])
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(d) || Number.isNaN(Date.parse(`${d}T00:00:00Z`)))
+      return `closed: "${d}" is not a date (YYYY-MM-DD)`;
+  return null;
+}
+
+interface LocalDay {
+  /** `YYYY-MM-DD` */
+  date: string;
+  day: Day;
+}
+
+const MINUTE = 60_000;
+/** How far ahead an opening is looked for: a window closed for longer never opens. */
+const HORIZON_DAYS = 400;
+
+export class SendWindow {
+  readonly spec: WindowSpec;
+  readonly #parts: Intl.DateTimeFormat;
+  readonly #closed: Set<string>;
+  readonly #holidayYears = new Map<number, Set<string>>();
+
+  constructor(spec: WindowSpec) {
+    const problem = windowProblem(spec);
+    if (problem) throw new Error(`sendWindow: ${problem}`);
+    this.spec = spec;
+    this.#closed = new Set(spec.closed ?? []);
+    this.#parts = new Intl.DateTimeFormat('en-US', {
+      timeZone: spec.timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+  }
+
+  /** Whether a message may go out at `at`. */
+  isOpen(at: Date): boolean {
+    return this.#intervalAt(at) !== null;
+  }
+
+  /** When the window open at `at` closes; null when it is closed at `at`. */
+  closesAt(at: Date): Date | null {
+    return this.#intervalAt(at)?.end ?? null;
+  }
+
+  /** `at` itself when open, else the next opening; null when none within 400 days. */
+  nextOpening(at: Date): Date | null {
+    const t = at.getTime();
+    for (const { start, end } of this.#intervals(at, HORIZON_DAYS))
+      if (end.getTime() > t) return start.getTime() > t ? start : at;
+    return null;
+  }
+
+  #intervalAt(at: Date): { start: Date; end: Date } | null {
+    const t = at.getTime();
+    for (const iv of this.#intervals(new Date(t - 2 * 86_400_000), 4))
+      if (iv.start.getTime() <= t && t < iv.end.getTime()) return iv;
+    return null;
+  }
+
+  /** The open intervals of `days` local days from the one holding `from`, in order, merged. */
+  *#intervals(from: Date, days: number): Generator<{ start: Date; end: Date }> {
+    const first = this.#local(from);
+    let pending: { start: Date; end: Date } | null = null;
+    for (let i = 0; i < days; i++) {
+      const day = addDays(first.date, i);
+      if (this.#closedOn(day.date)) continue;
+      const spans = this.spec.rules
+        .filter((r) => r.days.includes(day.day))
+        .map((r) => [minuteOfDay(r.from)!, minuteOfDay(r.to)!] as const)
+        .sort((a, b) => a[0] - b[0]);
+      for (const [a, b] of spans) {
+        const start = this.#instant(day.date, a);
+        const end = this.#instant(day.date, b);
+        if (pending && start.getTime() <= pending.end.getTime()) {
+          if (end > pending.end) pending.end = end;
+          continue;
+        }
+        if (pending) yield pending;
+        pending = { start, end };
+      }
+    }
+    if (pending) yield pending;
+  }
+
+  #closedOn(date: string): boolean {
+    if (this.#closed.has(date)) return true;
+    if (this.spec.holidays !== 'CO') return false;
+    const year = Number(date.slice(0, 4));
+    let set = this.#holidayYears.get(year);
+    if (!set) {
+      set = new Set(getHolidaysForYear(year).map((h) => h.celebrationDate));
+      this.#holidayYears.set(year, set);
+    }
+    return set.has(date);
+  }
+
+  /** The local calendar day of `at` in the window's zone. */
+  #local(at: Date): LocalDay {
+    const p = this.#fields(at);
+    const date = `${p.year}-${p.month}-${p.day}`;
+    return { date, day: DAYS[new Date(`${date}T00:00:00Z`).getUTCDay()]! };
+  }
+
+  #fields(at: Date): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const part of this.#parts.formatToParts(at)) out[part.type] = part.value;
+    return out;
+  }
+
+  /** The zone's offset from UTC at `at`, in ms (Bogotá: −5 h). */
+  #offset(at: Date): number {
+    const p = this.#fields(at);
+    const asUtc = Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!, +p.second!);
+    return asUtc - Math.floor(at.getTime() / 1000) * 1000;
+  }
+
+  /**
+   * The instant of local `date` + `minute`. A local time skipped by a DST change is taken at
+   * the offset before the change (so an opening inside the gap opens right after it).
+   */
+  #instant(date: string, minute: number): Date {
+    const wall = Date.parse(`${date}T00:00:00Z`) + minute * MINUTE;
+    const first = wall - this.#offset(new Date(wall));
+    const second = wall - this.#offset(new Date(first));
+    return new Date(Math.min(first, second));
+  }
+}
+
+function addDays(date: string, n: number): LocalDay {
+  const d = new Date(Date.parse(`${date}T00:00:00Z`) + n * 86_400_000);
+  return { date: d.toISOString().slice(0, 10), day: DAYS[d.getUTCDay()]! };
+}
