@@ -7,6 +7,7 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { COMMIT_CHANNEL, type CommitEvent, type ReceiverStats } from '../notify/receiver.ts';
 import { STORE_CALL_CHANNEL, type StoreCallEvent } from '../pipeline/patient-store.ts';
+import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { Store, StoreGauges } from '../store/store.ts';
 import { ALERT_CHANNEL, type AlertDelivery } from './alerts.ts';
@@ -171,6 +172,25 @@ export function createMetrics(store: Store): Metrics {
   };
   diagnosticsChannel.subscribe(ALERT_CHANNEL, onAlert);
 
+  const recipients = new Counter({
+    name: 'dropline_recipients_read_total',
+    help: 'Recipients of files read to the end, by outcome of the reading (valid, invalid, duplicate, suppressed)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  // Counted when a file leaves validating (sending or rejected): once a file, however many
+  // times a crash made it be read.
+  const onFileState = (message: unknown): void => {
+    const { file, from } = message as FileStateEvent;
+    if (from !== 'validating' || (file.state !== 'sending' && file.state !== 'rejected')) return;
+    const c = file.counts;
+    recipients.inc({ outcome: 'valid' }, c.valid);
+    recipients.inc({ outcome: 'invalid' }, c.invalid);
+    recipients.inc({ outcome: 'duplicate' }, c.duplicates);
+    recipients.inc({ outcome: 'suppressed' }, c.suppressed);
+  };
+  diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onFileState);
+
   const scans = new Counter({
     name: 'dropline_source_scans_total',
     help: 'Listings of a source by result (ok, error)',
@@ -200,6 +220,7 @@ export function createMetrics(store: Store): Metrics {
       diagnosticsChannel.unsubscribe(COMMIT_CHANNEL, onCommit);
       diagnosticsChannel.unsubscribe(STORE_CALL_CHANNEL, onStoreCall);
       diagnosticsChannel.unsubscribe(ALERT_CHANNEL, onAlert);
+      diagnosticsChannel.unsubscribe(FILE_STATE_CHANNEL, onFileState);
     },
   };
 }

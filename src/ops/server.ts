@@ -274,6 +274,7 @@ async function route(
       version: VERSION,
       login: guard.token !== null,
       sources: [...options.sources.keys()],
+      states: FILE_STATES,
       actions: options.control !== undefined,
     });
   if (path === '/api/files') {

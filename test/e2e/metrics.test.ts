@@ -79,6 +79,11 @@ it('delivery reports and files: the store and the receiver agree with the manife
     m.counts.delivered + m.counts.undelivered,
   );
   expect(value('dropline_delivery_report_events_total', { kind: 'orphan' })).toBe(0);
+  // Recipients by the outcome of their reading.
+  expect(value('dropline_recipients_read_total', { outcome: 'valid' })).toBe(m.counts.valid);
+  expect(value('dropline_recipients_read_total', { outcome: 'invalid' })).toBe(m.counts.invalid);
+  expect(value('dropline_recipients_read_total', { outcome: 'duplicate' })).toBe(m.counts.duplicates);
+  expect(m.counts.invalid * m.counts.duplicates).toBeGreaterThan(0);
   expect(value('dropline_delivery_report_requests_total', { status: '200' })).toBeGreaterThan(0);
   expect(sum('dropline_delivery_report_ingest_seconds')).toBe(
     value('dropline_delivery_report_requests_total', { status: '200' }),

@@ -4,19 +4,6 @@
 import { duration, num, t, when } from './i18n.js';
 import uPlot from './uplot.js';
 
-export const STATES = [
-  'waiting',
-  'validating',
-  'rejected',
-  'duplicate',
-  'scheduled',
-  'sending',
-  'paused',
-  'submitted',
-  'completed',
-  'partial',
-  'cancelled',
-];
 const FINAL = new Set(['rejected', 'duplicate', 'completed', 'cancelled']);
 /** States whose reason says why the file is not moving (the others' reasons are history). */
 const WHY = new Set(['rejected', 'duplicate', 'scheduled', 'paused', 'partial', 'cancelled']);
@@ -215,7 +202,7 @@ export function listView(view, meta) {
     'select',
     { 'aria-label': t('filter.state') },
     option('', `${t('filter.state')}: ${t('filter.all')}`),
-    STATES.map((s) => option(s, t(`state.${s}`))),
+    meta.states.map((s) => option(s, t(`state.${s}`))),
   );
   const sources = h(
     'select',
