@@ -40,8 +40,6 @@ export interface OpsControl {
 export interface Answer {
   status: number;
   body: unknown;
-  /** The request's body was not read to its end: the connection closes after the answer. */
-  close?: boolean;
 }
 
 export const ACTIONS = ['pause', 'resume', 'cancel', 'retry'] as const;
@@ -190,10 +188,12 @@ export async function validateUpload(
       : config.sources.find((s) => s.name === sourceName);
   if (!source) return { status: 400, body: { error: `no source named ${sourceName}` } };
   const name = (query.get('name') ?? 'upload.txt').slice(0, 255);
-  const limit = Math.min(VALIDATE_MAX_BYTES, source.maxFileBytes + 1);
+  // A file over the source's maxFileBytes but within this is read and rejected FILE_TOO_LARGE,
+  // as the daemon would.
+  const limit = VALIDATE_MAX_BYTES;
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
-  // Its body is not read: the connection closes after the answer.
-  if (declared > limit) return { ...tooLarge(limit), close: true };
+  // Its body is not read (the server closes every POST's connection after the answer).
+  if (declared > limit) return tooLarge(limit);
   if (validating >= VALIDATE_AT_ONCE)
     return { status: 429, body: { error: 'two files are being checked already; try again in a moment' } };
   validating++;
@@ -208,8 +208,7 @@ export async function validateUpload(
         .replace(/[^\p{L}\p{N}._-]/gu, '_')
         .replace(/^\.+/, '') || 'upload.txt',
     );
-    const got = await received(req, path, limit);
-    if (got !== 'ok') return { ...tooLarge(limit), close: got === 'cut' };
+    if (await received(req, path, limit)) return tooLarge(limit);
     const summary = await validateFile(path, sourceValidateOptions(config, source));
     const json = toJson(name, summary);
     return {
@@ -234,29 +233,26 @@ export async function validateUpload(
 const DRAIN_BYTES = 16 * 1024 * 1024;
 
 /**
- * The request's body into `path`, up to `limit` bytes: 'ok'; 'over' when it is longer (the
- * rest is read and dropped, so the client sees the answer), 'cut' when even that goes on past
- * DRAIN_BYTES (the connection closes after the answer).
+ * The request's body into `path`, up to `limit` bytes; true when it is longer. The rest is
+ * read and dropped (the client then reads the answer) up to DRAIN_BYTES, then left unread.
  */
-async function received(req: IncomingMessage, path: string, limit: number): Promise<'ok' | 'over' | 'cut'> {
+async function received(req: IncomingMessage, path: string, limit: number): Promise<boolean> {
   const out = createWriteStream(path, { mode: 0o600 });
   let bytes = 0;
   try {
-    return await new Promise<'ok' | 'over' | 'cut'>((resolve, reject) => {
+    return await new Promise<boolean>((resolve, reject) => {
       req.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
         if (bytes > limit + DRAIN_BYTES) {
           req.pause();
           req.removeAllListeners('data');
-          resolve('cut');
-        } else if (bytes > limit) {
-          // dropped
-        } else if (!out.write(chunk)) {
+          resolve(true);
+        } else if (bytes <= limit && !out.write(chunk)) {
           req.pause();
           out.once('drain', () => req.resume());
         }
       });
-      req.once('end', () => resolve(bytes > limit ? 'over' : 'ok'));
+      req.once('end', () => resolve(bytes > limit));
       req.once('error', reject);
       out.once('error', reject);
     });

@@ -67,7 +67,7 @@ function send(
 }
 
 function answer(res: ServerResponse, a: Answer): void {
-  send(res, a.status, a.body, a.close ? { connection: 'close' } : {});
+  send(res, a.status, a.body);
 }
 
 async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks: Record<string, string> }> {

@@ -52,6 +52,8 @@ beforeAll(async () => {
     ops: { token: TOKEN },
     // Slow enough for a file to be paused while it is sent (3000 recipients: ten seconds).
     api: { chunkSize: 100, ratePerSecond: 300 },
+    // Below the file check's own 64 MB: such a file is answered as the daemon would.
+    source: { maxFileBytes: 1_000_000 },
     sandbox: { deliveryDelayMs: 50, failureRatio: 0.1 },
   });
   await h.start();
@@ -238,6 +240,10 @@ describe('checking a file', () => {
     expect(streamed.body).toContain('64 MB');
     expect(streamed.status).toBe(413);
     expect((await post('/api/validate?source=nope', bearer, 'x')).status).toBe(400);
+    // Over the source's maxFileBytes, within the check's limit: rejected as the daemon would.
+    const over = await post('/api/validate?source=local', bearer, '3001234567;hola\n'.repeat(80_000));
+    expect(over.status).toBe(200);
+    expect((JSON.parse(over.body) as { rejection: { code: string } }).rejection.code).toBe('FILE_TOO_LARGE');
   });
 });
 
