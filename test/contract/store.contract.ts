@@ -66,6 +66,19 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
         await store.insertRecipients(fileId, rows);
         await store.insertChunks(fileId, chunksFor(n, chunkSize));
       },
+      async submittedFile(fileId, n, chunkSize, rows) {
+        await t.sendingFile(fileId, n, chunkSize, rows);
+        for (let seq = 1; (seq - 1) * chunkSize < n; seq++) {
+          await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+          const transactionNumber = `${fileId}-T${seq}`;
+          await store.recordChunkResult(fileId, seq, {
+            state: 'accepted',
+            attempts: 1,
+            transactionNumber,
+            parts: [{ messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber }],
+          });
+        }
+      },
     };
 
     filesAndLeases(t);

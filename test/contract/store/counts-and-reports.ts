@@ -32,18 +32,7 @@ export function countsAndReports(t: ContractContext): void {
   describe('retention (prune)', () => {
     /** A file sent, its first recipient reported, then moved to `state`. */
     async function finished(fileId: string, state: 'completed' | 'partial' | 'cancelled', n = 5) {
-      await sendingFile(fileId, n, 2);
-      for (let seq = 1; (seq - 1) * 2 < n; seq++) {
-        await store.setChunkState(fileId, seq, 'inflight', ['pending']);
-        await store.recordChunkResult(fileId, seq, {
-          state: 'accepted',
-          attempts: 1,
-          transactionNumber: `${fileId}-T${seq}`,
-          parts: [
-            { messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: `${fileId}-T${seq}` },
-          ],
-        });
-      }
+      await t.submittedFile(fileId, n, 2);
       await store.recordDeliveries([
         event(fileId, 'm1', { transactionNumber: `${fileId}-T1` }),
         event(fileId, 'm3', { transactionNumber: `${fileId}-T2`, status: 'NO_SUCCESS' }),

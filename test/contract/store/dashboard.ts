@@ -5,7 +5,6 @@ import {
   DELIVERED,
   type DeliveryMinute,
   type FileState,
-  type RecipientInsert,
   type Store,
   UNKNOWN_DELIVERY,
 } from '../../../src/store/store.ts';
@@ -183,21 +182,7 @@ export function dashboard(t: ContractContext): void {
   });
 
   describe('deliveries by minute', () => {
-    /** A file sent whole: n recipients in chunks of chunkSize, every chunk accepted. */
-    async function submitted(fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]) {
-      await t.sendingFile(fileId, n, chunkSize, rows);
-      for (let seq = 1; (seq - 1) * chunkSize < n; seq++) {
-        await store.setChunkState(fileId, seq, 'inflight', ['pending']);
-        await store.recordChunkResult(fileId, seq, {
-          state: 'accepted',
-          attempts: 1,
-          transactionNumber: `${fileId}-T${seq}`,
-          parts: [
-            { messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: `${fileId}-T${seq}` },
-          ],
-        });
-      }
-    }
+    const submitted = t.submittedFile;
     /** The timeline summed over its minutes equals the file's counts (undelivered there holds UNKNOWN too). */
     async function expectSums(fileId: string) {
       const minutes = await store.deliveryTimeline(fileId);

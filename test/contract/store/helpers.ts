@@ -164,4 +164,6 @@ export interface ContractContext {
   at(ms: number): string;
   /** A file with `n` valid recipients in chunks of `chunkSize`, in state sending. */
   sendingFile(fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]): Promise<void>;
+  /** The same file sent whole: every chunk accepted (transaction number `<fileId>-T<seq>`). */
+  submittedFile(fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]): Promise<void>;
 }
