@@ -7,14 +7,13 @@
 // every 2 s), interleaved rounds.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { silentLogger } from '../src/log.ts';
 import { startOpsServer } from '../src/ops/server.ts';
 import type { Manifest } from '../src/pipeline/reports.ts';
 import { openStore } from '../src/store/index.ts';
 import type { DeliveryEvent } from '../src/store/store.ts';
-import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { cli, freePort, SEMI_SPACE, startRun, startSandboxProcess } from './sandbox-process.ts';
 import { generate } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -26,15 +25,6 @@ const ROUNDS = 5;
 const SAMPLES = 30;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => done(port));
-    });
-  });
-}
 
 function config(sandboxUrl: string, opsPort: number, store: string): string {
   return JSON.stringify({
@@ -50,26 +40,6 @@ async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: ${res.status}`);
   return (await res.json()) as T;
-}
-
-/** `dropline run` in `dir`, resolved once it says it runs. */
-async function startDaemon(dir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [SEMI_SPACE, cli, 'run'], {
-    cwd: dir,
-    env: { ...process.env, DROPLINE_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let text = '';
-    const seen = (d: Buffer) => {
-      text += d.toString();
-      if (text.includes('dropline is running')) resolve();
-    };
-    child.stdout?.on('data', seen);
-    child.stderr?.on('data', seen);
-    child.once('exit', (code) => reject(new Error(`dropline run exited ${code}: ${text.slice(-2000)}`)));
-  });
-  return child;
 }
 
 async function stopDaemon(child: ChildProcess): Promise<void> {
@@ -188,7 +158,7 @@ async function sendOnce(sandboxUrl: string, file: string, watched: boolean, roun
   await mkdir(join(dir, 'drop', 'inbox'), { recursive: true });
   const opsPort = await freePort();
   await writeFile(join(dir, 'dropline.config.json'), config(sandboxUrl, opsPort, 'sqlite:./state.db'));
-  const daemon = await startDaemon(dir);
+  const daemon = await startRun(dir);
   const api = `http://127.0.0.1:${opsPort}`;
   let stop = false;
   const pages: Promise<void>[] = [];

@@ -7,10 +7,10 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './sandbox-process.ts';
 
 const run = promisify(execFile);
 
@@ -31,18 +31,6 @@ export async function postgresUnavailable(): Promise<string | null> {
   if (typeof process.getuid === 'function' && process.getuid() !== 0)
     return 'PostgreSQL is started as the postgres user with setpriv: run as root';
   return null;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => done(port));
-    });
-  });
 }
 
 /** A PostgreSQL binary run as the postgres user, bounded in time. */

@@ -1,6 +1,8 @@
-// `dropline sandbox` as its own process for the benches that time whole `dropline` commands:
-// started with the bin's young-generation flag, resolved once it prints where it listens.
+// The processes the benches that time whole `dropline` commands start: `dropline sandbox`
+// (resolved once it prints where it listens) and `dropline run` (once it says it runs), both
+// with the bin's young-generation flag; and a free loopback port for their servers.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 export const SEMI_SPACE = '--max-semi-space-size=16';
@@ -20,4 +22,38 @@ export async function startSandboxProcess(flags: string[]): Promise<{ url: strin
     child.once('exit', () => reject(new Error('sandbox exited')));
   });
   return { url, child };
+}
+
+/** `dropline run` with `work`'s dropline.config.json, resolved once it says it runs. */
+export function startRun(work: string): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    [SEMI_SPACE, cli, '--config', join(work, 'dropline.config.json'), 'run'],
+    {
+      cwd: work,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const seen = (d: Buffer) => {
+      text = (text + d.toString()).slice(-20_000);
+      if (text.includes('dropline is running')) resolve(child);
+    };
+    child.stdout?.on('data', seen);
+    child.stderr?.on('data', seen);
+    child.once('exit', (code) => reject(new Error(`dropline run exited ${code}:\n${text.slice(-3000)}`)));
+  });
+}
+
+/** A loopback port free now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
 }

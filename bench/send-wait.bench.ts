@@ -6,10 +6,9 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { cli, freePort, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
@@ -33,17 +32,6 @@ async function generate(path: string): Promise<void> {
   }
   ws.end(buf);
   await once(ws, 'finish');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 }
 
 interface Run {

@@ -12,7 +12,7 @@
 //    measured it (accepted destinations per second), goal within 5% of the setting; then the
 //    issue's fairness figure: a 2,000-recipient file alone, then dropped one second after a
 //    200,000-recipient file, goal under 2× its time alone.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { AccountRate } from '../src/sandbox/meter.ts';
 import { type PostgresCluster, startCluster } from './postgres-cluster.ts';
-import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { startRun, startSandboxProcess } from './sandbox-process.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out', 'workers');
@@ -75,27 +75,6 @@ async function drop(work: string, file: string, name: string): Promise<number> {
   const at = Date.now();
   await rename(part, join(work, 'drop', 'inbox', name));
   return at;
-}
-
-function startWorker(work: string): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [SEMI_SPACE, cli, '--config', join(work, 'dropline.config.json'), 'run'],
-    {
-      cwd: work,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const seen = (d: Buffer) => {
-      text = (text + d.toString()).slice(-20_000);
-      if (text.includes('dropline is running')) resolve(child);
-    };
-    child.stdout?.on('data', seen);
-    child.stderr?.on('data', seen);
-    child.once('exit', (code) => reject(new Error(`dropline run exited ${code}:\n${text.slice(-3000)}`)));
-  });
 }
 
 async function stopWorkers(children: ChildProcess[]): Promise<void> {
@@ -176,8 +155,8 @@ async function runWorkers(ctx: Context, setup: Setup, ratePerSecond: number | nu
     }),
   );
   // The first worker makes the schema (migrations); the others then start against it.
-  const children = [await startWorker(work)];
-  children.push(...(await Promise.all(Array.from({ length: setup.workers - 1 }, () => startWorker(work)))));
+  const children = [await startRun(work)];
+  children.push(...(await Promise.all(Array.from({ length: setup.workers - 1 }, () => startRun(work)))));
   const db = new pg.Client({ connectionString: ctx.cluster.url });
   db.on('error', () => {});
   await db.connect();
