@@ -74,6 +74,11 @@ export const REASONS = {
     message: 'the number is on the suppression (opt-out) list',
     hint: 'nothing to do: opted-out numbers are never sent',
   },
+  CONTACT_LIMIT: {
+    scope: 'skip',
+    message: 'the number was already sent a message this day (contactLimit, Ley 2300 de 2023)',
+    hint: 'nothing to do: send it again on another day, or lift contactLimit for the account',
+  },
   // warnings (sent all the same)
   CONTROL_CHARS_REMOVED: {
     scope: 'warning',
@@ -125,6 +130,11 @@ export const REASONS = {
     scope: 'file',
     message: 'a `#!` directive is unknown, does not parse, is given twice, or is not allowed for this source',
     hint: 'correct or remove the `#!` line named (directives: docs/format.md); a `#!` line meant as a comment goes after the first data line',
+  },
+  UNKNOWN_PLACEHOLDER: {
+    scope: 'file',
+    message: 'a `{{placeholder}}` of the message names no column of the header',
+    hint: 'correct the placeholder or add the column to the header; write a literal {{ as {{{{',
   },
   MISSING_TRAILER: {
     scope: 'file',

@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
+import { DAYS, windowProblem } from '../plan/send-window.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
@@ -32,6 +33,37 @@ const listenAddress = z.string().superRefine((value, ctx) => {
   if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
 });
 
+/**
+ * When files may be sent (docs/campaign-rules.md): "colombia-commercial" (Ley 2300 de 2023)
+ * or weekly rules in a time zone. null: any hour.
+ */
+const sendWindow = z.union([
+  z.literal('colombia-commercial'),
+  z
+    .object({
+      timezone: z.string().min(1),
+      rules: z
+        .array(
+          z
+            .object({
+              days: z.array(z.enum(DAYS)).min(1),
+              from: z.string(),
+              to: z.string(),
+            })
+            .strict(),
+        )
+        .min(1),
+      closed: z.array(z.string()).default([]),
+      holidays: z.enum(['CO']).nullable().default(null),
+    })
+    .strict()
+    .superRefine((spec, ctx) => {
+      const problem = windowProblem(spec);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+]);
+export type SendWindowConfig = z.output<typeof sendWindow>;
+
 const sourceCommon = {
   name: z
     .string()
@@ -57,6 +89,12 @@ const sourceCommon = {
   priority: z.enum(PRIORITIES).default('normal'),
   /** FORMAT.md 8.1: the `#!` directives its files may use: all (true), none (false) or these. */
   allowDirectives: z.union([z.boolean(), z.array(z.enum(DIRECTIVE_NAMES))]).default(true),
+  /** This source's window instead of the global one (null: any hour); absent: the global one. */
+  sendWindow: sendWindow.nullable().optional(),
+  /** An opt-out list for this source's files, in addition to the global one. */
+  suppressionList: z.string().min(1).nullable().default(null),
+  /** gsm7: characters outside GSM-7 with a GSM-7 look-alike are replaced (á→a); never: the text is the sender's. */
+  transliterate: z.enum(['never', 'gsm7']).default('never'),
 };
 
 /**
@@ -183,8 +221,56 @@ export const configSchema = z
           });
       })
       .prefault({}),
-    sendWindow: z.null().default(null),
-    suppressionList: z.string().nullable().default(null),
+    sendWindow: sendWindow.nullable().default(null),
+    /** A recipient is sent at most perDay messages a local day by one account, whatever the campaign. */
+    contactLimit: z
+      .object({
+        perDay: z.number().int().min(1),
+        timezone: z.string().default('America/Bogota'),
+      })
+      .strict()
+      .superRefine((c, ctx) => {
+        try {
+          new Intl.DateTimeFormat('en-US', { timeZone: c.timezone });
+        } catch {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['timezone'],
+            message: `"${c.timezone}" is not an IANA time zone`,
+          });
+        }
+      })
+      .nullable()
+      .default(null),
+    /** A local path, s3://bucket/key, or <sourceName>:<path> on a configured source. */
+    suppressionList: z.string().min(1).nullable().default(null),
+    optOut: z
+      .object({
+        /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
+        keywords: z.array(z.string().min(1)).default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
+        /** Bind as an SMPP receiver for users' replies (service-interface.md section 4). */
+        smpp: z
+          .object({
+            host: z.string().min(1),
+            port: z.number().int().positive().max(65_535).default(6900),
+            tls: z.boolean().default(false),
+            systemId: z.string().min(1),
+            password: z.string().optional(),
+            passwordFile: z.string().optional(),
+          })
+          .strict()
+          .nullable()
+          .default(null),
+      })
+      .strict()
+      .prefault({}),
+    report: z
+      .object({
+        /** Adds the sent text to report.csv (texts may be personal: off by default). */
+        includeText: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     deliveryTimeoutMs: duration.default(72 * 3600_000),
     duplicateWindowMs: duration.default(7 * 24 * 3600_000),
     /**

@@ -1,9 +1,11 @@
+import { localInstant } from '../plan/send-window.ts';
+
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
 // source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Directives
-// whose feature this version does not have yet (a send time, a template, another channel)
-// are refused the same way rather than read and dropped: a file asking to start at 9:00
-// must not go out at 2:00.
+// whose feature this version does not have yet (a template, another channel) are refused
+// the same way rather than read and dropped: a file asking for what dropline cannot do
+// must not go out as if it had not asked.
 
 export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
@@ -25,9 +27,11 @@ export type DirectiveName = (typeof DIRECTIVE_NAMES)[number];
 const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLowerCase(), n]));
 
 /** Not acted on yet: the value dropline's own behaviour already matches, if any. */
-const NOT_YET: Record<Exclude<DirectiveName, 'priority' | 'expect'>, { same?: string; why: string }> = {
+const NOT_YET: Record<
+  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt'>,
+  { same?: string; why: string }
+> = {
   message: { why: 'message templates are not supported yet' },
-  sendAt: { why: 'scheduled sending is not supported yet' },
   channel: { same: 'sms', why: 'only the sms channel is supported so far' },
   flash: { same: 'false', why: 'flash messages are not supported yet' },
   templateId: { why: 'service templates are not supported yet' },
@@ -43,6 +47,52 @@ export interface Directives {
   priority: Priority | null;
   /** `#! expect:`: the recipient records the file must hold, and the directive's line. */
   expect: { line: number; count: number } | null;
+  /** `#! sendAt:`: not before this instant (ISO-8601 UTC), and the directive's line. */
+  sendAt: { line: number; at: string } | null;
+}
+
+/** Directives with nothing asked for. */
+export function noDirectives(): Directives {
+  return { priority: null, expect: null, sendAt: null };
+}
+
+const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * FORMAT.md 8.1 `sendAt`: ISO-8601 with an offset (`2026-11-27T09:00:00-05:00`, `…Z`), or
+ * `YYYY-MM-DD HH:mm` in `timezone` (the send window's). The instant, or null when the value
+ * is neither or names no such date.
+ */
+export function parseSendAt(value: string, timezone: string): Date | null {
+  const m =
+    /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?(Z|[+-]\d{2}:?\d{2})?$/i.exec(value);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((v) => Number(v ?? 0)) as number[];
+  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0);
+  if (
+    month! < 1 ||
+    month! > 12 ||
+    day! < 1 ||
+    day! > (month === 2 && !leap ? 28 : DAYS_IN_MONTH[month! - 1]!)
+  )
+    return null;
+  if (hour! > 23 || minute! > 59 || second! > 59) return null;
+  const zone = m[8];
+  if (zone === undefined) {
+    // The local form is minutes only: seconds without an offset are neither form.
+    if (m[6] !== undefined) return null;
+    return localInstant(timezone, `${m[1]}-${m[2]}-${m[3]}`, hour! * 60 + minute!);
+  }
+  let offsetMinutes = 0;
+  if (zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    const h = Number(digits.slice(1, 3));
+    const mm = Number(digits.slice(3, 5));
+    if (h > 14 || mm > 59) return null;
+    offsetMinutes = (digits[0] === '-' ? -1 : 1) * (h * 60 + mm);
+  }
+  const ms = Number((m[7] ?? '.0').slice(1).padEnd(3, '0'));
+  return new Date(Date.UTC(year!, month! - 1, day!, hour!, minute!, second!, ms) - offsetMinutes * 60_000);
 }
 
 export class DirectiveError extends Error {}
@@ -57,6 +107,8 @@ export function readDirective(
   allow: AllowDirectives,
   into: Directives,
   seen: Set<string>,
+  /** The time zone of `sendAt`'s local form: the send window's. */
+  timezone = 'America/Bogota',
 ): void {
   const fail: (why: string) => never = (why) => {
     throw new DirectiveError(`line ${line}: ${why}`);
@@ -89,6 +141,15 @@ export function readDirective(
       if (!/^\d{1,15}$/.test(value))
         fail(`expect must be a number of records, not \`${value.slice(0, 40)}\``);
       into.expect = { line, count: Number(value) };
+      return;
+    }
+    case 'sendAt': {
+      const at = parseSendAt(value, timezone);
+      if (!at)
+        fail(
+          `sendAt is ISO-8601 with an offset (2026-11-27T09:00-05:00) or YYYY-MM-DD HH:mm in ${timezone}, not \`${value.slice(0, 40)}\``,
+        );
+      into.sendAt = { line, at: at.toISOString() };
       return;
     }
     default: {

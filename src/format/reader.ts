@@ -7,7 +7,13 @@
 import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
 import { INDEX_BATCH, MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
-import { type AllowDirectives, DirectiveError, type Directives, readDirective } from './directives.ts';
+import {
+  type AllowDirectives,
+  DirectiveError,
+  type Directives,
+  noDirectives,
+  readDirective,
+} from './directives.ts';
 import {
   chooseLayout,
   type Layout,
@@ -54,6 +60,8 @@ export interface ReadOptions {
   sniffed?: Sniff;
   /** FORMAT.md 8.1: the source's `allowDirectives` (default: every directive). */
   allowDirectives?: AllowDirectives;
+  /** FORMAT.md 8.1: the time zone of a `#! sendAt:` without offset (the send window's; default America/Bogota). */
+  sendAtTimeZone?: string;
 }
 
 export const DEFAULTS = {
@@ -266,7 +274,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     errorCounts: {},
     warningCounts: {},
     trailer: null,
-    directives: { priority: null, expect: null },
+    directives: noDirectives(),
   };
   const reject = (code: ReasonCode, detail?: string): void => {
     if (summary.rejection) return;
@@ -333,7 +341,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     try {
       if (tooLong)
         throw new DirectiveError(`line ${lineNo}: the directive is longer than ${maxLine} characters`);
-      readDirective(text, lineNo, options.allowDirectives ?? true, summary.directives, directivesSeen);
+      readDirective(
+        text,
+        lineNo,
+        options.allowDirectives ?? true,
+        summary.directives,
+        directivesSeen,
+        options.sendAtTimeZone,
+      );
     } catch (err) {
       if (!(err instanceof DirectiveError)) throw err;
       reject('BAD_DIRECTIVE', err.message);

@@ -81,7 +81,6 @@ const HORIZON_DAYS = 400;
 
 export class SendWindow {
   readonly spec: WindowSpec;
-  readonly #parts: Intl.DateTimeFormat;
   readonly #closed: Set<string>;
   readonly #holidayYears = new Map<number, Set<string>>();
 
@@ -90,16 +89,6 @@ export class SendWindow {
     if (problem) throw new Error(`sendWindow: ${problem}`);
     this.spec = spec;
     this.#closed = new Set(spec.closed ?? []);
-    this.#parts = new Intl.DateTimeFormat('en-US', {
-      timeZone: spec.timezone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-    });
   }
 
   /** Whether a message may go out at `at`. */
@@ -166,34 +155,61 @@ export class SendWindow {
 
   /** The local calendar day of `at` in the window's zone. */
   #local(at: Date): LocalDay {
-    const p = this.#fields(at);
-    const date = `${p.year}-${p.month}-${p.day}`;
+    const date = localDate(at, this.spec.timezone);
     return { date, day: DAYS[new Date(`${date}T00:00:00Z`).getUTCDay()]! };
   }
 
-  #fields(at: Date): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const part of this.#parts.formatToParts(at)) out[part.type] = part.value;
-    return out;
-  }
-
-  /** The zone's offset from UTC at `at`, in ms (Bogotá: −5 h). */
-  #offset(at: Date): number {
-    const p = this.#fields(at);
-    const asUtc = Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!, +p.second!);
-    return asUtc - Math.floor(at.getTime() / 1000) * 1000;
-  }
-
-  /**
-   * The instant of local `date` + `minute`. A local time skipped by a DST change is taken at
-   * the offset before the change (so an opening inside the gap opens right after it).
-   */
   #instant(date: string, minute: number): Date {
-    const wall = Date.parse(`${date}T00:00:00Z`) + minute * MINUTE;
-    const first = wall - this.#offset(new Date(wall));
-    const second = wall - this.#offset(new Date(first));
-    return new Date(Math.min(first, second));
+    return localInstant(this.spec.timezone, date, minute);
   }
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The wall-clock fields of `at` in `timezone` (year, month, day, hour, minute, second). */
+function fields(at: Date, timezone: string): Record<string, string> {
+  let f = formatters.get(timezone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    formatters.set(timezone, f);
+  }
+  const out: Record<string, string> = {};
+  for (const part of f.formatToParts(at)) out[part.type] = part.value;
+  return out;
+}
+
+/** The local date (`YYYY-MM-DD`) of `at` in `timezone`. */
+export function localDate(at: Date, timezone: string): string {
+  const p = fields(at, timezone);
+  return `${p.year}-${p.month}-${p.day}`;
+}
+
+/** The zone's offset from UTC at `at`, in ms (Bogotá: −5 h). */
+function offset(at: Date, timezone: string): number {
+  const p = fields(at, timezone);
+  const asUtc = Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!, +p.second!);
+  return asUtc - Math.floor(at.getTime() / 1000) * 1000;
+}
+
+/**
+ * The instant of local `date` (`YYYY-MM-DD`) + `minute` in `timezone`. A local time skipped
+ * by a DST change is taken at the offset before the change (so an opening inside the gap
+ * opens right after it).
+ */
+export function localInstant(timezone: string, date: string, minute: number): Date {
+  const wall = Date.parse(`${date}T00:00:00Z`) + minute * MINUTE;
+  const first = wall - offset(new Date(wall), timezone);
+  const second = wall - offset(new Date(first), timezone);
+  return new Date(Math.min(first, second));
 }
 
 function addDays(date: string, n: number): LocalDay {

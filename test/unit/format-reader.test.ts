@@ -355,7 +355,7 @@ describe('FORMAT 8.1: directives before the first data record', () => {
     // A spreadsheet's padding, a BOM and CRLF change nothing.
     const padded = await read('\ufeff#! priority: low;;\r\n#! expect: 1,,\r\n3001234567;Hola\r\n');
     expect(padded.summary.accepted).toBe(true);
-    expect(padded.summary.directives).toEqual({ priority: 'low', expect: { line: 2, count: 1 } });
+    expect(padded.summary.directives).toEqual({ priority: 'low', expect: { line: 2, count: 1 }, sendAt: null });
   });
 
   it('before a header and before a bulk message; after the first data line `#!` is a comment', async () => {
@@ -388,18 +388,38 @@ describe('FORMAT 8.1: directives before the first data record', () => {
   });
 
   it('a directive whose feature is not built yet is refused, never ignored', async () => {
-    for (const d of [
-      'sendAt: 2026-12-01 09:00',
-      'message: Hola {{nombre}}',
-      'channel: email',
-      'flash: true',
-    ]) {
+    for (const d of ['message: Hola {{nombre}}', 'channel: email', 'flash: true']) {
       const r = await read(`#! ${d}\n3001234567;Hola\n`);
       expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
     }
     // What dropline does anyway is no request for anything else.
     const same = await read('#! channel: SMS\n#! flash: false\n3001234567;Hola\n');
     expect(same.summary.accepted).toBe(true);
+  });
+
+  it("`#! sendAt:` with an offset, or local time in the window's zone; a bad one is BAD_DIRECTIVE", async () => {
+    const at = async (value: string, options: Partial<Options> = {}) =>
+      (await read(`#! sendAt: ${value}\n3001234567;Hola\n`, options)).summary.directives.sendAt?.at;
+    expect(await at('2026-12-01T09:00:00-05:00')).toBe('2026-12-01T14:00:00.000Z');
+    expect(await at('2026-12-01T14:00Z')).toBe('2026-12-01T14:00:00.000Z');
+    expect(await at('2026-12-01 09:30:15.250+0100')).toBe('2026-12-01T08:30:15.250Z');
+    // Without an offset: the window's zone, Bogotá (UTC−5) by default, whatever the host's.
+    expect(await at('2026-12-01 09:00')).toBe('2026-12-01T14:00:00.000Z');
+    expect(await at('2026-12-01 09:00', { sendAtTimeZone: 'Europe/Madrid' })).toBe(
+      '2026-12-01T08:00:00.000Z',
+    );
+    for (const bad of [
+      'mañana',
+      '2026-02-30 09:00',
+      '2026-12-01 24:00',
+      '2026-12-01 09:00:00',
+      '01/12/2026 09:00',
+      '2026-12-01T09:00+15:00',
+    ]) {
+      const r = await read(`#! sendAt: ${bad}\n3001234567;Hola\n`);
+      expect(r.summary.rejection?.code, bad).toBe('BAD_DIRECTIVE');
+      expect(r.summary.rejection?.message, bad).toMatch(/^line 1: sendAt is ISO-8601 with an offset/);
+    }
   });
 
   it('`allowDirectives`: false refuses any directive, a list refuses the others', async () => {
@@ -1302,6 +1322,8 @@ const NOT_THE_READERS = [
   'MISSING_TRAILER',
   'DUPLICATE_FILE',
   'MISSING_FIELD',
+  'UNKNOWN_PLACEHOLDER',
+  'CONTACT_LIMIT',
   'FILE_CHANGED',
   'NOT_A_REGULAR_FILE',
   'FILE_UNREADABLE',
