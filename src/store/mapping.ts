@@ -19,6 +19,7 @@ import type {
   ListedIssue,
   RecipientOutcome,
   RecipientRecord,
+  ReplyRecord,
   ReportRow,
   SharedToken,
   WorkerInfo,
@@ -83,10 +84,26 @@ export function toFile(r: Row): FileRecord {
     updatedAt: str(r.updated_at),
     timestamps: json<FileRecord['timestamps']>(r.timestamps),
     deliveryDeadline: strOrNull(r.delivery_deadline),
+    sendAt: strOrNull(r.send_at),
+    scheduledUntil: strOrNull(r.scheduled_until),
+    cost: json<FileRecord['cost']>(r.cost ?? null),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
     takenOverFrom: strOrNull(r.taken_over_from),
     prunedAt: strOrNull(r.pruned_at),
+  };
+}
+
+/** A replies row. */
+export function toReply(r: Row): ReplyRecord {
+  return {
+    id: num(r.id),
+    receivedAt: str(r.received_at),
+    from: str(r.from_number),
+    to: str(r.to_number),
+    text: str(r.text),
+    optOut: bool(r.opt_out),
+    messageId: strOrNull(r.message_id),
   };
 }
 
@@ -270,6 +287,12 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     error_counts: JSON.stringify(p.errorCounts ?? {}),
     set_deadline: flag(p.deliveryDeadline),
     deadline: p.deliveryDeadline ?? null,
+    set_send_at: flag(p.sendAt),
+    send_at: p.sendAt ?? null,
+    set_scheduled_until: flag(p.scheduledUntil),
+    scheduled_until: p.scheduledUntil ?? null,
+    set_cost: flag(p.cost),
+    cost: p.cost ? JSON.stringify(p.cost) : null,
   };
 }
 

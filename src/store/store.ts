@@ -87,7 +87,9 @@ export type RecipientOutcome =
   | 'suppressed'
   | 'rejected'
   | 'failed'
-  | 'in_doubt';
+  | 'in_doubt'
+  /** Not sent: the account already contacted the number that day (contactLimit). */
+  | 'contact_limit';
 
 /** Delivery status of a recipient: `pending`, `UNKNOWN`, or the status name received. */
 export const PENDING_DELIVERY = 'pending';
@@ -145,6 +147,12 @@ export interface FileRecord {
   timestamps: Partial<Record<FileState, string>>;
   /** After this instant recipients still without a final delivery status become UNKNOWN. */
   deliveryDeadline: string | null;
+  /** The file's `#! sendAt:`: not sent before this instant. */
+  sendAt: string | null;
+  /** `scheduled`: when it starts (the later of sendAt and the send window's next opening). */
+  scheduledUntil: string | null;
+  /** What the file costs, from its read (null until read). */
+  cost: FileCost | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
   /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
@@ -195,6 +203,19 @@ export interface ClaimedFile {
   duplicateOf: FileRecord | null;
 }
 
+/** A file's cost in segments, from its read (ReadSummary's fields of the same names). */
+export interface FileCost {
+  /** Segments of the valid recipients by ISO country. */
+  segmentsByCountry: Record<string, number>;
+  /** The file's segments as the sender wrote the texts, and transliterated to GSM-7. */
+  transliteration: {
+    mode: 'never' | 'gsm7';
+    segmentsAsWritten: number;
+    segmentsTransliterated: number;
+    recipientsChanged: number;
+  } | null;
+}
+
 /** Fields a transition or update may set (undefined = unchanged). */
 export interface FilePatch {
   path?: string;
@@ -209,6 +230,9 @@ export interface FilePatch {
   errors?: ListedIssue[];
   errorCounts?: Record<string, number>;
   deliveryDeadline?: string | null;
+  sendAt?: string | null;
+  scheduledUntil?: string | null;
+  cost?: FileCost | null;
 }
 
 export interface RecipientInsert {
@@ -375,6 +399,12 @@ export interface FileCounts extends IngestCounts {
   unknown: number;
   /** Submitted recipients without a final status yet. */
   pendingDelivery: number;
+  /**
+   * Valid at read, held back when their chunk was sent by the contact limit (CONTACT_LIMIT).
+   * Like those suppressed then (an opt-out since the read, counted in `suppressed`), they are
+   * no longer counted `valid`: records = valid + invalid + duplicates + suppressed + contactLimited.
+   */
+  contactLimited: number;
 }
 
 /** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
@@ -394,7 +424,37 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   undelivered: 0,
   unknown: 0,
   pendingDelivery: 0,
+  contactLimited: 0,
 };
+
+export interface HoldBackOptions {
+  /** Check the opt-out list (users' replies). */
+  optOuts: boolean;
+  /** contactLimit: the account's slots of the local day. null: no limit. */
+  contactLimit: { account: string; day: string; perDay: number } | null;
+}
+
+/** Recipients of the chunk held back by holdBack. */
+export interface HeldBack {
+  suppressed: number;
+  contactLimited: number;
+}
+
+export interface NewReply {
+  /** ISO-8601. */
+  receivedAt: string;
+  /** The sender's number as sent (digits, country code first). */
+  from: string;
+  to: string;
+  text: string;
+  optOut: boolean;
+  /** The service's id of the reply, when it gives one. */
+  messageId: string | null;
+}
+
+export interface ReplyRecord extends NewReply {
+  id: number;
+}
 
 /** What one prune step (Store.prune) did. */
 export interface PruneStep {
@@ -553,6 +613,7 @@ export interface Store {
   /**
    * Takes the lease of a file whose state is in `states` and whose lease is free or expired
    * (oldest updated first), for `leaseMs`. Atomic: two workers never get the same file.
+   * A `scheduled` file is taken only once its scheduledUntil has come (the store's clock).
    */
   acquireFile(owner: string, states: readonly FileState[], leaseMs: number): Promise<FileRecord | null>;
   /** Takes the lease of this file when free, expired or already ours. */
@@ -636,6 +697,26 @@ export interface Store {
    * Retention keeps them (the chart outlives the recipients).
    */
   deliveryTimeline(fileId: string): Promise<DeliveryMinute[]>;
+
+  // ---- campaign rules: opt-outs and the contact limit ----
+  /**
+   * Just before chunk `seq` is sent, one transaction: its pending recipients whose number is on
+   * the opt-out list become `suppressed` (SUPPRESSED), and with `contactLimit` every other
+   * takes one of the perDay slots of its number for that account and local day; those finding
+   * every slot taken become `contact_limit` (CONTACT_LIMIT). A slot is unique (account, day,
+   * number, slot): two workers never both take the last one. A recipient keeps the slot it took
+   * (a chunk stopped and sent again takes no second one). chunkDestinations then leaves them out.
+   */
+  holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack>;
+  /** Contact-limit slots of local days before `day` (YYYY-MM-DD) go: they limit nothing any more. */
+  pruneContacts(day: string): Promise<number>;
+  /**
+   * A user's reply, kept (once per `messageId` when it has one); an opt-out also puts its
+   * sender on the opt-out list, in the same transaction. false: a reply already kept.
+   */
+  recordReply(reply: NewReply): Promise<boolean>;
+  /** Replies in the order received, after `afterId`, received at or after `since`. */
+  replies(options: { since?: string | undefined; afterId?: number; limit: number }): Promise<ReplyRecord[]>;
 
   // ---- retention ----
   /**

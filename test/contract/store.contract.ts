@@ -5,6 +5,7 @@
 
 import { afterEach, beforeEach, describe } from 'vitest';
 import type { Store } from '../../src/store/store.ts';
+import { campaignRules } from './store/campaign-rules.ts';
 import { countsAndReports } from './store/counts-and-reports.ts';
 import { dashboard } from './store/dashboard.ts';
 import { deliveryReports } from './store/delivery-reports.ts';
@@ -88,5 +89,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     countsAndReports(t);
     workersAndBudgets(t);
     dashboard(t);
+    describe('campaign rules', () => campaignRules(t));
   });
 }

@@ -36,6 +36,7 @@ import {
   toFileEvent,
   tokenColumns,
   toRecipient,
+  toReply,
   toReportRow,
   toSharedToken,
   toWorkers,
@@ -72,9 +73,12 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
+  type HeldBack,
+  type HoldBackOptions,
   type IngestCounts,
   type ListFilesOptions,
   type NewFile,
+  type NewReply,
   NOTHING_SENT,
   type PartOutcome,
   type PruneStep,
@@ -82,6 +86,7 @@ import {
   type RecipientInsert,
   type RecipientOutcome,
   type RecipientRecord,
+  type ReplyRecord,
   type ReportRow,
   type SharedToken,
   type Store,
@@ -1458,6 +1463,58 @@ export class PostgresStore implements Store {
 
   // ---- retention ----
 
+  // ---- campaign rules ----
+
+  async holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack> {
+    const what = `holding back recipients of chunk ${seq} of ${fileId}`;
+    return this.tx(what, async (c): Promise<HeldBack> => {
+      const chunk = { file_id: fileId, seq, now: this.now() };
+      const held: HeldBack = { suppressed: 0, contactLimited: 0 };
+      if (options.optOuts) held.suppressed = await this.count(what, S.HOLD_BACK_OPT_OUTS, chunk, c);
+      const limit = options.contactLimit;
+      if (!limit) return held;
+      const slots = { ...chunk, account: limit.account, day: limit.day };
+      for (let slot = 1; slot <= limit.perDay; slot++)
+        await this.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c);
+      held.contactLimited = await this.count(
+        what,
+        S.HOLD_BACK_CONTACTS,
+        { ...slots, per_day: limit.perDay },
+        c,
+      );
+      return held;
+    });
+  }
+
+  async pruneContacts(day: string): Promise<number> {
+    return this.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { day });
+  }
+
+  async recordReply(reply: NewReply): Promise<boolean> {
+    const rows = await this.rows('recording a reply', S.RECORD_REPLY, {
+      received_at: reply.receivedAt,
+      from_number: reply.from,
+      to_number: reply.to,
+      text: reply.text,
+      opt_out: reply.optOut,
+      message_id: reply.messageId,
+    });
+    return rows.length > 0;
+  }
+
+  async replies(options: {
+    since?: string | undefined;
+    afterId?: number;
+    limit: number;
+  }): Promise<ReplyRecord[]> {
+    const rows = await this.rows('reading replies', S.REPLIES, {
+      after_id: options.afterId ?? 0,
+      since: options.since ?? null,
+      limit: options.limit,
+    });
+    return rows.map(toReply);
+  }
+
   async prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep> {
     const maxRows = Math.max(1, Math.trunc(options.maxRows));
     const what = 'pruning';
@@ -1553,7 +1610,9 @@ export class PostgresStore implements Store {
     for (const f of await this.rows(what, S.COUNTS_FILES, { file_ids: textArray(fileIds) }, on)) {
       const fileId = str(f.file_id);
       // A pruned file's counts are those it had when it was pruned.
-      if (f.pruned_counts != null) out.set(fileId, json<FileCounts>(f.pruned_counts));
+      // Counts pruned before a counter existed have none of it.
+      if (f.pruned_counts != null)
+        out.set(fileId, { contactLimited: 0, ...json<Omit<FileCounts, 'contactLimited'>>(f.pruned_counts) });
       else
         live.set(fileId, {
           ingest: {

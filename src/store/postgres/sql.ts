@@ -232,6 +232,9 @@ export const PATCH_FILE = statement(
   errors = CASE WHEN :set_errors::boolean THEN :errors::jsonb ELSE errors END,
   error_counts = CASE WHEN :set_error_counts::boolean THEN :error_counts::jsonb ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline::boolean THEN :deadline::timestamptz ELSE delivery_deadline END,
+  send_at = CASE WHEN :set_send_at::boolean THEN :send_at::timestamptz ELSE send_at END,
+  scheduled_until = CASE WHEN :set_scheduled_until::boolean THEN :scheduled_until::timestamptz ELSE scheduled_until END,
+  cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
   updated_at = ${NOW}
 WHERE file_id = :file_id
   AND (:from::text[] IS NULL OR state = ANY(:from::text[]))
@@ -257,11 +260,13 @@ export const ACQUIRE_FILE = statement(
          SELECT f.file_id, f.updated_at FROM unnest(:states::text[]) AS s(state)
          CROSS JOIN LATERAL (
            SELECT file_id, updated_at FROM files WHERE state = s.state AND lease_owner IS NULL
+             AND (s.state <> 'scheduled' OR scheduled_until <= ${NOW})
            ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) f
          UNION ALL
          SELECT e.file_id, e.updated_at FROM (
            SELECT file_id, updated_at FROM files
            WHERE lease_owner IS NOT NULL AND lease_until <= ${NOW} AND state = ANY(:states::text[])
+             AND (state <> 'scheduled' OR scheduled_until <= ${NOW})
            ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) e
        ) AS c ORDER BY c.updated_at, c.file_id LIMIT 1)
      AND (lease_owner IS NULL OR lease_until <= ${NOW})
@@ -909,4 +914,54 @@ export const LIST_WORKERS = statement(
 export const HELD_FILES = statement(
   `SELECT file_id, name, state, lease_owner, taken_over_from FROM files
    WHERE lease_owner IS NOT NULL AND lease_until > ${NOW} ORDER BY file_no`,
+);
+
+// ---- campaign rules ----
+
+export const HOLD_BACK_OPT_OUTS = statement(
+  `UPDATE recipients SET outcome = 'suppressed', code = 'SUPPRESSED', updated_at = ${NOW},
+     detail = 'opted out by a reply after the file was read'
+   FROM chunk_spans s
+   WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
+     AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
+);
+
+/** One slot round: a number twice in the chunk takes two slots, or is held back. */
+export const TAKE_CONTACT_SLOTS = statement(
+  `INSERT INTO contacts (account, day, number, slot, recipient)
+   SELECT :account::text, :day::date, r.number, :slot::int, r.id
+   FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+   WHERE ${THIS_CHUNK} AND r.outcome = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = :day::date)
+   ORDER BY r.id
+   ON CONFLICT DO NOTHING`,
+);
+
+export const HOLD_BACK_CONTACTS = statement(
+  `UPDATE recipients SET outcome = 'contact_limit', code = 'CONTACT_LIMIT', updated_at = ${NOW},
+     detail = 'already sent a message this day by the account (contactLimit ' || :per_day::int || ' a day)'
+   FROM chunk_spans s
+   WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
+     AND recipients.outcome = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id
+                     AND c.account = :account::text AND c.day = :day::date)`,
+);
+
+export const PRUNE_CONTACTS = statement('DELETE FROM contacts WHERE day < :day::date');
+
+export const RECORD_REPLY = statement(
+  `WITH reply AS (
+     INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
+     VALUES (:received_at::timestamptz, :from_number::text, :to_number::text, :text::text, :opt_out::boolean, :message_id::text)
+     ON CONFLICT (message_id) DO NOTHING RETURNING id, from_number, received_at, opt_out),
+   opted AS (
+     INSERT INTO opt_outs (number, at, reply) SELECT from_number, received_at, id FROM reply WHERE opt_out
+     ON CONFLICT DO NOTHING)
+   SELECT id FROM reply`,
+);
+
+export const REPLIES = statement(
+  `SELECT id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id FROM replies
+   WHERE id > :after_id::bigint AND (:since::timestamptz IS NULL OR received_at >= :since::timestamptz)
+   ORDER BY id LIMIT :limit::int`,
 );

@@ -67,6 +67,9 @@ UPDATE files SET
   errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
   error_counts = CASE WHEN :set_error_counts THEN :error_counts ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
+  send_at = CASE WHEN :set_send_at THEN :send_at ELSE send_at END,
+  scheduled_until = CASE WHEN :set_scheduled_until THEN :scheduled_until ELSE scheduled_until END,
+  cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
   updated_at = :now
 WHERE file_id = :file_id
   AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))

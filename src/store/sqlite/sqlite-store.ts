@@ -40,6 +40,7 @@ import {
   toFileEvent,
   tokenColumns,
   toRecipient,
+  toReply,
   toReportRow,
   toSharedToken,
   toWorkers,
@@ -79,8 +80,11 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
+  type HeldBack,
+  type HoldBackOptions,
   type ListFilesOptions,
   type NewFile,
+  type NewReply,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,
@@ -88,6 +92,7 @@ import {
   type RecipientInsert,
   type RecipientOutcome,
   type RecipientRecord,
+  type ReplyRecord,
   type ReportRow,
   type SharedToken,
   type Store,
@@ -706,6 +711,7 @@ export class SqliteStore implements Store {
            SELECT file_id FROM files
            WHERE state IN (SELECT value FROM json_each(:states))
              AND (lease_owner IS NULL OR lease_until <= :now)
+             AND (state <> 'scheduled' OR scheduled_until <= :now)
            ORDER BY updated_at, file_id LIMIT 1)
          AND (lease_owner IS NULL OR lease_until <= :now)
        RETURNING *`,
@@ -1419,6 +1425,79 @@ export class SqliteStore implements Store {
 
   // ---- retention ----
 
+  // ---- campaign rules ----
+
+  async holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack> {
+    const now = this.now();
+    const { lo, hi } = this.span(fileId, seq);
+    const chunk = { lo, hi, seq, now };
+    return this.tx((): HeldBack => {
+      const held: HeldBack = { suppressed: 0, contactLimited: 0 };
+      if (options.optOuts)
+        held.suppressed = changes(
+          this.stmt(
+            `UPDATE recipients SET outcome = 'suppressed', code = 'SUPPRESSED', updated_at = :now,
+               detail = 'opted out by a reply after the file was read'
+             WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
+               AND number IN (SELECT number FROM opt_outs)`,
+          ).run(chunk),
+        );
+      const limit = options.contactLimit;
+      if (!limit) return held;
+      const slots = { lo, hi, seq, account: limit.account, day: limit.day };
+      // A slot per round: a number twice in the chunk takes two slots, or is held back.
+      for (let slot = 1; slot <= limit.perDay; slot++)
+        this.stmt(
+          `INSERT INTO contacts (account, day, number, slot, recipient)
+           SELECT :account, :day, r.number, :slot, r.id FROM recipients r
+           WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'
+             AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account AND c.day = :day)
+           ORDER BY r.id
+           ON CONFLICT DO NOTHING`,
+        ).run({ ...slots, slot });
+      held.contactLimited = changes(
+        this.stmt(
+          `UPDATE recipients SET outcome = 'contact_limit', code = 'CONTACT_LIMIT', updated_at = :now,
+             detail = 'already sent a message this day by the account (contactLimit ' || :per_day || ' a day)'
+           WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
+             AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id AND c.account = :account AND c.day = :day)`,
+        ).run({ ...slots, now, per_day: limit.perDay }),
+      );
+      return held;
+    });
+  }
+
+  async pruneContacts(day: string): Promise<number> {
+    return changes(this.stmt('DELETE FROM contacts WHERE day < ?').run(day));
+  }
+
+  async recordReply(reply: NewReply): Promise<boolean> {
+    return this.tx(() => {
+      const r = this.stmt(
+        `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING RETURNING id`,
+      ).get(reply.receivedAt, reply.from, reply.to, reply.text, reply.optOut ? 1 : 0, reply.messageId);
+      if (!r) return false;
+      if (reply.optOut)
+        this.stmt('INSERT INTO opt_outs (number, at, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(
+          reply.from,
+          reply.receivedAt,
+          num(r.id),
+        );
+      return true;
+    });
+  }
+
+  async replies(options: {
+    since?: string | undefined;
+    afterId?: number;
+    limit: number;
+  }): Promise<ReplyRecord[]> {
+    return this.stmt(`SELECT * FROM replies WHERE id > ? AND received_at >= ? ORDER BY id LIMIT ?`)
+      .all(options.afterId ?? 0, options.since ?? '', options.limit)
+      .map(toReply);
+  }
+
   async prune(options: { finishedBefore: string; maxRows: number }): Promise<PruneStep> {
     const now = this.now();
     const maxRows = Math.max(1, Math.trunc(options.maxRows));
@@ -1518,7 +1597,12 @@ export class SqliteStore implements Store {
     const file = this.stmt(
       'SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts FROM files WHERE file_id = ?',
     ).get(fileId);
-    if (file?.pruned_counts != null) return JSON.parse(str(file.pruned_counts)) as FileCounts;
+    // Counts pruned before a counter existed have none of it.
+    if (file?.pruned_counts != null)
+      return {
+        contactLimited: 0,
+        ...(JSON.parse(str(file.pruned_counts)) as Omit<FileCounts, 'contactLimited'>),
+      };
     const ingest = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),

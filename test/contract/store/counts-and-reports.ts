@@ -200,6 +200,7 @@ export function countsAndReports(t: ContractContext): void {
         undelivered: 1,
         unknown: 0,
         pendingDelivery: 3,
+        contactLimited: 0,
       });
       await store.expireDeliveries('f1');
       expect(await store.counts('f1')).toMatchObject({
