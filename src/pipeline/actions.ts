@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import type { FileRecord, FileState, Store } from '../store/store.ts';
 
 export const STATE_ACTIONS = {
-  pause: { to: 'paused', from: ['sending'], past: 'paused' },
+  pause: { to: 'paused', from: ['scheduled', 'sending'], past: 'paused' },
   resume: { to: 'sending', from: ['paused'], past: 'resumed' },
   cancel: {
     to: 'cancelled',

@@ -16,6 +16,7 @@ import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
+import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
@@ -27,6 +28,7 @@ import {
   type FilePatch,
   type FileRecord,
   type FileState,
+  type HoldBackOptions,
   NOTHING_SENT,
   type PartOutcome,
   type ReadyFile,
@@ -72,7 +74,7 @@ export interface PipelineOptions {
 }
 
 /** The states in which a worker drives a file (holding its lease). */
-export const DRIVEN_STATES: readonly FileState[] = ['validating', 'sending'];
+export const DRIVEN_STATES: readonly FileState[] = ['validating', 'scheduled', 'sending'];
 /** How often a caller that waits for a file's lease (a command beside the daemon) asks again. */
 const LEASE_POLL_MS = 100;
 
@@ -181,6 +183,50 @@ export class Pipeline {
     if (!client) throw new Error(`source ${file.source}: no account ${name}`);
     const concurrency = this.config.accounts[name]?.concurrency ?? this.config.api.concurrency;
     return { client, concurrency };
+  }
+
+  private readonly windows = new Map<string, SendWindow | null>();
+
+  /** The send window of a source's files: its own `sendWindow`, else the global one; null: any hour. */
+  windowOf(sourceName: string): SendWindow | null {
+    let w = this.windows.get(sourceName);
+    if (w === undefined) {
+      const own = this.sourceConfig(sourceName).sendWindow;
+      w = sendWindowOf(own === undefined ? this.config.sendWindow : own);
+      this.windows.set(sourceName, w);
+    }
+    return w;
+  }
+
+  /**
+   * When a file may start sending, at `now`: its `#! sendAt:` when later, then the send window's
+   * next opening. null: the window never opens (within 400 days).
+   */
+  private startOf(file: Pick<FileRecord, 'source' | 'sendAt'>, now: Date): Date | null {
+    const notBefore =
+      file.sendAt !== null && Date.parse(file.sendAt) > now.getTime() ? new Date(file.sendAt) : now;
+    const w = this.windowOf(file.source);
+    return w ? w.nextOpening(notBefore) : notBefore;
+  }
+
+  /** Why a file waits until `start` (the file's reason while it is `scheduled`). */
+  private waitReason(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null): string {
+    const w = this.windowOf(file.source);
+    const zone = w?.spec.timezone ?? 'UTC';
+    if (start === null) return 'the send window never opens in the next 400 days: check sendWindow';
+    const when = `${localTime(start, zone)} (${zone})`;
+    if (file.sendAt !== null && Date.parse(file.sendAt) === start.getTime())
+      return `#! sendAt: starts ${when}`;
+    return `outside the send window: starts ${when}`;
+  }
+
+  /**
+   * A `scheduled` file's start and reason. A window that never opens is looked at again in a
+   * day (the configuration may have changed).
+   */
+  private scheduledPatch(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null): FilePatch {
+    const until = start ?? new Date(this.now().getTime() + 86_400_000);
+    return { scheduledUntil: until.toISOString(), reason: this.waitReason(file, start) };
   }
 
   /** The file's `#! priority:` directive, else its source's `priority`. */
@@ -668,7 +714,17 @@ export class Pipeline {
       const file = await this.mustGet(fileId);
       // Files read at once are few (each holds its duplicate index); the others wait here.
       if (file.state === 'validating') await this.reads(() => this.ingest(file));
-      else if (file.state === 'sending') {
+      else if (file.state === 'scheduled') {
+        // Its time has come (acquireFile takes it then), or not yet (a pause resumed early).
+        const now = this.now();
+        const start = this.startOf(file, now);
+        if (start === null || start.getTime() > now.getTime()) {
+          this.fence(fileId);
+          await this.store.updateFile(fileId, this.scheduledPatch(file, start));
+          return this.mustGet(fileId);
+        }
+        await this.transition(fileId, 'sending', ['scheduled'], { scheduledUntil: null, reason: null });
+      } else if (file.state === 'sending') {
         const after = await this.send(file);
         if (after.state === 'sending') return after; // stopped
         // submitted() has just checked its progress: no second count of the file.
@@ -855,7 +911,16 @@ export class Pipeline {
     const chunks = planned.length;
     this.fence(file.fileId);
     await this.store.insertChunks(file.fileId, planned);
-    await this.transition(file.fileId, 'sending', ['validating'], patch);
+    const sendAt = summary.directives.sendAt?.at ?? null;
+    const now = this.now();
+    const start = this.startOf({ source: file.source, sendAt }, now);
+    if (start === null || start.getTime() > now.getTime())
+      await this.transition(file.fileId, 'scheduled', ['validating'], {
+        ...patch,
+        sendAt,
+        ...this.scheduledPatch({ source: file.source, sendAt }, start),
+      });
+    else await this.transition(file.fileId, 'sending', ['validating'], { ...patch, sendAt });
     // The manifest only: every row of the report would still say pending. Its counts are
     // known without counting a million rows: nothing of the file was sent yet (sending
     // starts after validating, and clearRecipients wiped any earlier attempt).
@@ -936,6 +1001,18 @@ export class Pipeline {
   /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
   private async send(file: FileRecord): Promise<FileRecord> {
     const fileId = file.fileId;
+    // Resumed, retried or taken over outside its window (or before its sendAt): it waits.
+    const began = this.now();
+    const start = this.startOf(file, began);
+    if (start === null || start.getTime() > began.getTime()) return this.reschedule(file, start);
+    // The window closes at this instant: no chunk starts after it.
+    const closes = this.windowOf(file.source)?.closesAt(began)?.getTime() ?? Number.POSITIVE_INFINITY;
+    let closed = false;
+    const closing = (): boolean => {
+      if (!closed && this.now().getTime() >= closes) closed = true;
+      return closed;
+    };
+    const holding = this.holdBackOptions(file);
     await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
@@ -952,10 +1029,19 @@ export class Pipeline {
     // The next chunk's destinations are read while this one is sent (a read: its rows change
     // only under this worker's lease, and it still goes inflight before its request).
     const ahead = new Map<number, Promise<ChunkDestination[]>>();
+    const destinations = async (seq: number): Promise<ChunkDestination[]> => {
+      // Opted out since the read, or contacted already today: left out of the request.
+      if (holding) {
+        const held = await this.store.holdBack(fileId, seq, holding(this.now()));
+        if (held.suppressed + held.contactLimited > 0)
+          this.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
+      }
+      return this.store.chunkDestinations(fileId, seq);
+    };
     const readAhead = (): void => {
       const next = pending[0];
       if (!next || ahead.has(next.seq) || stop) return;
-      const read = this.store.chunkDestinations(fileId, next.seq);
+      const read = destinations(next.seq);
       read.catch(() => {});
       ahead.set(next.seq, read);
     };
@@ -964,7 +1050,12 @@ export class Pipeline {
     // paused or cancelled).
     const guard = { owner: this.owner, fileState: 'sending' } as const;
     /** The chunk is inflight; false when it is not this worker's to send (stop or lost said why). */
-    const start = async (seq: number): Promise<boolean> => {
+    const begin = async (seq: number): Promise<boolean> => {
+      // A chunk whose turn comes after closing time waits for the next opening, pending.
+      if (closing()) {
+        stop = true;
+        return false;
+      }
       if (await this.store.setChunkState(fileId, seq, 'inflight', ['pending'], guard)) return true;
       const current = await this.store.getFile(fileId);
       if (current?.leaseOwner !== this.owner) {
@@ -1020,10 +1111,20 @@ export class Pipeline {
       const loop = async (): Promise<void> => {
         for (let chunk = pending.shift(); chunk && !stop && !stopping.aborted; chunk = pending.shift()) {
           if (!lease || lease.lost) return lost();
-          const read = ahead.get(chunk.seq) ?? this.store.chunkDestinations(fileId, chunk.seq);
+          if (closing()) {
+            // Not sent: it stays pending for the next opening.
+            stop = true;
+            return;
+          }
+          const read = ahead.get(chunk.seq) ?? destinations(chunk.seq);
           ahead.delete(chunk.seq);
           const rows = await read;
           readAhead();
+          if (rows.length === 0 && holding) {
+            // Every recipient of the chunk was held back: nothing to send, the chunk is done.
+            await this.store.setChunkState(fileId, chunk.seq, 'accepted', ['pending'], guard);
+            continue;
+          }
           const planned = planChunk(fileId, chunk.seq, rows, bulkText);
           // The chunk goes inflight only once its turn on the account has come (it may wait
           // behind other files' chunks): a chunk that only waited is never in doubt.
@@ -1031,7 +1132,7 @@ export class Pipeline {
           const result = await account.client.sendChunk(planned, {
             signal: stopping,
             flow,
-            start: () => start(seq),
+            start: () => begin(seq),
           });
           if (!result) continue;
           await record(chunk.seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
@@ -1067,6 +1168,9 @@ export class Pipeline {
     // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in
     // flight here were recorded, so it is written again with their outcomes.
     if (after.state === 'paused' || after.state === 'cancelled') await this.writeReports(fileId);
+    // Closing time: the chunks not started wait, pending, for the next opening.
+    if (closed && after.state === 'sending' && !this.stopping.signal.aborted && !lease?.lost)
+      return this.reschedule(after, this.startOf(after, this.now()));
     if (after.state !== 'sending' || stop) return after;
     // Chunk states only: the chunks table, not a count over every recipient of the file.
     const open = await this.store.listChunks(fileId, ['pending', 'inflight', 'failed', 'in_doubt']);
@@ -1078,6 +1182,34 @@ export class Pipeline {
       return partial ?? after;
     }
     return this.submitted(fileId, ['sending']);
+  }
+
+  /** A sending file back to `scheduled` until `start` (its manifest says so). */
+  private async reschedule(file: FileRecord, start: Date | null): Promise<FileRecord> {
+    const scheduled = await this.transition(
+      file.fileId,
+      'scheduled',
+      ['sending'],
+      this.scheduledPatch(file, start),
+    );
+    if (!scheduled) return this.mustGet(file.fileId);
+    await this.writeReports(file.fileId, { report: false });
+    return scheduled;
+  }
+
+  /**
+   * What a chunk is checked against just before it is sent (Store.holdBack), for the instant
+   * it is sent at; null when there is nothing to check (no replies received, no contact limit).
+   */
+  private holdBackOptions(file: FileRecord): ((at: Date) => HoldBackOptions) | null {
+    const limit = this.config.contactLimit;
+    const optOuts = this.config.optOut.smpp !== null;
+    if (!limit && !optOuts) return null;
+    const account = this.sourceConfig(file.source).account;
+    return (at) => ({
+      optOuts,
+      contactLimit: limit ? { account, day: localDate(at, limit.timezone), perDay: limit.perDay } : null,
+    });
   }
 
   private async submitted(fileId: string, from: readonly FileState[]): Promise<FileRecord> {

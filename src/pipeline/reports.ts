@@ -3,7 +3,7 @@
 import { hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
-import type { FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
+import type { FileCost, FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
 
 export interface Manifest {
   fileId: string;
@@ -36,6 +36,12 @@ export interface Manifest {
   worker: string | null;
   /** The worker (dead or stalled) whose expired lease the file's last acquisition took. */
   takenOverFrom: string | null;
+  /** The file's `#! sendAt:` (not before), ISO-8601; null: none. */
+  sendAt: string | null;
+  /** `scheduled`: when the file starts (the send window's next opening, or its sendAt). */
+  scheduledUntil: string | null;
+  /** The campaign's segments by country, and what transliteration to GSM-7 saves or would save. */
+  cost: FileCost | null;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -61,8 +67,11 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     forced: file.forced,
     counts: {
       ...manifestCounts(c),
-      // The ingest counts are the file's own (the caller may pass counts made before them).
+      // The ingest counts are the file's own (the caller may pass counts made before them),
+      // less those held back when their chunk was sent (Store.holdBack).
       ...file.counts,
+      valid: file.counts.valid - c.optedOut - c.contactLimited,
+      suppressed: file.counts.suppressed + c.optedOut,
       possibleDuplicates: file.possibleDuplicates,
     },
     rejection: file.rejection,
@@ -73,6 +82,9 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     prunedAt: file.prunedAt,
     worker: file.leaseOwner,
     takenOverFrom: file.takenOverFrom,
+    sendAt: file.sendAt,
+    scheduledUntil: file.state === 'scheduled' ? file.scheduledUntil : null,
+    cost: file.cost,
   };
 }
 

@@ -40,6 +40,18 @@ export const COLOMBIA_COMMERCIAL: WindowSpec = {
   holidays: 'CO',
 };
 
+/** The configuration's `sendWindow` (a name or a spec) as a window; null: any hour. */
+export function sendWindowOf(config: 'colombia-commercial' | WindowSpec | null): SendWindow | null {
+  if (config === null) return null;
+  return new SendWindow(config === 'colombia-commercial' ? COLOMBIA_COMMERCIAL : config);
+}
+
+/** `YYYY-MM-DD HH:MM` in `timezone` (how a start is told to a user), e.g. `2026-11-28 08:00`. */
+export function localTime(at: Date, timezone: string): string {
+  const p = fields(at, timezone);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
+}
+
 /** `HH:MM` → minutes since midnight (`24:00` is 1440), or null. */
 export function minuteOfDay(hhmm: string): number | null {
   const m = /^([01]\d|2[0-4]):([0-5]\d)$/.exec(hhmm);

@@ -62,10 +62,10 @@ export function assembleCounts(
   c.failed = (byOutcome.failed ?? 0) + following.failed;
   c.inDoubt = (byOutcome.in_doubt ?? 0) + following.in_doubt;
   // Held back when their chunk was sent (Store.holdBack): no longer valid, not sent.
-  const optedOut = byOutcome.suppressed ?? 0;
+  c.optedOut = byOutcome.suppressed ?? 0;
   c.contactLimited = byOutcome.contact_limit ?? 0;
-  c.suppressed += optedOut;
-  c.valid -= optedOut + c.contactLimited;
+  c.suppressed += c.optedOut;
+  c.valid -= c.optedOut + c.contactLimited;
   // pending delivery = sent recipients without a report
   c.pendingDelivery = c.submitted - reportedSent;
   return c;

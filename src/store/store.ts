@@ -405,6 +405,8 @@ export interface FileCounts extends IngestCounts {
    * no longer counted `valid`: records = valid + invalid + duplicates + suppressed + contactLimited.
    */
   contactLimited: number;
+  /** Valid at read, opted out by a reply before their chunk was sent: counted in `suppressed` too. */
+  optedOut: number;
 }
 
 /** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
@@ -425,6 +427,7 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   unknown: 0,
   pendingDelivery: 0,
   contactLimited: 0,
+  optedOut: 0,
 };
 
 export interface HoldBackOptions {

@@ -42,6 +42,8 @@ export interface WorkerOptions {
   busyTimeoutMs?: number;
   /** Wraps the worker's real client (a stall at a chosen request). */
   wrapClient?: (client: ServiceClient) => ServiceClient;
+  /** The worker's clock, its store's and its pipeline's (send windows, contact-limit days). */
+  now?: () => Date;
 }
 
 export class Workers {
@@ -168,7 +170,7 @@ export class Workers {
       },
     );
     let worker: Worker | null = null;
-    const now = () => new Date(Date.now() + (worker?.clockAheadMs ?? 0));
+    const now = options.now ?? (() => new Date(Date.now() + (worker?.clockAheadMs ?? 0)));
     const real =
       options.busyTimeoutMs === undefined
         ? await openStore(this.storeUrl, { now })
@@ -199,6 +201,7 @@ export class Workers {
       sources: new Map([['local', source]]),
       logger,
       owner: `worker-${name}`,
+      ...(options.now ? { now: options.now } : {}),
     });
     worker = { name, store, pipeline, source, client: realClient, reportWrites, logs, clockAheadMs: 0 };
     this.all.push(worker);

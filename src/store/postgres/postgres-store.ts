@@ -1611,8 +1611,7 @@ export class PostgresStore implements Store {
       const fileId = str(f.file_id);
       // A pruned file's counts are those it had when it was pruned.
       // Counts pruned before a counter existed have none of it.
-      if (f.pruned_counts != null)
-        out.set(fileId, { contactLimited: 0, ...json<Omit<FileCounts, 'contactLimited'>>(f.pruned_counts) });
+      if (f.pruned_counts != null) out.set(fileId, { ...NOTHING_SENT, ...json<FileCounts>(f.pruned_counts) });
       else
         live.set(fileId, {
           ingest: {

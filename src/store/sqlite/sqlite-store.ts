@@ -85,6 +85,7 @@ import {
   type ListFilesOptions,
   type NewFile,
   type NewReply,
+  NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,

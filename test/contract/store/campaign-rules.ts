@@ -189,7 +189,7 @@ export function campaignRules(t: ContractContext): void {
       });
       expect(await destinations('a', 1)).toEqual(['573000000001']);
       const counts = await store.counts('a');
-      expect(counts).toMatchObject({ records: 4, valid: 3, suppressed: 1, contactLimited: 0 });
+      expect(counts).toMatchObject({ records: 4, valid: 3, suppressed: 1, optedOut: 1, contactLimited: 0 });
     });
   });
 }

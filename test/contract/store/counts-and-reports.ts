@@ -201,6 +201,7 @@ export function countsAndReports(t: ContractContext): void {
         unknown: 0,
         pendingDelivery: 3,
         contactLimited: 0,
+        optedOut: 0,
       });
       await store.expireDeliveries('f1');
       expect(await store.counts('f1')).toMatchObject({

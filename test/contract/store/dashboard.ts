@@ -62,7 +62,10 @@ export function dashboard(t: ContractContext): void {
     it('records the state a file is recorded in and each change, with the time and the reason then', async () => {
       await store.registerFile(newFile());
       h.clock.advance(1000);
-      await store.transition('f1', 'scheduled', { from: ['validating'], patch: { scheduledUntil: at(2000) } });
+      await store.transition('f1', 'scheduled', {
+        from: ['validating'],
+        patch: { scheduledUntil: at(2000) },
+      });
       h.clock.advance(1000);
       expect(await store.acquireFile('w1', ['scheduled'], 60_000)).not.toBeNull();
       await store.transition('f1', 'sending', { owner: 'w1' });
