@@ -15,7 +15,7 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 
 /** The states a command ends in successfully. */
 export function successState(state: string): boolean {
-  return state === 'submitted' || state === 'completed' || state === 'sending';
+  return state === 'submitted' || state === 'completed' || state === 'sending' || state === 'scheduled';
 }
 
 export function progressLine(m: Manifest): string {

@@ -33,12 +33,29 @@ async function waitForDeliveries(rt: Runtime, fileId: string): Promise<void> {
   }
 }
 
+/**
+ * A file outside its send window (or before its `#! sendAt:`) is `scheduled`: with --wait it is
+ * sent here when its time comes, unless a daemon beside this command takes it first.
+ */
+async function sendWhenDue(rt: Runtime, fileId: string): Promise<void> {
+  for (;;) {
+    const file = await rt.pipeline.store.getFile(fileId);
+    if (file?.state !== 'scheduled' && file?.state !== 'sending') return;
+    if (file.state === 'sending' || Date.parse(file.scheduledUntil ?? '') <= Date.now())
+      await rt.pipeline.drive(fileId);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 export function registerSend(program: Command, setExit: SetExit): void {
   program
     .command('send')
     .description('send one file through the whole pipeline now (for scheduled jobs)')
     .argument('<file>', 'the .txt drop file')
-    .option('--wait', 'also wait for the final delivery states (or deliveryTimeout)')
+    .option(
+      '--wait',
+      'also wait for the final delivery states (or deliveryTimeout); a file outside the send window is sent when it opens',
+    )
     .option('--force', 'send even when the same content was already sent (DUPLICATE_FILE)')
     .option(
       '--source <name>',
@@ -127,12 +144,17 @@ export function registerSend(program: Command, setExit: SetExit): void {
               !(await rt.pipeline.drive(fileId))
             )
               throw busy();
+            if (opts.wait) await sendWhenDue(rt, fileId);
             if (opts.wait) await waitForDeliveries(rt, fileId);
           } finally {
             if (timer) clearInterval(timer);
             if (tty) process.stderr.write('\r\x1b[2K');
           }
           const manifest = (await manifestOf(rt.store, fileId))!;
+          if (manifest.state === 'scheduled')
+            process.stderr.write(
+              `${name} is scheduled (${manifest.reason}): a running \`dropline run\` sends it then, or use --wait.\n`,
+            );
           printManifest(manifest, opts.json ?? false);
           setExit(successState(manifest.state) ? 0 : 1);
         } finally {
