@@ -145,6 +145,7 @@ export async function sendReport(
   res: ServerResponse,
   fileId: string,
   kind: Extract<ReportKind, 'report.csv' | 'errors.csv'>,
+  options: { includeText?: boolean } = {},
 ): Promise<Answer | null> {
   const file = await store.getFile(fileId);
   if (!file) return { status: 404, body: { error: `no file ${fileId}` } };
@@ -160,7 +161,7 @@ export async function sendReport(
     // An ASCII fallback, and the name as it is for the browsers that read filename*.
     'content-disposition': `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
   });
-  const rows = kind === 'report.csv' ? reportCsv(store, fileId) : errorsCsv(store, file);
+  const rows = kind === 'report.csv' ? reportCsv(store, fileId, options) : errorsCsv(store, file);
   await streamPipeline(rows, res);
   return null;
 }

@@ -327,7 +327,9 @@ async function route(
     const [, fileId, part] = m as unknown as [string, string, string | undefined];
     if (part === 'activity') return answer(res, await fileActivity(options.store, fileId));
     if (part === 'report.csv' || part === 'errors.csv') {
-      const a = await sendReport(options.store, res, fileId, part);
+      const a = await sendReport(options.store, res, fileId, part, {
+        includeText: options.control?.config.report.includeText ?? false,
+      });
       return a ? answer(res, a) : undefined;
     }
     const manifest = await manifestOf(options.store, fileId);

@@ -161,12 +161,36 @@ function reportLine(r: ReportRow): string {
   ].join(',');
 }
 
-/** `<name>.<fileId>.report.csv`: one row per record of the file, in file order. */
-export async function* reportCsv(store: Store, fileId: string): AsyncGenerator<string> {
-  yield `${REPORT_HEADER}\n`;
-  for await (const page of store.reportPages(fileId)) {
+/**
+ * `<name>.<fileId>.report.csv`: one row per record of the file, in file order. `includeText`
+ * (the configuration's `report.includeText`: texts may be personal) adds the text sent to each
+ * valid recipient, merged, as a last column `text`.
+ */
+export async function* reportCsv(
+  store: Store,
+  fileId: string,
+  options: { includeText?: boolean } = {},
+): AsyncGenerator<string> {
+  if (!options.includeText) {
+    yield `${REPORT_HEADER}\n`;
+    for await (const page of store.reportPages(fileId)) {
+      let buf = '';
+      for (const r of page) buf += `${reportLine(r)}\n`;
+      yield buf;
+    }
+    return;
+  }
+  yield `${REPORT_HEADER},text\n`;
+  const bulk = (await store.getFile(fileId))?.layout === 'bulk';
+  // A bulk file's one message is kept on its first valid recipient, which comes first.
+  let message: string | null = null;
+  for await (const page of store.recipientPages(fileId)) {
     let buf = '';
-    for (const r of page) buf += `${reportLine(r)}\n`;
+    for (const r of page) {
+      if (bulk && r.text !== null) message ??= r.text;
+      const text = r.chunkSeq === null ? null : bulk ? message : r.text;
+      buf += `${reportLine(r)},${csvCell(text)}\n`;
+    }
     yield buf;
   }
 }

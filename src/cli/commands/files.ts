@@ -109,7 +109,8 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
             `${fileId}: its recipients were removed by retention on ${m.prunedAt}; dropline status ${fileId} shows its counts`,
           );
         const out = opts.out ? createWriteStream(opts.out) : process.stdout;
-        for await (const chunk of reportCsv(rt.store, fileId)) {
+        const includeText = rt.loaded.config.report.includeText;
+        for await (const chunk of reportCsv(rt.store, fileId, { includeText })) {
           if (!out.write(chunk)) await once(out, 'drain');
         }
         if (opts.out) {
