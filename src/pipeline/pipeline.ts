@@ -1447,7 +1447,7 @@ export class Pipeline {
     try {
       await source.write(
         `reports/${reportFileName(file.name, file.fileId, 'report.csv')}`,
-        reportCsv(this.store, file.fileId),
+        reportCsv(this.store, file.fileId, { includeText: this.config.report.includeText }),
       );
       return true;
     } catch (err) {
