@@ -22,6 +22,8 @@ export interface LoadedConfig {
     opsToken: string | undefined;
     /** Each of `alerts`' signing keys, in their order (null: unsigned). */
     alertSecrets: readonly (string | null)[];
+    /** optOut.smpp's bind password (null: no SMPP receiver). */
+    smppPassword: string | null;
   };
   /** The URL the service posts delivery reports to (token in the query string). */
   notifyUrl: string;
@@ -171,6 +173,20 @@ export function loadConfig(
       throw new DroplineError('DROPLINE_ERR_CONFIG', `alerts.${i}: give secret or secretFile, not both`);
     return a.secretFile ? readSecretFile(a.secretFile, `alerts.${i}.secretFile`) : (a.secret ?? null);
   });
+  const smpp = config.optOut.smpp;
+  let smppPassword: string | null = null;
+  if (smpp) {
+    if (smpp.password !== undefined && smpp.passwordFile !== undefined)
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'optOut.smpp: give password or passwordFile, not both');
+    smppPassword = smpp.passwordFile
+      ? readSecretFile(smpp.passwordFile, 'optOut.smpp.passwordFile')
+      : (smpp.password ?? null);
+    if (!smppPassword)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        'optOut.smpp.password: required (or optOut.smpp.passwordFile)',
+      );
+  }
   const [host, port] = splitListen(config.notify.listen, 'notify.listen');
   const publicUrl = config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`;
   const url = new URL(publicUrl);
@@ -179,7 +195,7 @@ export function loadConfig(
   return {
     config: Object.freeze(config),
     path,
-    secrets: { apiPassword, accountPasswords, notifyToken, opsToken, alertSecrets },
+    secrets: { apiPassword, accountPasswords, notifyToken, opsToken, alertSecrets, smppPassword },
     notifyUrl: url.toString(),
   };
 }

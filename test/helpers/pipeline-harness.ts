@@ -69,8 +69,8 @@ export interface HarnessOptions {
   source?: Record<string, unknown>;
   /** Merged over the ops section (e.g. a token). */
   ops?: Record<string, unknown>;
-  /** Merged over the top level (after api/source). */
-  config?: Record<string, unknown>;
+  /** Merged over the top level (after api/source); a function gets the sandbox (its SMPP port). */
+  config?: Record<string, unknown> | ((sandbox: Sandbox) => Record<string, unknown>);
   /** The store's backend whatever the vitest project (default: the project's). */
   store?: 'sqlite' | 'postgres';
 }
@@ -148,7 +148,7 @@ export class PipelineHarness {
           ...options.source,
         },
       ],
-      ...options.config,
+      ...(typeof options.config === 'function' ? options.config(sandbox) : options.config),
     };
     const h = new PipelineHarness({ dir, sandbox, notifyPort, opsPort, config, store });
     await writeFile(h.configPath, `${JSON.stringify(config, null, 2)}\n`);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerFileCommands } from './files.ts';
 import { registerPrune } from './prune.ts';
+import { registerReplies } from './replies.ts';
 import { registerRun } from './run.ts';
 import { registerSandbox } from './sandbox.ts';
 import { registerSend } from './send.ts';
@@ -17,5 +18,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerFileCommands(program, setExit);
   registerPrune(program, setExit);
   registerWorkers(program, setExit);
+  registerReplies(program, setExit);
   registerSandbox(program, setExit);
 }

@@ -1,0 +1,41 @@
+// `dropline replies [--since <ISO-8601>]`: users' replies received over SMPP (docs/opt-outs.md)
+// as CSV, oldest first, read from the store in pages (flat memory however many there are).
+import { once } from 'node:events';
+import type { Command } from 'commander';
+import { DroplineError } from '../../errors.ts';
+import { csvCell } from '../../pipeline/reports.ts';
+import { withRuntime } from './context.ts';
+import type { SetExit } from './index.ts';
+
+const PAGE = 5000;
+export const REPLIES_HEADER = 'receivedAt,from,to,text,optOut';
+
+export function registerReplies(program: Command, setExit: SetExit): void {
+  program
+    .command('replies')
+    .description('users’ replies (opt-outs and others) as CSV, oldest first')
+    .option('--since <time>', 'only replies received at or after this ISO-8601 time (e.g. 2026-11-01)')
+    .action(async (opts: { since?: string }, cmd: Command) => {
+      let since: string | undefined;
+      if (opts.since !== undefined) {
+        const t = Date.parse(opts.since);
+        if (Number.isNaN(t))
+          throw new DroplineError('DROPLINE_ERR_USAGE', `--since ${opts.since}: not an ISO-8601 time`);
+        since = new Date(t).toISOString();
+      }
+      await withRuntime(cmd, {}, async (rt) => {
+        const out = process.stdout;
+        out.write(`${REPLIES_HEADER}\n`);
+        for (let afterId = 0; ; ) {
+          const page = await rt.store.replies({ since, afterId, limit: PAGE });
+          if (page.length === 0) break;
+          let buf = '';
+          for (const r of page)
+            buf += `${r.receivedAt},${csvCell(r.from)},${csvCell(r.to)},${csvCell(r.text)},${r.optOut}\n`;
+          if (!out.write(buf)) await once(out, 'drain');
+          afterId = page.at(-1)!.id;
+        }
+      });
+      setExit(0);
+    });
+}
