@@ -119,7 +119,8 @@ function parts(c) {
     ['pending', c.pendingDelivery],
     ['problem', stuck],
     ['tosend', Math.max(0, c.valid - c.submitted - stuck)],
-    ['notsent', c.invalid + c.duplicates + c.suppressed],
+    // Held back by the contact limit: not valid any more, not sent (docs/campaign-rules.md).
+    ['notsent', c.invalid + c.duplicates + c.suppressed + (c.contactLimited ?? 0)],
   ];
 }
 
