@@ -30,8 +30,8 @@ export const REASONS = {
   },
   MISSING_FIELD: {
     scope: 'record',
-    message: 'the record lacks a column the header or message needs',
-    hint: 'fill in the column on that line',
+    message: 'a `{{placeholder}}` of the message has no value on this line (its column is empty or missing)',
+    hint: 'fill in the column the message names on that line, or leave the line out; a literal {{ is written {{{{',
   },
   INVALID_MESSAGE_ID: {
     scope: 'record',

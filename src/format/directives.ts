@@ -3,7 +3,7 @@ import { localInstant } from '../plan/send-window.ts';
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
 // source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Directives
-// whose feature this version does not have yet (a template, another channel) are refused
+// whose feature this version does not have yet (another channel, flash) are refused
 // the same way rather than read and dropped: a file asking for what dropline cannot do
 // must not go out as if it had not asked.
 
@@ -28,10 +28,9 @@ const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLow
 
 /** Not acted on yet: the value dropline's own behaviour already matches, if any. */
 const NOT_YET: Record<
-  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt'>,
+  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt' | 'message'>,
   { same?: string; why: string }
 > = {
-  message: { why: 'message templates are not supported yet' },
   channel: { same: 'sms', why: 'only the sms channel is supported so far' },
   flash: { same: 'false', why: 'flash messages are not supported yet' },
   templateId: { why: 'service templates are not supported yet' },
@@ -49,11 +48,16 @@ export interface Directives {
   expect: { line: number; count: number } | null;
   /** `#! sendAt:`: not before this instant (ISO-8601 UTC), and the directive's line. */
   sendAt: { line: number; at: string } | null;
+  /**
+   * `#! message:` (FORMAT.md 8.2): the template of every record whose message column is empty
+   * or absent, as written (unquoted when the value was quoted), and the directive's line.
+   */
+  message: { line: number; template: string } | null;
 }
 
 /** Directives with nothing asked for. */
 export function noDirectives(): Directives {
-  return { priority: null, expect: null, sendAt: null };
+  return { priority: null, expect: null, sendAt: null, message: null };
 }
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -96,6 +100,18 @@ export function parseSendAt(value: string, timezone: string): Date | null {
 }
 
 export class DirectiveError extends Error {}
+
+/**
+ * A `#! message:` value written in quotes (`"Hola {{nombre}};"`, to keep a trailing separator
+ * that would otherwise be taken for a spreadsheet's padding) is unquoted, `""` being one
+ * quote; any other value is taken as is.
+ */
+function unquote(value: string): string {
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
+    return value.slice(1, -1).replaceAll('""', '"');
+  }
+  return value;
+}
 
 /**
  * Reads one `#!` line into `into`. Throws a DirectiveError (its message names the line) for
@@ -150,6 +166,12 @@ export function readDirective(
           `sendAt is ISO-8601 with an offset (2026-11-27T09:00-05:00) or YYYY-MM-DD HH:mm in ${timezone}, not \`${value.slice(0, 40)}\``,
         );
       into.sendAt = { line, at: at.toISOString() };
+      return;
+    }
+    case 'message': {
+      const template = unquote(value);
+      if (template.trim().length === 0) fail('the `#! message:` template is empty');
+      into.message = { line, template };
       return;
     }
     default: {

@@ -37,6 +37,17 @@ import {
 } from './records.ts';
 import { countSegments, isPlainGsm, type SegmentInfo } from './segments.ts';
 import type { SuppressionList } from './suppression.ts';
+import {
+  compileTemplate,
+  mergeTemplate,
+  type Template,
+  type TemplateColumns,
+  templateColumns,
+} from './template.ts';
+import { transliterate, transliteratedSegmentsOf } from './transliterate.ts';
+
+/** The `transliterate` setting of a source: never (the sender's text) or gsm7 (look-alikes). */
+export type TransliterateMode = 'never' | 'gsm7';
 
 export interface ReadOptions {
   /** File name, for the `.bulk.txt` / `.personalized.txt` rule of FORMAT.md 4.3. */
@@ -62,6 +73,11 @@ export interface ReadOptions {
   allowDirectives?: AllowDirectives;
   /** FORMAT.md 8.1: the time zone of a `#! sendAt:` without offset (the send window's; default America/Bogota). */
   sendAtTimeZone?: string;
+  /**
+   * The source's `transliterate`: 'gsm7' replaces characters outside GSM-7 that have a
+   * GSM-7 look-alike (á→a, “→") in every text sent; 'never' (default) sends the text as written.
+   */
+  transliterate?: TransliterateMode;
 }
 
 export const DEFAULTS = {
@@ -70,6 +86,11 @@ export const DEFAULTS = {
   maxFileBytes: 2 * 1024 ** 3,
   maxListed: 1000,
 } as const;
+
+/** How many templates (distinct `{{…}}` messages) the summary lists with an example. */
+export const TEMPLATES_LISTED = 20;
+/** Distinct message-column templates kept parsed at once (a file rarely has more than a few). */
+const TEMPLATE_CACHE = 64;
 
 /** A recipient to send. `k` is its 1-based position on a bulk line (0 in personalized files). */
 export interface RecipientItem {
@@ -130,9 +151,28 @@ export interface ReadSummary {
   invalid: number;
   duplicates: number;
   suppressed: number;
+  /** Segments of the valid recipients' texts as sent. */
   segments: number;
   encodings: { gsm7: number; ucs2: number };
   countries: Record<string, number>;
+  /** Segments of the valid recipients by ISO country (of the texts as sent), largest first. */
+  segmentsByCountry: Record<string, number>;
+  /**
+   * The valid recipients' segments with the texts as the sender wrote them and as they are
+   * (gsm7) or would be (never) transliterated; `segments` is the one of the two actually sent.
+   * recipientsChanged: valid recipients whose text transliteration changes (or would change).
+   */
+  transliteration: {
+    mode: TransliterateMode;
+    segmentsAsWritten: number;
+    segmentsTransliterated: number;
+    recipientsChanged: number;
+  };
+  /**
+   * FORMAT.md 8.2: each distinct template (`#! message:`, or a message with placeholders) with
+   * the merged text of the first record that used it (`line`), as sent; at most 20.
+   */
+  templates: { line: number; template: string; example: string }[];
   accepted: boolean;
   rejection: { code: ReasonCode; message: string; hint: string } | null;
   errors: Issue[];
@@ -151,11 +191,18 @@ export type ReadItem = RecipientItem | SkippedItem | WarningItem;
 export type ReadBatch = ReadItem[] | [ReadSummary];
 
 interface PreparedMessage {
+  /** The text sent: merged, control characters removed, transliterated under gsm7. */
   text: string;
   segments: SegmentInfo;
   hash: number;
-  warnings: { code: ReasonCode; message: string }[];
+  warnings: MessageWarning[];
   empty: boolean;
+  /** Segments of the text as the sender wrote it (before transliteration). */
+  asWritten: number;
+  /** Segments of the text transliterated (sent under gsm7, the alternative under never). */
+  transliterated: number;
+  /** Transliteration changes (or, under never, would change) the text. */
+  changed: boolean;
 }
 
 // C0 control characters other than LF (line breaks inside quoted messages are kept as LF).
@@ -168,6 +215,9 @@ const NO_TEXT: PreparedMessage = {
   hash: 0,
   warnings: [],
   empty: true,
+  asWritten: 0,
+  transliterated: 0,
+  changed: false,
 };
 const MESSAGE_ID_MAX = 64;
 
@@ -175,11 +225,39 @@ const MESSAGE_ID_MAX = 64;
 const NO_WARNINGS: PreparedMessage['warnings'] = [];
 
 /**
+ * A warning about a message, its text written only when it is listed or yielded: a file of a
+ * million UCS-2 texts lists 1000 warnings, and building the other texts was most of the cost.
+ */
+interface MessageWarning {
+  code: 'CONTROL_CHARS_REMOVED' | 'LONG_MESSAGE' | 'UCS2_MESSAGE';
+  /** LONG_MESSAGE: the characters; UCS2_MESSAGE: the text's segments. */
+  length: number;
+  segments: SegmentInfo | null;
+}
+
+const CONTROL_WARNING: MessageWarning = { code: 'CONTROL_CHARS_REMOVED', length: 0, segments: null };
+
+function warningMessage(w: MessageWarning): string {
+  switch (w.code) {
+    case 'LONG_MESSAGE':
+      return `the message has ${w.length} characters (over 500)`;
+    case 'UCS2_MESSAGE': {
+      const s = w.segments!;
+      const chars = s.nonGsm.map((c) => `'${c}'`).join(', ');
+      return `${chars} force UCS-2 (70 characters a segment instead of 160): ${s.segments} segment(s), ${s.gsm7Segments} in GSM-7`;
+    }
+    default:
+      return REASONS[w.code].message;
+  }
+}
+
+/**
  * Runs once per personalized record: the text's hash (for duplicates) and whether it is
  * plain GSM come from one pass over it (scanText), and nothing is allocated for the
- * warnings of a message that has none.
+ * warnings of a message that has none. A plain (ASCII GSM-7) text, most of them, skips the
+ * control-character and transliteration work altogether.
  */
-function prepareMessage(raw: string, quoted: boolean, hashText: boolean): PreparedMessage {
+function prepareMessage(raw: string, quoted: boolean, hashText: boolean, gsm7: boolean): PreparedMessage {
   let warnings: PreparedMessage['warnings'] | null = null;
   let text = quoted ? raw : raw.trim();
   let hash = hashText ? scanText(text) || 1 : 0;
@@ -189,27 +267,53 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean): Prepar
     if (!quoted) text = text.trim();
     hash = hashText ? scanText(text) || 1 : 0;
     plain = hashText ? textScan.plain : isPlainGsm(text);
-    (warnings ??= []).push({ code: 'CONTROL_CHARS_REMOVED', message: REASONS.CONTROL_CHARS_REMOVED.message });
+    (warnings ??= []).push(CONTROL_WARNING);
+  }
+  // Under gsm7 the text sent (and so its duplicates, segments and warnings) is the
+  // transliterated one; the text as written is only counted.
+  let asWritten = -1;
+  let changed = false;
+  if (gsm7 && !plain) {
+    const t = transliterate(text, true);
+    if (t !== text) {
+      asWritten = countSegments(text, false).segments;
+      changed = true;
+      text = quoted ? t : t.trim();
+      hash = hashText ? scanText(text) || 1 : 0;
+      plain = hashText ? textScan.plain : isPlainGsm(text);
+    }
   }
   // An unquoted text is trimmed already.
   const empty = (quoted ? text.trim() : text).length === 0;
   const segments = countSegments(text, plain);
-  if (!empty) {
-    if (text.length > LONG_MESSAGE_CHARS) {
-      (warnings ??= []).push({
-        code: 'LONG_MESSAGE',
-        message: `the message has ${text.length} characters (over 500)`,
-      });
-    }
-    if (segments.encoding === 'ucs2') {
-      const chars = segments.nonGsm.map((c) => `'${c}'`).join(', ');
-      (warnings ??= []).push({
-        code: 'UCS2_MESSAGE',
-        message: `${chars} force UCS-2 (70 characters a segment instead of 160): ${segments.segments} segment(s), ${segments.gsm7Segments} in GSM-7`,
-      });
+  let transliterated = segments.segments;
+  if (asWritten < 0) asWritten = segments.segments;
+  if (!gsm7 && segments.encoding === 'ucs2') {
+    // What gsm7 would send instead: computed for UCS-2 texts only (the others stay the same).
+    const n = transliteratedSegmentsOf(text, segments);
+    if (n >= 0) {
+      transliterated = n;
+      changed = true;
     }
   }
-  return { text, segments, hash, warnings: warnings ?? NO_WARNINGS, empty };
+  if (!empty) {
+    if (text.length > LONG_MESSAGE_CHARS) {
+      (warnings ??= []).push({ code: 'LONG_MESSAGE', length: text.length, segments: null });
+    }
+    if (segments.encoding === 'ucs2') {
+      (warnings ??= []).push({ code: 'UCS2_MESSAGE', length: text.length, segments });
+    }
+  }
+  return {
+    text,
+    segments,
+    hash,
+    warnings: warnings ?? NO_WARNINGS,
+    empty,
+    asWritten,
+    transliterated,
+    changed,
+  };
 }
 
 /** A number, even one that cannot be sent (a landline, a country not allowed). */
@@ -246,6 +350,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const maxInvalidRatio = options.maxInvalidRatio ?? DEFAULTS.maxInvalidRatio;
   const rules = options.numberRules;
   const suppression = options.suppression ?? null;
+  const translitMode: TransliterateMode = options.transliterate ?? 'never';
+  const gsm7 = translitMode === 'gsm7';
 
   const summary: ReadSummary = {
     kind: 'summary',
@@ -265,6 +371,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     segments: 0,
     encodings: { gsm7: 0, ucs2: 0 },
     countries: {},
+    segmentsByCountry: {},
+    transliteration: {
+      mode: translitMode,
+      segmentsAsWritten: 0,
+      segmentsTransliterated: 0,
+      recipientsChanged: 0,
+    },
+    templates: [],
     accepted: false,
     rejection: null,
     errors: [],
@@ -308,14 +422,21 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let batch: ReadItem[] = [];
   const emit = options.items ?? true;
   const countries = new Map<string, number>();
+  const countrySegments = new Map<string, number>();
   // Runs of the same country (a file is mostly one) are counted here and added to the map
   // when the country changes: two map operations a recipient were measurable.
   let runCountry = '';
   let runCount = 0;
+  let runSegments = 0;
   const flushCountry = (): void => {
-    if (runCount > 0) countries.set(runCountry, (countries.get(runCountry) ?? 0) + runCount);
+    if (runCount > 0) {
+      countries.set(runCountry, (countries.get(runCountry) ?? 0) + runCount);
+      countrySegments.set(runCountry, (countrySegments.get(runCountry) ?? 0) + runSegments);
+    }
     runCount = 0;
+    runSegments = 0;
   };
+  const translit = summary.transliteration;
   const recipients = new RecipientIndex(sniffed.lineEstimate);
   let messageIds: MessageIdIndex | null = null;
 
@@ -325,6 +446,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let messageCol = -1;
   let idCol = -1;
   let columnCount = 0;
+  /** FORMAT.md 8.2: the header's columns as placeholders name them (headed files). */
+  let columns: TemplateColumns | null = null;
+  /** The `#! message:` template, once the header is known (headed personalized files only). */
+  let fileTemplate: Template | null = null;
+  /** Message texts with `{{`, parsed once each (bounded: cleared when full). */
+  const templates = new Map<string, Template>();
+  /** Templates already listed in summary.templates (by text: a cleared cache forgets). */
+  const listedTemplates = new Set<string>();
   let bulkMessage: PreparedMessage | null = null;
   let lastPrepared: PreparedMessage | null = null;
   let lastRaw = '';
@@ -423,8 +552,15 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const warn = (line: number, warnings: PreparedMessage['warnings']): void => {
     if (warnings.length > 0) flushRecipients();
     for (const w of warnings) {
-      if (emit) batch.push({ kind: 'warning', line, code: w.code, message: w.message });
-      listIssue('warnings', { line, code: w.code, message: w.message, hint: REASONS[w.code].hint });
+      if (!emit && summary.warnings.length >= maxListed) {
+        // Counted, not listed: its text is never needed (listIssue without the Issue).
+        summary.warningCounts[w.code] = (summary.warningCounts[w.code] ?? 0) + 1;
+        summary.warningsTruncated = true;
+        continue;
+      }
+      const message = warningMessage(w);
+      if (emit) batch.push({ kind: 'warning', line, code: w.code, message });
+      listIssue('warnings', { line, code: w.code, message, hint: REASONS[w.code].hint });
     }
   };
 
@@ -474,7 +610,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     summary.valid++;
-    summary.segments += msg.segments.segments;
+    const segments = msg.segments.segments;
+    summary.segments += segments;
+    translit.segmentsAsWritten += msg.asWritten;
+    translit.segmentsTransliterated += msg.transliterated;
+    if (msg.changed) translit.recipientsChanged++;
     if (msg.segments.encoding === 'gsm7') summary.encodings.gsm7++;
     else summary.encodings.ucs2++;
     if (result.country !== runCountry) {
@@ -482,6 +622,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       runCountry = result.country;
     }
     runCount++;
+    runSegments += segments;
     if (emit) {
       batch.push({
         kind: 'recipient',
@@ -509,8 +650,81 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     if (lastPrepared && raw === lastRaw && quoted === lastQuoted) return lastPrepared;
     lastRaw = raw;
     lastQuoted = quoted;
-    lastPrepared = prepareMessage(raw, quoted, true);
+    lastPrepared = prepareMessage(raw, quoted, true, gsm7);
     return lastPrepared;
+  };
+
+  /**
+   * FORMAT.md 8.2: a message text with `{{`, parsed once per distinct text. A placeholder
+   * naming no column (or a `{{` never closed) rejects the file, UNKNOWN_PLACEHOLDER, naming
+   * the first line where it appears; the rest of the file is still read.
+   */
+  const templateOf = (text: string, line: number): Template => {
+    let t = templates.get(text);
+    if (t === undefined) {
+      if (templates.size >= TEMPLATE_CACHE) templates.clear();
+      t = compileTemplate(text, columns);
+      templates.set(text, t);
+    }
+    if (t.problem !== null) reject('UNKNOWN_PLACEHOLDER', `line ${line}: ${t.problem}`);
+    return t;
+  };
+
+  /** The first record that used a template gives its example (summary.templates). */
+  const noteTemplate = (t: Template, line: number, text: string): void => {
+    if (summary.templates.length >= TEMPLATES_LISTED || listedTemplates.has(t.source)) return;
+    if (t.placeholders === 0 && t !== fileTemplate) return;
+    listedTemplates.add(t.source);
+    summary.templates.push({ line, template: t.source, example: text });
+  };
+
+  /** What a personalized record sends, or why it has no value for a placeholder (MISSING_FIELD). */
+  type Message =
+    | { msg: PreparedMessage; missing: null }
+    | { msg: null; missing: string; placeholder: string };
+  const current: { msg: PreparedMessage | null; missing: string | null; placeholder: string } = {
+    msg: null,
+    missing: null,
+    placeholder: '',
+  };
+
+  /**
+   * The record's text: its message, merged when it holds placeholders (headed files), or
+   * the `#! message:` template when the message column is empty or absent. Reuses `current`.
+   */
+  const recordMessage = (
+    line: number,
+    raw: string,
+    quoted: boolean,
+    fields: readonly string[] | null,
+  ): Message => {
+    let template: Template | null = null;
+    if (fileTemplate !== null && raw.trim().length === 0) {
+      template = fileTemplate;
+      quoted = false;
+    } else if (raw.includes('{{')) template = templateOf(raw, line);
+    if (template === null) {
+      current.msg = personalizedMessage(raw, quoted);
+      current.missing = null;
+      return current as Message;
+    }
+    const merged = mergeTemplate(template, fields ?? [], csvQuoted);
+    if (typeof merged === 'number') {
+      current.msg = null;
+      const column = columns?.names[template.cols[merged]!] ?? '';
+      current.placeholder = template.written[merged]!;
+      current.missing = `the message uses ${current.placeholder} but this line has no value in column ${column}`;
+      return current as Message;
+    }
+    // A merged text with placeholders is seldom the previous one: no comparison with it.
+    const msg =
+      template.cols.length > 0
+        ? prepareMessage(merged, quoted, true, gsm7)
+        : personalizedMessage(merged, quoted);
+    noteTemplate(template, line, msg.text);
+    current.msg = msg;
+    current.missing = null;
+    return current as Message;
   };
 
   const personalizedRecord = (
@@ -519,9 +733,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     rawMessage: string,
     quoted: boolean,
     id: string | null,
+    fields: readonly string[] | null,
   ): void => {
     summary.records++;
-    const msg = personalizedMessage(rawMessage, quoted);
+    const message = recordMessage(line, rawMessage, quoted, fields);
+    const { msg, missing } = message;
     if (id !== null) {
       if (id.length > MESSAGE_ID_MAX) {
         skip(
@@ -549,11 +765,15 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       }
     }
     const result = normalizeNumber(number, rules);
-    if (result.ok && msg.empty) {
+    if (result.ok && missing !== null) {
+      skip('invalid', line, 0, 'MISSING_FIELD', missing, message.placeholder, result.number);
+      return;
+    }
+    if (result.ok && msg!.empty) {
       skip('invalid', line, 0, 'EMPTY_MESSAGE', REASONS.EMPTY_MESSAGE.message, rawMessage, result.number);
       return;
     }
-    recipient(line, 0, number, result, msg, id);
+    recipient(line, 0, number, result, msg ?? NO_TEXT, id);
   };
 
   const numbersRecord = (line: number, text: string): void => {
@@ -610,7 +830,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         numbersRecord(line, text);
         return;
       }
-      bulkMessage = prepareMessage(message, quoted, false);
+      // FORMAT.md 8.2 reading (docs/format.md): a bulk message has no columns to name, so a
+      // placeholder in it is UNKNOWN_PLACEHOLDER; `{{{{` is a literal `{{` as everywhere.
+      const merged = message.includes('{{') ? mergeTemplate(templateOf(message, line), [], []) : message;
+      bulkMessage = prepareMessage(String(merged), quoted, false, gsm7);
       summary.message = bulkMessage.text;
       warn(line, bulkMessage.warnings);
       if (bulkMessage.empty) reject('NO_MESSAGE', 'the message (first record) is empty');
@@ -622,7 +845,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     if (!summary.header) {
       const f = parsed as { number: string; message: string; quoted: boolean };
-      personalizedRecord(line, f.number, f.message, f.quoted, null);
+      personalizedRecord(line, f.number, f.message, f.quoted, null, null);
       return;
     }
     const fields = parsed as string[];
@@ -643,6 +866,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       messageCol >= 0 ? (fields[messageCol] ?? '') : '',
       messageCol >= 0 && csvQuoted[messageCol] === true,
       id.length > 0 ? id : null,
+      fields,
     );
   };
 
@@ -651,6 +875,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     layout = choice.layout;
     summary.layout = layout;
     summary.header = choice.header;
+    const directive = summary.directives.message;
+    if (directive && !choice.header) {
+      // docs/format.md: `#! message:` needs columns (and a bulk file's message is its first line).
+      reject(
+        'BAD_DIRECTIVE',
+        `line ${directive.line}: \`#! message:\` needs a personalized file with a header line (number column, then the columns its placeholders name); this file is ${layout === 'bulk' ? 'bulk: its message is its first line' : 'personalized without a header'}`,
+      );
+    }
     if (layout === 'bulk') {
       mode = 'message';
       return;
@@ -670,6 +902,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       if (i !== 0 && MESSAGE_COLUMNS.has(n) && messageCol < 0) messageCol = i;
       else if (i !== 0 && MESSAGE_ID_COLUMNS.has(n) && idCol < 0) idCol = i;
     });
+    columns = templateColumns(summary.columns, messageCol);
+    const directive = summary.directives.message;
+    if (directive) {
+      fileTemplate = compileTemplate(directive.template, columns);
+      if (fileTemplate.problem !== null)
+        reject('UNKNOWN_PLACEHOLDER', `line ${directive.line}: ${fileTemplate.problem}`);
+    }
   };
 
   /** A physical line at the start of a record (not inside an open quote). */
@@ -793,6 +1032,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   flushCountry();
   summary.countries = Object.fromEntries([...countries].sort((a, b) => b[1] - a[1]));
+  summary.segmentsByCountry = Object.fromEntries([...countrySegments].sort((a, b) => b[1] - a[1]));
   if (summary.records === 0 && !summary.rejection) reject('EMPTY_FILE');
   const judged = summary.valid + summary.invalid;
   if (judged > 0 && summary.invalid / judged > maxInvalidRatio) {

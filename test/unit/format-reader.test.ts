@@ -355,7 +355,12 @@ describe('FORMAT 8.1: directives before the first data record', () => {
     // A spreadsheet's padding, a BOM and CRLF change nothing.
     const padded = await read('\ufeff#! priority: low;;\r\n#! expect: 1,,\r\n3001234567;Hola\r\n');
     expect(padded.summary.accepted).toBe(true);
-    expect(padded.summary.directives).toEqual({ priority: 'low', expect: { line: 2, count: 1 }, sendAt: null });
+    expect(padded.summary.directives).toEqual({
+      priority: 'low',
+      expect: { line: 2, count: 1 },
+      sendAt: null,
+      message: null,
+    });
   });
 
   it('before a header and before a bulk message; after the first data line `#!` is a comment', async () => {
@@ -388,7 +393,7 @@ describe('FORMAT 8.1: directives before the first data record', () => {
   });
 
   it('a directive whose feature is not built yet is refused, never ignored', async () => {
-    for (const d of ['message: Hola {{nombre}}', 'channel: email', 'flash: true']) {
+    for (const d of ['channel: email', 'flash: true', 'templateId: T-1']) {
       const r = await read(`#! ${d}\n3001234567;Hola\n`);
       expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
     }
@@ -1191,12 +1196,349 @@ describe('errors and warnings are listed up to maxListed, counts stay complete',
     expect(r.summary.errorsTruncated).toBe(false);
   });
 
+  it('items: false, more warnings than listed: the same summary (texts of unlisted warnings are never built)', async () => {
+    const text = `3001234567;á\n3109876543;${'b'.repeat(501)}\n3151112233;ó ${'c'.repeat(600)}\n3204445566;ú\n`;
+    const full = await read(text, { maxListed: 2 });
+    const quiet = await read(text, { maxListed: 2, items: false });
+    expect(quiet.summary).toEqual(full.summary);
+    expect(quiet.summary.warningCounts).toEqual({ UCS2_MESSAGE: 3, LONG_MESSAGE: 2 });
+    expect(quiet.summary.warnings.map((w) => [w.line, w.code])).toEqual([
+      [1, 'UCS2_MESSAGE'],
+      [2, 'LONG_MESSAGE'],
+    ]);
+    expect(quiet.summary.warnings[1]?.message).toBe('the message has 501 characters (over 500)');
+    expect(quiet.summary.warningsTruncated).toBe(true);
+  });
+
   it('items: false yields only the summary, with the same counts', async () => {
     const text = '3001234567;á\n12;x\n3001234567;á\n';
     const full = await read(text, { maxInvalidRatio: 1 });
     const quiet = await read(text, { maxInvalidRatio: 1, items: false });
     expect(quiet.items).toEqual([]);
     expect(quiet.summary).toEqual(full.summary);
+  });
+});
+
+describe('FORMAT 8.2: templates in a headed personalized file', () => {
+  const rejection = (r: Read) =>
+    r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
+
+  it('{{column}} is replaced by the record’s value; names compared without case, accents or spaces', async () => {
+    const r = await read(
+      'Número;Primer Nombre;Dirección;Mensaje\n' +
+        '3001234567;Ana;Calle 1;Hola {{ PRIMER NOMBRE }}, enviamos a {{direccion}}.\n' +
+        '3109876543; Juan ;"Cra 7; Of. 2";Hola {{primernombre}}, enviamos a {{Dirección}}.\n',
+    );
+    expect(r.summary.accepted).toBe(true);
+    expect(sent(r)).toEqual([
+      [2, '573001234567', 'Hola Ana, enviamos a Calle 1.'],
+      // an unquoted value is trimmed; a quoted one is inserted exactly, separator included
+      [3, '573109876543', 'Hola Juan, enviamos a Cra 7; Of. 2.'],
+    ]);
+  });
+
+  it('{{{{ writes a literal {{; a value is inserted as it is, never read as a template', async () => {
+    const r = await read('numero;nombre;mensaje\n3001234567;{{x}};Use {{{{codigo}} para {{nombre}}\n');
+    expect(r.summary.accepted).toBe(true);
+    expect(r.recipients[0]?.text).toBe('Use {{codigo}} para {{x}}');
+    expect(r.summary.templates).toEqual([
+      { line: 2, template: 'Use {{{{codigo}} para {{nombre}}', example: 'Use {{codigo}} para {{x}}' },
+    ]);
+  });
+
+  it('placeholders may name the number and messageId columns: their values as written', async () => {
+    const r = await read('celular;id;mensaje\n300 123 4567;CRM-9;Su línea {{celular}}, caso {{ID}}\n');
+    expect(r.recipients[0]?.text).toBe('Su línea 300 123 4567, caso CRM-9');
+  });
+
+  it('`#! message:` gives every record the template; the file needs no message column', async () => {
+    const r = await read(
+      '#! message: Hola {{nombre}}, su saldo es {{saldo}}.\nnumero;nombre;saldo\n3001234567;Ana;$20.000\n3109876543;Juan;$5.000\n',
+    );
+    expect(r.summary.accepted).toBe(true);
+    expect(r.summary.directives.message).toEqual({
+      line: 1,
+      template: 'Hola {{nombre}}, su saldo es {{saldo}}.',
+    });
+    expect(sent(r)).toEqual([
+      [3, '573001234567', 'Hola Ana, su saldo es $20.000.'],
+      [4, '573109876543', 'Hola Juan, su saldo es $5.000.'],
+    ]);
+  });
+
+  it('a non-empty message column wins over `#! message:`; an empty one takes the template', async () => {
+    const r = await read(
+      '#! message: Hola {{nombre}}\nnumero;nombre;mensaje\n3001234567;Ana;\n3109876543;Juan;Juan, llámenos\n3151112233;Luis;   \n',
+    );
+    expect(sent(r)).toEqual([
+      [3, '573001234567', 'Hola Ana'],
+      [4, '573109876543', 'Juan, llámenos'],
+      [5, '573151112233', 'Hola Luis'],
+    ]);
+  });
+
+  it('a quoted `#! message:` keeps a trailing separator a spreadsheet pad would lose', async () => {
+    const quoted = await read('#! message: "Hola {{nombre}};"\nnumero;nombre\n3001234567;Ana\n');
+    expect(quoted.recipients[0]?.text).toBe('Hola Ana;');
+    const padded = await read('#! message: Hola {{nombre}};;\nnumero;nombre\n3001234567;Ana\n');
+    expect(padded.recipients[0]?.text).toBe('Hola Ana');
+  });
+
+  it('UNKNOWN_PLACEHOLDER in `#! message:`: the directive’s line, the placeholder and the columns', async () => {
+    const r = await read('#! message: Hola {{nmbre}}\nnumero;nombre\n3001234567;Ana\n3109876543;Juan\n');
+    expect(rejection(r)).toEqual([
+      'UNKNOWN_PLACEHOLDER',
+      'line 1: {{nmbre}} names no column of the header (columns: numero, nombre)',
+    ]);
+    expect(r.summary.accepted).toBe(false);
+    // The rest of the file is still read (validate shows every other problem at once).
+    expect(r.summary.records).toBe(2);
+  });
+
+  it('UNKNOWN_PLACEHOLDER in a message column names the first line where it appears', async () => {
+    const r = await read(
+      'numero;nombre;mensaje\n3001234567;Ana;Hola {{nombre}}\n3109876543;Juan;Hola {{apellido}}\n3151112233;Luis;Hola {{apellido}}\n',
+    );
+    expect(rejection(r)).toEqual([
+      'UNKNOWN_PLACEHOLDER',
+      'line 3: {{apellido}} names no column of the header (columns: numero, nombre, mensaje)',
+    ]);
+  });
+
+  it('UNKNOWN_PLACEHOLDER: the message column itself, and a {{ never closed', async () => {
+    const self = await read('#! message: {{mensaje}}\nnumero;mensaje\n3001234567;\n');
+    expect(rejection(self)?.[1]).toBe(
+      'line 1: {{mensaje}} names the message column itself (columns: numero, mensaje)',
+    );
+    const open = await read('numero;nombre;mensaje\n3001234567;Ana;Hola {{nombre, bienvenida\n');
+    expect(rejection(open)?.[0]).toBe('UNKNOWN_PLACEHOLDER');
+    expect(rejection(open)?.[1]).toMatch(/^line 2: a `\{\{` is never closed/);
+  });
+
+  it('no columns to name: a placeholder in a headless or bulk file is UNKNOWN_PLACEHOLDER, not sent as written', async () => {
+    const headless = await read('3001234567;Hola {{nombre}}\n3109876543;Hola\n');
+    expect(rejection(headless)).toEqual([
+      'UNKNOWN_PLACEHOLDER',
+      'line 1: {{nombre}} names no column: the file has no header line (placeholders need a headed personalized file)',
+    ]);
+    const bulk = await read('Hola {{nombre}}, su factura vence hoy\n3001234567\n');
+    expect(rejection(bulk)?.[0]).toBe('UNKNOWN_PLACEHOLDER');
+    // `{{{{` is a literal `{{` in every layout.
+    const literal = await read('Promo {{{{2x1}} hoy\n3001234567\n');
+    expect(literal.summary.accepted).toBe(true);
+    expect(literal.summary.message).toBe('Promo {{2x1}} hoy');
+  });
+
+  it('`#! message:` in a bulk or headless file: BAD_DIRECTIVE naming its line', async () => {
+    const bulk = await read('#! message: Hola\nRecordatorio de pago\n3001234567\n');
+    expect(rejection(bulk)?.[0]).toBe('BAD_DIRECTIVE');
+    expect(rejection(bulk)?.[1]).toMatch(
+      /^line 1: `#! message:` needs a personalized file with a header line/,
+    );
+    const headless = await read('# x\n#! message: Hola\n3001234567;\n');
+    expect(rejection(headless)?.[1]).toMatch(
+      /^line 2: `#! message:` needs .* personalized without a header$/,
+    );
+    expect((await read('#! message:  \nnumero;nombre\n3001234567;Ana\n')).summary.rejection?.message).toBe(
+      'line 1: the `#! message:` template is empty',
+    );
+  });
+
+  it('MISSING_FIELD: an empty, blank or absent value; the record is invalid and not sent', async () => {
+    const r = await read(
+      '#! message: Hola {{nombre}} de {{ciudad}}\nnumero;nombre;ciudad\n' +
+        '3001234567;Ana;Cali\n3109876543;;Cali\n3151112233;"  ";Cali\n3204445566;Luis\n3005551234;Sofía;Pasto\n',
+      { maxInvalidRatio: 1 },
+    );
+    expect(problems(r)).toEqual([
+      [4, 'MISSING_FIELD'],
+      [5, 'MISSING_FIELD'],
+      [6, 'MISSING_FIELD'],
+    ]);
+    expect(sent(r).map((s) => s[0])).toEqual([3, 7]);
+    expect(r.summary.errors.map((e) => [e.line, e.message, e.value])).toEqual([
+      [4, 'the message uses {{nombre}} but this line has no value in column nombre', '{{nombre}}'],
+      [5, 'the message uses {{nombre}} but this line has no value in column nombre', '{{nombre}}'],
+      [6, 'the message uses {{ciudad}} but this line has no value in column ciudad', '{{ciudad}}'],
+    ]);
+    expect(r.summary.errors[0]?.hint).toBe(REASONS.MISSING_FIELD.hint);
+    expect(r.skipped[0]?.number).toBe('573109876543');
+    expect(counts(r.summary)).toEqual({ records: 5, valid: 2, invalid: 3, duplicates: 0, suppressed: 0 });
+  });
+
+  it('MISSING_FIELD counts in maxInvalidRatio (1 of 5 passes at 0.2, 2 of 5 is TOO_MANY_INVALID)', async () => {
+    const file = (missing: number) =>
+      `#! message: Hola {{nombre}}\nnumero;nombre\n${[
+        '3001234567',
+        '3109876543',
+        '3151112233',
+        '3204445566',
+        '3005551234',
+      ]
+        .map((n, i) => `${n};${i < missing ? '' : 'Ana'}`)
+        .join('\n')}\n`;
+    expect((await read(file(1))).summary.accepted).toBe(true);
+    const over = await read(file(2));
+    expect(over.summary.rejection?.code).toBe('TOO_MANY_INVALID');
+    expect(over.summary.rejection?.message).toContain('2 of 5');
+  });
+
+  it('check order: the number before MISSING_FIELD', async () => {
+    const r = await read('#! message: Hola {{nombre}}\nnumero;nombre\n12;\n', { maxInvalidRatio: 1 });
+    expect(problems(r)).toEqual([[3, 'INVALID_NUMBER']]);
+  });
+
+  it('segments, UCS2_MESSAGE and LONG_MESSAGE are decided on the merged text', async () => {
+    const r = await read(
+      `#! message: Hola {{nombre}}, ${'x'.repeat(140)}\nnumero;nombre\n3001234567;Ana\n3109876543;Maximiliano\n3151112233;Ramón\n3204445566;${'n'.repeat(400)}\n`,
+    );
+    // 146 + 3 = 149 (1 part); 146 + 11 = 157 (1); Ramón: UCS-2, 151 characters (3 parts); 546 (4)
+    expect(r.recipients.map((x) => [x.line, x.segments, x.encoding])).toEqual([
+      [3, 1, 'gsm7'],
+      [4, 1, 'gsm7'],
+      [5, 3, 'ucs2'],
+      [6, 4, 'gsm7'],
+    ]);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([
+      [5, 'UCS2_MESSAGE'],
+      [6, 'LONG_MESSAGE'],
+    ]);
+    expect(r.warnings[0]?.message).toContain("'ó'");
+    const long = await read(
+      `#! message: Hola {{nombre}}${'x'.repeat(150)}\nnumero;nombre\n3001234567;Maximiliano\n`,
+    );
+    expect(long.recipients[0]?.segments).toBe(2); // 5 + 11 + 150 = 166 > 160
+  });
+
+  it('duplicates are decided on the merged text', async () => {
+    const r = await read(
+      '#! message: Hola {{nombre}}\nnumero;nombre\n3001234567;Ana\n573001234567;Ana\n3001234567;Juan\n',
+    );
+    expect(r.skipped.map((s) => [s.line, s.code, s.firstLine])).toEqual([[4, 'DUPLICATE', 3]]);
+    expect(sent(r).map((s) => s[2])).toEqual(['Hola Ana', 'Hola Juan']);
+  });
+
+  it('summary.templates: one example per distinct template, from the first record that used it', async () => {
+    const r = await read(
+      '#! message: Hola {{nombre}}\nnumero;nombre;mensaje\n12;Pedro;\n3001234567;Ana;\n3109876543;Juan;Chao {{nombre}}\n3151112233;Luis;Chao {{nombre}}\n3204445566;Sofía;Sin plantilla\n',
+      { maxInvalidRatio: 1 },
+    );
+    expect(r.summary.templates).toEqual([
+      { line: 3, template: 'Hola {{nombre}}', example: 'Hola Pedro' },
+      { line: 5, template: 'Chao {{nombre}}', example: 'Chao Juan' },
+    ]);
+    // A `#! message:` without placeholders is still the file's template.
+    const fixed = await read('#! message: Hola a todos\nnumero;nombre\n3001234567;Ana\n');
+    expect(fixed.summary.templates).toEqual([{ line: 3, template: 'Hola a todos', example: 'Hola a todos' }]);
+    expect((await read('3001234567;Hola\n')).summary.templates).toEqual([]);
+  });
+
+  it('summary.templates lists at most 20 templates', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => `${3001234500 + i};Ana;Hola {{nombre}} ${i}`);
+    const r = await read(`numero;nombre;mensaje\n${lines.join('\n')}\n`, {}, []);
+    expect(r.summary.valid).toBe(30);
+    expect(r.summary.templates).toHaveLength(20);
+    expect(r.summary.templates[19]).toEqual({
+      line: 21,
+      template: 'Hola {{nombre}} 19',
+      example: 'Hola Ana 19',
+    });
+  });
+
+  it('many distinct message-column templates (beyond the parse cache) all merge', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `${3001234000 + i};N${i};{{nombre}} ${i % 150}`);
+    const r = await read(`numero;nombre;mensaje\n${lines.join('\n')}\n`, {}, []);
+    expect(r.summary.valid).toBe(300);
+    expect(r.recipients.map((x) => x.text)).toEqual(
+      Array.from({ length: 300 }, (_, i) => `N${i} ${i % 150}`),
+    );
+  });
+});
+
+describe('transliterate and the cost of the file (segments by country, as written vs transliterated)', () => {
+  const ramon = `Hola Ramón, ${'x'.repeat(88)}`; // 100 characters: 2 UCS-2 parts, 1 in GSM-7
+  const file =
+    `3001234567;${ramon}\n` +
+    '3109876543;Hola\n' +
+    `+52 1 55 1234 5678;${ramon}\n` +
+    '3151112233;Hola 😀 á\n';
+
+  it("'never' (default): the text as written is sent; the summary says what gsm7 would save", async () => {
+    const r = await read(file);
+    expect(r.recipients.map((x) => [x.text, x.segments, x.encoding])).toEqual([
+      [ramon, 2, 'ucs2'],
+      ['Hola', 1, 'gsm7'],
+      [ramon, 2, 'ucs2'],
+      ['Hola 😀 á', 1, 'ucs2'],
+    ]);
+    expect(r.summary.segments).toBe(6);
+    expect(r.summary.segmentsByCountry).toEqual({ CO: 4, MX: 2 });
+    expect(r.summary.transliteration).toEqual({
+      mode: 'never',
+      segmentsAsWritten: 6,
+      segmentsTransliterated: 4,
+      recipientsChanged: 2,
+    });
+  });
+
+  it("'gsm7': look-alikes replaced, GSM-7 letters kept, a text with an emoji stays as written", async () => {
+    const r = await read(file, { transliterate: 'gsm7' });
+    expect(r.recipients.map((x) => [x.text, x.segments, x.encoding])).toEqual([
+      [ramon.replace('ó', 'o'), 1, 'gsm7'],
+      ['Hola', 1, 'gsm7'],
+      [ramon.replace('ó', 'o'), 1, 'gsm7'],
+      ['Hola 😀 á', 1, 'ucs2'],
+    ]);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([[4, 'UCS2_MESSAGE']]);
+    expect(r.summary.segments).toBe(4);
+    expect(r.summary.segmentsByCountry).toEqual({ CO: 3, MX: 1 });
+    expect(r.summary.transliteration).toEqual({
+      mode: 'gsm7',
+      segmentsAsWritten: 6,
+      segmentsTransliterated: 4,
+      recipientsChanged: 2,
+    });
+    const spanish = await read('3001234567;“Señor Núñez”: su pingüino llegó… ¿Está ahí?\n', {
+      transliterate: 'gsm7',
+    });
+    expect(spanish.recipients[0]?.text).toBe('"Señor Nuñez": su pingüino llego... ¿Esta ahi?');
+    expect(spanish.recipients[0]?.encoding).toBe('gsm7');
+  });
+
+  it("'gsm7': duplicates are decided on the text sent; the bulk message and merged templates too", async () => {
+    const dup = '3001234567;Hola Ramón\n3001234567;Hola Ramon\n';
+    expect((await read(dup)).summary.duplicates).toBe(0);
+    const g = await read(dup, { transliterate: 'gsm7' });
+    expect(g.skipped.map((s) => [s.line, s.code])).toEqual([[2, 'DUPLICATE']]);
+    const bulk = await read('Facturación lista\n3001234567;3109876543\n', { transliterate: 'gsm7' });
+    expect(bulk.summary.message).toBe('Facturacion lista');
+    expect(bulk.recipients.map((x) => x.text)).toEqual(['Facturacion lista', 'Facturacion lista']);
+    expect(bulk.summary.transliteration).toMatchObject({ segmentsAsWritten: 2, recipientsChanged: 2 });
+    const merged = await read('#! message: Hola {{nombre}}\nnumero;nombre\n3001234567;Ramón\n', {
+      transliterate: 'gsm7',
+    });
+    expect(merged.recipients[0]?.text).toBe('Hola Ramon');
+    expect(merged.summary.templates[0]?.example).toBe('Hola Ramon');
+  });
+
+  it('a file already in GSM-7: both counts are the segments, nothing changes', async () => {
+    const r = await read('3001234567;Señor Núñez: ¿todo bien?\n'.replace('ú', 'u'));
+    expect(r.summary.transliteration).toEqual({
+      mode: 'never',
+      segmentsAsWritten: 1,
+      segmentsTransliterated: 1,
+      recipientsChanged: 0,
+    });
+  });
+
+  it('only valid recipients are counted (invalid, duplicate, suppressed ones cost nothing)', async () => {
+    const r = await read(`3001234567;${ramon}\n3001234567;${ramon}\n12;${ramon}\n`, { maxInvalidRatio: 1 });
+    expect(r.summary.segmentsByCountry).toEqual({ CO: 2 });
+    expect(r.summary.transliteration).toMatchObject({
+      segmentsAsWritten: 2,
+      segmentsTransliterated: 1,
+      recipientsChanged: 1,
+    });
   });
 });
 
@@ -1317,12 +1659,10 @@ describe('fixtures in real encodings (test/fixtures/format)', () => {
 // ---------------------------------------------------------------------------------------
 // Every reason code of src/errors.ts produced by a minimal file.
 
-/** Decided by the pipeline (time-outs, earlier files, templates), never by the reader. */
+/** Decided by the pipeline (time-outs, earlier files, contact limits), never by the reader. */
 const NOT_THE_READERS = [
   'MISSING_TRAILER',
   'DUPLICATE_FILE',
-  'MISSING_FIELD',
-  'UNKNOWN_PLACEHOLDER',
   'CONTACT_LIMIT',
   'FILE_CHANGED',
   'NOT_A_REGULAR_FILE',
@@ -1334,6 +1674,10 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   LINE_TOO_LONG: [`3001234567;${'a'.repeat(100)}\n`, { maxLineLength: 50 }],
   MALFORMED_QUOTE: ['3001234567;"Hola\n'],
   TOO_MANY_FIELDS: ['numero;mensaje\n3001234567;Hola;Ana\n'],
+  MISSING_FIELD: [
+    'numero;nombre;mensaje\n3001234567;Ana;Hola {{nombre}}\n3109876543;;Hola {{nombre}}\n',
+    { maxInvalidRatio: 1 },
+  ],
   INVALID_MESSAGE_ID: [`numero;mensaje;id\n3001234567;Hola;${'x'.repeat(65)}\n`],
   DUPLICATE_MESSAGE_ID: ['numero;mensaje;id\n3001234567;Hola;A\n3109876543;Hola;A\n'],
   INVALID_NUMBER: ['300;Hola\n', { layout: 'personalized' }],
@@ -1352,6 +1696,7 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   FILE_TOO_LARGE: ['3001234567;Hola\n', { maxFileBytes: 10 }],
   TRAILER_MISMATCH: ['3001234567;Hola\nEOF;5\n'],
   BAD_DIRECTIVE: ['#! prority: high\n3001234567;Hola\n'],
+  UNKNOWN_PLACEHOLDER: ['#! message: Hola {{nmbre}}\nnumero;nombre\n3001234567;Ana\n'],
 };
 
 describe('every reason code the reader decides is produced (src/errors.ts REASONS)', () => {

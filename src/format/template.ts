@@ -1,0 +1,131 @@
+// FORMAT.md 8.2: `{{column}}` placeholders in a message, and `{{{{` for a literal `{{`.
+//
+// A template is parsed once into literal parts and column indexes (compileTemplate) and then
+// merged for each record by joining strings (mergeTemplate): no regex and no parsing per
+// record. Nothing else is evaluated: a value is inserted as it is, never read as a template.
+import { normaliseHeaderName } from './layout.ts';
+
+/** How a placeholder names a column: as header names are compared, and without any space. */
+export function placeholderKey(name: string): string {
+  return normaliseHeaderName(name).replace(/\s+/g, '');
+}
+
+/** The header a template's placeholders are looked up in. */
+export interface TemplateColumns {
+  /** placeholderKey(column name) → the column's index; the leftmost column wins a name. */
+  readonly index: ReadonlyMap<string, number>;
+  /** The header's names as written (trimmed), for messages. */
+  readonly names: readonly string[];
+  /** The message column: a placeholder may not name it (-1 when there is none). */
+  readonly messageCol: number;
+}
+
+export function templateColumns(names: readonly string[], messageCol: number): TemplateColumns {
+  const index = new Map<string, number>();
+  names.forEach((name, i) => {
+    const key = placeholderKey(name);
+    if (key.length > 0 && !index.has(key)) index.set(key, i);
+  });
+  return { index, names, messageCol };
+}
+
+export interface Template {
+  /** The text as written. */
+  readonly source: string;
+  /** The literal parts around the placeholders: one more than `cols`. */
+  readonly literals: readonly string[];
+  /** The column of each placeholder, in order. */
+  readonly cols: readonly number[];
+  /** Each placeholder as written (`{{ Nombre }}`), for MISSING_FIELD. */
+  readonly written: readonly string[];
+  /** Placeholders in the text, known or not (0: a plain text, maybe with `{{{{`). */
+  readonly placeholders: number;
+  /** The first placeholder that names no column, or a `{{` never closed, described; else null. */
+  readonly problem: string | null;
+}
+
+const OPEN = '{{';
+const CLOSE = '}}';
+
+function columnList(columns: TemplateColumns | null): string {
+  return columns ? columns.names.join(', ') : '';
+}
+
+/**
+ * Parses `source` once. `columns` null: the file has no header (a headless personalized file,
+ * a bulk message), so every placeholder is unknown. A problem does not stop the parse: the
+ * unknown placeholder stays in the text as written (the file is rejected anyway), and the
+ * known ones are still merged, so the rest of the file reads as usual.
+ */
+export function compileTemplate(source: string, columns: TemplateColumns | null): Template {
+  const literals: string[] = [];
+  const cols: number[] = [];
+  const written: string[] = [];
+  let placeholders = 0;
+  let problem: string | null = null;
+  let literal = '';
+  let i = 0;
+  for (;;) {
+    const open = source.indexOf(OPEN, i);
+    if (open === -1) {
+      literal += source.slice(i);
+      break;
+    }
+    literal += source.slice(i, open);
+    if (source.startsWith('{{{{', open)) {
+      literal += OPEN;
+      i = open + 4;
+      continue;
+    }
+    const close = source.indexOf(CLOSE, open + 2);
+    if (close === -1) {
+      problem ??= `a \`{{\` is never closed by \`}}\` (write a literal {{ as {{{{)`;
+      literal += source.slice(open);
+      break;
+    }
+    const name = source.slice(open + 2, close);
+    const placeholder = source.slice(open, close + 2);
+    placeholders++;
+    i = close + 2;
+    const col = columns?.index.get(placeholderKey(name));
+    if (columns === null) {
+      problem ??= `${placeholder} names no column: the file has no header line (placeholders need a headed personalized file)`;
+    } else if (col === undefined) {
+      problem ??= `${placeholder} names no column of the header (columns: ${columnList(columns)})`;
+    } else if (col === columns.messageCol) {
+      problem ??= `${placeholder} names the message column itself (columns: ${columnList(columns)})`;
+    } else {
+      literals.push(literal);
+      literal = '';
+      cols.push(col);
+      written.push(placeholder);
+      continue;
+    }
+    literal += placeholder;
+  }
+  literals.push(literal);
+  return { source, literals, cols, written, placeholders, problem };
+}
+
+/**
+ * The merged text of one record, or the index (in `template.cols`) of the first placeholder
+ * whose value is missing, empty or only white space (MISSING_FIELD). Unquoted values are
+ * trimmed like every unquoted field of a headed file; a quoted value is inserted exactly.
+ */
+export function mergeTemplate(
+  template: Template,
+  fields: readonly string[],
+  quoted: readonly boolean[],
+): string | number {
+  const { cols, literals } = template;
+  let out = literals[0]!;
+  for (let k = 0; k < cols.length; k++) {
+    const c = cols[k]!;
+    const value = fields[c];
+    if (value === undefined) return k;
+    const trimmed = value.trim();
+    if (trimmed.length === 0) return k;
+    out += (quoted[c] === true ? value : trimmed) + literals[k + 1]!;
+  }
+  return out;
+}
