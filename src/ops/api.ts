@@ -24,6 +24,7 @@ import {
   reportFileName,
 } from '../pipeline/reports.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
+import { redactText } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
 /** What the daemon lends the ops server for the dashboard's actions, checks and health. */
@@ -219,6 +220,8 @@ export async function validateUpload(
         source: source.name,
         errors: summary.errors.map(maskIssue),
         warnings: summary.warnings.map(maskIssue),
+        // A merged example is a recipient's own text: a number written into it is masked.
+        templates: summary.templates.map((t) => ({ ...t, example: redactText(t.example) })),
       },
     };
   } catch (err) {

@@ -194,6 +194,15 @@ describe('checking a file', () => {
     expect((await h.ledger()).destinations).toBe(ledgerBefore);
   });
 
+  it('a template’s merged example is shown with the numbers in it masked', async () => {
+    const file = '#! message: Hola {{nombre}}, le escribimos al {{numero}}\nnumero;nombre\n3001234567;Ana\n';
+    const r = await post('/api/validate?source=local&name=plantilla.txt', bearer, file);
+    expect(r.status).toBe(200);
+    const answer = JSON.parse(r.body) as { templates: { example: string }[] };
+    expect(answer.templates.map((t) => t.example)).toEqual(['Hola Ana, le escribimos al 30012**567']);
+    expect(r.body).not.toContain('3001234567');
+  });
+
   it('reads the file’s name as the daemon does (`*.bulk.txt` is bulk)', async () => {
     const bulk = '573001234567;Hola\n3001234567\n3001234568\n';
     const r = await post('/api/validate?source=local&name=promo.bulk.txt', bearer, bulk);
