@@ -15,6 +15,7 @@ import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
 import type { FileRecord } from '../store/store.ts';
 import { VERSION } from '../version.ts';
+import { startReplies } from './replies.ts';
 import type { Runtime } from './runtime.ts';
 import { HEARTBEAT_MS } from './workers.ts';
 
@@ -277,6 +278,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
+  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent.
+  const replies = startReplies(rt.store, rt.loaded, log);
 
   // ---- sources: readiness, claim, drive ----
   const scanning = new Map<string, boolean>();
@@ -476,6 +479,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
           'stopping without waiting for the current work: its file resumes at the next start',
         );
       await receiver.close();
+      await replies?.stop();
       await ops?.close();
       await alerts.close();
       metrics.close();

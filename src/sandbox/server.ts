@@ -11,6 +11,7 @@ import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
 import { type NotificationJob, Notifier } from './notifier.ts';
+import { type DropHow, ReplyInputError, type SmppServer, startSmppServer } from './smpp.ts';
 import { Traffic } from './traffic.ts';
 import { checkMassive, smsSegments } from './validate.ts';
 
@@ -41,6 +42,23 @@ export interface SandboxOptions {
   readonly now?: (() => number) | undefined;
   /** Source of fault draws and delivery outcomes, in [0, 1). */
   readonly random?: (() => number) | undefined;
+  /** The SMPP server for users' replies (docs/sandbox.md); none without. */
+  readonly smpp?: SandboxSmppOptions | undefined;
+}
+
+export interface SandboxSmppOptions {
+  /** Default 0: a free port. */
+  readonly port?: number | undefined;
+  /** Default the sandbox's host. */
+  readonly host?: string | undefined;
+  /** PEM key and certificate: SMPP over TLS (`ssmpp://`). */
+  readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer } | undefined;
+  /** An unacknowledged deliver_sm is sent again after this, before timeScale (default 5000). */
+  readonly redeliveryMs?: number | undefined;
+  /** Unanswered deliver_sm per connection (default 10). */
+  readonly window?: number | undefined;
+  /** Where replies go when a posted one names no `to` (default 85000). */
+  readonly shortCode?: string | undefined;
 }
 
 export interface RequestRecord {
@@ -69,7 +87,12 @@ export interface Sandbox {
   readonly traffic: Traffic;
   /** Requests to the service endpoints (not /_sandbox/), oldest first. */
   readonly requests: readonly RequestRecord[];
-  /** Clears ledger, notifications, faults, request log, every token and the monitoring traffic. */
+  /** The SMPP server for replies, when `smpp` was given. */
+  readonly smpp: SmppServer | null;
+  /**
+   * Clears ledger, notifications, faults, request log, every token, the monitoring traffic and
+   * the SMPP replies and counts (its connections stay).
+   */
   reset(): void;
   close(): Promise<void>;
 }
@@ -132,6 +155,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
   });
   let requests: RequestRecord[] = [];
+  let smpp: SmppServer | null = null;
   const meter = new Meter();
   const logRequest = (r: RequestRecord): void => {
     if (requests.length >= MAX_REQUEST_LOG) requests.splice(0, requests.length - MAX_REQUEST_LOG + 1);
@@ -152,6 +176,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     requests = [];
     meter.clear();
     traffic.clear();
+    smpp?.clear();
   };
 
   function handleToken(req: IncomingMessage, res: ServerResponse, raw: Buffer) {
@@ -408,6 +433,36 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         }
       }
     }
+    if (path === '/_sandbox/replies' || path === '/_sandbox/smpp/drop') {
+      if (!smpp)
+        return sendJson(res, 404, { message: 'the sandbox runs without an SMPP server (--smpp-port)' });
+      if (path === '/_sandbox/replies' && req.method === 'GET') return sendJson(res, 200, smpp.view());
+      if (req.method === 'POST') {
+        let body: unknown;
+        try {
+          body = raw?.length
+            ? JSON.parse(raw.toString('utf8'))
+            : path === '/_sandbox/replies'
+              ? undefined
+              : {};
+        } catch {
+          return sendJson(res, 400, { message: 'the body is not valid JSON' });
+        }
+        if (path === '/_sandbox/smpp/drop') {
+          const how = (body as { how?: unknown } | null)?.how ?? 'destroy';
+          if (how !== 'destroy' && how !== 'unbind' && how !== 'silence')
+            return sendJson(res, 400, { message: 'how must be destroy, unbind or silence' });
+          return sendJson(res, 200, { dropped: smpp.drop(how as DropHow) });
+        }
+        try {
+          const queued = smpp.post(body);
+          return sendJson(res, 202, { queued: queued.length, ids: queued.map((r) => r.id) });
+        } catch (err) {
+          if (err instanceof ReplyInputError) return sendJson(res, 400, { message: err.message });
+          throw err;
+        }
+      }
+    }
     if (path === '/_sandbox/reset' && req.method === 'POST') {
       reset();
       return sendJson(res, 200, { reset: true });
@@ -456,6 +511,30 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const host = options.host ?? '127.0.0.1';
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
+  if (options.smpp) {
+    try {
+      smpp = await startSmppServer({
+        host: options.smpp.host ?? host,
+        port: options.smpp.port,
+        tls: options.smpp.tls,
+        redeliveryMs: (options.smpp.redeliveryMs ?? 5000) * timeScale,
+        window: options.smpp.window,
+        shortCode: options.smpp.shortCode,
+        credentials: (systemId, password) =>
+          accounts.checkPassword(systemId, password)
+            ? 'ok'
+            : accounts.usernames().includes(systemId)
+              ? 'wrong'
+              : 'unknown',
+        isAccount: (username) => accounts.usernames().includes(username),
+      });
+    } catch (err) {
+      await notifier.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw err;
+    }
+  }
+
   return {
     url,
     port,
@@ -467,8 +546,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     get requests() {
       return requests;
     },
+    smpp,
     reset,
     async close() {
+      await smpp?.close();
       await notifier.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

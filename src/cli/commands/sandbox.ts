@@ -1,5 +1,6 @@
 // `dropline sandbox`: the messaging-service sandbox alone (CONTRACT.md, section Sandbox), until
 // SIGINT or SIGTERM.
+import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import type { SetExit } from './index.ts';
@@ -36,6 +37,10 @@ interface SandboxFlags {
   failureRatio: number;
   tokenLifetimeS: number;
   notifications: boolean;
+  smppPort?: number;
+  smppRedeliveryMs: number;
+  smppTlsKey?: string;
+  smppTlsCert?: string;
   json?: boolean;
 }
 
@@ -71,6 +76,19 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
       14_400,
     )
     .option('--no-notifications', 'accept and record, but send no status notification')
+    .option(
+      '--smpp-port <n>',
+      "also serve users' replies over SMPP (receiver binds) on this port of --host (0: a free one)",
+      number(0, 65535, true),
+    )
+    .option(
+      '--smpp-redelivery-ms <ms>',
+      'an unacknowledged deliver_sm is sent again after this (× time scale)',
+      number(1, 86_400_000),
+      5000,
+    )
+    .option('--smpp-tls-key <file>', 'PEM key: the SMPP server speaks TLS (with --smpp-tls-cert)')
+    .option('--smpp-tls-cert <file>', 'PEM certificate chain for --smpp-tls-key')
     .option('--json', 'print the listening line as JSON')
     .action(async (flags: SandboxFlags) => {
       const { readAccountsFile, startSandbox } = await import('../../sandbox/server.ts');
@@ -83,6 +101,25 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
           throw new DroplineError('DROPLINE_ERR_CONFIG', `--accounts ${flags.accounts}: ${why}`);
         }
       }
+      if ((flags.smppTlsKey === undefined) !== (flags.smppTlsCert === undefined))
+        throw new DroplineError('DROPLINE_ERR_CONFIG', '--smpp-tls-key and --smpp-tls-cert go together');
+      if (flags.smppTlsKey !== undefined && flags.smppPort === undefined)
+        throw new DroplineError('DROPLINE_ERR_CONFIG', '--smpp-tls-key needs --smpp-port');
+      let tls: { key: Buffer; cert: Buffer } | undefined;
+      if (flags.smppTlsKey !== undefined && flags.smppTlsCert !== undefined) {
+        const read = (flag: string, path: string): Buffer => {
+          try {
+            return readFileSync(path);
+          } catch (err) {
+            const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+            throw new DroplineError('DROPLINE_ERR_CONFIG', `${flag} ${path}: ${why}`);
+          }
+        };
+        tls = {
+          key: read('--smpp-tls-key', flags.smppTlsKey),
+          cert: read('--smpp-tls-cert', flags.smppTlsCert),
+        };
+      }
       const sandbox = await startSandbox({
         host: flags.host,
         port: flags.port,
@@ -92,14 +129,20 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
         failureRatio: flags.failureRatio,
         tokenLifetimeS: flags.tokenLifetimeS,
         notify: flags.notifications,
-      }).catch((err: NodeJS.ErrnoException) => {
-        const where = `${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${flags.port}`;
+        smpp:
+          flags.smppPort === undefined
+            ? undefined
+            : { port: flags.smppPort, tls, redeliveryMs: flags.smppRedeliveryMs },
+      }).catch((err: NodeJS.ErrnoException & { port?: number }) => {
+        // A listen error names its port: the HTTP one, or the SMPP one.
+        const where = `${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${err.port ?? flags.port}`;
         throw new DroplineError('DROPLINE_ERR_SANDBOX', `${where}: ${err.code ?? err.message}`);
       });
+      // One line (two with --smpp-port: the first unchanged, for scripts that read it).
       process.stdout.write(
         flags.json
-          ? `${JSON.stringify({ listening: sandbox.url })}\n`
-          : `sandbox listening on ${sandbox.url}\n`,
+          ? `${JSON.stringify(sandbox.smpp ? { listening: sandbox.url, smpp: sandbox.smpp.url } : { listening: sandbox.url })}\n`
+          : `sandbox listening on ${sandbox.url}\n${sandbox.smpp ? `sandbox smpp listening on ${sandbox.smpp.url}\n` : ''}`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
