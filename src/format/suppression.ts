@@ -1,4 +1,5 @@
-// FORMAT.md section 5, SUPPRESSED: the opt-out list, a local text file of numbers.
+// FORMAT.md section 5, SUPPRESSED: an opt-out list, a text file of numbers (a local file, an
+// S3 object or a file on a source: readSuppressionList takes any byte stream).
 //
 // Lists can hold millions of numbers, so the file is streamed and each number is kept
 // as its sent form's numeric value (at most 15 digits, exact in a double) in a sorted
@@ -94,97 +95,133 @@ class Collector {
     for (let i = 0; i < sorted.length; i++) {
       if (n === 0 || sorted[i] !== sorted[n - 1]) sorted[n++] = sorted[i]!;
     }
-    return new SortedNumbers(sorted.slice(0, n), this.invalid);
+    // A copy only when it frees more than an eighth of the array: the copy costs as much again
+    // at the peak, and the array doubles as it grows (a million numbers: 8 MB kept, not 16).
+    const spare = this.values.length - n;
+    const kept = spare * 8 > this.values.length ? sorted.slice(0, n) : sorted.subarray(0, n);
+    this.values = new Float64Array(0);
+    return new SortedNumbers(kept, this.invalid);
   }
 }
 
-function encodingOf(head: Buffer): { label: string; bom: number } {
-  if (head.length >= 2 && head[0] === 0xff && head[1] === 0xfe) return { label: 'utf-16le', bom: 2 };
-  if (head.length >= 2 && head[0] === 0xfe && head[1] === 0xff) return { label: 'utf-16be', bom: 2 };
-  return { label: 'utf-8', bom: 0 };
+/** UTF-16 when a BOM says so; else UTF-8 (with or without its BOM). */
+function encodingOf(head: Uint8Array): string {
+  if (head.length >= 2 && head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head.length >= 2 && head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  return 'utf-8';
 }
 
-function fail(path: string, err: unknown): DroplineError {
+function fail(what: string, err: unknown): DroplineError {
   const reason = err instanceof Error ? err.message : String(err);
-  return new DroplineError('DROPLINE_ERR_SUPPRESSION_LIST', `${path}: ${reason}`, { cause: err });
+  return new DroplineError('DROPLINE_ERR_SUPPRESSION_LIST', `${what}: ${reason}`, { cause: err });
 }
 
 /**
- * Streams the list at `path`: one number per line, any format FORMAT.md 5 accepts;
- * blank lines and `#` comments skipped; LF, CRLF or CR; UTF-8 (BOM or not) or UTF-16 with
- * BOM. Each number is normalised with `rules` (allowedCountries ignored). An unreadable
- * file throws DroplineError DROPLINE_ERR_SUPPRESSION_LIST.
+ * Parses a list from any byte stream (a local file, an S3 object, a file on a source): one
+ * number per line, any format FORMAT.md 5 accepts; blank lines and `#` comments skipped; LF,
+ * CRLF or CR; UTF-8 (BOM or not) or UTF-16 with BOM, whatever the chunk boundaries. Each
+ * number is normalised with `rules` (allowedCountries ignored). Memory: the numbers (8 bytes
+ * each, the array doubling as it grows) and one chunk; a line longer than 1 KiB is counted
+ * invalid without being kept. A stream that fails throws DroplineError
+ * DROPLINE_ERR_SUPPRESSION_LIST, its message starting with `what` (a name, never a secret).
+ */
+export async function readSuppressionList(
+  bytes: AsyncIterable<Uint8Array>,
+  rules: NumberRules = makeNumberRules(),
+  what = 'suppression list',
+): Promise<SuppressionList> {
+  const out = new Collector(rules);
+  // Chosen on the first two bytes (a BOM); the decoder drops the BOM itself (ignoreBOM false).
+  let decoder: TextDecoder | null = null;
+  let head: Uint8Array | null = null;
+  let carry = '';
+  let overlong = false;
+  let lastWasCr = false;
+  const take = (text: string): void => {
+    let start = 0;
+    let i = 0;
+    if (lastWasCr && text.charCodeAt(0) === 10) start = i = 1; // the LF of a CRLF split across chunks
+    if (text.length > 0) lastWasCr = false;
+    for (; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== 10 && c !== 13) continue;
+      if (overlong) {
+        out.invalid++;
+        overlong = false;
+        carry = '';
+      } else {
+        out.line(carry + text.slice(start, i));
+        carry = '';
+      }
+      if (c === 13) {
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
+        } else {
+          lastWasCr = true;
+        }
+      }
+      start = i + 1;
+    }
+    if (!overlong) {
+      carry += text.slice(start);
+      if (carry.length > MAX_LINE) {
+        overlong = true;
+        carry = '';
+      }
+    }
+  };
+  try {
+    for await (const chunk of bytes) {
+      if (decoder === null) {
+        // A stream may hand over its first bytes one at a time: two are needed for the BOM.
+        const got: Uint8Array = head ? Buffer.concat([head, chunk]) : chunk;
+        if (got.length < 2) {
+          head = got;
+          continue;
+        }
+        head = null;
+        decoder = new TextDecoder(encodingOf(got));
+        take(decoder.decode(got, { stream: true }));
+        continue;
+      }
+      take(decoder.decode(chunk, { stream: true }));
+    }
+    if (decoder === null) decoder = new TextDecoder('utf-8');
+    const rest = (head ? decoder.decode(head, { stream: true }) : '') + decoder.decode();
+    take(rest);
+    if (overlong) out.invalid++;
+    else out.line(carry);
+  } catch (err) {
+    throw fail(what, err);
+  }
+  return out.finish();
+}
+
+/**
+ * Streams the list in the local file at `path` (see readSuppressionList). An unreadable file
+ * throws DroplineError DROPLINE_ERR_SUPPRESSION_LIST naming the path.
  *
- * The list is the whole configuration's, not a source's: the daemon and `validate` read it
- * with the default rules (a national number is Colombian), whatever a source's
- * defaultCountry, so both give the same answer.
+ * The global list is the whole configuration's, not a source's: the daemon and `validate`
+ * read it with the default rules (a national number is Colombian), whatever a source's
+ * defaultCountry, so both give the same answer. A source's own list is read with that
+ * source's defaultCountry (src/pipeline/suppression-lists.ts).
  */
 export async function loadSuppressionList(
   path: string,
   rules: NumberRules = makeNumberRules(),
 ): Promise<SuppressionList> {
-  let encoding: { label: string; bom: number };
   try {
     // Opening first turns a missing file, a directory or a permission problem into one
     // clear error before any streaming starts.
     const fh = await open(path, 'r');
     try {
-      const head = Buffer.alloc(2);
-      const { bytesRead } = await fh.read(head, 0, 2, 0);
-      encoding = encodingOf(head.subarray(0, bytesRead));
+      const st = await fh.stat();
+      if (st.isDirectory()) throw new Error('EISDIR: a folder, not a file');
     } finally {
       await fh.close();
     }
   } catch (err) {
     throw fail(path, err);
   }
-
-  const out = new Collector(rules);
-  // The UTF-8 decoder drops a BOM itself (ignoreBOM false); UTF-16 BOMs are skipped by start.
-  const decoder = new TextDecoder(encoding.label);
-  let carry = '';
-  let overlong = false;
-  let lastWasCr = false;
-  try {
-    for await (const chunk of createReadStream(path, { start: encoding.bom, highWaterMark: 256 * 1024 })) {
-      const text = decoder.decode(chunk as Buffer, { stream: true });
-      let start = 0;
-      let i = 0;
-      if (lastWasCr && text.charCodeAt(0) === 10) start = i = 1; // the LF of a CRLF split across chunks
-      lastWasCr = false;
-      for (; i < text.length; i++) {
-        const c = text.charCodeAt(i);
-        if (c !== 10 && c !== 13) continue;
-        if (overlong) {
-          out.invalid++;
-          overlong = false;
-          carry = '';
-        } else {
-          out.line(carry + text.slice(start, i));
-          carry = '';
-        }
-        if (c === 13) {
-          if (i + 1 < text.length) {
-            if (text.charCodeAt(i + 1) === 10) i++;
-          } else {
-            lastWasCr = true;
-          }
-        }
-        start = i + 1;
-      }
-      if (!overlong) {
-        carry += text.slice(start);
-        if (carry.length > MAX_LINE) {
-          overlong = true;
-          carry = '';
-        }
-      }
-    }
-    const rest = carry + decoder.decode();
-    if (overlong) out.invalid++;
-    else out.line(rest);
-  } catch (err) {
-    throw fail(path, err);
-  }
-  return out.finish();
+  return readSuppressionList(createReadStream(path, { highWaterMark: 256 * 1024 }), rules, path);
 }

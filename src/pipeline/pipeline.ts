@@ -69,7 +69,8 @@ export interface PipelineOptions {
   logger: Logger;
   /** This worker's lease owner id. */
   owner: string;
-  suppression?: SuppressionList | null;
+  /** The opt-out lists (SuppressionLists): asked before each file is read, whether they changed. */
+  suppression?: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
   now?: () => Date;
 }
 
@@ -125,7 +126,7 @@ export class Pipeline {
   private readonly sources: ReadonlyMap<string, Source>;
   private readonly log: Logger;
   private readonly owner: string;
-  private readonly suppression: SuppressionList | null;
+  private readonly suppression: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
   private readonly now: () => Date;
   private readonly rules = new Map<string, NumberRules>();
   /** The files this process works on now, under their lease: never two works on one file at once. */
@@ -764,10 +765,12 @@ export class Pipeline {
       name: file.name,
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
-      suppression: this.suppression,
+      suppression: (await this.suppression?.forSource(file.source)) ?? null,
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
       allowDirectives: cfg.allowDirectives,
+      transliterate: cfg.transliterate,
+      sendAtTimeZone: this.windowOf(file.source)?.spec.timezone ?? 'America/Bogota',
     });
     // Inserts in flight while the next batch is read and validated: a store in another process
     // (PostgreSQL) writes batches on connections of their own while this thread parses. Each
@@ -893,6 +896,7 @@ export class Pipeline {
         segments: summary.segments,
       },
       errorCounts: summary.errorCounts as Record<string, number>,
+      cost: { segmentsByCountry: summary.segmentsByCountry, transliteration: summary.transliteration },
       errors: summary.errors
         .slice(0, 100)
         .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),

@@ -7,7 +7,6 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type LoadedConfig, splitListen } from '../config/load.ts';
 import { DroplineError } from '../errors.ts';
-import { loadSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
@@ -17,6 +16,7 @@ import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
 import { patientStore } from './patient-store.ts';
 import { Pipeline } from './pipeline.ts';
+import { SuppressionLists } from './suppression-lists.ts';
 
 /** How long a worker's right to renew an account's token lasts (a token request with its retries fits). */
 const TOKEN_CLAIM_MS = 60_000;
@@ -29,6 +29,8 @@ export interface Runtime {
   /** Every account's client by name, "default" (`client`) included. */
   accounts: ReadonlyMap<string, ServiceClient>;
   pipeline: Pipeline;
+  /** The opt-out lists (global and per source), kept fresh; null when none is configured. */
+  suppressionLists: SuppressionLists | null;
   logger: Logger;
   owner: string;
   /** The in-process sandbox when api.baseUrl is "sandbox" and this process runs it. */
@@ -141,7 +143,7 @@ async function assemble(
   opened.push(() => store.close());
   await store.migrate();
 
-  // Sources and the suppression list before the sandbox: they fail on configuration
+  // Sources and the suppression lists before the sandbox: they fail on configuration
   // mistakes, and nothing that listens should have started when they do.
   const sources = new Map<string, Source>();
   for (const s of config.sources) {
@@ -159,10 +161,13 @@ async function assemble(
     sources.set(s.name, source);
   }
 
-  let suppression: SuppressionList | null = null;
-  if (config.suppressionList) {
-    suppression = await loadSuppressionList(config.suppressionList);
-    logger.info({ numbers: suppression.size, invalid: suppression.invalid }, 'suppression list loaded');
+  // After the sources: `<sourceName>:<path>` lists are read through them. Each list is read
+  // now (one that cannot be is a start-up error), then checked every minute and before a
+  // file starts.
+  const suppression = SuppressionLists.fromConfig(config, sources, logger);
+  if (suppression) {
+    opened.push(() => suppression.stop());
+    await suppression.start();
   }
 
   let sandbox: Sandbox | null = null;
@@ -264,6 +269,7 @@ async function assemble(
     client,
     accounts: accounts.has('default') ? accounts : new Map([['default', client], ...accounts]),
     pipeline,
+    suppressionLists: suppression,
     logger,
     owner,
     sandbox,

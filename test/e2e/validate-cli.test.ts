@@ -189,6 +189,8 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
     expect(json.directives).toEqual({
       priority: 'high',
       expect: { line: 2, count: 3 },
+      sendAt: null,
+      message: null,
     });
   });
 
@@ -386,5 +388,139 @@ describe('validate: the human output', () => {
     expect(run.stdout).toContain('TOO_MANY_INVALID: 2 of 3 recipients are invalid');
     expect(run.stdout).toContain(`hint: ${REASONS.TOO_MANY_INVALID.hint}`);
     expect(run.stdout).toContain('line 2: INVALID_NUMBER');
+  });
+});
+
+describe('validate: templates (FORMAT.md 8.2) and what the file costs', () => {
+  const campaign = [
+    '#! message: Hola {{Nombre}}, su cita en {{ciudad}} es mañana… “confírmela” respondiendo SI, por favor.',
+    'Número;Nombre;Ciudad;Mensaje',
+    '3001234567;Ana;Bogotá;',
+    '3109876543;Juan;Cali;',
+    '3151112233;Luis;Pasto;Luis, su pedido {{{{especial}} llegó',
+    '+52 1 55 1234 5678;Sofía;CDMX;',
+  ].join('\n');
+
+  interface CostJson {
+    segments: number;
+    segmentsByCountry: Record<string, number>;
+    transliteration: {
+      mode: string;
+      segmentsAsWritten: number;
+      segmentsTransliterated: number;
+      recipientsChanged: number;
+    };
+    templates: { line: number; template: string; example: string }[];
+    directives: { message: { line: number; template: string } | null };
+    encodings: { gsm7: number; ucs2: number };
+  }
+
+  it('--json: segments by country, as written vs transliterated, one example per template', async () => {
+    const path = await tempFile('cita.txt', `${campaign}\n`);
+    const { run, json } = await validateJson(path);
+    await expectContract(path, run, json);
+    const cost = json as unknown as CostJson;
+    expect(run.code).toBe(0);
+    expect(cost.directives.message).toEqual({
+      line: 1,
+      template: 'Hola {{Nombre}}, su cita en {{ciudad}} es mañana… “confírmela” respondiendo SI, por favor.',
+    });
+    // UCS-2 as written: 3 template texts of 78-79 characters (2 parts each) and one of 34 (1);
+    // transliterated, every one is a single GSM-7 part.
+    expect(cost.segments).toBe(7);
+    expect(cost.segmentsByCountry).toEqual({ CO: 5, MX: 2 });
+    expect(cost.transliteration).toEqual({
+      mode: 'never',
+      segmentsAsWritten: 7,
+      segmentsTransliterated: 4,
+      recipientsChanged: 4,
+    });
+    expect(cost.templates).toEqual([
+      {
+        line: 3,
+        template:
+          'Hola {{Nombre}}, su cita en {{ciudad}} es mañana… “confírmela” respondiendo SI, por favor.',
+        example: 'Hola Ana, su cita en Bogotá es mañana… “confírmela” respondiendo SI, por favor.',
+      },
+    ]);
+  });
+
+  it('--transliterate gsm7: the texts sent are GSM-7, segments are the transliterated count', async () => {
+    const path = await tempFile('cita-gsm7.txt', `${campaign}\n`);
+    const { json } = await validateJson('--transliterate', 'gsm7', path);
+    const cost = json as unknown as CostJson;
+    expect(cost.encodings).toEqual({ gsm7: 4, ucs2: 0 });
+    expect(cost.segments).toBe(4);
+    expect(cost.segmentsByCountry).toEqual({ CO: 3, MX: 1 });
+    expect(cost.transliteration).toMatchObject({
+      mode: 'gsm7',
+      segmentsAsWritten: 7,
+      segmentsTransliterated: 4,
+    });
+    expect(cost.templates[0]?.example).toBe(
+      'Hola Ana, su cita en Bogota es mañana... "confirmela" respondiendo SI, por favor.',
+    );
+    const bad = await dropline('validate', '--transliterate', 'ascii', path);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('ascii');
+  });
+
+  it('the human output shows the cost and a merged example (message text only, no number)', async () => {
+    const path = await tempFile('cita-text.txt', `${campaign}\n`);
+    const run = await dropline('validate', path);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('segments by country: CO 5, MX 2');
+    expect(run.stdout).toContain(
+      "transliteration never: 7 segments as written; with --transliterate gsm7 4 (3 fewer; 4 recipients' texts would change)",
+    );
+    expect(run.stdout).toContain(
+      'template "Hola {{Nombre}}, su cita en {{ciudad}} es mañana… “confírmela” respondiendo SI, por favor."',
+    );
+    expect(run.stdout).toContain(
+      'example (line 3): "Hola Ana, su cita en Bogotá es mañana… “confírmela” respondiendo SI, por favor."',
+    );
+    expect(run.stdout).not.toMatch(/example[^\n]*3001234567/);
+    const gsm7 = await dropline('validate', '--transliterate', 'gsm7', path);
+    expect(gsm7.stdout).toContain(
+      "transliteration gsm7: 4 segments sent, 7 as written (3 fewer; 4 recipients' texts changed)",
+    );
+  });
+
+  it('UNKNOWN_PLACEHOLDER and MISSING_FIELD as validate shows them', async () => {
+    const unknown = await tempFile('typo.txt', '#! message: Hola {{nmbre}}\nnumero;nombre\n3001234567;Ana\n');
+    const u = await dropline('validate', unknown);
+    expect(u.code).toBe(1);
+    expect(u.stdout).toContain(
+      'UNKNOWN_PLACEHOLDER: line 1: {{nmbre}} names no column of the header (columns: numero, nombre)',
+    );
+    const missing = await tempFile(
+      'missing.txt',
+      '#! message: Hola {{nombre}}\nnumero;nombre\n3001234567;Ana\n3109876543;\n',
+    );
+    const { run, json } = await validateJson(missing, '--max-invalid-ratio', '0.5');
+    await expectContract(missing, run, json);
+    expect(json.errors.map((e) => [e.line, e.code, e.value])).toEqual([[4, 'MISSING_FIELD', '{{nombre}}']]);
+    expect(json).toMatchObject({ valid: 1, invalid: 1, accepted: true });
+  });
+
+  it("with a configuration, the source's transliterate applies; --transliterate overrides it", async () => {
+    const config = await tempFile(
+      'translit.config.json',
+      JSON.stringify({
+        sources: [
+          { name: 'plain', type: 'local', path: join(dir, 'drop') },
+          { name: 'ahorro', type: 'local', path: join(dir, 'drop'), transliterate: 'gsm7' },
+        ],
+      }),
+    );
+    const path = await tempFile('cita-config.txt', `${campaign}\n`);
+    const mode = async (...args: string[]) => {
+      const run = await dropline('--config', config, 'validate', '--json', ...args, path);
+      expect(run.code, run.stderr).toBe(0);
+      return (JSON.parse(run.stdout) as CostJson).transliteration.mode;
+    };
+    expect(await mode()).toBe('never');
+    expect(await mode('--source', 'ahorro')).toBe('gsm7');
+    expect(await mode('--source', 'ahorro', '--transliterate', 'never')).toBe('never');
   });
 });

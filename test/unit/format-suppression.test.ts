@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { makeNumberRules } from '../../src/format/numbers.ts';
-import { loadSuppressionList } from '../../src/format/suppression.ts';
+import { loadSuppressionList, readSuppressionList } from '../../src/format/suppression.ts';
 
 let dir: string;
 
@@ -132,5 +132,56 @@ describe('FORMAT 5 suppression list (SUPPRESSED): one number per line, same norm
 
     const isDir = await loadSuppressionList(dir, makeNumberRules()).catch((e: unknown) => e);
     expect((isDir as DroplineError).code).toBe('DROPLINE_ERR_SUPPRESSION_LIST');
+  });
+});
+
+/** `bytes` handed over in pieces of `size` bytes (a network stream's chunks fall anywhere). */
+async function* pieces(bytes: Buffer, size: number): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < bytes.length; i += size) yield new Uint8Array(bytes.subarray(i, i + size));
+}
+
+describe('readSuppressionList: any byte stream (an S3 object, a file on a source)', () => {
+  const text =
+    '\ufeff# lista de exclusión — ñandú\r\n3001234567\r\n+57 310 987 6543\r(315) 111-2233\n\r\n0057 320 444 5566';
+  const expected = ['573001234567', '573109876543', '573151112233', '573204445566'];
+
+  it.each([1, 2, 3, 5, 7, 64, 100_000])('UTF-8 with BOM in %i-byte chunks: the same list', async (size) => {
+    const list = await readSuppressionList(pieces(Buffer.from(text, 'utf8'), size), makeNumberRules());
+    expect(list.size).toBe(4);
+    expect(list.invalid).toBe(0);
+    for (const n of expected) expect(list.has(n), n).toBe(true);
+  });
+
+  it.each([
+    ['utf-16le', 1],
+    ['utf-16le', 3],
+    ['utf-16be', 1],
+    ['utf-16be', 5],
+  ] as const)('%s with BOM in %i-byte chunks', async (encoding, size) => {
+    const le = Buffer.from(text.replace(/^\ufeff/, ''), 'utf16le');
+    const body = encoding === 'utf-16le' ? le : Buffer.from(le).swap16();
+    const bom = encoding === 'utf-16le' ? [0xff, 0xfe] : [0xfe, 0xff];
+    const list = await readSuppressionList(pieces(Buffer.concat([Buffer.from(bom), body]), size));
+    expect(list.size).toBe(4);
+    for (const n of expected) expect(list.has(n), n).toBe(true);
+  });
+
+  it('an empty stream, and one byte: an empty list', async () => {
+    expect((await readSuppressionList(pieces(Buffer.alloc(0), 1))).size).toBe(0);
+    const one = await readSuppressionList(pieces(Buffer.from('3'), 1));
+    expect(one.size).toBe(0);
+    expect(one.invalid).toBe(1);
+  });
+
+  it('a stream that fails: DROPLINE_ERR_SUPPRESSION_LIST, its message starting with the given name', async () => {
+    async function* broken(): AsyncGenerator<Uint8Array> {
+      yield Buffer.from('3001234567\n');
+      throw new Error('connection reset');
+    }
+    const err = await readSuppressionList(broken(), makeNumberRules(), 'partner:lists/optout.txt').catch(
+      (e: unknown) => e,
+    );
+    expect((err as DroplineError).code).toBe('DROPLINE_ERR_SUPPRESSION_LIST');
+    expect((err as DroplineError).message).toContain('partner:lists/optout.txt: connection reset');
   });
 });

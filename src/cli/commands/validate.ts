@@ -11,8 +11,15 @@ import type { AllowDirectives } from '../../format/directives.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
 import type { Layout } from '../../format/layout.ts';
 import { makeNumberRules } from '../../format/numbers.ts';
-import { DEFAULTS, type ReadSummary, readDropFile } from '../../format/reader.ts';
-import { loadSuppressionList } from '../../format/suppression.ts';
+import {
+  DEFAULTS,
+  type ReadSummary,
+  readDropFile,
+  TEMPLATES_LISTED,
+  type TransliterateMode,
+} from '../../format/reader.ts';
+import type { SuppressionList } from '../../format/suppression.ts';
+import { sendWindowOf } from '../../plan/send-window.ts';
 import type { SetExit } from './index.ts';
 
 /** The sniff pass (with the sha256, ~0.35 s a 100 MB) on a worker thread. */
@@ -56,13 +63,25 @@ export interface ValidateOptions {
   maxInvalidRatio: number;
   defaultCountry: string;
   allowedCountries?: string[];
+  /** --suppression-list: this list alone (a path, s3://bucket/key or <sourceName>:<path>). */
   suppressionList?: string;
+  /** The lists already read (the daemon's SuppressionLists.forSource): used as they are. */
+  suppression?: SuppressionList | null;
+  /**
+   * With a configuration: the lists of `source` (the global one and its own, any form), and
+   * the sources `<sourceName>:<path>` names. Read once per validation.
+   */
+  suppressionConfig?: Pick<Config, 'suppressionList' | 'sources'>;
   maxLineLength: number;
   /** The source's maxFileBytes when a configuration gives one. */
   maxFileBytes?: number;
   source?: string;
   /** The source's `allowDirectives` (FORMAT.md 8.1) when a configuration gives one. */
   allowDirectives?: AllowDirectives;
+  /** The source's `transliterate` (or --transliterate); default never. */
+  transliterate?: TransliterateMode;
+  /** `#! sendAt:` without an offset: the source's send window's zone (default America/Bogota). */
+  sendAtTimeZone?: string;
 }
 
 export async function validateFile(path: string, opts: ValidateOptions): Promise<ReadSummary> {
@@ -76,7 +95,16 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
   } catch (err) {
     throw new DroplineError('DROPLINE_ERR_USAGE', (err as Error).message);
   }
-  const suppression = opts.suppressionList ? await loadSuppressionList(opts.suppressionList) : null;
+  const suppression =
+    opts.suppression !== undefined
+      ? opts.suppression
+      : opts.suppressionList || opts.suppressionConfig
+        ? await (await import('../../pipeline/suppression-lists.ts')).readListsOnce({
+            config: opts.suppressionConfig ?? null,
+            source: opts.source,
+            only: opts.suppressionList,
+          })
+        : null;
   const maxFileBytes = opts.maxFileBytes ?? DEFAULTS.maxFileBytes;
   const read = async (sniffed: Sniff | undefined): Promise<ReadSummary> => {
     let summary: ReadSummary | null = null;
@@ -89,6 +117,8 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       maxLineLength: opts.maxLineLength,
       maxFileBytes,
       allowDirectives: opts.allowDirectives ?? true,
+      transliterate: opts.transliterate ?? 'never',
+      ...(opts.sendAtTimeZone ? { sendAtTimeZone: opts.sendAtTimeZone } : {}),
       items: false,
       ...(sniffed ? { sniffed } : {}),
     })) {
@@ -142,6 +172,9 @@ export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
     segments: s.segments,
     encodings: s.encodings,
     countries: s.countries,
+    segmentsByCountry: s.segmentsByCountry,
+    transliteration: s.transliteration,
+    templates: s.templates,
     accepted: s.accepted,
     rejection: s.rejection,
     errors: s.errors,
@@ -187,6 +220,8 @@ export function toText(file: string, s: ReadSummary): string {
   out.push(
     `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
   );
+  out.push(...costLines(s));
+  out.push(...templateLines(s));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
   if (s.trailer)
     out.push(
@@ -211,6 +246,44 @@ export function toText(file: string, s: ReadSummary): string {
     for (const [code, hint] of hints) out.push(`    hint (${code}): ${hint}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+const quote = (text: string, max: number) =>
+  JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** What the file costs: segments by country, and what transliteration saves (or costs). */
+function costLines(s: ReadSummary): string[] {
+  const out: string[] = [];
+  const byCountry = Object.entries(s.segmentsByCountry)
+    .map(([c, n]) => `${c} ${fmt(n)}`)
+    .join(', ');
+  if (byCountry) out.push(`  segments by country: ${byCountry}`);
+  const t = s.transliteration;
+  const written = t.segmentsAsWritten;
+  const translit = t.segmentsTransliterated;
+  const diff = written - translit;
+  const effect = diff === 0 ? 'no difference' : diff > 0 ? `${fmt(diff)} fewer` : `${fmt(-diff)} more`;
+  if (t.mode === 'gsm7') {
+    out.push(
+      `  transliteration gsm7: ${fmt(translit)} segments sent, ${fmt(written)} as written (${effect}; ${fmt(t.recipientsChanged)} recipients' texts changed)`,
+    );
+  } else {
+    out.push(
+      `  transliteration never: ${fmt(written)} segments as written; with --transliterate gsm7 ${fmt(translit)} (${effect}; ${fmt(t.recipientsChanged)} recipients' texts would change)`,
+    );
+  }
+  return out;
+}
+
+/** One merged example per template (FORMAT.md 8.2): message text only. */
+function templateLines(s: ReadSummary): string[] {
+  const out: string[] = [];
+  for (const t of s.templates) {
+    out.push(`  template ${quote(t.template, 160)}`);
+    out.push(`    example (line ${t.line}): ${quote(t.example, 320)}`);
+  }
+  if (s.templates.length >= TEMPLATES_LISTED) out.push(`  (the first ${TEMPLATES_LISTED} templates)`);
+  return out;
 }
 
 function ratio(value: string): number {
@@ -241,11 +314,16 @@ export function sourceValidateOptions(config: Config, source: SourceConfig): Val
     maxLineLength: DEFAULTS.maxLineLength,
     maxFileBytes: source.maxFileBytes,
     allowDirectives: source.allowDirectives,
+    transliterate: source.transliterate,
     source: source.name,
   };
+  const window = source.sendWindow === undefined ? config.sendWindow : source.sendWindow;
+  const zone = sendWindowOf(window)?.spec.timezone;
+  if (zone) opts.sendAtTimeZone = zone;
   if (source.layout) opts.layout = source.layout;
   if (source.allowedCountries) opts.allowedCountries = source.allowedCountries;
-  if (config.suppressionList) opts.suppressionList = config.suppressionList;
+  // The global list and the source's own, any form (read when the file is validated).
+  if (config.suppressionList || source.suppressionList) opts.suppressionConfig = config;
   return opts;
 }
 
@@ -290,15 +368,18 @@ async function withSourceSettings(
   };
   const layout = given('layout') ? flags.layout : fromSource.layout;
   const allowed = given('allowedCountries') ? flags.allowedCountries : fromSource.allowedCountries;
-  const suppression = given('suppressionList') ? flags.suppressionList : fromSource.suppressionList;
   if (fromSource.maxFileBytes !== undefined) opts.maxFileBytes = fromSource.maxFileBytes;
   if (fromSource.allowDirectives !== undefined) opts.allowDirectives = fromSource.allowDirectives;
+  if (!given('transliterate')) opts.transliterate = fromSource.transliterate ?? 'never';
   if (layout) opts.layout = layout;
   else delete opts.layout;
   if (allowed) opts.allowedCountries = allowed;
   else delete opts.allowedCountries;
-  if (suppression) opts.suppressionList = suppression;
-  else delete opts.suppressionList;
+  // --suppression-list replaces the configured lists (its <sourceName>: names a configured
+  // source); else the global list and this source's own, as the daemon reads them.
+  if (!given('suppressionList')) delete opts.suppressionList;
+  opts.suppressionConfig = config;
+  opts.source = source.name;
   return { opts, from: `settings of source ${source.name} (${path ?? 'embedded default'})` };
 }
 
@@ -321,8 +402,17 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       'comma-separated ISO codes; others are COUNTRY_NOT_ALLOWED',
       countries,
     )
-    .option('--suppression-list <path>', 'file of opted-out numbers, one per line')
+    .option(
+      '--suppression-list <path>',
+      'opted-out numbers, one per line: a file, s3://bucket/key or <sourceName>:<path> (instead of the configured lists)',
+    )
     .option('--max-line-length <chars>', 'longest physical line', positiveInt, DEFAULTS.maxLineLength)
+    .addOption(
+      new Option(
+        '--transliterate <mode>',
+        "gsm7: replace characters outside GSM-7 that have a look-alike (á→a); default: the source's setting, else never",
+      ).choices(['never', 'gsm7']),
+    )
     .option(
       '--source <name>',
       'with a configuration: the source whose settings apply (default: the first); flags given here override them',

@@ -1,0 +1,773 @@
+// The opt-out lists of a configuration (FORMAT.md 5, SUPPRESSED; CONTRACT.md "Additions"):
+// the global `suppressionList` and each source's own, each a local path, `s3://bucket/key`
+// or `<sourceName>:<path>` on a configured source, read through that source's own client.
+//
+// - start() reads every list once: a list that cannot be read is a start-up error.
+// - Every minute (checkEveryMs), and before a file starts (forSource), each list is asked
+//   whether it changed: a stat, a HEAD (ETag), no download. Exceptions: a file on an SFTP
+//   source (the Source interface has no stat: the bytes are hashed), and a size and mtime
+//   written within the last 2 s (a same-size rewrite may keep both: the bytes decide). A
+//   list that changed is read again and replaces the old copy whole. A list that cannot be
+//   read again keeps its last good copy (a warning, no secret in it) and is tried again at
+//   the next check.
+// - One check of a list runs at a time; a caller that arrives while one runs waits for the
+//   next one (started after it arrived), so a file that starts right after a change sees it.
+// - Memory: 8 bytes a number (a sorted Float64Array, src/format/suppression.ts); a list used
+//   by several sources (or by a source and the global setting) with the same country is read
+//   and kept once. While a list is read again its old copy is still in use: at most two.
+import { createHash, type Hash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { lstat, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { GetObjectCommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
+import type { Config } from '../config/schema.ts';
+import { DroplineError } from '../errors.ts';
+import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
+import { readSuppressionList, type SuppressionList } from '../format/suppression.ts';
+import type { Logger } from '../log.ts';
+import { redactText } from '../service/redact.ts';
+import type { Source } from '../sources/source.ts';
+
+/** Where a list is, as the configuration says it. */
+export type ListLocation =
+  | { kind: 'local'; path: string }
+  | { kind: 's3'; bucket: string; key: string }
+  | { kind: 'source'; source: string; path: string };
+
+/** What describe() tells /metrics and the logs about one configured list. */
+export interface SuppressionListInfo {
+  /** The configuration key: `suppressionList` or `sources.<name>.suppressionList`. */
+  name: string;
+  /** null for the global list, else the source whose list it is. */
+  source: string | null;
+  /** The list's location as configured (a path, s3://bucket/key, <sourceName>:<path>). */
+  location: string;
+  /** Distinct numbers of the copy in use. */
+  numbers: number;
+  /** Lines of the copy in use that were not a mobile number. */
+  invalid: number;
+  /** When the copy in use was read (null: never). */
+  loadedAt: Date | null;
+  /** When the list was last asked whether it changed. */
+  checkedAt: Date | null;
+  /** Why the last check or reload failed (the last good copy is in use), or null. */
+  lastError: string | null;
+}
+
+export interface SuppressionListsOptions {
+  /** The global list (config.suppressionList): every source's files. */
+  global: string | null;
+  /** What messages call the global list (default `suppressionList`, its configuration key). */
+  globalName?: string;
+  /** Each source's own list, applied to that source's files in addition to the global one. */
+  perSource?: readonly { source: string; location: string | null; defaultCountry?: string }[];
+  /** The configured sources by name: `<sourceName>:<path>` lists are read through them. */
+  sources: ReadonlyMap<string, Source>;
+  /**
+   * Every configured source name (default: the keys of `sources`): what tells
+   * `<sourceName>:<path>` from a local path. validate builds only the sources it reads.
+   */
+  sourceNames?: Iterable<string>;
+  logger: Logger;
+  /** How often every list is checked for changes (default one minute). */
+  checkEveryMs?: number;
+  /**
+   * How long forSource waits for a check (a HEAD to a store that does not answer): past it
+   * the file goes on with the copy in use, and the check goes on (default 10 s).
+   */
+  checkWaitMs?: number;
+  /** Merged over the client of `s3://` lists (tests). */
+  s3ClientConfig?: S3ClientConfig;
+  now?: () => Date;
+}
+
+const CHECK_EVERY_MS = 60_000;
+const CHECK_WAIT_MS = 10_000;
+const READ_CHUNK = 256 * 1024;
+/** A source name (schema.ts): the part before the first colon that may name one. */
+const SOURCE_NAME = /^[A-Za-z0-9._-]+$/;
+/** dropline moves what is in these: a list there would be sent, or moved away. */
+const MOVED_FOLDERS = new Set(['inbox', 'processing']);
+
+/**
+ * A configured list location, or a DroplineError DROPLINE_ERR_CONFIG naming `key`.
+ *
+ * - `s3://bucket/key`: an S3 object (the SDK's credentials, region and endpoint).
+ * - `<sourceName>:<path>`: when the part before the first colon is a source name (letters,
+ *   digits, `.`, `_`, `-`), it must be a configured source's, and the path is relative to
+ *   that source's root (`partner:lists/optout.txt`).
+ * - Anything else is a local path. A local file whose name holds a colon is written with a
+ *   slash before the colon (`./a:b.txt`, `/srv/lists/a:b.txt`).
+ * - A Windows path (`C:\…`, `C:/…`, `\\server\…`) and any other URL scheme are refused.
+ */
+export function parseListLocation(
+  value: string,
+  sourceNames: ReadonlySet<string>,
+  key: string,
+): ListLocation {
+  const bad = (why: string) => new DroplineError('DROPLINE_ERR_CONFIG', `${key}: "${value}" ${why}`);
+  if (/^s3:\/\//i.test(value)) {
+    const rest = value.slice('s3://'.length);
+    const slash = rest.indexOf('/');
+    const bucket = slash < 0 ? rest : rest.slice(0, slash);
+    const objectKey = slash < 0 ? '' : rest.slice(slash + 1);
+    if (bucket === '' || objectKey === '' || objectKey.endsWith('/'))
+      throw bad('is not an S3 object: expected s3://bucket/key');
+    return { kind: 's3', bucket, key: objectKey };
+  }
+  if (/^[A-Za-z]:[\\/]/.test(value) || value.startsWith('\\\\'))
+    throw bad(
+      'is a Windows path: give a POSIX path (/srv/lists/optout.txt), s3://bucket/key or <sourceName>:<path>',
+    );
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value))
+    throw bad('is a URL: only s3://bucket/key is read (or a local path, or <sourceName>:<path>)');
+  const colon = value.indexOf(':');
+  if (colon > 0 && SOURCE_NAME.test(value.slice(0, colon))) {
+    const source = value.slice(0, colon);
+    const path = value.slice(colon + 1);
+    if (!sourceNames.has(source)) {
+      const known = [...sourceNames];
+      throw bad(
+        `names no configured source "${source}" (${known.length > 0 ? `sources: ${known.join(', ')}` : 'no source is configured'}); a local file whose name holds a colon is written with a slash before it: ./${value}`,
+      );
+    }
+    const parts = path.split('/');
+    if (path === '' || path.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..'))
+      throw bad(`needs a path relative to the source's root after "${source}:" (${source}:lists/optout.txt)`);
+    if (parts.length > 1 && MOVED_FOLDERS.has(parts[0]!))
+      throw bad(
+        `is in ${parts[0]}/, where dropline takes or moves drop files; keep lists in a folder of their own (lists/)`,
+      );
+    return { kind: 'source', source, path };
+  }
+  return { kind: 'local', path: value };
+}
+
+/** The location as written in the configuration (what messages and describe() show). */
+export function showLocation(loc: ListLocation): string {
+  if (loc.kind === 's3') return `s3://${loc.bucket}/${loc.key}`;
+  if (loc.kind === 'source') return `${loc.source}:${loc.path}`;
+  return loc.path;
+}
+
+/** The copy in use of several lists at once: a number on any of them is suppressed. */
+class UnionList implements SuppressionList {
+  readonly #lists: readonly SuppressionList[];
+  constructor(lists: readonly SuppressionList[]) {
+    this.#lists = lists;
+  }
+  has(sentNumber: string): boolean {
+    for (const l of this.#lists) if (l.has(sentNumber)) return true;
+    return false;
+  }
+  /** The sum of the lists' sizes (a number on two lists counts twice). */
+  get size(): number {
+    let n = 0;
+    for (const l of this.#lists) n += l.size;
+    return n;
+  }
+  get invalid(): number {
+    let n = 0;
+    for (const l of this.#lists) n += l.invalid;
+    return n;
+  }
+}
+
+/**
+ * What a cheap look (a stat, a HEAD) says of a list: `id` changes when the content does.
+ * A size and mtime just written are not `settled`: a file rewritten within the same clock
+ * tick (a few ms, 2 s on some filesystems) at the same size keeps both, so until the mtime
+ * is older than that the content's hash decides (git's "racy" files).
+ */
+interface Version {
+  id: string;
+  settled: boolean;
+}
+
+/** Timestamps closer to now than this may not change on a rewrite (FAT, SMB: 2 s). */
+const RACY_MS = 2000;
+
+function timeVersion(id: string, mtimeMs: number): Version {
+  return { id, settled: Date.now() - mtimeMs >= RACY_MS };
+}
+
+/**
+ * How one list is reached: a cheap version, or null when the backend has none (then the
+ * content's hash tells whether it changed: a download), and its bytes.
+ */
+interface Backend {
+  version(): Promise<Version | null>;
+  open(): AsyncIterable<Uint8Array>;
+}
+
+function reasonOf(err: unknown): string {
+  return redactText(err instanceof Error ? err.message : String(err));
+}
+
+function listError(what: string, err: unknown): DroplineError {
+  if (err instanceof DroplineError && err.code === 'DROPLINE_ERR_SUPPRESSION_LIST') return err;
+  return new DroplineError('DROPLINE_ERR_SUPPRESSION_LIST', `${what}: ${reasonOf(err)}`, { cause: err });
+}
+
+class LocalFileBackend implements Backend {
+  readonly #path: string;
+  constructor(path: string) {
+    this.#path = resolve(path);
+  }
+  async version(): Promise<Version> {
+    // Links followed: a mounted ConfigMap or a deploy swaps a link to a new file.
+    const st = await stat(this.#path);
+    if (!st.isFile()) throw new Error(`${this.#path} is not a regular file`);
+    return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
+  }
+  open(): AsyncIterable<Uint8Array> {
+    return createReadStream(this.#path, { highWaterMark: READ_CHUNK });
+  }
+}
+
+type S3Module = typeof import('@aws-sdk/client-s3');
+
+async function s3Module(): Promise<S3Module> {
+  return import('@aws-sdk/client-s3');
+}
+
+async function describeS3(err: unknown): Promise<string> {
+  const { describeS3Error } = await import('../sources/s3-source.ts');
+  return describeS3Error(err);
+}
+
+async function headVersion(client: S3Client, bucket: string, key: string): Promise<Version> {
+  const { HeadObjectCommand } = await s3Module();
+  try {
+    const res = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    if (res.ETag) return { id: `etag:${res.ETag}`, settled: true };
+    const mtimeMs = res.LastModified?.getTime() ?? 0;
+    return timeVersion(`${res.ContentLength ?? 0}:${mtimeMs}`, mtimeMs);
+  } catch (err) {
+    throw new Error(`s3://${bucket}/${key}: ${await describeS3(err)}`, { cause: err });
+  }
+}
+
+async function* getObject(client: S3Client, bucket: string, key: string): AsyncGenerator<Uint8Array> {
+  const { GetObjectCommand } = await s3Module();
+  let res: GetObjectCommandOutput;
+  try {
+    res = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  } catch (err) {
+    throw new Error(`s3://${bucket}/${key}: ${await describeS3(err)}`, { cause: err });
+  }
+  const body = res.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
+  if (body === undefined) return;
+  let got = 0;
+  try {
+    for await (const chunk of body) {
+      got += chunk.byteLength;
+      yield chunk;
+    }
+  } catch (err) {
+    throw new Error(`s3://${bucket}/${key}: ${await describeS3(err)}`, { cause: err });
+  } finally {
+    body.destroy?.();
+  }
+  if (res.ContentLength !== undefined && got !== res.ContentLength)
+    throw new Error(`s3://${bucket}/${key}: got ${got} of ${res.ContentLength} bytes (connection lost)`);
+}
+
+class S3UrlBackend implements Backend {
+  readonly #client: () => Promise<S3Client>;
+  readonly #bucket: string;
+  readonly #key: string;
+  constructor(client: () => Promise<S3Client>, bucket: string, key: string) {
+    this.#client = client;
+    this.#bucket = bucket;
+    this.#key = key;
+  }
+  async version(): Promise<Version> {
+    return headVersion(await this.#client(), this.#bucket, this.#key);
+  }
+  open(): AsyncIterable<Uint8Array> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        yield* getObject(await self.#client(), self.#bucket, self.#key);
+      },
+    };
+  }
+}
+
+/** What a source may offer for a cheap change check (not in today's Source interface: used when present). */
+interface StatOf {
+  stat(path: string): Promise<{ size: number; mtimeMs: number; etag?: string | undefined } | null>;
+}
+
+function isLocal(source: Source): source is Source & { root: string } {
+  return source.kind === 'local' && typeof (source as { root?: unknown }).root === 'string';
+}
+
+function isS3(source: Source): source is Source & { client: S3Client; bucket: string; prefix: string } {
+  const s = source as { client?: unknown; bucket?: unknown; prefix?: unknown };
+  return (
+    source.kind === 's3' &&
+    typeof s.bucket === 'string' &&
+    typeof s.prefix === 'string' &&
+    typeof (s.client as { send?: unknown } | undefined)?.send === 'function'
+  );
+}
+
+/** A file on a configured source, read through the source itself (its client, its credentials). */
+class SourceFileBackend implements Backend {
+  readonly #source: Source;
+  readonly #path: string;
+  constructor(source: Source, path: string) {
+    this.#source = source;
+    this.#path = path;
+  }
+  async version(): Promise<Version | null> {
+    const source = this.#source;
+    // Not a type guard: when Source gains stat(), the branches below still type-check.
+    const statOf = (source as Partial<StatOf>).stat;
+    if (typeof statOf === 'function') {
+      const st = await statOf.call(source, this.#path);
+      if (st === null) throw new Error(`${source.name}: ${this.#path} does not exist`);
+      if (st.etag) return { id: `etag:${st.etag}`, settled: true };
+      return timeVersion(`${st.size}:${st.mtimeMs}`, st.mtimeMs);
+    }
+    if (isLocal(source)) {
+      // Not followed: the source itself refuses to read a link (O_NOFOLLOW).
+      const st = await lstat(join(source.root, ...this.#path.split('/')));
+      if (!st.isFile()) throw new Error(`${source.name}: ${this.#path} is not a regular file`);
+      return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
+    }
+    if (isS3(source)) return headVersion(source.client, source.bucket, `${source.prefix}${this.#path}`);
+    // SFTP: the Source interface has no stat; the content's hash tells (a download).
+    return null;
+  }
+  open(): AsyncIterable<Uint8Array> {
+    return this.#source.open(this.#path);
+  }
+}
+
+async function* hashing(bytes: AsyncIterable<Uint8Array>, hash: Hash): AsyncGenerator<Uint8Array> {
+  for await (const chunk of bytes) {
+    hash.update(chunk);
+    yield chunk;
+  }
+}
+
+async function hashOf(bytes: AsyncIterable<Uint8Array>): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of bytes) hash.update(chunk);
+  return `sha256:${hash.digest('hex')}`;
+}
+
+/** One list as read: shared by every configured name with the same location and country. */
+class Loaded {
+  readonly names: string[] = [];
+  readonly location: string;
+  readonly rules: NumberRules;
+  readonly backend: Backend;
+  list: SuppressionList | null = null;
+  /** The version of the copy in use (taken before it was read), and whether it is settled. */
+  version: string | null = null;
+  settled = false;
+  /** The sha256 of the copy in use's bytes. */
+  hash: string | null = null;
+  loadedAt: Date | null = null;
+  checkedAt: Date | null = null;
+  lastError: string | null = null;
+  warnedAt = 0;
+  lateSaidAt = 0;
+  #running: Promise<void> | null = null;
+  #queued: Promise<void> | null = null;
+
+  constructor(location: string, rules: NumberRules, backend: Backend) {
+    this.location = location;
+    this.rules = rules;
+    this.backend = backend;
+  }
+
+  /** `names (location)`: what a message calls the list. */
+  get what(): string {
+    return `${this.names.join(', ')} (${this.location})`;
+  }
+
+  /**
+   * Runs `fn` (a check) unless one runs already: then the caller waits for the next one, made
+   * after the running one ends (joined by every caller that arrives meanwhile). Never two at once.
+   */
+  single(fn: () => Promise<void>): Promise<void> {
+    if (this.#queued) return this.#queued;
+    const running = this.#running;
+    if (running) {
+      const next = running
+        .catch(() => {})
+        .then(() => {
+          this.#queued = null;
+          return this.single(fn);
+        });
+      this.#queued = next;
+      return next;
+    }
+    const run = fn().finally(() => {
+      if (this.#running === run) this.#running = null;
+    });
+    this.#running = run;
+    return run;
+  }
+}
+
+/** Each configured list's copy in use, kept fresh; see the file's header. */
+export class SuppressionLists {
+  readonly #entries = new Map<string, Loaded>();
+  /** Named lists in configuration order: [name, source (null: global), entry]. */
+  readonly #named: { name: string; source: string | null; entry: Loaded }[] = [];
+  readonly #global: Loaded | null;
+  readonly #perSource = new Map<string, Loaded>();
+  readonly #unions = new Map<string, { parts: readonly SuppressionList[]; union: SuppressionList }>();
+  readonly #log: Logger;
+  readonly #everyMs: number;
+  readonly #waitMs: number;
+  readonly #s3Config: S3ClientConfig | undefined;
+  readonly #now: () => Date;
+  #s3: Promise<S3Client> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+
+  /** Throws DroplineError DROPLINE_ERR_CONFIG for a location that cannot be (an unknown source…). */
+  constructor(options: SuppressionListsOptions) {
+    this.#log = options.logger;
+    this.#everyMs = options.checkEveryMs ?? CHECK_EVERY_MS;
+    this.#waitMs = options.checkWaitMs ?? CHECK_WAIT_MS;
+    this.#s3Config = options.s3ClientConfig;
+    this.#now = options.now ?? (() => new Date());
+    const names = new Set(options.sourceNames ?? options.sources.keys());
+    const add = (name: string, source: string | null, value: string, country: string | undefined) => {
+      const loc = parseListLocation(value, names, name);
+      const rules = makeNumberRules(country);
+      const id = `${rules.defaultCountry}|${loc.kind}|${loc.kind === 'local' ? resolve(loc.path) : showLocation(loc)}`;
+      let entry = this.#entries.get(id);
+      if (!entry) {
+        entry = new Loaded(showLocation(loc), rules, this.#backendOf(loc, options.sources, name));
+        this.#entries.set(id, entry);
+      }
+      entry.names.push(name);
+      this.#named.push({ name, source, entry });
+      return entry;
+    };
+    this.#global = options.global
+      ? add(options.globalName ?? 'suppressionList', null, options.global, undefined)
+      : null;
+    for (const s of options.perSource ?? []) {
+      if (!s.location) continue;
+      this.#perSource.set(
+        s.source,
+        add(`sources.${s.source}.suppressionList`, s.source, s.location, s.defaultCountry),
+      );
+    }
+  }
+
+  /** The global list and each source's own, from a configuration (null when there is none). */
+  static fromConfig(
+    config: Pick<Config, 'suppressionList' | 'sources'>,
+    sources: ReadonlyMap<string, Source>,
+    logger: Logger,
+    options: Omit<SuppressionListsOptions, 'global' | 'perSource' | 'sources' | 'logger'> = {},
+  ): SuppressionLists | null {
+    if (!config.suppressionList && !config.sources.some((s) => s.suppressionList)) return null;
+    return new SuppressionLists({
+      sourceNames: config.sources.map((s) => s.name),
+      ...options,
+      global: config.suppressionList,
+      perSource: config.sources.map((s) => ({
+        source: s.name,
+        location: s.suppressionList,
+        defaultCountry: s.defaultCountry,
+      })),
+      sources,
+      logger,
+    });
+  }
+
+  /**
+   * Reads every list once, then checks them every checkEveryMs. A list that cannot be read
+   * is a DroplineError DROPLINE_ERR_SUPPRESSION_LIST naming it.
+   */
+  async start(): Promise<void> {
+    for (const entry of this.#entries.values()) {
+      await entry.single(() => this.#refresh(entry));
+      const list = entry.list!;
+      this.#log.info(
+        { lists: entry.names, location: entry.location, numbers: list.size, invalid: list.invalid },
+        'suppression list loaded',
+      );
+    }
+    if (!this.#stopped && this.#timer === null && this.#entries.size > 0) {
+      this.#timer = setInterval(() => void this.checkAll(), this.#everyMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Checks every list now (what the timer does): a list that changed is read again. */
+  async checkAll(): Promise<void> {
+    await Promise.all([...this.#entries.values()].map((e) => e.single(() => this.#reload(e))));
+  }
+
+  /**
+   * The lists of a file of `sourceName` as they are now: each (global, the source's own) asked
+   * first whether it changed, and read again when it did. A `has()` that asks both; null when
+   * neither is configured.
+   */
+  async forSource(sourceName: string): Promise<SuppressionList | null> {
+    const entries: Loaded[] = [];
+    if (this.#global) entries.push(this.#global);
+    const own = this.#perSource.get(sourceName);
+    if (own && own !== this.#global) entries.push(own);
+    if (entries.length === 0) return null;
+    if (!this.#stopped) await Promise.all(entries.map((e) => this.#fresh(e)));
+    // A file never goes without a list it should be checked against.
+    const unread = entries.find((e) => e.list === null);
+    if (unread) throw listError(unread.what, new Error(unread.lastError ?? 'not read yet'));
+    const parts = entries.map((e) => e.list!);
+    if (parts.length === 1) return parts[0]!;
+    const cached = this.#unions.get(sourceName);
+    if (cached && cached.parts.length === parts.length && cached.parts.every((p, i) => p === parts[i]))
+      return cached.union;
+    const union = new UnionList(parts);
+    this.#unions.set(sourceName, { parts, union });
+    return union;
+  }
+
+  /** Each configured list: its size and when its copy in use was read (/metrics, logs). */
+  describe(): SuppressionListInfo[] {
+    return this.#named.map(({ name, source, entry }) => ({
+      name,
+      source,
+      location: entry.location,
+      numbers: entry.list?.size ?? 0,
+      invalid: entry.list?.invalid ?? 0,
+      loadedAt: entry.loadedAt,
+      checkedAt: entry.checkedAt,
+      lastError: entry.lastError,
+    }));
+  }
+
+  /** No more checks: the timer goes, and the client of s3:// lists. The copies stay in use. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    const s3 = this.#s3;
+    this.#s3 = null;
+    if (s3) (await s3.catch(() => null))?.destroy();
+  }
+
+  /** Before a file: a check, waited for at most checkWaitMs while a copy is in use. */
+  async #fresh(entry: Loaded): Promise<void> {
+    // Never read (start() not called, or stopped before): a file must not go without it, so
+    // a list that cannot be read fails the file's start (it is tried again later).
+    if (entry.list === null) return entry.single(() => this.#refresh(entry));
+    const check = entry.single(() => this.#reload(entry));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((done) => {
+      timer = setTimeout(() => done(true), this.#waitMs);
+    });
+    const wasLate = await Promise.race([check.then(() => false), late]);
+    clearTimeout(timer);
+    const now = Date.now();
+    if (wasLate && now - entry.lateSaidAt >= this.#everyMs) {
+      entry.lateSaidAt = now;
+      this.#log.warn(
+        { lists: entry.names, location: entry.location, waitedMs: this.#waitMs },
+        `suppression list ${entry.what}: no answer yet whether it changed; the file goes on with the copy read ${entry.loadedAt?.toISOString()}`,
+      );
+    }
+  }
+
+  /** A check whose failure is a warning: the last good copy stays. */
+  async #reload(entry: Loaded): Promise<void> {
+    if (this.#stopped) return;
+    const before = entry.list;
+    try {
+      await this.#refresh(entry);
+    } catch (err) {
+      // Stopping (the client of s3:// lists destroyed under a check) is no news.
+      if (this.#stopped) return;
+      const reason = (err as Error).message;
+      const now = Date.now();
+      if (reason !== entry.lastError || now - entry.warnedAt >= this.#everyMs) {
+        entry.warnedAt = now;
+        this.#log.warn(
+          {
+            lists: entry.names,
+            location: entry.location,
+            loadedAt: entry.loadedAt?.toISOString() ?? null,
+            err: reason,
+          },
+          `suppression list ${entry.what}: cannot check or read it; the copy read ${entry.loadedAt?.toISOString() ?? 'never'} stays in use, tried again at the next check`,
+        );
+      }
+      entry.lastError = reason;
+      return;
+    }
+    if (entry.lastError !== null) {
+      this.#log.info(
+        { lists: entry.names, location: entry.location },
+        `suppression list ${entry.what}: readable again`,
+      );
+      entry.lastError = null;
+    }
+    if (entry.list !== before && entry.list)
+      this.#log.info(
+        {
+          lists: entry.names,
+          location: entry.location,
+          numbers: entry.list.size,
+          invalid: entry.list.invalid,
+        },
+        'suppression list changed: read again',
+      );
+  }
+
+  /** Reads the list when it is new or changed; throws DROPLINE_ERR_SUPPRESSION_LIST. */
+  async #refresh(entry: Loaded): Promise<void> {
+    const what = entry.what;
+    let version: Version | null;
+    try {
+      version = await entry.backend.version();
+      if (entry.list !== null) {
+        const same = version !== null && version.id === entry.version;
+        if (same && entry.settled) {
+          entry.checkedAt = this.#now();
+          return;
+        }
+        // No cheap version (SFTP), or one that cannot tell yet (just written): the bytes do.
+        if (version === null || same) {
+          if ((await hashOf(entry.backend.open())) === entry.hash) {
+            entry.settled = version?.settled ?? false;
+            entry.checkedAt = this.#now();
+            return;
+          }
+        }
+      }
+    } catch (err) {
+      throw listError(what, err);
+    }
+    entry.checkedAt = this.#now();
+    const hash = createHash('sha256');
+    const list = await readSuppressionList(hashing(entry.backend.open(), hash), entry.rules, what);
+    entry.list = list;
+    entry.version = version?.id ?? null;
+    entry.settled = version?.settled ?? false;
+    entry.hash = `sha256:${hash.digest('hex')}`;
+    entry.loadedAt = this.#now();
+  }
+
+  #backendOf(loc: ListLocation, sources: ReadonlyMap<string, Source>, name: string): Backend {
+    if (loc.kind === 'local') return new LocalFileBackend(loc.path);
+    if (loc.kind === 's3') return new S3UrlBackend(() => this.#s3Client(), loc.bucket, loc.key);
+    const source = sources.get(loc.source);
+    if (!source)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `${name}: the source "${loc.source}" is not available here`,
+      );
+    return new SourceFileBackend(source, loc.path);
+  }
+
+  #s3Client(): Promise<S3Client> {
+    if (this.#stopped) return Promise.reject(new Error('the suppression lists are stopped'));
+    this.#s3 ??= s3UrlClient(this.#s3Config);
+    return this.#s3;
+  }
+}
+
+/**
+ * The client of `s3://` lists: the SDK's default credential chain and region (us-east-1 when
+ * none is configured; a bucket elsewhere is followed), the endpoint of AWS_ENDPOINT_URL_S3 or
+ * AWS_ENDPOINT_URL (which the SDK reads itself), path-style when one of those is set.
+ */
+async function s3UrlClient(extra: S3ClientConfig | undefined): Promise<S3Client> {
+  const { S3Client } = await s3Module();
+  const env = process.env;
+  const ignore = (env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS ?? '').toLowerCase() === 'true';
+  const endpoint = ignore ? undefined : env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const config: S3ClientConfig = {
+    forcePathStyle: endpoint !== undefined,
+    followRegionRedirects: true,
+    // WHEN_SUPPORTED makes the SDK ask every store for checksums some S3-compatibles lack.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: 5000, socketTimeout: 30_000 },
+    ...extra,
+  };
+  const client = new S3Client(config);
+  if (config.region !== undefined) return client;
+  const region = await client.config.region().catch(() => null);
+  if (region) return client;
+  client.destroy();
+  return new S3Client({ ...config, region: 'us-east-1' });
+}
+
+/**
+ * The lists a file of `source` would be checked against, read once (validate): the global
+ * list and the source's own, or `only` instead of both (`--suppression-list`). Any of the
+ * three forms; `<sourceName>:` lists are read through a source built from `config` (not
+ * started: nothing is created on it) and closed again. null when there is no list.
+ */
+export async function readListsOnce(options: {
+  config: Pick<Config, 'suppressionList' | 'sources'> | null;
+  source?: string | undefined;
+  only?: string | undefined;
+  /** Default: silent (validate prints its own answer). */
+  logger?: Logger;
+}): Promise<SuppressionList | null> {
+  const { config } = options;
+  const configured = config?.sources ?? [];
+  const names = new Set(configured.map((s) => s.name));
+  const own = configured.find((s) => s.name === options.source);
+  const wanted: { name: string; value: string; source: string | null; country?: string }[] = [];
+  if (options.only) wanted.push({ name: '--suppression-list', value: options.only, source: null });
+  else {
+    if (config?.suppressionList)
+      wanted.push({ name: 'suppressionList', value: config.suppressionList, source: null });
+    if (own?.suppressionList)
+      wanted.push({
+        name: `sources.${own.name}.suppressionList`,
+        value: own.suppressionList,
+        source: own.name,
+        country: own.defaultCountry,
+      });
+  }
+  if (wanted.length === 0) return null;
+  const logger = options.logger ?? (await import('../log.ts')).silentLogger;
+  // Only the sources a list is on are built.
+  const needed = new Set<string>();
+  for (const w of wanted) {
+    const loc = parseListLocation(w.value, names, w.name);
+    if (loc.kind === 'source') needed.add(loc.source);
+  }
+  const sources = new Map<string, Source>();
+  let lists: SuppressionLists | null = null;
+  try {
+    if (needed.size > 0) {
+      const { createSource } = await import('../sources/index.ts');
+      for (const cfg of configured)
+        if (needed.has(cfg.name)) sources.set(cfg.name, await createSource(cfg, logger));
+    }
+    const global = wanted.find((w) => w.source === null);
+    const mine = wanted.find((w) => w.source !== null);
+    lists = new SuppressionLists({
+      global: global?.value ?? null,
+      ...(global ? { globalName: global.name } : {}),
+      perSource: mine ? [{ source: mine.source!, location: mine.value, defaultCountry: mine.country }] : [],
+      sources,
+      sourceNames: names,
+      logger,
+    });
+    await lists.start();
+    return await lists.forSource(mine?.source ?? '');
+  } finally {
+    await lists?.stop();
+    for (const s of sources.values()) await s.close().catch(() => {});
+  }
+}
