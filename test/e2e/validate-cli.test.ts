@@ -61,7 +61,11 @@ interface ValidateJson {
   errors: Issue[];
   warnings: Issue[];
   errorsTruncated: boolean;
-  directives: { priority: string | null; expect: { line: number; count: number } | null };
+  directives: {
+    priority: string | null;
+    expect: { line: number; count: number } | null;
+    sendAt: { line: number; at: string } | null;
+  };
 }
 
 async function validateJson(...args: string[]): Promise<{ run: Run; json: ValidateJson }> {
@@ -192,6 +196,19 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
       sendAt: null,
       message: null,
     });
+  });
+
+  it('template.txt: a #! message: template merged per record, its start, the line missing a field', async () => {
+    const { run, json } = await validateJson('samples/template.txt');
+    expect(run.code).toBe(0);
+    expect(json).toMatchObject({ records: 6, valid: 5, invalid: 1, accepted: true });
+    expect(json.directives.sendAt).toEqual({ line: 2, at: '2026-12-01T14:00:00.000Z' });
+    expect(json.errors.map((e) => [e.line, e.code])).toEqual([[6, 'MISSING_FIELD']]);
+    const text = await dropline('validate', 'samples/template.txt');
+    expect(text.stdout).toContain('example (line 4): "Hola Ana, su cita es el martes 1 a las 9:30.');
+    expect(text.stdout).toContain(
+      'not sent before 2026-12-01T14:00:00.000Z, nor outside the send window (#! sendAt:)',
+    );
   });
 
   it('bulk.txt: bulk, countries counted', async () => {

@@ -223,6 +223,8 @@ export function toText(file: string, s: ReadSummary): string {
   out.push(...costLines(s));
   out.push(...templateLines(s));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
+  if (s.directives.sendAt)
+    out.push(`  not sent before ${s.directives.sendAt.at}, nor outside the send window (#! sendAt:)`);
   if (s.trailer)
     out.push(
       `  trailer on line ${s.trailer.line}${s.trailer.count === null ? '' : `: ${s.trailer.count} records`}`,
