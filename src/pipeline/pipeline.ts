@@ -213,7 +213,8 @@ export class Pipeline {
   /** Why a file waits until `start` (the file's reason while it is `scheduled`). */
   private waitReason(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null): string {
     const w = this.windowOf(file.source);
-    const zone = w?.spec.timezone ?? 'UTC';
+    // Without a window, Bogotá's time, the zone a `#! sendAt:` without offset is read in.
+    const zone = w?.spec.timezone ?? 'America/Bogota';
     if (start === null) return 'the send window never opens in the next 400 days: check sendWindow';
     const when = `${localTime(start, zone)} (${zone})`;
     if (file.sendAt !== null && Date.parse(file.sendAt) === start.getTime())
