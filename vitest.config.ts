@@ -10,6 +10,9 @@ const ON_BOTH_STORES = [
   'test/e2e/progress.test.ts',
   'test/e2e/ops-file-list.test.ts',
   'test/e2e/fairness.test.ts',
+  'test/e2e/send-window.test.ts',
+  'test/e2e/contact-limit.test.ts',
+  'test/e2e/replies-optout.test.ts',
 ];
 
 export default defineConfig({

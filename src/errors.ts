@@ -197,7 +197,7 @@ export const ERRORS = {
   },
   DROPLINE_ERR_SUPPRESSION_LIST: {
     message: 'the suppression list cannot be read',
-    hint: 'check the suppressionList path: a text file, one number per line',
+    hint: 'check the suppressionList location (a local path, s3://bucket/key or <sourceName>:<path>): a text file, one number per line',
     retryable: false,
   },
   DROPLINE_ERR_SERVICE_AUTH: {

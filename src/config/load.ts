@@ -73,15 +73,33 @@ export function parseConfig(raw: unknown): Config {
   return config;
 }
 
+export interface ReadConfigOptions {
+  path?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Each SFTP source's `hostKeyFile` read into its `hostKeySha256` (a public key, not a
+   * secret), as the daemon does: for a command that connects to an SFTP source (`validate`
+   * reading an opt-out list on one). A hostKeyFile that cannot be read is then an error.
+   */
+  pinHostKeys?: boolean;
+}
+
 /**
  * The configuration file and what it says, without resolving a secret or writing anything
  * (`validate` reads it too): `path`, else DROPLINE_CONFIG, else ./dropline.config.json when
  * present, else the embedded default (path null).
  */
-export function readConfigFile(options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {}): {
+export function readConfigFile(options: ReadConfigOptions = {}): {
   config: Config;
   path: string | null;
 } {
+  const read = readConfigText(options);
+  if (options.pinHostKeys)
+    read.config.sources = read.config.sources.map((s) => (s.type === 'sftp' ? pinHostKeyFile(s) : s));
+  return read;
+}
+
+function readConfigText(options: ReadConfigOptions): { config: Config; path: string | null } {
   const env = options.env ?? process.env;
   let raw: unknown = {};
   const named = options.path ?? (env.DROPLINE_CONFIG || undefined);
@@ -113,8 +131,7 @@ export function loadConfig(
   options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {},
 ): LoadedConfig {
   const env = options.env ?? process.env;
-  const { config, path } = readConfigFile(options);
-  config.sources = config.sources.map((s) => (s.type === 'sftp' ? pinHostKeyFile(s) : s));
+  const { config, path } = readConfigFile({ ...options, pinHostKeys: true });
 
   const apiPassword =
     env.DROPLINE_API_PASSWORD ??

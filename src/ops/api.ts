@@ -23,6 +23,7 @@ import {
   reportCsv,
   reportFileName,
 } from '../pipeline/reports.ts';
+import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
 import { redactText } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
@@ -35,6 +36,11 @@ export interface OpsControl {
   wake(): void;
   /** The messaging service's monitoring endpoints, per account (src/service/monitoring.ts). */
   serviceHealth(): Promise<ServiceHealth[]>;
+  /**
+   * The daemon's opt-out lists (Runtime.suppressionLists), kept fresh: the file check uses
+   * them as a file of the source would. null when none is configured.
+   */
+  readonly suppressionLists?: Pick<SuppressionLists, 'forSource'> | null;
 }
 
 /** An answer the route sends as JSON. */
@@ -176,12 +182,15 @@ let validating = 0;
 /**
  * POST /api/validate?source=NAME&name=FILE: the body is the file. validate --source's answer
  * (validate --json's fields) with numbers masked; nothing is stored or sent, and the
- * temporary copy is removed before the answer.
+ * temporary copy is removed before the answer. The opt-out lists are the daemon's (`lists`,
+ * OpsControl.suppressionLists: checked for a change, not read again); without them (no list
+ * configured) the source's configured lists, if any, are read for this check.
  */
 export async function validateUpload(
   req: IncomingMessage,
   config: Config,
   query: URLSearchParams,
+  lists: Pick<SuppressionLists, 'forSource'> | null = null,
 ): Promise<Answer> {
   const sourceName = query.get('source');
   const source =
@@ -211,7 +220,11 @@ export async function validateUpload(
         .replace(/^\.+/, '') || 'upload.txt',
     );
     if (await received(req, path, limit)) return tooLarge(limit);
-    const summary = await validateFile(path, sourceValidateOptions(config, source));
+    // The lists a file of this source starts with now (null: none applies to it).
+    const options = lists
+      ? { ...sourceValidateOptions(config, source), suppression: await lists.forSource(source.name) }
+      : sourceValidateOptions(config, source);
+    const summary = await validateFile(path, options);
     const json = toJson(name, summary);
     return {
       status: 200,

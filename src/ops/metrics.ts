@@ -8,6 +8,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { COMMIT_CHANNEL, type CommitEvent, type ReceiverStats } from '../notify/receiver.ts';
 import { STORE_CALL_CHANNEL, type StoreCallEvent } from '../pipeline/patient-store.ts';
 import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
+import type { SuppressionListInfo } from '../pipeline/suppression-lists.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { Store, StoreGauges } from '../store/store.ts';
 import { ALERT_CHANNEL, type AlertDelivery } from './alerts.ts';
@@ -18,6 +19,8 @@ export interface Metrics {
   scanned(source: string, seconds: number, failed: boolean): void;
   /** The delivery-report receiver whose answers /metrics shows. */
   watchReceiver(stats: () => ReceiverStats): void;
+  /** The opt-out lists whose copies in use /metrics shows (SuppressionLists.describe). */
+  watchSuppressionLists(describe: () => SuppressionListInfo[]): void;
   close(): void;
 }
 
@@ -205,6 +208,63 @@ export function createMetrics(store: Store): Metrics {
     registers: [registry],
   });
 
+  // Opt-out lists: `list` is the configuration key (suppressionList, sources.<name>.suppressionList),
+  // never the location: a bounded label, and no URL or path in it.
+  let suppressionLists: (() => SuppressionListInfo[]) | null = null;
+  new Gauge({
+    name: 'dropline_suppression_list_numbers',
+    help: 'Distinct numbers in the copy in use of each opt-out list (0 until it is read)',
+    labelNames: ['list'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const l of suppressionLists?.() ?? []) this.set({ list: l.name }, l.numbers);
+    },
+  });
+  new Gauge({
+    name: 'dropline_suppression_list_loaded_timestamp_seconds',
+    help: 'When the copy in use of each opt-out list was read (Unix time; absent until it is read)',
+    labelNames: ['list'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const l of suppressionLists?.() ?? [])
+        if (l.loadedAt) this.set({ list: l.name }, l.loadedAt.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'dropline_suppression_list_checked_timestamp_seconds',
+    help: 'When each opt-out list was last checked for a change (Unix time)',
+    labelNames: ['list'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const l of suppressionLists?.() ?? [])
+        if (l.checkedAt) this.set({ list: l.name }, l.checkedAt.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'dropline_suppression_list_error',
+    help: "1 while an opt-out list's last check or reload failed (the copy read before stays in use), else 0",
+    labelNames: ['list'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const l of suppressionLists?.() ?? []) this.set({ list: l.name }, l.lastError === null ? 0 : 1);
+    },
+  });
+  new Counter({
+    name: 'dropline_suppression_list_check_failures_total',
+    help: 'Checks or reloads of an opt-out list that failed (the copy read before stayed in use)',
+    labelNames: ['list'],
+    registers: [registry],
+    collect() {
+      // The lists count; shown as they are (a counter of this process's lists).
+      this.reset();
+      for (const l of suppressionLists?.() ?? []) this.inc({ list: l.name }, l.failures);
+    },
+  });
+
   return {
     registry,
     scanned(source, seconds, failed) {
@@ -213,6 +273,9 @@ export function createMetrics(store: Store): Metrics {
     },
     watchReceiver(stats) {
       receiverStats = stats;
+    },
+    watchSuppressionLists(describe) {
+      suppressionLists = describe;
     },
     close() {
       diagnosticsChannel.unsubscribe(ATTEMPT_CHANNEL, onAttempt);

@@ -342,7 +342,10 @@ async function post(options: OpsOptions, req: IncomingMessage, res: ServerRespon
   const control = options.control;
   if (!control) return send(res, 404, { error: 'actions are taken by a running daemon (dropline run)' });
   if (url.pathname === '/api/validate')
-    return answer(res, await validateUpload(req, control.config, url.searchParams));
+    return answer(
+      res,
+      await validateUpload(req, control.config, url.searchParams, control.suppressionLists ?? null),
+    );
   const m = /^\/api\/files\/([A-Za-z0-9_-]+)\/([a-z]+)$/.exec(url.pathname);
   if (m && (ACTIONS as readonly string[]).includes(m[2]!)) {
     if ((await smallBody(req)) === null) return send(res, 413, { error: 'an action takes no body' });

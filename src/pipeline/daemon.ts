@@ -242,6 +242,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
   log.info({ url: receiver.url }, 'delivery-report receiver listening');
   const metrics = createMetrics(rt.store);
   metrics.watchReceiver(() => receiver.stats());
+  const lists = rt.suppressionLists;
+  if (lists) metrics.watchSuppressionLists(() => lists.describe());
   const alerts = startAlerts({
     alerts: config.alerts,
     secrets: secrets.alertSecrets,
@@ -264,6 +266,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
         config,
         wake: () => void fill(),
         serviceHealth: () => serviceHealth(rt.accounts),
+        suppressionLists: rt.suppressionLists,
       },
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.

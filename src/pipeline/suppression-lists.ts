@@ -4,12 +4,14 @@
 //
 // - start() reads every list once: a list that cannot be read is a start-up error.
 // - Every minute (checkEveryMs), and before a file starts (forSource), each list is asked
-//   whether it changed: a stat, a HEAD (ETag), no download. Exceptions: a file on an SFTP
-//   source (the Source interface has no stat: the bytes are hashed), and a size and mtime
-//   written within the last 2 s (a same-size rewrite may keep both: the bytes decide). A
-//   list that changed is read again and replaces the old copy whole. A list that cannot be
-//   read again keeps its last good copy (a warning, no secret in it) and is tried again at
-//   the next check.
+//   whether it changed: a stat (on a source: Source.stat, one lstat on SFTP), a HEAD (ETag),
+//   no download. Exception: a size and mtime written within the last 2 s (a same-size
+//   rewrite may keep both: the bytes decide). SFTP mtimes are whole seconds of the server's
+//   clock: one behind this machine's can settle a version early (a same-size rewrite within
+//   that same second would then go unseen until the list changes again). A list that
+//   changed is read again and replaces the old copy whole. A list that cannot be read again
+//   keeps its last good copy (a warning, no secret in it) and is tried again at the next
+//   check.
 // - One check of a list runs at a time; a caller that arrives while one runs waits for the
 //   next one (started after it arrived), so a file that starts right after a change sees it.
 // - Memory: 8 bytes a number (a sorted Float64Array, src/format/suppression.ts); a list used
@@ -48,10 +50,12 @@ export interface SuppressionListInfo {
   invalid: number;
   /** When the copy in use was read (null: never). */
   loadedAt: Date | null;
-  /** When the list was last asked whether it changed. */
+  /** When the list was last asked whether it changed (and answered: read again when it had). */
   checkedAt: Date | null;
   /** Why the last check or reload failed (the last good copy is in use), or null. */
   lastError: string | null;
+  /** Checks (and reloads) that failed since start: the copy read before stayed in use. */
+  failures: number;
 }
 
 export interface SuppressionListsOptions {
@@ -111,6 +115,12 @@ export function parseListLocation(
     const slash = rest.indexOf('/');
     const bucket = slash < 0 ? rest : rest.slice(0, slash);
     const objectKey = slash < 0 ? '' : rest.slice(slash + 1);
+    // `s3://key:secret@bucket/…` is no S3 form; the value is not repeated (it may hold a secret).
+    if (bucket.includes('@') || bucket.includes(':'))
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `${key}: an s3:// location holds no credentials (user:password@): give s3://bucket/key; the SDK's credential chain (environment, profile, role) signs the requests`,
+      );
     if (bucket === '' || objectKey === '' || objectKey.endsWith('/'))
       throw bad('is not an S3 object: expected s3://bucket/key');
     return { kind: 's3', bucket, key: objectKey };
@@ -191,12 +201,9 @@ function timeVersion(id: string, mtimeMs: number): Version {
   return { id, settled: Date.now() - mtimeMs >= RACY_MS };
 }
 
-/**
- * How one list is reached: a cheap version, or null when the backend has none (then the
- * content's hash tells whether it changed: a download), and its bytes.
- */
+/** How one list is reached: a cheap version (a stat, a HEAD), and its bytes. */
 interface Backend {
-  version(): Promise<Version | null>;
+  version(): Promise<Version>;
   open(): AsyncIterable<Uint8Array>;
 }
 
@@ -295,23 +302,8 @@ class S3UrlBackend implements Backend {
   }
 }
 
-/** What a source may offer for a cheap change check (not in today's Source interface: used when present). */
-interface StatOf {
-  stat(path: string): Promise<{ size: number; mtimeMs: number; etag?: string | undefined } | null>;
-}
-
 function isLocal(source: Source): source is Source & { root: string } {
   return source.kind === 'local' && typeof (source as { root?: unknown }).root === 'string';
-}
-
-function isS3(source: Source): source is Source & { client: S3Client; bucket: string; prefix: string } {
-  const s = source as { client?: unknown; bucket?: unknown; prefix?: unknown };
-  return (
-    source.kind === 's3' &&
-    typeof s.bucket === 'string' &&
-    typeof s.prefix === 'string' &&
-    typeof (s.client as { send?: unknown } | undefined)?.send === 'function'
-  );
 }
 
 /** A file on a configured source, read through the source itself (its client, its credentials). */
@@ -322,25 +314,21 @@ class SourceFileBackend implements Backend {
     this.#source = source;
     this.#path = path;
   }
-  async version(): Promise<Version | null> {
+  async version(): Promise<Version> {
     const source = this.#source;
-    // Not a type guard: when Source gains stat(), the branches below still type-check.
-    const statOf = (source as Partial<StatOf>).stat;
-    if (typeof statOf === 'function') {
-      const st = await statOf.call(source, this.#path);
-      if (st === null) throw new Error(`${source.name}: ${this.#path} does not exist`);
-      if (st.etag) return { id: `etag:${st.etag}`, settled: true };
-      return timeVersion(`${st.size}:${st.mtimeMs}`, st.mtimeMs);
-    }
     if (isLocal(source)) {
-      // Not followed: the source itself refuses to read a link (O_NOFOLLOW).
+      // What Source.stat answers, and the inode: a list replaced by a rename (rsync, a
+      // deploy) with its size and mtime kept is still a new version. The name itself is not
+      // followed, as the source refuses to read a link (O_NOFOLLOW).
       const st = await lstat(join(source.root, ...this.#path.split('/')));
       if (!st.isFile()) throw new Error(`${source.name}: ${this.#path} is not a regular file`);
       return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
     }
-    if (isS3(source)) return headVersion(source.client, source.bucket, `${source.prefix}${this.#path}`);
-    // SFTP: the Source interface has no stat; the content's hash tells (a download).
-    return null;
+    // One lstat on SFTP, one HEAD on S3, through the source's own connection or client.
+    const st = await source.stat(this.#path);
+    if (st === null) throw new Error(`${source.name}: ${this.#path} does not exist`);
+    if (st.etag) return { id: `etag:${st.etag}`, settled: true };
+    return timeVersion(`${st.size}:${st.mtimeMs}`, st.mtimeMs);
   }
   open(): AsyncIterable<Uint8Array> {
     return this.#source.open(this.#path);
@@ -375,6 +363,7 @@ class Loaded {
   loadedAt: Date | null = null;
   checkedAt: Date | null = null;
   lastError: string | null = null;
+  failures = 0;
   warnedAt = 0;
   lateSaidAt = 0;
   #running: Promise<void> | null = null;
@@ -548,6 +537,7 @@ export class SuppressionLists {
       loadedAt: entry.loadedAt,
       checkedAt: entry.checkedAt,
       lastError: entry.lastError,
+      failures: entry.failures,
     }));
   }
 
@@ -607,6 +597,7 @@ export class SuppressionLists {
         );
       }
       entry.lastError = reason;
+      entry.failures++;
       return;
     }
     if (entry.lastError !== null) {
@@ -631,33 +622,30 @@ export class SuppressionLists {
   /** Reads the list when it is new or changed; throws DROPLINE_ERR_SUPPRESSION_LIST. */
   async #refresh(entry: Loaded): Promise<void> {
     const what = entry.what;
-    let version: Version | null;
+    let version: Version;
     try {
       version = await entry.backend.version();
-      if (entry.list !== null) {
-        const same = version !== null && version.id === entry.version;
-        if (same && entry.settled) {
+      if (entry.list !== null && version.id === entry.version) {
+        if (entry.settled) {
           entry.checkedAt = this.#now();
           return;
         }
-        // No cheap version (SFTP), or one that cannot tell yet (just written): the bytes do.
-        if (version === null || same) {
-          if ((await hashOf(entry.backend.open())) === entry.hash) {
-            entry.settled = version?.settled ?? false;
-            entry.checkedAt = this.#now();
-            return;
-          }
+        // A version that cannot tell yet (just written): the bytes do.
+        if ((await hashOf(entry.backend.open())) === entry.hash) {
+          entry.settled = version.settled;
+          entry.checkedAt = this.#now();
+          return;
         }
       }
     } catch (err) {
       throw listError(what, err);
     }
-    entry.checkedAt = this.#now();
     const hash = createHash('sha256');
     const list = await readSuppressionList(hashing(entry.backend.open(), hash), entry.rules, what);
+    entry.checkedAt = this.#now();
     entry.list = list;
-    entry.version = version?.id ?? null;
-    entry.settled = version?.settled ?? false;
+    entry.version = version.id;
+    entry.settled = version.settled;
     entry.hash = `sha256:${hash.digest('hex')}`;
     entry.loadedAt = this.#now();
   }

@@ -1,7 +1,7 @@
 // A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, type Stats } from 'node:fs';
-import { type FileHandle, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { watch as chokidarWatch } from 'chokidar';
 import { readHandleChunks } from '../format/file-chunks.ts';
@@ -14,6 +14,7 @@ import {
   type Source,
   type SourceEntry,
   SourceFileError,
+  type SourceStat,
 } from './source.ts';
 
 export interface LocalSourceOptions {
@@ -89,6 +90,24 @@ export class LocalSource implements Source {
       if (errCode(err) === 'ENOENT') return false;
       throw err;
     }
+  }
+
+  async stat(path: string): Promise<SourceStat | null> {
+    const abs = this.#abs(path);
+    let st: Stats;
+    try {
+      // The name itself is not followed, as open() refuses links (O_NOFOLLOW).
+      st = await lstat(abs);
+    } catch (err) {
+      // ENOTDIR: a file where a folder of the path should be; nothing is at `path` (what an
+      // SFTP server answers for it too).
+      const code = errCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+      throw fileRefusalOf(err, path) ?? err;
+    }
+    if (!st.isFile())
+      throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is ${kindOf(st)}, not a regular file`);
+    return { size: st.size, mtimeMs: st.mtimeMs };
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
@@ -284,6 +303,7 @@ async function* readRegular(abs: string, path: string): AsyncGenerator<Uint8Arra
 }
 
 function kindOf(st: Stats): string {
+  if (st.isSymbolicLink()) return 'a symbolic link';
   if (st.isFIFO()) return 'a FIFO';
   if (st.isDirectory()) return 'a folder';
   if (st.isSocket()) return 'a socket';

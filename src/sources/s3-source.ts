@@ -37,6 +37,7 @@ import {
   type ListOptions,
   type Source,
   type SourceEntry,
+  type SourceStat,
 } from './source.ts';
 
 export type ChecksumMode = 'WHEN_REQUIRED' | 'WHEN_SUPPORTED';
@@ -244,6 +245,11 @@ export class S3Source implements Source {
     return (await this.#head(path)) !== null;
   }
 
+  /** One HEAD. S3 has no folders or links: a key is an object or nothing. */
+  async stat(path: string): Promise<SourceStat | null> {
+    return this.#head(path);
+  }
+
   open(path: string): AsyncIterable<Uint8Array> {
     const key = this.#key(path);
     const self = this;
@@ -407,11 +413,11 @@ export class S3Source implements Source {
     }
   }
 
-  async #head(path: string): Promise<{ size: number; etag: string | undefined } | null> {
+  async #head(path: string): Promise<{ size: number; mtimeMs: number; etag: string | undefined } | null> {
     const Key = this.#key(path);
     try {
       const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }));
-      return { size: res.ContentLength ?? 0, etag: res.ETag };
+      return { size: res.ContentLength ?? 0, mtimeMs: res.LastModified?.getTime() ?? 0, etag: res.ETag };
     } catch (err) {
       if (isNotFound(err)) return null;
       throw this.#error(`check ${path}`, err);

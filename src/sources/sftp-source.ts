@@ -20,6 +20,7 @@ import {
   type Source,
   type SourceEntry,
   SourceFileError,
+  type SourceStat,
 } from './source.ts';
 
 export interface SftpSourceOptions {
@@ -242,6 +243,31 @@ export class SftpSource implements Source {
     const remote = this.#remote(path);
     const conn = await this.#get();
     return this.#existsOn(conn, remote, path);
+  }
+
+  /** One lstat (the name itself: a link is not followed, as #read refuses links). */
+  async stat(path: string): Promise<SourceStat | null> {
+    const remote = this.#remote(path);
+    const conn = await this.#get();
+    let st: Stats;
+    try {
+      st = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(remote, cb));
+    } catch (err) {
+      // OpenSSH answers "no such file" for ENOENT and ENOTDIR alike.
+      if (sftpCode(err) === NO_SUCH_FILE) return null;
+      throw this.#readError('stat', path, err);
+    }
+    const type = st.mode & S_IFMT;
+    if (type !== S_IFREG) {
+      const what =
+        type === S_IFDIR ? 'a folder' : type === S_IFLNK ? 'a symbolic link' : 'not a regular file';
+      throw new SourceFileError(
+        'NOT_A_REGULAR_FILE',
+        `${path} is ${what}${what.startsWith('not') ? '' : ', not a regular file'} on the server`,
+      );
+    }
+    // SFTP v3 mtimes are whole seconds.
+    return { size: st.size, mtimeMs: st.mtime * 1000 };
   }
 
   open(path: string): AsyncIterable<Uint8Array> {

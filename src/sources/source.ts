@@ -18,6 +18,15 @@ export interface SourceEntry {
   etag?: string | undefined;
 }
 
+/** What stat() tells of one file. */
+export interface SourceStat {
+  size: number;
+  /** Whole seconds on SFTP (protocol v3) and S3 (Last-Modified). */
+  mtimeMs: number;
+  /** A content version when the backend has one (S3 ETag). */
+  etag?: string | undefined;
+}
+
 export interface Source {
   readonly name: string;
   readonly kind: 'local' | 'sftp' | 's3';
@@ -33,6 +42,15 @@ export interface Source {
   list(options?: ListOptions): Promise<SourceEntry[]>;
   /** Whether a file exists (the `<name>.done` marker). */
   exists(path: string): Promise<boolean>;
+  /**
+   * A file's size, mtime and (S3) ETag without reading it: one cheap request (an lstat, a
+   * HEAD), for change checks (opt-out lists on a source). null when nothing is at `path`.
+   * The name itself is never followed: a symbolic link, a folder, a FIFO… at `path` is a
+   * SourceFileError NOT_A_REGULAR_FILE, one the login may not look at FILE_UNREADABLE, as
+   * open() refuses them; a backend that cannot be reached fails as the other methods do.
+   * S3 has no folders: a name with only keys below it is null.
+   */
+  stat(path: string): Promise<SourceStat | null>;
   /** Streams a file's bytes. Each call starts from the beginning. */
   open(path: string): AsyncIterable<Uint8Array>;
   /** The last `bytes` bytes of a file (trailer readiness), decoded as latin1 (the trailer is ASCII). */

@@ -19,6 +19,11 @@ sourceContract('local', async () => {
   return {
     source: new LocalSource({ name: 'local', path: join(root, 'drop') }),
     put: (path, content) => put(root, `drop/${path}`, content),
+    symlink: async (path, target) => {
+      const abs = join(root, 'drop', ...path.split('/'));
+      await mkdir(dirname(abs), { recursive: true });
+      await symlink(target, abs);
+    },
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
 });

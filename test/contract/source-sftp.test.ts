@@ -1,8 +1,8 @@
 // The Source contract for SftpSource against a real OpenSSH sshd on 127.0.0.1 (test/helpers/
 // sshd.ts), plus what only SFTP shows: folders made on connect, symlinks and directories
 // named x.txt, paths that leave the root, a broken download.
-import { rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type SftpClient from 'ssh2-sftp-client';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SftpSource } from '../../src/sources/sftp-source.ts';
@@ -36,6 +36,12 @@ describe.skipIf(skip !== null)('SFTP', () => {
       // Relative to the login directory, as most partner sites are given.
       source: await sftpSourceFor(s, `${dir}/drop`, { name: 'sftp' }),
       put: (path, content) => sftpPut(p, `${dir}/drop/${path}`, content),
+      // The server's disk is this machine's: the link is made there, as a partner's shell would.
+      symlink: async (path, target) => {
+        const abs = join(s.home, dir, 'drop', ...path.split('/'));
+        await mkdir(dirname(abs), { recursive: true });
+        await symlink(target, abs);
+      },
       cleanup: () => rm(join(s.home, dir), { recursive: true, force: true }),
     };
   });

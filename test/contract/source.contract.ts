@@ -10,6 +10,12 @@ export interface SourceHarness {
   source: Source;
   /** Writes a file at a source-relative path (`inbox/x.txt`), as a partner's upload would. */
   put(path: string, content: string | Buffer): Promise<void>;
+  /**
+   * A symbolic link at the source-relative `path` (its folder created) to `target`, as it
+   * is written (absolute, or relative to the link's folder). Backends with links only
+   * (local, SFTP); S3 has none.
+   */
+  symlink?(path: string, target: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -161,6 +167,83 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
         await h.put('inbox/a.txt.done', '');
         expect(await source.exists('inbox/a.txt.done')).toBe(true);
         expect(await source.exists('done/a.txt')).toBe(false);
+      });
+    });
+
+    describe('stat', () => {
+      /** Past the next whole second: SFTP (v3) and S3 mtimes have no finer grain. */
+      const nextSecond = () => new Promise((r) => setTimeout(r, 1100 - (Date.now() % 1000)));
+
+      it("gives a file's size and mtime without reading it; both follow a rewrite", async () => {
+        const t0 = Date.now();
+        await h.put('lists/optout.txt', '3001234567\n');
+        const first = await source.stat('lists/optout.txt');
+        expect(first).not.toBeNull();
+        expect(first!.size).toBe(11);
+        // Every backend here runs on this machine's clock; SFTP and S3 round down to the second.
+        expect(first!.mtimeMs).toBeGreaterThanOrEqual(Math.floor(t0 / 1000) * 1000 - 2000);
+        expect(first!.mtimeMs).toBeLessThanOrEqual(Date.now() + 2000);
+        // The same answer again while nothing changes.
+        expect(await source.stat('lists/optout.txt')).toEqual(first);
+        await nextSecond();
+        await h.put('lists/optout.txt', '3001234567\n3109876543\n');
+        const second = await source.stat('lists/optout.txt');
+        expect(second!.size).toBe(22);
+        expect(second!.mtimeMs).toBeGreaterThan(first!.mtimeMs);
+        if (first!.etag !== undefined) expect(second!.etag).not.toBe(first!.etag);
+        // An empty file is a file.
+        await h.put('lists/empty.txt', '');
+        expect((await source.stat('lists/empty.txt'))?.size).toBe(0);
+      });
+
+      it("agrees with the listing's size and mtime", async () => {
+        await h.put('inbox/a.txt', 'payload\n');
+        const [listed] = await source.list();
+        const st = await source.stat('inbox/a.txt');
+        expect(st?.size).toBe(listed?.size);
+        // S3's listing may carry milliseconds its HEAD (an HTTP date) does not.
+        expect(Math.abs(st!.mtimeMs - listed!.mtimeMs)).toBeLessThan(1000);
+      });
+
+      it('is null for a missing file, in a missing folder, or below a file', async () => {
+        expect(await source.stat('lists/missing.txt')).toBeNull();
+        expect(await source.stat('nofolder/missing.txt')).toBeNull();
+        await h.put('lists/a.txt', 'x');
+        expect(await source.stat('lists/a.txt/below.txt')).toBeNull();
+        await h.put('inbox/gone.txt', 'x');
+        expect(await source.move('inbox/gone.txt', 'processing/gone.txt')).toBe(true);
+        expect(await source.stat('inbox/gone.txt')).toBeNull();
+      });
+
+      it('a folder is NOT_A_REGULAR_FILE (S3 has no folders: nothing is there)', async () => {
+        await h.put('lists/a.txt', 'x');
+        for (const path of ['inbox', 'lists']) {
+          if (source.kind === 's3') expect(await source.stat(path)).toBeNull();
+          else await expect(source.stat(path)).rejects.toMatchObject({ reason: 'NOT_A_REGULAR_FILE' });
+        }
+      });
+
+      // S3 has no links: the case exists where the backend has them.
+      if (name !== 's3')
+        it('a symbolic link is never followed: NOT_A_REGULAR_FILE, dangling or not', async () => {
+          const link = h.symlink;
+          if (!link) throw new Error(`the ${name} harness must make symlinks`);
+          await h.put('lists/real.txt', '3001234567\n');
+          await link('lists/link.txt', 'real.txt');
+          await link('lists/dangling.txt', 'no-such-file.txt');
+          await link('lists/outside.txt', '/etc/passwd');
+          for (const file of ['link.txt', 'dangling.txt', 'outside.txt'])
+            await expect(source.stat(`lists/${file}`)).rejects.toMatchObject({
+              reason: 'NOT_A_REGULAR_FILE',
+              message: expect.stringContaining('symbolic link'),
+            });
+          expect((await source.stat('lists/real.txt'))?.size).toBe(11);
+        });
+
+      it('refuses paths that leave the source root', async () => {
+        await expect(source.stat('../x.txt')).rejects.toThrow(/invalid source path/);
+        await expect(source.stat('/etc/passwd')).rejects.toThrow(/invalid source path/);
+        await expect(source.stat('lists/../../x.txt')).rejects.toThrow(/invalid source path/);
       });
     });
 

@@ -4,7 +4,7 @@
 // source (a real sshd on 127.0.0.1). Reloaded when they change (checked before each file and
 // every checkEveryMs), per source on top of the global one, the last good copy kept when a
 // reload fails, start-up errors that name the list.
-import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, unlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -97,6 +97,30 @@ function lists(options: Partial<SuppressionListsOptions> & { logger?: Logger }):
   });
 }
 
+/** The source with its reads (open) and stats counted; everything else passed through. */
+function countReads(source: Source): { source: Source; opens: () => number; stats: () => number } {
+  let opens = 0;
+  let stats = 0;
+  const counted = new Proxy(source, {
+    get(target, key) {
+      if (key === 'open')
+        return (path: string) => {
+          opens++;
+          return target.open(path);
+        };
+      if (key === 'stat')
+        return (path: string) => {
+          stats++;
+          return target.stat(path);
+        };
+      const value = Reflect.get(target, key, target) as unknown;
+      // Private fields: the source's own methods run on the source itself.
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { source: counted, opens: () => opens, stats: () => stats };
+}
+
 /** Counts the commands an S3 client sends, by name. */
 function countCommands(client: S3Client): Map<string, number> {
   const counts = new Map<string, number>();
@@ -157,6 +181,11 @@ describe('locations: a path, s3://bucket/key, <sourceName>:<path>', () => {
     expect(refusal('https://example.com/optout.txt')).toContain('only s3://');
     expect(refusal('s3://bucket')).toContain('s3://bucket/key');
     expect(refusal('s3://bucket/')).toContain('s3://bucket/key');
+    // Credentials in the URL: refused without repeating them.
+    const withSecret = refusal('s3://AKIAEXAMPLE:s3cr3t-value@bucket/optout.txt');
+    expect(withSecret).toContain('holds no credentials');
+    expect(withSecret).not.toContain('s3cr3t-value');
+    expect(withSecret).not.toContain('AKIAEXAMPLE');
     expect(refusal('partner:/etc/optout.txt')).toContain('relative');
     expect(refusal('partner:../optout.txt')).toContain('relative');
     expect(refusal('partner:')).toContain('relative');
@@ -521,6 +550,46 @@ describe.skipIf(skip !== null)('SFTP: <sftpsource>:<path> on sshd', () => {
       expect((await l.forSource('partner'))?.has('573109876543')).toBe(true);
       expect(lines.some((x) => x.level === 40)).toBe(true);
       expect(l.describe()[0]?.lastError).toBeTruthy();
+      expect(l.describe()[0]?.failures).toBeGreaterThan(0);
+    } finally {
+      await l.stop();
+    }
+  });
+
+  it('checks are one stat each: an unchanged list is never downloaded again', async () => {
+    const remote = 'drop/lists/steady.txt';
+    // Written a minute ago: settled (a fresh mtime is re-hashed, as a same-second rewrite may keep it).
+    const age = async (seconds: number) => {
+      const t = new Date(Date.now() - seconds * 1000);
+      await utimes(join(sshd.home, remote), t, t);
+    };
+    await sftpPut(partner, remote, '3001234567\n');
+    await age(60);
+    const counted = countReads(source);
+    const l = lists({
+      perSource: [{ source: 'partner', location: 'partner:lists/steady.txt' }],
+      sources: new Map<string, Source>([['partner', counted.source]]),
+      checkEveryMs: 3_600_000,
+    });
+    await l.start();
+    try {
+      expect(counted.opens()).toBe(1);
+      const before = source.operations;
+      for (let i = 0; i < 5; i++) expect((await l.forSource('partner'))?.has('573001234567')).toBe(true);
+      await l.checkAll();
+      expect(counted.opens()).toBe(1);
+      expect(counted.stats()).toBe(1 + 6);
+      // One SFTP request a check: the lstat.
+      expect(source.operations - before).toBe(6);
+      // Changed (same size, older mtime than before: only the stat's version differs): read once.
+      await sftpPut(partner, remote, '3109876543\n');
+      await age(120);
+      const changed = await l.forSource('partner');
+      expect(changed?.has('573109876543')).toBe(true);
+      expect(changed?.has('573001234567')).toBe(false);
+      expect(counted.opens()).toBe(2);
+      for (let i = 0; i < 3; i++) expect(await l.forSource('partner')).toBe(changed);
+      expect(counted.opens()).toBe(2);
     } finally {
       await l.stop();
     }

@@ -349,7 +349,8 @@ async function withSourceSettings(
     return { opts: flags, from: null };
   }
   const { readConfigFile } = await import('../../config/load.ts');
-  const { config, path } = readConfigFile({ path: explicit });
+  // SFTP host keys pinned as the daemon pins them: an opt-out list may be read on such a source.
+  const { config, path } = readConfigFile({ path: explicit, pinHostKeys: true });
   const source =
     flags.source === undefined ? config.sources[0] : config.sources.find((s) => s.name === flags.source);
   if (!source) {
