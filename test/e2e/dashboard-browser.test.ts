@@ -165,6 +165,13 @@ describe('campaigns', () => {
       .locator('#timeline [data-state]')
       .evaluateAll((els) => els.map((e) => e.getAttribute('data-state')));
     expect(states).toEqual(['validating', 'sending', 'submitted', 'completed']);
+    // The cost: the manifest's segments by country, and what GSM-7 would save.
+    const cost = page.locator('#cost');
+    for (const [country, n] of Object.entries(m.cost!.segmentsByCountry))
+      expect(await cost.textContent()).toContain(`${country}${n.toLocaleString('en-US')}`);
+    expect(await cost.locator('[data-transliteration="never"]').textContent()).toContain(
+      `As written: ${m.cost!.transliteration!.segmentsAsWritten.toLocaleString('en-US')} segments`,
+    );
     // Nothing to do to a completed file: every action is disabled.
     for (const a of ['pause', 'resume', 'cancel', 'retry'])
       expect(await page.locator(`[data-action="${a}"]`).isDisabled()).toBe(true);

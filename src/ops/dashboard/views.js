@@ -292,6 +292,7 @@ export function fileView(view, fileId, meta) {
   const totals = h('p', { class: 'totals', id: 'chart-totals' });
   const errors = h('div', { id: 'errors' });
   const chunks = h('div', { id: 'chunks' });
+  const cost = h('div', { id: 'cost' });
   const timeline = h('ol', { class: 'timeline', id: 'timeline' });
   const downloads = h('div', { class: 'downloads', id: 'downloads' });
   const section = (title, ...body) => h('section', {}, h('h2', {}, title), ...body);
@@ -306,6 +307,7 @@ export function fileView(view, fileId, meta) {
       section(t('file.deliveries'), chartBox, totals),
       section(t('file.errors'), errors),
       section(t('file.chunks'), chunks),
+      section(t('file.cost'), cost),
       section(t('file.timeline'), timeline),
       section(t('file.downloads'), downloads),
     ),
@@ -348,6 +350,7 @@ export function fileView(view, fileId, meta) {
       ),
     );
     renderDownloads(downloads, manifest);
+    renderCost(cost, manifest.cost);
   };
   const resize = () => chart?.setSize({ width: chartBox.clientWidth, height: 220 });
   window.addEventListener('resize', resize);
@@ -552,6 +555,33 @@ function renderChunks(el, c) {
       [t('file.chunks'), t('col.count')],
       rows.map(([k, v]) => [t(k), num(v)]),
     ),
+  );
+}
+
+/** Segments by country, and what transliteration to GSM-7 saves or would save (docs/campaign-rules.md). */
+function renderCost(el, cost) {
+  if (!cost) {
+    el.replaceChildren(h('p', { class: 'muted' }, t('file.noCost')));
+    return;
+  }
+  const tr = cost.transliteration;
+  el.replaceChildren(
+    table(
+      [t('col.country'), t('col.segments')],
+      Object.entries(cost.segmentsByCountry).map(([country, n]) => [country, num(n)]),
+    ),
+    ...(tr
+      ? [
+          h(
+            'p',
+            { class: 'muted', 'data-transliteration': tr.mode },
+            t(tr.mode === 'gsm7' ? 'cost.gsm7' : 'cost.never', {
+              written: num(tr.segmentsAsWritten),
+              gsm7: num(tr.segmentsTransliterated),
+            }),
+          ),
+        ]
+      : []),
   );
 }
 
