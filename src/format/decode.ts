@@ -49,59 +49,91 @@ function countByte(b: Uint8Array, value: number): number {
   return n;
 }
 
+/**
+ * The sniff pass fed one chunk at a time, so that it can run over the chunks another reader
+ * is reading (validate on a small file: one read, no second thread).
+ */
+export class Sniffer {
+  readonly #maxBytes: number;
+  readonly #hash: Hash | null;
+  #bytes = 0;
+  readonly #head = [0, 0];
+  #headLength = 0;
+  #utf16: 'utf-16le' | 'utf-16be' | null = null;
+  #validUtf8 = true;
+  #binary = false;
+  #lf = 0;
+  #cr = 0;
+  #carry: Uint8Array | null = null;
+
+  constructor(options: { hash?: boolean; maxBytes?: number } = {}) {
+    this.#maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    this.#hash = options.hash ? createHash('sha256') : null;
+  }
+
+  /** Reads a chunk (the caller may reuse its buffer afterwards); false once over maxBytes. */
+  update(chunk: Uint8Array): boolean {
+    this.#bytes += chunk.byteLength;
+    if (this.#bytes > this.#maxBytes) return false;
+    this.#hash?.update(chunk);
+    // The BOM may arrive split across chunks (a stream is free to cut anywhere).
+    const head = this.#head;
+    if (this.#headLength < 2) {
+      for (let i = 0; i < chunk.byteLength && this.#headLength < 2; i++) head[this.#headLength++] = chunk[i]!;
+      if (this.#headLength === 2) {
+        if (head[0] === 0xff && head[1] === 0xfe) this.#utf16 = 'utf-16le';
+        else if (head[0] === 0xfe && head[1] === 0xff) this.#utf16 = 'utf-16be';
+      }
+    }
+    this.#lf += countByte(chunk, 0x0a);
+    this.#cr += countByte(chunk, 0x0d);
+    if (this.#utf16) return true;
+    if (!this.#binary && Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).indexOf(0) !== -1)
+      this.#binary = true;
+    if (this.#validUtf8) {
+      const b: Uint8Array = this.#carry ? Buffer.concat([this.#carry, chunk]) : chunk;
+      const cut = completeUtf8Length(b);
+      this.#validUtf8 = isUtf8(b.subarray(0, cut));
+      // A copy: the chunk's buffer may be reused for the next read.
+      this.#carry = cut < b.length ? Uint8Array.prototype.slice.call(b, cut) : null;
+    }
+    return true;
+  }
+
+  /** What the chunks read so far say, as the whole file's sniff. */
+  result(): Sniff {
+    if (this.#bytes > this.#maxBytes) {
+      return {
+        bytes: this.#bytes,
+        encoding: 'utf-8',
+        binary: false,
+        lineEstimate: 0,
+        sha256: null,
+        tooLarge: true,
+      };
+    }
+    // A file that ends inside a UTF-8 sequence is not UTF-8.
+    const validUtf8 = this.#validUtf8 && this.#carry === null;
+    const encoding: TextEncoding = this.#utf16 ?? (validUtf8 ? 'utf-8' : 'windows-1252');
+    return {
+      bytes: this.#bytes,
+      encoding,
+      // A first chunk shorter than the BOM was checked before the BOM was known.
+      binary: this.#binary && this.#utf16 === null,
+      lineEstimate: Math.max(this.#lf, this.#cr) + 1,
+      sha256: this.#hash ? this.#hash.digest('hex') : null,
+      tooLarge: false,
+    };
+  }
+}
+
 export async function sniff(
   chunks: ByteChunks,
   options: { hash?: boolean; maxBytes?: number } = {},
 ): Promise<Sniff> {
-  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
-  const hash: Hash | null = options.hash ? createHash('sha256') : null;
-  let bytes = 0;
-  const head = [0, 0];
-  let headLength = 0;
-  let utf16: 'utf-16le' | 'utf-16be' | null = null;
-  let validUtf8 = true;
-  let binary = false;
-  let lf = 0;
-  let cr = 0;
-  let carry: Uint8Array | null = null;
-  for await (const chunk of chunks) {
-    bytes += chunk.byteLength;
-    if (bytes > maxBytes) {
-      return { bytes, encoding: 'utf-8', binary: false, lineEstimate: 0, sha256: null, tooLarge: true };
-    }
-    hash?.update(chunk);
-    // The BOM may arrive split across chunks (a stream is free to cut anywhere).
-    if (headLength < 2) {
-      for (let i = 0; i < chunk.byteLength && headLength < 2; i++) head[headLength++] = chunk[i]!;
-      if (headLength === 2) {
-        if (head[0] === 0xff && head[1] === 0xfe) utf16 = 'utf-16le';
-        else if (head[0] === 0xfe && head[1] === 0xff) utf16 = 'utf-16be';
-      }
-    }
-    lf += countByte(chunk, 0x0a);
-    cr += countByte(chunk, 0x0d);
-    if (utf16) continue;
-    if (!binary && Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).indexOf(0) !== -1)
-      binary = true;
-    if (validUtf8) {
-      const b: Uint8Array = carry ? Buffer.concat([carry, chunk]) : chunk;
-      const cut = completeUtf8Length(b);
-      validUtf8 = isUtf8(b.subarray(0, cut));
-      // A copy: the chunk's buffer may be reused for the next read.
-      carry = cut < b.length ? Uint8Array.prototype.slice.call(b, cut) : null;
-    }
-  }
-  if (carry) validUtf8 = false; // the file ends inside a UTF-8 sequence
-  const encoding: TextEncoding = utf16 ?? (validUtf8 ? 'utf-8' : 'windows-1252');
-  return {
-    bytes,
-    encoding,
-    // A first chunk shorter than the BOM was checked before the BOM was known.
-    binary: binary && utf16 === null,
-    lineEstimate: Math.max(lf, cr) + 1,
-    sha256: hash ? hash.digest('hex') : null,
-    tooLarge: false,
-  };
+  const sniffer = new Sniffer(options);
+  for await (const chunk of chunks) if (!sniffer.update(chunk)) break;
+  return sniffer.result();
 }
 
 /** A UTF-8 BOM (EF BB BF) read as Windows-1252. */

@@ -27,10 +27,7 @@ function mix(h: number, k: number): number {
   return (Math.imul(h, 5) + 0xe6546b64) | 0;
 }
 
-/**
- * murmur3 (32-bit) over the string's UTF-16 code units taken two at a time: the text of
- * every personalized recipient is hashed, so this is on the hot path.
- */
+/** murmur3 (32-bit) over the string's UTF-16 code units taken two at a time: messageIds. */
 export function hashString(s: string, seed = 0x811c9dc5): number {
   let h = seed;
   const n = s.length;
@@ -38,6 +35,87 @@ export function hashString(s: string, seed = 0x811c9dc5): number {
   for (; i + 1 < n; i += 2) h = mix(h, s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16));
   if (i < n) h = mix(h, s.charCodeAt(i));
   return fmix32(h ^ n);
+}
+
+// The hash of a message's text: a polynomial over its UTF-16 code units in two 32-bit lanes,
+// h = h·B + c (mod 2^32) for each unit c, with odd bases, finished by fmix32. Two texts of
+// the same length that differ in one code unit never share a lane. Unlike murmur it is
+// composable: the hash of A + P is hash(A)·B^|P| + hash(P), so a template's literal parts
+// are hashed once (hashPiece) and each record reads only its values (hashJoined). Two
+// units a step: h·B² + (a·B + b) keeps one multiply on the dependency chain.
+const B1 = 0x01000193;
+const B2 = 0x5bd1e995;
+const B1_SQ = Math.imul(B1, B1);
+const B2_SQ = Math.imul(B2, B2);
+
+/** A fixed piece of text (a template's literal part): its lanes, and B^length of each. */
+export interface HashPiece {
+  readonly length: number;
+  readonly h1: number;
+  readonly h2: number;
+  readonly p1: number;
+  readonly p2: number;
+}
+
+export function hashPiece(s: string): HashPiece {
+  let h1 = 0;
+  let h2 = 0;
+  let p1 = 1;
+  let p2 = 1;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    h1 = (Math.imul(h1, B1) + c) | 0;
+    h2 = (Math.imul(h2, B2) + c) | 0;
+    p1 = Math.imul(p1, B1);
+    p2 = Math.imul(p2, B2);
+  }
+  return { length: s.length, h1, h2, p1, p2 };
+}
+
+/** Set by hashJoined: whether every value was plain GSM (isPlainGsm), as textScan.plain. */
+export const joinedScan = { valuesPlain: false };
+
+/**
+ * scanText(literals[0] + values[0] + literals[1] + … + values[n - 1] + literals[n]), the
+ * literals given as hashPiece(literal), without joining the pieces (a merged text is a V8
+ * cons string, flattened into a new string when read whole) and without reading the
+ * literals again. Whether the values are plain GSM goes to joinedScan.
+ */
+export function hashJoined(literals: readonly HashPiece[], values: readonly string[], n: number): number {
+  const first = literals[0]!;
+  let h1 = first.h1;
+  let h2 = first.h2;
+  let total = first.length;
+  let bad = 0;
+  for (let k = 0; k < n; k++) {
+    const s = values[k]!;
+    const len = s.length;
+    total += len;
+    let i = 0;
+    for (; i + 1 < len; i += 2) {
+      const a = s.charCodeAt(i);
+      const b = s.charCodeAt(i + 1);
+      bad |= (a | b) > 127 ? 1 : (PLAIN[a]! & PLAIN[b]!) ^ 1;
+      h1 = (Math.imul(h1, B1_SQ) + Math.imul(a, B1) + b) | 0;
+      h2 = (Math.imul(h2, B2_SQ) + Math.imul(a, B2) + b) | 0;
+    }
+    if (i < len) {
+      const a = s.charCodeAt(i);
+      bad |= a > 127 ? 1 : PLAIN[a]! ^ 1;
+      h1 = (Math.imul(h1, B1) + a) | 0;
+      h2 = (Math.imul(h2, B2) + a) | 0;
+    }
+    const lit = literals[k + 1]!;
+    h1 = (Math.imul(h1, lit.p1) + lit.h1) | 0;
+    h2 = (Math.imul(h2, lit.p2) + lit.h2) | 0;
+    total += lit.length;
+  }
+  joinedScan.valuesPlain = bad === 0;
+  return finish(h1, h2, total);
+}
+
+function finish(h1: number, h2: number, length: number): number {
+  return fmix32(h1 ^ fmix32(h2 ^ length));
 }
 
 // The characters of segments.ts's isPlainGsm (LF, space to Z, _, a to z).
@@ -51,11 +129,12 @@ for (let c = 97; c <= 122; c++) PLAIN[c] = 1;
 export const textScan = { plain: false };
 
 /**
- * hashString(s) and isPlainGsm(s) in one pass over the text, the answer to the second in
- * `textScan.plain`: both are needed for every personalized message.
+ * The text's hash (above) and isPlainGsm(s) in one pass over the text, the answer to the
+ * second in `textScan.plain`: both are needed for every personalized message.
  */
 export function scanText(s: string): number {
-  let h = 0x811c9dc5;
+  let h1 = 0;
+  let h2 = 0;
   const n = s.length;
   let bad = 0;
   let i = 0;
@@ -63,15 +142,17 @@ export function scanText(s: string): number {
     const a = s.charCodeAt(i);
     const b = s.charCodeAt(i + 1);
     bad |= (a | b) > 127 ? 1 : (PLAIN[a]! & PLAIN[b]!) ^ 1;
-    h = mix(h, a | (b << 16));
+    h1 = (Math.imul(h1, B1_SQ) + Math.imul(a, B1) + b) | 0;
+    h2 = (Math.imul(h2, B2_SQ) + Math.imul(a, B2) + b) | 0;
   }
   if (i < n) {
     const a = s.charCodeAt(i);
     bad |= a > 127 ? 1 : PLAIN[a]! ^ 1;
-    h = mix(h, a);
+    h1 = (Math.imul(h1, B1) + a) | 0;
+    h2 = (Math.imul(h2, B2) + a) | 0;
   }
   textScan.plain = bad === 0;
-  return fmix32(h ^ n);
+  return finish(h1, h2, n);
 }
 
 /**
@@ -173,7 +254,7 @@ export class RecipientIndex {
   }
   /** 0 when new, else the line where the same recipient was first seen. */
   add(number: string, textHash: number, line: number): number {
-    this.keyOf(number, textHash);
+    this.keyOf(Number(number), textHash);
     return this.table.add(this.hi, this.lo, line);
   }
 
@@ -182,6 +263,7 @@ export class RecipientIndex {
   private readonly his = new Uint32Array(INDEX_BATCH);
   private readonly los = new Uint32Array(INDEX_BATCH);
   private readonly starts = new Uint32Array(INDEX_BATCH);
+  private values = new Float64Array(INDEX_BATCH);
 
   /**
    * add() for n recipients at once (n ≤ INDEX_BATCH), in order: `firsts[i]` gets what add
@@ -194,9 +276,21 @@ export class RecipientIndex {
     n: number,
     firsts: Uint32Array,
   ): void {
+    for (let i = 0; i < n; i++) this.values[i] = Number(numbers[i]!);
+    this.addValues(this.values, hashes, lines, n, firsts);
+  }
+
+  /** addBatch with each number given as its numeric value (Number(number), exact: at most 15 digits). */
+  addValues(
+    values: Float64Array,
+    hashes: Uint32Array,
+    lines: Uint32Array,
+    n: number,
+    firsts: Uint32Array,
+  ): void {
     this.table.reserve(n);
     for (let i = 0; i < n; i++) {
-      this.keyOf(numbers[i]!, hashes[i]!);
+      this.keyOf(values[i]!, hashes[i]!);
       this.his[i] = this.hi;
       this.los[i] = this.lo;
       this.starts[i] = this.table.slotOf(this.hi, this.lo);
@@ -206,9 +300,8 @@ export class RecipientIndex {
       firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);
   }
 
-  /** The table key of a recipient, into this.hi and this.lo (unsigned). */
-  private keyOf(number: string, textHash: number): void {
-    const n = Number(number);
+  /** The table key of a recipient (its number's value), into this.hi and this.lo (unsigned). */
+  private keyOf(n: number, textHash: number): void {
     const hi = Math.floor(n / TWO_32);
     const lo = n >>> 0;
     if (textHash === 0) {

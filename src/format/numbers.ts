@@ -284,3 +284,20 @@ export function normalizeNumber(raw: string, rules: NumberRules): NumberResult {
   if (n >= 11 && n <= 15 && !(c0 === 53 && c1 === 55)) return international(digitsOf(raw, 0), rules);
   return invalid(); // rule 6
 }
+
+/**
+ * The numeric value of a sent form (digits only, at most 15: exact in a double), or -1 when
+ * `sent` is not one. What the duplicate index and the suppression list key numbers by: as
+ * Number(sent), without its parser.
+ */
+export function sentValue(sent: string): number {
+  const len = sent.length;
+  if (len === 0 || len > 15) return -1;
+  let v = 0;
+  for (let i = 0; i < len; i++) {
+    const c = sent.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    v = v * 10 + c;
+  }
+  return v;
+}

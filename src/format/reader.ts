@@ -6,7 +6,15 @@
 // plus the duplicate index (~12 bytes per distinct recipient); no record is kept.
 import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
-import { INDEX_BATCH, MessageIdIndex, RecipientIndex, scanText, textScan } from './dedupe.ts';
+import {
+  hashJoined,
+  INDEX_BATCH,
+  joinedScan,
+  MessageIdIndex,
+  RecipientIndex,
+  scanText,
+  textScan,
+} from './dedupe.ts';
 import {
   type AllowDirectives,
   DirectiveError,
@@ -22,7 +30,7 @@ import {
   normaliseHeaderName,
 } from './layout.ts';
 import { LineSplitter } from './lines.ts';
-import { type NumberResult, type NumberRules, normalizeNumber } from './numbers.ts';
+import { type NumberResult, type NumberRules, normalizeNumber, sentValue } from './numbers.ts';
 import {
   detectSeparator,
   hasSeparatorOrQuote,
@@ -35,16 +43,18 @@ import {
   parseTrailer,
   splitNumbers,
 } from './records.ts';
-import { countSegments, isPlainGsm, type SegmentInfo } from './segments.ts';
+import { countJoined, countSegments, isPlainGsm, type SegmentInfo } from './segments.ts';
 import type { SuppressionList } from './suppression.ts';
 import {
   compileTemplate,
+  joinTemplate,
   mergeTemplate,
   type Template,
   type TemplateColumns,
   templateColumns,
+  templateValues,
 } from './template.ts';
-import { transliterate, transliteratedSegmentsOf } from './transliterate.ts';
+import { transliterate, transliteratedSegmentsOf, transliterationReadsText } from './transliterate.ts';
 
 /** The `transliterate` setting of a source: never (the sender's text) or gsm7 (look-alikes). */
 export type TransliterateMode = 'never' | 'gsm7';
@@ -194,8 +204,14 @@ interface PreparedMessage {
   /** The text sent: merged, control characters removed, transliterated under gsm7. */
   text: string;
   segments: SegmentInfo;
+  /** The text's hash for the duplicate index (0: not hashed, the bulk message). */
   hash: number;
-  warnings: MessageWarning[];
+  /**
+   * The message's warnings, as bits (CONTROL_REMOVED, LONG, UCS2): their texts are written
+   * only when listed or yielded (warningMessage), so a million UCS-2 texts allocate nothing
+   * for the warnings past the first 1000.
+   */
+  warnings: number;
   empty: boolean;
   /** Segments of the text as the sender wrote it (before transliteration). */
   asWritten: number;
@@ -213,7 +229,7 @@ const NO_TEXT: PreparedMessage = {
   text: '',
   segments: { encoding: 'gsm7', segments: 0, gsm7Segments: 0, nonGsm: [] },
   hash: 0,
-  warnings: [],
+  warnings: 0,
   empty: true,
   asWritten: 0,
   transliterated: 0,
@@ -221,44 +237,38 @@ const NO_TEXT: PreparedMessage = {
 };
 const MESSAGE_ID_MAX = 64;
 
-/** The text's hash (0 when not wanted) and whether it is plain GSM, in one pass when hashing. */
-const NO_WARNINGS: PreparedMessage['warnings'] = [];
+/** PreparedMessage.warnings: one bit a warning, in the order they are listed. */
+const CONTROL_REMOVED = 1;
+const LONG = 2;
+const UCS2 = 4;
+const MESSAGE_WARNINGS = [
+  [CONTROL_REMOVED, 'CONTROL_CHARS_REMOVED'],
+  [LONG, 'LONG_MESSAGE'],
+  [UCS2, 'UCS2_MESSAGE'],
+] as const;
 
-/**
- * A warning about a message, its text written only when it is listed or yielded: a file of a
- * million UCS-2 texts lists 1000 warnings, and building the other texts was most of the cost.
- */
-interface MessageWarning {
-  code: 'CONTROL_CHARS_REMOVED' | 'LONG_MESSAGE' | 'UCS2_MESSAGE';
-  /** LONG_MESSAGE: the characters; UCS2_MESSAGE: the text's segments. */
-  length: number;
-  segments: SegmentInfo | null;
-}
-
-const CONTROL_WARNING: MessageWarning = { code: 'CONTROL_CHARS_REMOVED', length: 0, segments: null };
-
-function warningMessage(w: MessageWarning): string {
-  switch (w.code) {
+function warningMessage(code: (typeof MESSAGE_WARNINGS)[number][1], msg: PreparedMessage): string {
+  switch (code) {
     case 'LONG_MESSAGE':
-      return `the message has ${w.length} characters (over 500)`;
+      return `the message has ${msg.text.length} characters (over 500)`;
     case 'UCS2_MESSAGE': {
-      const s = w.segments!;
+      const s = msg.segments;
       const chars = s.nonGsm.map((c) => `'${c}'`).join(', ');
       return `${chars} force UCS-2 (70 characters a segment instead of 160): ${s.segments} segment(s), ${s.gsm7Segments} in GSM-7`;
     }
     default:
-      return REASONS[w.code].message;
+      return REASONS[code].message;
   }
 }
 
 /**
  * Runs once per personalized record: the text's hash (for duplicates) and whether it is
  * plain GSM come from one pass over it (scanText), and nothing is allocated for the
- * warnings of a message that has none. A plain (ASCII GSM-7) text, most of them, skips the
+ * warnings of a message. A plain (ASCII GSM-7) text, most of them, skips the
  * control-character and transliteration work altogether.
  */
 function prepareMessage(raw: string, quoted: boolean, hashText: boolean, gsm7: boolean): PreparedMessage {
-  let warnings: PreparedMessage['warnings'] | null = null;
+  let warnings = 0;
   let text = quoted ? raw : raw.trim();
   let hash = hashText ? scanText(text) || 1 : 0;
   let plain = hashText ? textScan.plain : isPlainGsm(text);
@@ -267,7 +277,7 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean, gsm7: b
     if (!quoted) text = text.trim();
     hash = hashText ? scanText(text) || 1 : 0;
     plain = hashText ? textScan.plain : isPlainGsm(text);
-    (warnings ??= []).push(CONTROL_WARNING);
+    warnings = CONTROL_REMOVED;
   }
   // Under gsm7 the text sent (and so its duplicates, segments and warnings) is the
   // transliterated one; the text as written is only counted.
@@ -285,7 +295,20 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean, gsm7: b
   }
   // An unquoted text is trimmed already.
   const empty = (quoted ? text.trim() : text).length === 0;
-  const segments = countSegments(text, plain);
+  return prepared(text, countSegments(text, plain), hash, warnings, empty, asWritten, changed, gsm7);
+}
+
+/** What prepareMessage and prepareMerged end with, once the text sent and its segments are known. */
+function prepared(
+  text: string,
+  segments: SegmentInfo,
+  hash: number,
+  warnings: number,
+  empty: boolean,
+  asWritten: number,
+  changed: boolean,
+  gsm7: boolean,
+): PreparedMessage {
   let transliterated = segments.segments;
   if (asWritten < 0) asWritten = segments.segments;
   if (!gsm7 && segments.encoding === 'ucs2') {
@@ -297,23 +320,71 @@ function prepareMessage(raw: string, quoted: boolean, hashText: boolean, gsm7: b
     }
   }
   if (!empty) {
-    if (text.length > LONG_MESSAGE_CHARS) {
-      (warnings ??= []).push({ code: 'LONG_MESSAGE', length: text.length, segments: null });
-    }
-    if (segments.encoding === 'ucs2') {
-      (warnings ??= []).push({ code: 'UCS2_MESSAGE', length: text.length, segments });
-    }
+    if (text.length > LONG_MESSAGE_CHARS) warnings |= LONG;
+    if (segments.encoding === 'ucs2') warnings |= UCS2;
   }
-  return {
-    text,
-    segments,
-    hash,
-    warnings: warnings ?? NO_WARNINGS,
-    empty,
-    asWritten,
-    transliterated,
-    changed,
-  };
+  return { text, segments, hash, warnings, empty, asWritten, transliterated, changed };
+}
+
+/** Set by countJoined: whether the merged text is plain GSM, and its length. */
+const joined = { plain: false, length: 0 };
+
+/** String.prototype.trim would remove the code unit `c` (white space or a line terminator). */
+function isTrimmed(c: number): boolean {
+  if (c > 0x20 && c < 0x7f) return false;
+  return /\s/.test(String.fromCharCode(c));
+}
+
+/**
+ * prepareMessage(joinTemplate(template, values), quoted, true, gsm7), with the same answer,
+ * from the values alone: the hash (hashJoined) and the segments (countJoined) are made from
+ * the literal parts' precomputed stats, and the text is not even made when it is not wanted.
+ * `hash` gets the text's hash: a message without its text (`withText` false, and no
+ * warning or count that needs it) is `shared` itself when that says the same, so a million
+ * records of one template allocate one message; its text is then the first record's, and
+ * only its counts may be read. null when the text needs prepareMessage after all: white
+ * space at either end of an unquoted text (trimmed), control characters (removed),
+ * characters gsm7 would transliterate, or a count that needs the whole text (countJoined).
+ */
+function prepareMerged(
+  template: Template,
+  values: readonly string[],
+  quoted: boolean,
+  gsm7: boolean,
+  withText: boolean,
+  shared: PreparedMessage | null,
+  hash: { value: number },
+): PreparedMessage | null {
+  const { literals } = template;
+  const n = template.cols.length;
+  if (!quoted) {
+    // The first and last characters: of the outer literal parts, or of the values beside
+    // them when those are empty (a value is never empty).
+    const first = literals[0]!.length > 0 ? literals[0]! : values[0]!;
+    const lastLiteral = literals[n]!;
+    const last = lastLiteral.length > 0 ? lastLiteral : values[n - 1]!;
+    if (isTrimmed(first.charCodeAt(0)) || isTrimmed(last.charCodeAt(last.length - 1))) return null;
+  }
+  const h = hashJoined(template.literalHash, values, n) || 1;
+  const segments = countJoined(
+    template.literalStats,
+    values,
+    n,
+    joinedScan.valuesPlain,
+    joined,
+    shared?.segments ?? null,
+  );
+  // Under gsm7 a text outside GSM-7 may change: transliterate decides, with the whole text.
+  if (segments === null || (gsm7 && segments.nonGsm.length > 0)) return null;
+  hash.value = h;
+  const needsText =
+    withText ||
+    joined.length > LONG_MESSAGE_CHARS ||
+    (segments.encoding === 'ucs2' && transliterationReadsText(segments.nonGsm));
+  if (!needsText && shared !== null && shared.segments === segments && (shared.warnings & LONG) === 0)
+    return shared;
+  // Never empty: every value holds a character other than white space (templateValues).
+  return prepared(joinTemplate(template, values), segments, h, 0, false, -1, false, gsm7);
 }
 
 /** A number, even one that cannot be sent (a landline, a country not allowed). */
@@ -461,6 +532,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let pending: PendingRecord | null = null;
   /** Which fields of the last headed record were quoted (reused: no allocation per record). */
   const csvQuoted: boolean[] = [];
+  /** The fields of the last headed record (reused too: a record's fields are done with before the next is parsed). */
+  const csvFields: string[] = [];
+  /** The values the last merged template inserted (reused too). */
+  const inserted: string[] = [];
   let heldTrailer: { text: string; lineNo: number; count: number | null } | null = null;
   const directivesSeen = new Set<string>();
 
@@ -493,10 +568,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   };
 
   // Recipients wait here, in line order, until INDEX_BATCH of them are checked against the
-  // duplicate index together (RecipientIndex.addBatch); anything else the reader says of
-  // the file (an item, an issue) first lets them through, so order is kept everywhere.
+  // suppression list and the duplicate index together (hasBatch, RecipientIndex.addBatch:
+  // the cache misses of a batch overlap); anything else the reader says of the file (an
+  // item, an issue) first lets them through, so order is kept everywhere. A suppressed
+  // recipient is not added to the duplicate index.
   const staged = {
-    numbers: [] as string[],
+    /** Each number's value (sentValue): the key of the list and of the duplicate index. */
+    values: new Float64Array(INDEX_BATCH),
     hashes: new Uint32Array(INDEX_BATCH),
     lines: new Uint32Array(INDEX_BATCH),
     firsts: new Uint32Array(INDEX_BATCH),
@@ -506,22 +584,57 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     msgs: [] as PreparedMessage[],
     ids: [] as (string | null)[],
     count: 0,
+    /** 1: on the suppression list. */
+    suppressed: new Uint8Array(INDEX_BATCH),
+    // The batch without its suppressed recipients, for the duplicate index.
+    keptValues: new Float64Array(INDEX_BATCH),
+    keptHashes: new Uint32Array(INDEX_BATCH),
+    keptLines: new Uint32Array(INDEX_BATCH),
   };
 
   const flushRecipients = (): void => {
     const n = staged.count;
     if (n === 0) return;
     staged.count = 0;
-    recipients.addBatch(staged.numbers, staged.hashes, staged.lines, n, staged.firsts);
+    const { values, hashes, lines, suppressed } = staged;
+    if (suppression === null) {
+      recipients.addValues(values, hashes, lines, n, staged.firsts);
+    } else {
+      if (suppression.hasValues) suppression.hasValues(values, n, suppressed);
+      else for (let i = 0; i < n; i++) suppressed[i] = suppression.has(staged.results[i]!.number) ? 1 : 0;
+      let kept = 0;
+      for (let i = 0; i < n; i++) {
+        if (suppressed[i] === 1) continue;
+        staged.keptValues[kept] = values[i]!;
+        staged.keptHashes[kept] = hashes[i]!;
+        staged.keptLines[kept] = lines[i]!;
+        kept++;
+      }
+      recipients.addValues(staged.keptValues, staged.keptHashes, staged.keptLines, kept, staged.firsts);
+    }
+    let k = 0;
     for (let i = 0; i < n; i++) {
+      const result = staged.results[i]!;
+      if (suppression !== null && suppressed[i] === 1) {
+        skip(
+          'suppressed',
+          lines[i]!,
+          staged.ks[i]!,
+          'SUPPRESSED',
+          REASONS.SUPPRESSED.message,
+          staged.raws[i]!,
+          result.number,
+        );
+        continue;
+      }
       accept(
-        staged.lines[i]!,
+        lines[i]!,
         staged.ks[i]!,
         staged.raws[i]!,
-        staged.results[i]!,
+        result,
         staged.msgs[i]!,
         staged.ids[i]!,
-        staged.firsts[i]!,
+        staged.firsts[k++]!,
       );
     }
   };
@@ -549,22 +662,25 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     else summary.suppressed++;
   };
 
-  const warn = (line: number, warnings: PreparedMessage['warnings']): void => {
-    if (warnings.length > 0) flushRecipients();
-    for (const w of warnings) {
+  const warn = (line: number, msg: PreparedMessage): void => {
+    const warnings = msg.warnings;
+    if (warnings === 0) return;
+    flushRecipients();
+    for (const [bit, code] of MESSAGE_WARNINGS) {
+      if ((warnings & bit) === 0) continue;
       if (!emit && summary.warnings.length >= maxListed) {
         // Counted, not listed: its text is never needed (listIssue without the Issue).
-        summary.warningCounts[w.code] = (summary.warningCounts[w.code] ?? 0) + 1;
+        summary.warningCounts[code] = (summary.warningCounts[code] ?? 0) + 1;
         summary.warningsTruncated = true;
         continue;
       }
-      const message = warningMessage(w);
-      if (emit) batch.push({ kind: 'warning', line, code: w.code, message });
-      listIssue('warnings', { line, code: w.code, message, hint: REASONS[w.code].hint });
+      const message = warningMessage(code, msg);
+      if (emit) batch.push({ kind: 'warning', line, code, message });
+      listIssue('warnings', { line, code, message, hint: REASONS[code].hint });
     }
   };
 
-  /** A number was read: check it, suppress, de-duplicate, emit. */
+  /** A number was read: check it, then stage it (suppression, duplicates and emitting follow). */
   const recipient = (
     line: number,
     k: number,
@@ -572,19 +688,16 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     result: NumberResult,
     msg: PreparedMessage,
     messageId: string | null,
+    /** The text's hash for the duplicate index (msg.hash, unless msg is shared). */
+    hash = msg.hash,
   ): void => {
     if (!result.ok) {
       skip('invalid', line, k, result.code, numberProblem(result, raw.trim()), raw, result.number ?? null);
       return;
     }
-    const number = result.number;
-    if (suppression?.has(number)) {
-      skip('suppressed', line, k, 'SUPPRESSED', REASONS.SUPPRESSED.message, raw, number);
-      return;
-    }
     const i = staged.count++;
-    staged.numbers[i] = number;
-    staged.hashes[i] = msg.hash;
+    staged.values[i] = sentValue(result.number);
+    staged.hashes[i] = hash;
     staged.lines[i] = line;
     staged.ks[i] = k;
     staged.raws[i] = raw;
@@ -637,7 +750,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       });
     }
     // Message warnings of personalized records go with the records that are sent.
-    if (layout === 'personalized') warn(line, msg.warnings);
+    if (layout === 'personalized') warn(line, msg);
   };
 
   const recordError = (line: number, code: ReasonCode, message: string, value: string): void => {
@@ -670,23 +783,36 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     return t;
   };
 
-  /** The first record that used a template gives its example (summary.templates). */
-  const noteTemplate = (t: Template, line: number, text: string): void => {
-    if (summary.templates.length >= TEMPLATES_LISTED || listedTemplates.has(t.source)) return;
-    if (t.placeholders === 0 && t !== fileTemplate) return;
+  /** The first record that used a template gives its example (summary.templates): not yet given. */
+  const wantsExample = (t: Template): boolean =>
+    summary.templates.length < TEMPLATES_LISTED &&
+    !listedTemplates.has(t.source) &&
+    (t.placeholders > 0 || t === fileTemplate);
+
+  const addExample = (t: Template, line: number, text: string): void => {
     listedTemplates.add(t.source);
     summary.templates.push({ line, template: t.source, example: text });
   };
 
   /** What a personalized record sends, or why it has no value for a placeholder (MISSING_FIELD). */
   type Message =
-    | { msg: PreparedMessage; missing: null }
+    | { msg: PreparedMessage; hash: number; missing: null }
     | { msg: null; missing: string; placeholder: string };
-  const current: { msg: PreparedMessage | null; missing: string | null; placeholder: string } = {
+  const current: {
+    msg: PreparedMessage | null;
+    /** The text's hash (a shared merged message has not its own). */
+    hash: number;
+    missing: string | null;
+    placeholder: string;
+  } = {
     msg: null,
+    hash: 0,
     missing: null,
     placeholder: '',
   };
+  /** The last message prepareMerged made without its text, offered to the next record. */
+  let sharedMerged: PreparedMessage | null = null;
+  const mergedHash = { value: 0 };
 
   /**
    * The record's text: its message, merged when it holds placeholders (headed files), or
@@ -705,23 +831,40 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     } else if (raw.includes('{{')) template = templateOf(raw, line);
     if (template === null) {
       current.msg = personalizedMessage(raw, quoted);
+      current.hash = current.msg.hash;
       current.missing = null;
       return current as Message;
     }
-    const merged = mergeTemplate(template, fields ?? [], csvQuoted);
-    if (typeof merged === 'number') {
+    const missing = templateValues(template, fields ?? [], csvQuoted, inserted);
+    if (missing >= 0) {
       current.msg = null;
-      const column = columns?.names[template.cols[merged]!] ?? '';
-      current.placeholder = template.written[merged]!;
+      const column = columns?.names[template.cols[missing]!] ?? '';
+      current.placeholder = template.written[missing]!;
       current.missing = `the message uses ${current.placeholder} but this line has no value in column ${column}`;
       return current as Message;
     }
-    // A merged text with placeholders is seldom the previous one: no comparison with it.
-    const msg =
-      template.cols.length > 0
-        ? prepareMessage(merged, quoted, true, gsm7)
-        : personalizedMessage(merged, quoted);
-    noteTemplate(template, line, msg.text);
+    let msg: PreparedMessage | null = null;
+    let text: string | null = null;
+    if (template.cols.length > 0) {
+      // Items carry the text: then each message has its own.
+      msg = prepareMerged(template, inserted, quoted, gsm7, emit, sharedMerged, mergedHash);
+      if (msg !== null) {
+        if (!emit) sharedMerged = msg;
+        current.hash = mergedHash.value;
+      } else {
+        // A merged text with placeholders is seldom the previous one: no comparison with it.
+        msg = prepareMessage((text = joinTemplate(template, inserted)), quoted, true, gsm7);
+        current.hash = msg.hash;
+      }
+    } else {
+      msg = personalizedMessage(template.literals[0]!, quoted);
+      current.hash = msg.hash;
+    }
+    if (wantsExample(template)) {
+      // As sent: the merged text, unless prepareMessage changed it (or made it).
+      const sent = msg === sharedMerged ? (text ?? joinTemplate(template, inserted)) : msg.text;
+      addExample(template, line, sent);
+    }
     current.msg = msg;
     current.missing = null;
     return current as Message;
@@ -773,7 +916,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       skip('invalid', line, 0, 'EMPTY_MESSAGE', REASONS.EMPTY_MESSAGE.message, rawMessage, result.number);
       return;
     }
-    recipient(line, 0, number, result, msg ?? NO_TEXT, id);
+    recipient(line, 0, number, result, msg ?? NO_TEXT, id, msg === null ? 0 : message.hash);
   };
 
   const numbersRecord = (line: number, text: string): void => {
@@ -811,7 +954,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       sep = detectSeparator(text);
       summary.separator = sep;
     }
-    return summary.header ? parseCsv(text, sep ?? ';', csvQuoted) : parsePersonalized(text, sep);
+    return summary.header ? parseCsv(text, sep ?? ';', csvQuoted, csvFields) : parsePersonalized(text, sep);
   };
 
   const finishRecord = (line: number, text: string, parsed: Exclude<Parsed<unknown>, typeof OPEN>): void => {
@@ -835,7 +978,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       const merged = message.includes('{{') ? mergeTemplate(templateOf(message, line), [], []) : message;
       bulkMessage = prepareMessage(String(merged), quoted, false, gsm7);
       summary.message = bulkMessage.text;
-      warn(line, bulkMessage.warnings);
+      warn(line, bulkMessage);
       if (bulkMessage.empty) reject('NO_MESSAGE', 'the message (first record) is empty');
       return;
     }

@@ -85,34 +85,43 @@ export function parsePersonalized(s: string, sep: string | null): Parsed<Persona
 
 /**
  * FORMAT.md 4.1 with a header: strict CSV with SEP. `quoted`, when given, is filled with
- * whether each field was quoted (a quoted message is kept exactly, docs/format.md).
+ * whether each field was quoted (a quoted message is kept exactly, docs/format.md). `out`,
+ * when given, is the array the fields are written to and returned (reused by the reader
+ * from record to record: one array fewer per record).
  */
-export function parseCsv(s: string, sep: string, quoted?: boolean[]): Parsed<string[]> {
-  const fields: string[] = [];
+export function parseCsv(s: string, sep: string, quoted?: boolean[], out?: string[]): Parsed<string[]> {
+  const fields = out ?? [];
+  let k = 0;
   let i = 0;
   const n = s.length;
-  if (quoted) quoted.length = 0;
+  // Written by index and cut to length at the end: emptying the arrays first (length = 0)
+  // gave up their storage, to be allocated again by the next push, for every record.
   for (;;) {
     if (s.charCodeAt(i) === QUOTE) {
       const q = scanQuoted(s, i);
       if (q === OPEN) return OPEN;
-      fields.push(q.value);
-      quoted?.push(true);
+      fields[k] = q.value;
+      if (quoted) quoted[k] = true;
+      k++;
       i = skipSpaces(s, q.end);
       if (i < n && s[i] !== sep) return MALFORMED;
     } else {
       const j = s.indexOf(sep, i);
-      fields.push(j === -1 ? s.slice(i) : s.slice(i, j));
-      quoted?.push(false);
+      fields[k] = j === -1 ? s.slice(i) : s.slice(i, j);
+      if (quoted) quoted[k] = false;
+      k++;
       i = j === -1 ? n : j;
     }
-    if (i >= n) return fields;
-    i++; // the separator
-    if (i === n) {
-      fields.push('');
-      quoted?.push(false);
-      return fields;
+    if (i < n) {
+      i++; // the separator
+      if (i < n) continue;
+      fields[k] = '';
+      if (quoted) quoted[k] = false;
+      k++;
     }
+    if (fields.length !== k) fields.length = k;
+    if (quoted && quoted.length !== k) quoted.length = k;
+    return fields;
   }
 }
 

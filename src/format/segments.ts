@@ -159,3 +159,204 @@ export function countSegments(text: string, plain = isPlainGsm(text)): SegmentIn
   else segments = pairs ? ucs2PartsGreedy(text) : Math.ceil(len / UCS2_MULTI);
   return { encoding: 'ucs2', segments, gsm7Segments, nonGsm };
 }
+
+// ---- A text counted piece by piece: a template's literal parts once, each record's values ----
+
+/** What countSegments reads of a piece of text, from which a joined text's count is made. */
+export interface PieceStats {
+  /** UTF-16 code units. */
+  length: number;
+  /** Septets as countSegments counts them (a character outside GSM-7 counts one). */
+  septets: number;
+  /** Holds an extension character (two septets, never split from its escape). */
+  extension: boolean;
+  /** Holds a surrogate pair. */
+  pairs: boolean;
+  /** isPlainGsm(piece). */
+  plain: boolean;
+  /** Distinct characters outside GSM-7, in order of first appearance. */
+  nonGsm: string[];
+  /**
+   * Holds a C0 control character other than LF (the reader removes those), or starts with a
+   * low surrogate, or ends with a high one (a pair could straddle the join): such a piece is
+   * not counted apart.
+   */
+  awkward: boolean;
+}
+
+function isControl(c: number): boolean {
+  return c < 0x20 && c !== 0x0a;
+}
+
+/** The ASCII characters of PLAIN_GSM (LF, space to Z, _, a to z). */
+const PLAIN_ASCII = new Uint8Array(128);
+for (let c = 0; c < 128; c++) PLAIN_ASCII[c] = PLAIN_GSM.test(String.fromCharCode(c)) ? 1 : 0;
+
+/** The stats of one piece. */
+export function pieceStats(text: string): PieceStats {
+  const len = text.length;
+  let septets = 0;
+  let extension = false;
+  let pairs = false;
+  let awkward = len > 0 && (isLow(text.charCodeAt(0)) || isHigh(text.charCodeAt(len - 1)));
+  for (let i = 0; i < len; i++) {
+    const c = text.charCodeAt(i);
+    if (isControl(c)) awkward = true;
+    const s = gsm7Septets(c);
+    if (s === 2) extension = true;
+    if (s === 0 && isHigh(c) && i + 1 < len && isLow(text.charCodeAt(i + 1))) {
+      pairs = true;
+      i++;
+    }
+    septets += s === 0 ? 1 : s;
+  }
+  const nonGsm = countSegments(text).nonGsm;
+  return { length: len, septets, extension, pairs, plain: isPlainGsm(text), nonGsm, awkward };
+}
+
+/** A template's literal parts: each one's stats, and all of them together. */
+export interface LiteralStats {
+  readonly pieces: readonly PieceStats[];
+  readonly length: number;
+  readonly septets: number;
+  readonly extension: boolean;
+  readonly pairs: boolean;
+  readonly plain: boolean;
+  readonly awkward: boolean;
+  /** Their distinct non-GSM characters, in order of first appearance (shared: never changed). */
+  readonly nonGsm: string[];
+}
+
+/** Adds `chars` not in `list` yet to it (a new list when it is the shared NO_CHARS). */
+function addDistinct(list: string[], chars: readonly string[]): string[] {
+  for (const ch of chars) {
+    if (list === NO_CHARS) list = [ch];
+    else if (!list.includes(ch)) list.push(ch);
+  }
+  return list;
+}
+
+export function literalStats(literals: readonly string[]): LiteralStats {
+  const pieces = literals.map(pieceStats);
+  let nonGsm = NO_CHARS;
+  for (const p of pieces) nonGsm = addDistinct(nonGsm, p.nonGsm);
+  return {
+    pieces,
+    length: pieces.reduce((a, p) => a + p.length, 0),
+    septets: pieces.reduce((a, p) => a + p.septets, 0),
+    extension: pieces.some((p) => p.extension),
+    pairs: pieces.some((p) => p.pairs),
+    plain: pieces.every((p) => p.plain),
+    awkward: pieces.some((p) => p.awkward),
+    nonGsm,
+  };
+}
+
+/**
+ * countSegments(literals[0] + values[0] + literals[1] + … + values[n - 1] + literals[n])
+ * without that text: the literals' stats were taken once (literalStats), only the values
+ * are read, and not even those when `valuesPlain` says they are all isPlainGsm. null when
+ * the joined text must be read after all: an awkward piece (see PieceStats), or a count
+ * that splits greedily (an extension character in a GSM-7 text over 160 septets, a
+ * surrogate pair in a UCS-2 text over 70). `joined` gets isPlainGsm of the joined text and
+ * its length. `reuse`, an earlier answer, is returned instead of a new one when it says
+ * the same. test/unit/format-segments.test.ts compares it with countSegments.
+ */
+export function countJoined(
+  literals: LiteralStats,
+  values: readonly string[],
+  n: number,
+  valuesPlain: boolean,
+  joined: { plain: boolean; length: number },
+  reuse: SegmentInfo | null = null,
+): SegmentInfo | null {
+  if (literals.awkward) return null;
+  let len = literals.length;
+  let septets = literals.septets;
+  let extension = literals.extension;
+  let pairs = literals.pairs;
+  let isPlain = literals.plain;
+  let valueNonGsm = false;
+  for (let k = 0; k < n; k++) {
+    const v = values[k]!;
+    const vlen = v.length;
+    len += vlen;
+    if (valuesPlain) {
+      // Known plain GSM (the caller read them already): a septet a character, nothing else.
+      septets += vlen;
+      continue;
+    }
+    if (vlen > 0 && (isLow(v.charCodeAt(0)) || isHigh(v.charCodeAt(vlen - 1)))) return null;
+    for (let i = 0; i < vlen; i++) {
+      const c = v.charCodeAt(i);
+      if (c < 128) {
+        // Most values are plain ASCII: one septet each. CR and FF are GSM-7 but also
+        // control characters, which the reader removes: not counted here.
+        if (PLAIN_ASCII[c] === 1) {
+          septets++;
+          continue;
+        }
+        if (isControl(c)) return null;
+      }
+      isPlain = false;
+      const s = c < TABLE_SIZE ? GSM_TABLE[c]! : c === EURO ? 2 : 0;
+      if (s !== 0) {
+        septets += s;
+        if (s === 2) extension = true;
+        continue;
+      }
+      septets++;
+      valueNonGsm = true;
+      if (isHigh(c) && i + 1 < vlen && isLow(v.charCodeAt(i + 1))) {
+        pairs = true;
+        i++;
+      }
+    }
+  }
+  joined.plain = isPlain;
+  joined.length = len;
+  if (isPlain) {
+    const parts = len === 0 ? 0 : len <= GSM7_SINGLE ? 1 : Math.ceil(len / GSM7_MULTI);
+    return answer('gsm7', parts, parts, NO_CHARS, reuse);
+  }
+  let gsm7Segments: number;
+  if (septets === 0) gsm7Segments = 0;
+  else if (septets <= GSM7_SINGLE) gsm7Segments = 1;
+  else if (extension) return null;
+  else gsm7Segments = Math.ceil(septets / GSM7_MULTI);
+
+  let nonGsm = literals.nonGsm;
+  if (valueNonGsm) {
+    // Rare (an accent in a name): the list again, piece by piece in the text's order.
+    nonGsm = NO_CHARS;
+    for (let k = 0; k <= n; k++) {
+      nonGsm = addDistinct(nonGsm, literals.pieces[k]!.nonGsm);
+      if (k < n) nonGsm = addDistinct(nonGsm, countSegments(values[k]!, false).nonGsm);
+    }
+  }
+  if (nonGsm.length === 0) return answer('gsm7', gsm7Segments, gsm7Segments, NO_CHARS, reuse);
+  let segments: number;
+  if (len <= UCS2_SINGLE) segments = 1;
+  else if (pairs) return null;
+  else segments = Math.ceil(len / UCS2_MULTI);
+  return answer('ucs2', segments, gsm7Segments, nonGsm, reuse);
+}
+
+/** `reuse` when it says the same (a SegmentInfo is never changed once made), else a new answer. */
+function answer(
+  encoding: SegmentInfo['encoding'],
+  segments: number,
+  gsm7Segments: number,
+  nonGsm: string[],
+  reuse: SegmentInfo | null,
+): SegmentInfo {
+  if (
+    reuse !== null &&
+    reuse.encoding === encoding &&
+    reuse.segments === segments &&
+    reuse.gsm7Segments === gsm7Segments &&
+    reuse.nonGsm === nonGsm
+  )
+    return reuse;
+  return { encoding, segments, gsm7Segments, nonGsm };
+}

@@ -3,7 +3,9 @@
 // A template is parsed once into literal parts and column indexes (compileTemplate) and then
 // merged for each record by joining strings (mergeTemplate): no regex and no parsing per
 // record. Nothing else is evaluated: a value is inserted as it is, never read as a template.
+import { type HashPiece, hashPiece } from './dedupe.ts';
 import { normaliseHeaderName } from './layout.ts';
+import { type LiteralStats, literalStats } from './segments.ts';
 
 /** How a placeholder names a column: as header names are compared, and without any space. */
 export function placeholderKey(name: string): string {
@@ -42,6 +44,13 @@ export interface Template {
   readonly placeholders: number;
   /** The first placeholder that names no column, or a `{{` never closed, described; else null. */
   readonly problem: string | null;
+  /**
+   * What segment counting reads of each literal part, and their non-GSM characters together
+   * (segments.ts countJoined): a merged text is counted from these and its values alone.
+   */
+  readonly literalStats: LiteralStats;
+  /** The literal parts as the text hash reads them (dedupe.ts hashJoined). */
+  readonly literalHash: readonly HashPiece[];
 }
 
 const OPEN = '{{';
@@ -104,7 +113,16 @@ export function compileTemplate(source: string, columns: TemplateColumns | null)
     literal += placeholder;
   }
   literals.push(literal);
-  return { source, literals, cols, written, placeholders, problem };
+  return {
+    source,
+    literals,
+    cols,
+    written,
+    placeholders,
+    problem,
+    literalStats: literalStats(literals),
+    literalHash: literals.map(hashPiece),
+  };
 }
 
 /**
@@ -117,15 +135,39 @@ export function mergeTemplate(
   fields: readonly string[],
   quoted: readonly boolean[],
 ): string | number {
-  const { cols, literals } = template;
-  let out = literals[0]!;
+  const values: string[] = [];
+  const missing = templateValues(template, fields, quoted, values);
+  return missing >= 0 ? missing : joinTemplate(template, values);
+}
+
+/**
+ * mergeTemplate in two steps, for the reader: the values as inserted, into `values` (a
+ * reused array), and -1; or the index of the first placeholder without a value. The text
+ * itself (joinTemplate) is only made when it is needed: counting its segments and hashing
+ * it take the values alone (segments.ts countJoined, dedupe.ts hashJoined).
+ */
+export function templateValues(
+  template: Template,
+  fields: readonly string[],
+  quoted: readonly boolean[],
+  values: string[],
+): number {
+  const cols = template.cols;
   for (let k = 0; k < cols.length; k++) {
     const c = cols[k]!;
     const value = fields[c];
     if (value === undefined) return k;
     const trimmed = value.trim();
     if (trimmed.length === 0) return k;
-    out += (quoted[c] === true ? value : trimmed) + literals[k + 1]!;
+    values[k] = quoted[c] === true ? value : trimmed;
   }
+  return -1;
+}
+
+/** The merged text from the values templateValues gave. */
+export function joinTemplate(template: Template, values: readonly string[]): string {
+  const literals = template.literals;
+  let out = literals[0]!;
+  for (let k = 0; k < template.cols.length; k++) out += values[k]! + literals[k + 1]!;
   return out;
 }

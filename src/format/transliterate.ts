@@ -146,6 +146,19 @@ export function transliteratedSegmentsOf(text: string, info: SegmentInfo): numbe
 }
 
 /**
+ * Whether transliteratedSegmentsOf reads the text itself for a UCS-2 text with these
+ * non-GSM characters (else it answers from the SegmentInfo alone): when one of them is
+ * replaced by something other than one basic GSM-7 character, or is a combining mark.
+ */
+export function transliterationReadsText(nonGsm: readonly string[]): boolean {
+  for (const ch of nonGsm) {
+    const c = ch.charCodeAt(0);
+    if (ch.length > 1 || !ONE_FOR_ONE.has(c)) return REPLACEMENT.has(c) || isCombiningMark(c);
+  }
+  return false;
+}
+
+/**
  * The segments `transliterate(text)` would cost, or -1 when it would not change the text:
  * one pass over the text, nothing built (the reader asks this of every UCS-2 text under
  * `never`, to show what gsm7 would save).
