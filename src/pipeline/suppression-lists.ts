@@ -72,7 +72,7 @@ export interface SuppressionListsOptions {
    * `<sourceName>:<path>` from a local path. validate builds only the sources it reads.
    */
   sourceNames?: Iterable<string>;
-  logger: Logger;
+  logger: ListLogger;
   /** How often every list is checked for changes (default one minute). */
   checkEveryMs?: number;
   /**
@@ -413,7 +413,7 @@ export class SuppressionLists {
   readonly #global: Loaded | null;
   readonly #perSource = new Map<string, Loaded>();
   readonly #unions = new Map<string, { parts: readonly SuppressionList[]; union: SuppressionList }>();
-  readonly #log: Logger;
+  readonly #log: ListLogger;
   readonly #everyMs: number;
   readonly #waitMs: number;
   readonly #s3Config: S3ClientConfig | undefined;
@@ -702,6 +702,12 @@ async function s3UrlClient(extra: S3ClientConfig | undefined): Promise<S3Client>
  * three forms; `<sourceName>:` lists are read through a source built from `config` (not
  * started: nothing is created on it) and closed again. null when there is no list.
  */
+/** What the lists log with: a process logger, or QUIET. */
+type ListLogger = Pick<Logger, 'info' | 'warn'>;
+
+/** Says nothing, without loading pino (validate reads a list and prints its own answer). */
+const QUIET: ListLogger = { info() {}, warn() {} };
+
 export async function readListsOnce(options: {
   config: Pick<Config, 'suppressionList' | 'sources'> | null;
   source?: string | undefined;
@@ -727,7 +733,6 @@ export async function readListsOnce(options: {
       });
   }
   if (wanted.length === 0) return null;
-  const logger = options.logger ?? (await import('../log.ts')).silentLogger;
   // Only the sources a list is on are built.
   const needed = new Set<string>();
   for (const w of wanted) {
@@ -738,9 +743,11 @@ export async function readListsOnce(options: {
   let lists: SuppressionLists | null = null;
   try {
     if (needed.size > 0) {
+      // A source wants a whole logger: pino is loaded (~40 ms) only then.
+      const full = options.logger ?? (await import('../log.ts')).silentLogger;
       const { createSource } = await import('../sources/index.ts');
       for (const cfg of configured)
-        if (needed.has(cfg.name)) sources.set(cfg.name, await createSource(cfg, logger));
+        if (needed.has(cfg.name)) sources.set(cfg.name, await createSource(cfg, full));
     }
     const global = wanted.find((w) => w.source === null);
     const mine = wanted.find((w) => w.source !== null);
@@ -750,7 +757,7 @@ export async function readListsOnce(options: {
       perSource: mine ? [{ source: mine.source!, location: mine.value, defaultCountry: mine.country }] : [],
       sources,
       sourceNames: names,
-      logger,
+      logger: options.logger ?? QUIET,
     });
     await lists.start();
     return await lists.forSource(mine?.source ?? '');
