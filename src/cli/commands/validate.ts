@@ -1,6 +1,7 @@
 // `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
 import { existsSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import module from 'node:module';
 import { basename } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
@@ -25,8 +26,12 @@ import type { SetExit } from './index.ts';
 /** The sniff pass (with the sha256, ~0.35 s a 100 MB) on a worker thread. */
 function sniffInWorker(path: string, maxBytes: number): Promise<Sniff> {
   return new Promise((resolve, reject) => {
+    // The worker uses the process's compile cache too (bin/dropline.js enables it), or it
+    // would strip and compile its modules again: ~35 MB and ~70 ms instead of ~20 and ~35.
+    const cache = module.getCompileCacheDir?.();
     const worker = new Worker(new URL('../../format/sniff-worker.ts', import.meta.url), {
       workerData: { path, maxBytes },
+      ...(cache ? { env: { ...process.env, NODE_COMPILE_CACHE: cache } } : {}),
     });
     worker.once('message', (m: { sniff?: Sniff; error?: string }) => {
       void worker.terminate();
