@@ -2,8 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   FingerprintTable,
+  hashJoined,
+  hashPiece,
   hashString,
   INDEX_BATCH,
+  joinedScan,
   RecipientIndex,
   scanText,
   textScan,
@@ -88,5 +91,102 @@ describe('RecipientIndex.addBatch', () => {
       got.push(...firsts.subarray(0, n));
     }
     expect(got).toEqual(want);
+  });
+});
+
+// ---- hashJoined: a template's merged text hashed from its literal parts and its values ----
+
+/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('hashJoined (template fast path) against scanText of the joined text', () => {
+  /** Code units of every class: plain GSM, other ASCII, control, Latin-1, BMP, surrogates. */
+  const UNITS = [
+    ...'aZz09 _.\n',
+    ...'`{|}~^[]\\@\t\r\f\u0000\u007f',
+    ...'ñéáü€中',
+    '\ud83d',
+    '\ude00',
+    '\uffff',
+    '\u8000',
+  ];
+
+  function piece(rand: () => number, length: number): string {
+    let s = '';
+    const plain = rand() < 0.5;
+    for (let i = 0; i < length; i++) {
+      s += plain
+        ? String.fromCharCode(97 + Math.floor(rand() * 26))
+        : UNITS[Math.floor(rand() * UNITS.length)]!;
+    }
+    return s;
+  }
+
+  /** hashJoined against scanText(joined) and its plain flag against isPlainGsm of each value. */
+  function check(literals: string[], values: string[]): void {
+    const n = values.length;
+    const text = literals[0]! + values.map((v, k) => v + literals[k + 1]!).join('');
+    const label = JSON.stringify({ literals, values });
+    const want = scanText(text);
+    joinedScan.valuesPlain = !values.every(isPlainGsm);
+    expect(hashJoined(literals.map(hashPiece), values, n), label).toBe(want);
+    expect(joinedScan.valuesPlain, label).toBe(values.every(isPlainGsm));
+  }
+
+  it('every combination of piece lengths 0 to 3 (odd and even, one or two placeholders)', () => {
+    const rand = prng(0xd1ce);
+    for (let n = 0; n <= 2; n++) {
+      const pieces = 2 * n + 1;
+      for (let code = 0; code < 4 ** pieces; code++) {
+        const lengths = Array.from({ length: pieces }, (_, i) => Math.floor(code / 4 ** i) % 4);
+        const all = lengths.map((len) => piece(rand, len));
+        check(all.slice(0, n + 1), all.slice(n + 1));
+      }
+    }
+  });
+
+  it('hand-picked: plain and not plain values, a value alone, long pieces', () => {
+    check(['Hola ', ', su cita es el ', '.'], ['Ana', '12 de mayo']);
+    check(['Hola ', '.'], ['Ramón']);
+    check(['', ''], ['x']);
+    check(['', '', ''], ['ab', 'c']);
+    check(['a'], []);
+    check([''], []);
+    check(['Total: ', ''], ['{100}']); // `{` is GSM-7 but not plain
+    check(['', ''], ['`']);
+    check(['', ''], ['Ana\r']); // CR: not plain
+    check(['', ''], ['a\tb']);
+    check(['😀', '😀'], ['😀']);
+    check(['x\ud83d', ''], ['\ude00']); // a pair split across the pieces
+    check(['a'.repeat(501), 'b'.repeat(64)], ['c'.repeat(999)]);
+    check(['Señor ', ', ', ''], ['Núñez', 'x'.repeat(1000)]);
+  });
+
+  it('seeded random templates with pieces of any length', () => {
+    const rand = prng(0x4a5e);
+    for (let run = 0; run < 3000; run++) {
+      const n = Math.floor(rand() * 6);
+      const len = () => Math.floor(rand() * (rand() < 0.1 ? 300 : 9));
+      const literals = Array.from({ length: n + 1 }, () => piece(rand, len()));
+      const values = Array.from({ length: n }, () => piece(rand, len()));
+      check(literals, values);
+    }
+  });
+
+  it('pieces that join to the same text hash alike; a different text does not', () => {
+    const a = hashJoined(['Hola ', '!'].map(hashPiece), ['Ana'], 1);
+    expect(hashJoined(['Hol', '!'].map(hashPiece), ['a Ana'], 1)).toBe(a);
+    expect(hashJoined(['Hola Ana!'].map(hashPiece), [], 0)).toBe(a);
+    expect(hashJoined(['Hola ', '!'].map(hashPiece), ['Ann'], 1)).not.toBe(a);
+    expect(hashJoined(['Hola ', '!'].map(hashPiece), ['Ana '], 1)).not.toBe(a);
   });
 });

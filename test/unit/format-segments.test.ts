@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countSegments, gsm7Septets } from '../../src/format/segments.ts';
+import {
+  countJoined,
+  countSegments,
+  gsm7Septets,
+  isPlainGsm,
+  literalStats,
+} from '../../src/format/segments.ts';
 
 // 3GPP TS 23.038 6.2.1, row by row (0x00-0x7F); ESC (0x1B) left out, as it is no character.
 const GSM_ROWS = [
@@ -255,5 +261,229 @@ describe('FORMAT 6 segments: properties', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+// ---- countJoined: a template's merged text counted from its literal parts' stats and its values ----
+
+/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('countJoined (template fast path) against countSegments of the joined text', () => {
+  /** Characters the pieces are drawn from: every class countJoined treats apart. */
+  const ATOMS = [
+    ...'aZ0 .,:!?_@$\n',
+    ...'ñéÑüäÇ¿¡£¥§ΔΩ', // GSM-7 basic, not plain
+    ...'€{}[]~^\\|', // GSM-7 extension (two septets)
+    ...'áíóúçâ“”…’中ж', // outside GSM-7, one code unit
+    '😀',
+    '👍🏽',
+    '🎉', // surrogate pairs
+    '\ud83d', // lone high
+    '\ude00', // lone low
+    '\t',
+    '\r',
+    '\f',
+    '\u0001',
+    '\u001b',
+    '\u007f',
+    '\u0085',
+  ];
+  /** Mostly plain ASCII, like real names and templates. */
+  const PLAIN_ATOMS = [...'abcdefghijklmnopqrstuvwxyzABCXYZ 0123456789.,'];
+  /** Lengths (in code units) where the count changes. */
+  const BOUNDARIES = [
+    0, 1, 66, 67, 68, 69, 70, 71, 72, 133, 134, 135, 152, 153, 154, 159, 160, 161, 162, 305, 306, 307, 308,
+    459, 460, 461,
+  ];
+
+  function piece(rand: () => number, maxAtoms: number): string {
+    const plainOnly = rand() < 0.45;
+    const n = Math.floor(rand() * (maxAtoms + 1));
+    let s = '';
+    for (let i = 0; i < n; i++) {
+      const pool = plainOnly || rand() < 0.6 ? PLAIN_ATOMS : ATOMS;
+      s += pool[Math.floor(rand() * pool.length)]!;
+    }
+    return s;
+  }
+
+  /** Literal parts and values; often padded so that the joined text lands on a boundary. */
+  function draw(rand: () => number): { literals: string[]; values: string[] } {
+    const n = Math.floor(rand() * 5);
+    const maxAtoms = rand() < 0.2 ? 120 : 12;
+    const literals = Array.from({ length: n + 1 }, () => piece(rand, maxAtoms));
+    const values = Array.from({ length: n }, () => piece(rand, maxAtoms));
+    if (rand() < 0.6) {
+      // Pad one piece with one repeated character up to a boundary ± 0 (in code units, or in
+      // septets for an extension filler: the GSM-7 limits then fall elsewhere).
+      const fill = ['a', 'a', 'é', '€', 'á', 'x'][Math.floor(rand() * 6)]!;
+      const target = BOUNDARIES[Math.floor(rand() * BOUNDARIES.length)]! + (rand() < 0.3 ? 153 : 0);
+      const length = literals.join('').length + values.join('').length;
+      const missing = Math.max(0, target - length);
+      const pad = fill.repeat(fill === '€' && rand() < 0.5 ? Math.ceil(missing / 2) : missing);
+      const at = Math.floor(rand() * (2 * n + 1));
+      const where = at <= n ? literals : values;
+      const k = at <= n ? at : at - n - 1;
+      const split = Math.floor(rand() * (where[k]!.length + 1));
+      where[k] = where[k]!.slice(0, split) + pad + where[k]!.slice(split);
+    }
+    return { literals, values };
+  }
+
+  const isControl = (c: number) => c < 0x20 && c !== 0x0a;
+  const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+  const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+  /**
+   * When countJoined may answer null (the documented cases): a piece with a control
+   * character (the reader removes them: the text must be read) or a piece that starts
+   * with a low surrogate or ends with a high one; or a count that needs the greedy split
+   * (an extension character in a non-plain text over 160 septets, a surrogate pair in a
+   * UCS-2 text over 70 code units).
+   */
+  function mayBeNull(literals: string[], values: string[], text: string): boolean {
+    for (const p of [...literals, ...values]) {
+      if (p.length === 0) continue;
+      if (isLow(p.charCodeAt(0)) || isHigh(p.charCodeAt(p.length - 1))) return true;
+      for (let i = 0; i < p.length; i++) if (isControl(p.charCodeAt(i))) return true;
+    }
+    if (isPlainGsm(text)) return false;
+    let septets = 0;
+    let extension = false;
+    let pairs = false;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      const s = gsm7Septets(c);
+      if (s === 2) extension = true;
+      if (s === 0 && isHigh(c) && isLow(text.charCodeAt(i + 1))) {
+        pairs = true;
+        i++;
+      }
+      septets += s === 0 ? 1 : s;
+    }
+    const info = countSegments(text);
+    return (extension && septets > 160) || (info.encoding === 'ucs2' && pairs && text.length > 70);
+  }
+
+  /** countJoined on the pieces; checks it against countSegments(joined). 'null' or 'ok'. */
+  function check(
+    literals: string[],
+    values: string[],
+    reuse: ReturnType<typeof countSegments> | null = null,
+  ) {
+    const n = values.length;
+    const text = literals[0]! + values.map((v, k) => v + literals[k + 1]!).join('');
+    const want = countSegments(text);
+    const stats = literalStats(literals);
+    const label = JSON.stringify({ literals, values });
+    const joined = { plain: !isPlainGsm(text), length: -1 };
+    const got = countJoined(stats, values, n, false, joined, reuse);
+    if (got === null) {
+      expect(mayBeNull(literals, values, text), `null without cause: ${label}`).toBe(true);
+    } else {
+      expect(got, label).toEqual(want);
+      expect(joined.plain, label).toBe(isPlainGsm(text));
+      expect(joined.length, label).toBe(text.length);
+      if (reuse !== null && got === reuse) expect(reuse, label).toEqual(want);
+    }
+    // The caller knows the values are plain GSM (hashJoined told it): they are not read.
+    if (values.every(isPlainGsm)) {
+      const known = { plain: !isPlainGsm(text), length: -1 };
+      const fast = countJoined(stats, values, n, true, known, reuse);
+      if (fast === null) {
+        expect(mayBeNull(literals, [], text), `null without cause (valuesPlain): ${label}`).toBe(true);
+      } else {
+        expect(fast, `valuesPlain: ${label}`).toEqual(want);
+        expect(known, `valuesPlain: ${label}`).toEqual({ plain: isPlainGsm(text), length: text.length });
+      }
+      expect(fast === null, `valuesPlain changes the null answer: ${label}`).toBe(got === null);
+    }
+    return got === null ? 'null' : 'ok';
+  }
+
+  it.each([
+    ['nothing at all', [''], []],
+    ['empty literals, one value', ['', ''], ['Ana']],
+    ['empty literals and values', ['', '', ''], ['', '']],
+    ['a plain template', ['Hola ', ', su cita es el ', '.'], ['Ana', '12 de mayo']],
+    ['accents in the values', ['Hola ', ', su cita es el ', '.'], ['Ramón', 'miércoles']],
+    ['GSM-7 letters only (ñ é): GSM-7, not plain', ['Señor ', ''], ['Núñez'.replace('ú', 'u')]],
+    ['extension characters count two', ['Total ', ' {', '} [', ']'], ['€100', '~^', '\\|']],
+    ['an emoji in a value', ['Hola ', '!'], ['😀']],
+    ['an emoji and an accent', ['', ' ', ''], ['👍🏽', 'á']],
+    ['the non-GSM list in order, once each', ['ú', 'á', 'ú'], ['á', 'ó']],
+    ['the list from literals when values add none', ['ú…', ' ', '“x”'], ['ab', 'cd']],
+    ['a lone surrogate inside a value', ['<', '>'], ['a\ud800b']],
+    ['a lone high surrogate at the end of a value', ['<', '>'], ['a\ud83d']],
+    ['a lone low surrogate at the start of a value', ['<', '>'], ['\ude00b']],
+    ['a pair split across a literal and a value', ['x\ud83d', ''], ['\ude00']],
+    ['a pair split across a value and a literal', ['', '\ude00y'], ['\ud83d']],
+    ['a lone low surrogate at the start of the text', ['\ude00', ''], ['a']],
+    ['a tab in a value', ['Hola ', ''], ['Ana\tMaría']],
+    ['a control character in a literal', ['Hola\u0001 ', ''], ['Ana']],
+    ['CR and FF in values (GSM-7, but removed by the reader)', ['', '', ''], ['a\rb', 'c\fd']],
+    ['DEL and C1 characters are not removed: UCS-2', ['', ''], ['a\u007fb\u0085']],
+    ['160 plain characters', ['a'.repeat(100), ''], ['b'.repeat(60)]],
+    ['161 plain characters', ['a'.repeat(100), ''], ['b'.repeat(61)]],
+    ['306 / 307 plain characters', ['a'.repeat(150), 'c'], ['b'.repeat(155)]],
+    ['160 septets with an extension character', ['{', 'a'.repeat(100)], ['b'.repeat(57)]],
+    [
+      '161 septets with an extension character (greedy: null or exact)',
+      ['{', 'a'.repeat(100)],
+      ['b'.repeat(58)],
+    ],
+    ['70 UCS-2 units', ['á'.repeat(35), ''], ['b'.repeat(35)]],
+    ['71 UCS-2 units', ['á'.repeat(35), ''], ['b'.repeat(36)]],
+    ['134 / 135 UCS-2 units', ['ú', 'é'], ['a'.repeat(132)]],
+    ['an emoji at 70 units', ['a'.repeat(34), ''], ['😀'.repeat(18)]],
+    ['an emoji past 70 units (greedy: null or exact)', ['a'.repeat(35), ''], ['😀'.repeat(18)]],
+    [
+      'long UCS-2 text without pairs',
+      ['Señora ', ', su saldo es ', ' y vence el ', '.'],
+      ['María José', 'á'.repeat(300), 'mañana'],
+    ],
+    ['long GSM-7 text without extension', ['x'.repeat(200), ''], ['é'.repeat(200)]],
+    ['long text with extension characters in the literals', ['€'.repeat(90), ''], ['a']],
+  ] as const)('%s', (_name, literals, values) => {
+    check([...literals], [...values]);
+  });
+
+  it('seeded random templates, pieces of every odd and even length, around every boundary', () => {
+    const rand = prng(0x5e6_2026);
+    let answered = 0;
+    const runs = 6000;
+    let previous: ReturnType<typeof countSegments> | null = null;
+    for (let run = 0; run < runs; run++) {
+      const { literals, values } = draw(rand);
+      const verdict = check(literals, values, rand() < 0.5 ? previous : null);
+      if (verdict === 'ok') answered++;
+      previous = countSegments(literals[0]! + values.map((v, k) => v + literals[k + 1]!).join(''));
+    }
+    // Most drawn templates take the fast path (else this test would compare nothing).
+    expect(answered).toBeGreaterThan(runs / 3);
+  });
+
+  it('reuse: the earlier answer is given back when it says the same, never when it does not', () => {
+    const literals = literalStats(['Hola ', ', su saldo vence el ', '.']);
+    const joined = { plain: false, length: 0 };
+    const first = countJoined(literals, ['Ana', '15/07'], 2, true, joined)!;
+    expect(first).toEqual({ encoding: 'gsm7', segments: 1, gsm7Segments: 1, nonGsm: [] });
+    expect(countJoined(literals, ['Luis', '20/07'], 2, true, joined, first)).toBe(first);
+    const long = countJoined(literals, ['Luis', 'x'.repeat(200)], 2, true, joined, first)!;
+    expect(long).not.toBe(first);
+    expect(long.segments).toBe(2);
+    const accent = countJoined(literals, ['Ramón', '20/07'], 2, false, joined, first)!;
+    expect(accent).not.toBe(first);
+    expect(accent).toEqual(countSegments('Hola Ramón, su saldo vence el 20/07.'));
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
-import { makeNumberRules } from '../../src/format/numbers.ts';
+import { makeNumberRules, type NumberRules, normalizeNumber, sentValue } from '../../src/format/numbers.ts';
 import { loadSuppressionList, readSuppressionList } from '../../src/format/suppression.ts';
 
 let dir: string;
@@ -183,5 +183,329 @@ describe('readSuppressionList: any byte stream (an S3 object, a file on a source
     );
     expect((err as DroplineError).code).toBe('DROPLINE_ERR_SUPPRESSION_LIST');
     expect((err as DroplineError).message).toContain('partner:lists/optout.txt: connection reset');
+  });
+});
+
+// ---- The list's fast paths (Collector.simple, HashedNumbers, hasValues) against normalizeNumber ----
+
+/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('readSuppressionList fast paths against normalizeNumber, line by line', () => {
+  const pick = <T>(rand: () => number, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
+  const digits = (rand: () => number, n: number) =>
+    Array.from({ length: n }, () => Math.floor(rand() * 10)).join('');
+
+  /** A number's digits written the ways people write them (what the fast path must read as formatting). */
+  function formatted(rand: () => number, d: string): string {
+    switch (Math.floor(rand() * 9)) {
+      case 0:
+        return `${d.slice(0, 3)} ${d.slice(3, 6)} ${d.slice(6)}`;
+      case 1:
+        return `${d.slice(0, 3)}-${d.slice(3, 6)}-${d.slice(6)}`;
+      case 2:
+        return `(${d.slice(0, 3)}) ${d.slice(3, 6)}.${d.slice(6)}`;
+      case 3:
+        return `  ${d}  `;
+      case 4:
+        return `${d.slice(0, 2)} ${d.slice(2)}`;
+      case 5:
+        return `${d.slice(0, 5)}\u00a0${d.slice(5)}`; // NBSP: formatting, but not the fast path's
+      case 6:
+        return `${d}\t`; // a TAB after the number: white space at the end
+      case 7:
+        return d.split('').join(rand() < 0.5 ? ' ' : '.');
+      default:
+        return d;
+    }
+  }
+
+  /** One line of a list: numbers of every form FORMAT.md 5 reads, and what is not one. */
+  function line(rand: () => number, earlier: readonly string[]): string {
+    const r = rand();
+    if (r < 0.08 && earlier.length > 0) return pick(rand, earlier); // a duplicate line
+    const mobile = `3${digits(rand, 9)}`;
+    if (r < 0.3) return formatted(rand, mobile); // 10 digits starting with 3
+    if (r < 0.45) return formatted(rand, `57${mobile}`); // 12 digits, 573…
+    if (r < 0.5) return `+57 ${formatted(rand, mobile)}`;
+    if (r < 0.53) return `0057${mobile}`;
+    if (r < 0.58) return formatted(rand, `57${pick(rand, ['6', '1', '0', '9', '2'])}${digits(rand, 9)}`); // 57 not then 3
+    if (r < 0.62)
+      return formatted(rand, `${pick(rand, ['6', '60', '1', '2', '9'])}${digits(rand, 9)}`.slice(0, 10));
+    if (r < 0.7)
+      return pick(rand, [
+        '+52 55 1234 5678',
+        '5215512345678',
+        '+52 1 55 1234 5678',
+        '+44 7400 123456',
+        '447400123456',
+        '+1 212 555 0100',
+        '0034 612 345 678',
+        '+593 99 123 4567',
+        '55 1234 5678', // a Mexican national number (MX default), junk for CO
+        '7400 123456', // a British national number without its 0
+        '07400 123456',
+        '612 345 678',
+        '(212) 555-0100',
+      ]);
+    if (r < 0.76) return formatted(rand, digits(rand, Math.floor(rand() * 17))); // any length, any head
+    if (r < 0.8) return `57${mobile}${digits(rand, 1 + Math.floor(rand() * 3))}`; // 573… too long
+    if (r < 0.83) return `${mobile.slice(0, 3)} ${mobile.slice(3)} # pidió la baja`;
+    if (r < 0.86) return pick(rand, ['# comentario', '   # sangrado', '#3001234567', '#', '']);
+    if (r < 0.89) return pick(rand, ['', '   ', '\t', ' \u00a0 ']);
+    if (r < 0.93)
+      return pick(rand, [
+        'no es un número',
+        '300123456x',
+        '---',
+        '( )',
+        '.',
+        '+',
+        '++573001234567',
+        '３００１２３４５６７',
+        '300\t1234567',
+        '57300123456a',
+      ]);
+    if (r < 0.96) return `${mobile}\u2028`; // a Unicode line separator: white space at the end, not a break
+    return `\ufeff${mobile}`; // a stray BOM inside the file
+  }
+
+  /** What the general code (Collector.line) decides for a whole text: the oracle. */
+  function expected(
+    text: string,
+    rules: NumberRules,
+  ): { numbers: Set<string>; invalid: number; verdicts: Map<string, string | null> } {
+    const listRules = { ...rules, allowedCountries: null };
+    const numbers = new Set<string>();
+    const verdicts = new Map<string, string | null>();
+    let invalid = 0;
+    for (const l of text.replace(/^\ufeff/, '').split(/\r\n|\r|\n/)) {
+      const hash = l.indexOf('#');
+      const body = hash >= 0 ? l.slice(0, hash) : l;
+      if (body.trim() === '') continue;
+      const r = normalizeNumber(body, listRules);
+      verdicts.set(l, r.ok ? r.number : null);
+      if (r.ok) numbers.add(r.number);
+      else invalid++;
+    }
+    return { numbers, invalid, verdicts };
+  }
+
+  function listText(rand: () => number, count: number): string {
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++) lines.push(line(rand, lines));
+    let text = rand() < 0.2 ? '\ufeff' : '';
+    for (let i = 0; i < lines.length; i++) {
+      text += lines[i]!;
+      if (i < lines.length - 1 || rand() < 0.5) text += pick(rand, ['\n', '\n', '\r\n', '\r']);
+    }
+    return text;
+  }
+
+  /** The bytes in pieces cut at random places (inside CRLFs and UTF-8 sequences too). */
+  async function* cut(bytes: Buffer, rand: () => number, max: number): AsyncGenerator<Uint8Array> {
+    let i = 0;
+    while (i < bytes.length) {
+      const n = 1 + Math.floor(rand() * max);
+      yield new Uint8Array(bytes.subarray(i, i + n));
+      i += n;
+    }
+  }
+
+  async function* whole(bytes: Buffer): AsyncGenerator<Uint8Array> {
+    yield new Uint8Array(bytes);
+  }
+
+  /** Numbers to ask the list: the lines' own, their neighbours, and others. */
+  function probes(rand: () => number, oracle: ReturnType<typeof expected>): string[] {
+    const out = new Set<string>();
+    for (const n of oracle.numbers) {
+      out.add(n);
+      out.add(String(Number(n) + 1));
+      out.add(String(Number(n) - 1));
+    }
+    for (let i = 0; i < 200; i++) out.add(`573${digits(rand, 9)}`);
+    for (let i = 0; i < 50; i++) out.add(digits(rand, 1 + Math.floor(rand() * 15)));
+    return [...out];
+  }
+
+  /** The list read from `text` agrees with the oracle on every line, every probe, size and invalid. */
+  async function checkList(text: string, rules: NumberRules, rand: () => number, label: string) {
+    const oracle = expected(text, rules);
+    const bytes = Buffer.from(text, 'utf8');
+    const list = await readSuppressionList(whole(bytes), rules);
+    expect(list.size, `size: ${label}`).toBe(oracle.numbers.size);
+    expect(list.invalid, `invalid: ${label}`).toBe(oracle.invalid);
+    for (const [l, number] of oracle.verdicts) {
+      if (number !== null) expect(list.has(number), `line ${JSON.stringify(l)}: ${label}`).toBe(true);
+    }
+    const asked = probes(rand, oracle);
+    const want = asked.map((n) => oracle.numbers.has(n));
+    expect(
+      asked.map((n) => list.has(n)),
+      `has: ${label}`,
+    ).toEqual(want);
+
+    // hasValues, in batches of any size (the reader's are up to 64), the array reused.
+    const values = Float64Array.from(asked, sentValue);
+    const out = new Uint8Array(values.length);
+    for (let start = 0; start < values.length; ) {
+      const n = Math.min(values.length - start, 1 + Math.floor(rand() * 100));
+      list.hasValues!(values.subarray(start, start + n), n, out.subarray(start, start + n));
+      start += n;
+    }
+    expect(
+      [...out].map((b) => b === 1),
+      `hasValues: ${label}`,
+    ).toEqual(want);
+
+    // The same bytes cut anywhere: the same list.
+    for (const max of [1, 3, 17, 4096]) {
+      const other = await readSuppressionList(cut(bytes, rand, max), rules);
+      expect([other.size, other.invalid], `chunks up to ${max}: ${label}`).toEqual([list.size, list.invalid]);
+      expect(
+        asked.map((n) => other.has(n)),
+        `chunks up to ${max}: ${label}`,
+      ).toEqual(want);
+    }
+    return list;
+  }
+
+  it('seeded random lists, default country CO', async () => {
+    const rand = prng(0x0b1e);
+    for (let run = 0; run < 40; run++) {
+      const text = listText(rand, 1 + Math.floor(rand() * 120));
+      await checkList(text, makeNumberRules(), rand, `CO run ${run}: ${JSON.stringify(text)}`);
+    }
+  });
+
+  it.each(['MX', 'US', 'GB', 'ES', 'EC'])(
+    'seeded random lists, default country %s (no Colombian national form)',
+    async (country) => {
+      const rand = prng(country.charCodeAt(0) * 256 + country.charCodeAt(1));
+      const rules = makeNumberRules(country);
+      for (let run = 0; run < 8; run++) {
+        const text = listText(rand, 1 + Math.floor(rand() * 80));
+        await checkList(text, rules, rand, `${country} run ${run}: ${JSON.stringify(text)}`);
+      }
+      // The Colombian ten-digit form is not read as Colombian here.
+      const list = await readSuppressionList(whole(Buffer.from('3001234567\n573109876543\n')), rules);
+      expect(list.has('573001234567')).toBe(false);
+      expect(list.has('573109876543')).toBe(true);
+    },
+  );
+
+  it('allowedCountries is ignored, whatever the form (fast or not)', async () => {
+    const rand = prng(7);
+    const text = listText(rand, 200);
+    for (const rules of [makeNumberRules('CO', ['MX']), makeNumberRules('MX', ['US'])]) {
+      await checkList(text, rules, rand, `allowed ${[...rules.allowedCountries!].join()}`);
+    }
+  });
+
+  it('hand-picked lines: each alone, with and without a final line break', async () => {
+    const rand = prng(11);
+    const lines = [
+      '3001234567',
+      '300 123 4567',
+      '(300) 123-4567',
+      '300.123.4567',
+      ' 3 0 0 1 2 3 4 5 6 7 ',
+      '573001234567',
+      '57 300 123 4567',
+      '57-3001234567',
+      '576012345678', // 57 then 6: a landline
+      '5730012345678', // 13 digits
+      '57300123456', // 11 digits starting 57
+      '3001234567890',
+      '300123456',
+      '6012345678',
+      '0573001234567',
+      '+573001234567',
+      '+57 (300) 123 4567',
+      '00573001234567',
+      '3001234567 # nota',
+      '3001234567#',
+      '3001234567\t',
+      '\t3001234567',
+      '300\t1234567',
+      '300\u00a0123\u00a04567',
+      '300\u2009123\u20094567',
+      '3001234567\u2028',
+      '\ufeff3001234567',
+      '3001234567\u000b',
+      '5215512345678',
+      '+52 1 55 1234 5678',
+      '525512345678',
+      '447400123456',
+      '999999999999',
+      '573999999999',
+      '579999999999',
+      '3999999999',
+      '0000000000',
+      '000000000000',
+    ];
+    for (const l of lines) {
+      for (const end of ['', '\n', '\r\n', '\r']) {
+        for (const country of ['CO', 'MX']) {
+          await checkList(
+            `${l}${end}`,
+            makeNumberRules(country),
+            rand,
+            `${country} ${JSON.stringify(l + end)}`,
+          );
+        }
+      }
+    }
+    await checkList(lines.join('\n'), makeNumberRules(), rand, 'all the lines');
+    await checkList(lines.join('\r\n') + '\r\n', makeNumberRules('GB'), rand, 'all the lines, GB');
+  });
+
+  it('a line split across chunks, and a CRLF split across chunks, go the slow way to the same list', async () => {
+    const rand = prng(13);
+    const text = '3001234567\r\n573109876543\r\n(315) 111-2233\r\n';
+    const bytes = Buffer.from(text);
+    for (let a = 1; a < bytes.length; a++) {
+      async function* two(): AsyncGenerator<Uint8Array> {
+        yield new Uint8Array(bytes.subarray(0, a));
+        yield new Uint8Array(bytes.subarray(a));
+      }
+      const list = await readSuppressionList(two(), makeNumberRules());
+      expect([list.size, list.invalid], `cut at ${a}`).toEqual([3, 0]);
+      for (const n of ['573001234567', '573109876543', '573151112233'])
+        expect(list.has(n), `cut at ${a}`).toBe(true);
+    }
+    await checkList(text, makeNumberRules(), rand, 'crlf');
+  });
+
+  it('many duplicates of a few numbers (large buckets), and a larger list: has and hasValues agree', async () => {
+    const rand = prng(17);
+    const few = ['3001234567', '573001234567', '3109876543', '+57 315 111 2233', '5215512345678'];
+    const lines: string[] = [];
+    for (let i = 0; i < 400; i++) lines.push(pick(rand, few));
+    const dup = await checkList(lines.join('\n'), makeNumberRules(), rand, 'duplicates');
+    expect(dup.size).toBe(4);
+
+    const big: string[] = [];
+    for (let i = 0; i < 20_000; i++) big.push(rand() < 0.5 ? `3${digits(rand, 9)}` : `573${digits(rand, 9)}`);
+    await checkList(big.join('\n'), makeNumberRules(), rand, 'big');
+  });
+
+  it('an empty list: has and hasValues say no', async () => {
+    const list = await readSuppressionList(whole(Buffer.alloc(0)), makeNumberRules());
+    const values = Float64Array.from(['573001234567', '0', '999999999999999'], sentValue);
+    const out = new Uint8Array(3).fill(1);
+    list.hasValues!(values, 3, out);
+    expect([...out]).toEqual([0, 0, 0]);
+    expect(list.has('573001234567')).toBe(false);
   });
 });
