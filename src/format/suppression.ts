@@ -27,8 +27,12 @@ export interface SuppressionList {
   readonly invalid: number;
 }
 
-/** No number line is anywhere near this long; longer lines are counted invalid unread. */
+/**
+ * No number line is anywhere near this long; longer lines are counted invalid unread (a
+ * comment, starting with #, is skipped however long).
+ */
 const MAX_LINE = 1024;
+const HASH = 35; // #
 const TWO_32 = 2 ** 32;
 
 /** A 32-bit hash of a sent value (at most 15 digits: an integer below 2^53). */
@@ -258,6 +262,8 @@ export async function readSuppressionList(
   let head: Uint8Array | null = null;
   let carry = '';
   let overlong = false;
+  /** The first character of the overlong line being skipped. */
+  let overlongFirst = 0;
   let lastWasCr = false;
   const take = (text: string): void => {
     let start = 0;
@@ -283,8 +289,15 @@ export async function readSuppressionList(
         if (c !== 32 && c !== 45 && c !== 46 && c !== 40 && c !== 41) simple = false;
         continue;
       }
-      if (overlong) {
-        out.invalid++;
+      if (overlong || carry.length + (i - start) > MAX_LINE) {
+        // Too long to be a number, whether it came in one chunk or several: invalid, unless
+        // it is a comment (it starts with #).
+        const first = overlong
+          ? overlongFirst
+          : carry.length > 0
+            ? carry.charCodeAt(0)
+            : text.charCodeAt(start);
+        if (first !== HASH) out.invalid++;
         overlong = false;
         carry = '';
       } else if (carry === '' && simple && out.simple(digits, value, head)) {
@@ -310,6 +323,7 @@ export async function readSuppressionList(
       carry += text.slice(start);
       if (carry.length > MAX_LINE) {
         overlong = true;
+        overlongFirst = carry.charCodeAt(0);
         carry = '';
       }
     }
@@ -333,8 +347,9 @@ export async function readSuppressionList(
     if (decoder === null) decoder = new TextDecoder('utf-8');
     const rest = (head ? decoder.decode(head, { stream: true }) : '') + decoder.decode();
     take(rest);
-    if (overlong) out.invalid++;
-    else out.line(carry);
+    if (overlong) {
+      if (overlongFirst !== HASH) out.invalid++;
+    } else out.line(carry);
   } catch (err) {
     throw fail(what, err);
   }

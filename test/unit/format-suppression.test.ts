@@ -104,6 +104,22 @@ describe('FORMAT 5 suppression list (SUPPRESSED): one number per line, same norm
     expect(list.invalid).toBe(1);
   });
 
+  it('a line over 1024 characters is invalid however the bytes are cut into chunks', async () => {
+    // A number padded with spaces past the limit: not read, in one chunk as in many.
+    const text = `3001234567${' '.repeat(2000)}\n3109876543\n`;
+    for (const size of [1, 512, text.length]) {
+      const list = await readSuppressionList(pieces(Buffer.from(text), size));
+      expect([list.size, list.invalid, list.has('573001234567')]).toEqual([1, 1, false]);
+      expect(list.has('573109876543')).toBe(true);
+    }
+    // A comment is skipped however long, and however cut.
+    const comment = `# ${'x'.repeat(3000)}\n3001234567\n# ${'y'.repeat(3000)}`;
+    for (const size of [1, 512, comment.length]) {
+      const list = await readSuppressionList(pieces(Buffer.from(comment), size));
+      expect([list.size, list.invalid]).toEqual([1, 0]);
+    }
+  });
+
   it('an empty file is an empty list', async () => {
     const list = await listFrom('empty.txt', '');
     expect(list.size).toBe(0);
