@@ -9,6 +9,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { DroplineError } from '../errors.ts';
+import { fmix32 } from './dedupe.ts';
 import { makeNumberRules, type NumberRules, normalizeNumber, sentValue } from './numbers.ts';
 
 export interface SuppressionList {
@@ -37,13 +38,7 @@ const TWO_32 = 2 ** 32;
 
 /** A 32-bit hash of a sent value (at most 15 digits: an integer below 2^53). */
 function valueHash(v: number): number {
-  let h = (v >>> 0) ^ Math.imul(Math.floor(v / TWO_32), 0x9e3779b1);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32((v >>> 0) ^ Math.imul(Math.floor(v / TWO_32), 0x9e3779b1));
 }
 
 /**

@@ -11,18 +11,7 @@ import {
   personalizedFile,
   waitFor,
 } from '../helpers/pipeline-harness.ts';
-
-/** mulberry32: a seeded source for the sandbox's fault draws, so every fault kind fires. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../helpers/prng.ts';
 
 let h: PipelineHarness;
 const gen = personalizedFile(2000, 7);
@@ -30,7 +19,7 @@ let m: Manifest;
 
 beforeAll(async () => {
   h = await PipelineHarness.create({
-    sandbox: { failureRatio: 0.1, random: seeded(20251122) },
+    sandbox: { failureRatio: 0.1, random: prng(20251122) },
     // One request at a time keeps the order of the sandbox's draws, so the run is repeatable.
     api: { chunkSize: 50, concurrency: 1, timeoutMs: 800, inDoubt: 'hold' },
   });

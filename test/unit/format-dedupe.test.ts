@@ -12,6 +12,7 @@ import {
   textScan,
 } from '../../src/format/dedupe.ts';
 import { isPlainGsm } from '../../src/format/segments.ts';
+import { prng } from '../helpers/prng.ts';
 
 describe('FORMAT 6: duplicate index', () => {
   it('scanText classifies like isPlainGsm, and two texts one code unit apart never hash alike', () => {
@@ -95,18 +96,6 @@ describe('RecipientIndex.addBatch', () => {
 });
 
 // ---- hashJoined: a template's merged text hashed from its literal parts and its values ----
-
-/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('hashJoined (template fast path) against scanText of the joined text', () => {
   /** Code units of every class: plain GSM, other ASCII, control, Latin-1, BMP, surrogates. */

@@ -7,6 +7,7 @@ import {
   isPlainGsm,
   literalStats,
 } from '../../src/format/segments.ts';
+import { prng } from '../helpers/prng.ts';
 
 // 3GPP TS 23.038 6.2.1, row by row (0x00-0x7F); ESC (0x1B) left out, as it is no character.
 const GSM_ROWS = [
@@ -265,18 +266,6 @@ describe('FORMAT 6 segments: properties', () => {
 });
 
 // ---- countJoined: a template's merged text counted from its literal parts' stats and its values ----
-
-/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('countJoined (template fast path) against countSegments of the joined text', () => {
   /** Characters the pieces are drawn from: every class countJoined treats apart. */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import { makeNumberRules, type NumberRules, normalizeNumber, sentValue } from '../../src/format/numbers.ts';
 import { loadSuppressionList, readSuppressionList } from '../../src/format/suppression.ts';
+import { prng } from '../helpers/prng.ts';
 
 let dir: string;
 
@@ -203,18 +204,6 @@ describe('readSuppressionList: any byte stream (an S3 object, a file on a source
 });
 
 // ---- The list's fast paths (Collector.simple, HashedNumbers, hasValues) against normalizeNumber ----
-
-/** mulberry32: a small seeded PRNG, so that every run draws the same cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('readSuppressionList fast paths against normalizeNumber, line by line', () => {
   const pick = <T>(rand: () => number, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;

@@ -9,18 +9,7 @@ import { makeNumberRules, type NumberRules } from '../../src/format/numbers.ts';
 import { type ReadItem, type ReadOptions, type ReadSummary, readDropFile } from '../../src/format/reader.ts';
 import { readSuppressionList, type SuppressionList } from '../../src/format/suppression.ts';
 import { transliterate } from '../../src/format/transliterate.ts';
-
-/** mulberry32: a small seeded PRNG, so that every run draws the same files. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../helpers/prng.ts';
 
 type Rand = () => number;
 const pick = <T>(rand: Rand, list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
