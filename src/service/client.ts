@@ -49,7 +49,11 @@ import {
   wholePart,
 } from './wire.ts';
 
+/** Renewals of a token refused (401) before a send is an authentication error. */
+const MAX_REAUTHS = 3;
+
 /** diagnostics_channel names; the client also emits the same objects as 'attempt' and 'token' events. */
+
 export const ATTEMPT_CHANNEL = 'dropline:service:attempt';
 export const TOKEN_CHANNEL = 'dropline:service:token';
 
@@ -458,7 +462,7 @@ export class ServiceClient extends EventEmitter {
     let attempts = 0;
     let tries = 0;
     let rateLimited = 0;
-    let reauthorised = false;
+    let reauths = 0;
     const result = (outcome: SendOutcome): PartResult[] => [
       {
         partId: part.partId,
@@ -598,16 +602,19 @@ export class ServiceClient extends EventEmitter {
       }
       if (status === 401) {
         this.#tokens.invalidate(token);
-        if (reauthorised) {
+        // A renewed token may be refused because another worker renewed it again meanwhile
+        // (the service keeps one token an account): only renewals refused MAX_REAUTHS times
+        // in a row are an authentication error.
+        if (reauths === MAX_REAUTHS) {
           observe('unauthorized', { error: reason });
           return failure(
             'unauthorized',
             'DROPLINE_ERR_SERVICE_AUTH',
             status,
-            `a renewed token was refused too (401): ${reason}`,
+            `a renewed token was refused too (401, ${MAX_REAUTHS} renewals): ${reason}`,
           );
         }
-        reauthorised = true;
+        reauths++;
         observe('reauth', { error: reason });
         continue;
       }
