@@ -7,6 +7,24 @@ import { randomBytes } from 'node:crypto';
 export interface Account {
   readonly username: string;
   readonly password: string;
+  /** The email host's `x-api-key` (spec 5.6); without one the account cannot use email. */
+  readonly apiKey?: string | undefined;
+  /** false: the key is valid but has no permission to send email (403). Default true. */
+  readonly email?: boolean | undefined;
+  /** Stored template ids for GET /email/v1/templates and `templateId` (default welcome, invoice). */
+  readonly emailTemplates?: readonly string[] | undefined;
+  /** Verified sender domains for `from`; absent: any domain is accepted. */
+  readonly emailSenderDomains?: readonly string[] | undefined;
+}
+
+export const DEFAULT_EMAIL_TEMPLATES: readonly string[] = ['welcome', 'invoice'];
+
+/** What an email API key gives (Accounts.byApiKey). */
+export interface EmailAccess {
+  readonly username: string;
+  readonly email: boolean;
+  readonly templates: readonly string[];
+  readonly senderDomains: readonly string[] | null;
 }
 
 export interface IssuedToken {
@@ -34,6 +52,7 @@ const MAX_REPLACED = 100_000;
 
 export class Accounts {
   readonly #passwords = new Map<string, string>();
+  readonly #byApiKey = new Map<string, EmailAccess>();
   readonly #current = new Map<string, IssuedToken>();
   readonly #byAccess = new Map<string, string>();
   readonly #byRefresh = new Map<string, string>();
@@ -43,13 +62,28 @@ export class Accounts {
   readonly #now: () => number;
 
   constructor(accounts: readonly Account[], lifetimeMs: () => number, now: () => number) {
-    for (const a of accounts) this.#passwords.set(a.username, a.password);
+    for (const a of accounts) {
+      this.#passwords.set(a.username, a.password);
+      if (a.apiKey !== undefined && a.apiKey !== '') {
+        this.#byApiKey.set(a.apiKey, {
+          username: a.username,
+          email: a.email ?? true,
+          templates: [...(a.emailTemplates ?? DEFAULT_EMAIL_TEMPLATES)],
+          senderDomains: a.emailSenderDomains ? a.emailSenderDomains.map((d) => d.toLowerCase()) : null,
+        });
+      }
+    }
     this.#lifetimeMs = lifetimeMs;
     this.#now = now;
   }
 
   usernames(): string[] {
     return [...this.#passwords.keys()];
+  }
+
+  /** The account of an email API key, or null for an unknown one. */
+  byApiKey(apiKey: string): EmailAccess | null {
+    return this.#byApiKey.get(apiKey) ?? null;
   }
 
   checkPassword(username: string, password: string): boolean {

@@ -13,7 +13,14 @@ export const ENDPOINTS = [
   'effectivitybyclient',
   'msgmtclient',
 ] as const;
-export type Endpoint = (typeof ENDPOINTS)[number];
+/**
+ * The email host's endpoints (POST /email/v1/deliver, GET /email/v1/templates). Optional in the
+ * state: they appear in `GET /_sandbox/faults` only once rules were set for them.
+ */
+export const EMAIL_ENDPOINTS = ['email', 'emailtemplates'] as const;
+export type SmsEndpoint = (typeof ENDPOINTS)[number];
+export type EmailEndpoint = (typeof EMAIL_ENDPOINTS)[number];
+export type Endpoint = SmsEndpoint | EmailEndpoint;
 
 /**
  * HTTP statuses answer at once without accepting anything. `timeout` and `reset` accept the
@@ -47,10 +54,15 @@ export interface FaultRule {
   readonly account?: string | undefined;
 }
 
-export type FaultsState = Record<Endpoint, Partial<Record<FaultKind, FaultRule>>> & {
-  /** Bodies above this many bytes answer 413 (null: the sandbox's start-up limit). */
-  maxBodyBytes: number | null;
-};
+type Rules = Partial<Record<FaultKind, FaultRule>>;
+
+export type FaultsState = Record<SmsEndpoint, Rules> &
+  Partial<Record<EmailEndpoint, Rules>> & {
+    /** Bodies above this many bytes answer 413 (null: the sandbox's start-up limit). */
+    maxBodyBytes: number | null;
+    /** POST /email/v1/deliver bodies above this many bytes answer 413 (absent: 20,000,000). */
+    emailMaxBodyBytes?: number | undefined;
+  };
 
 function noFaults(): FaultsState {
   return {
@@ -93,8 +105,22 @@ export class Faults {
         next.maxBodyBytes = v as number | null;
         continue;
       }
-      if (!(ENDPOINTS as readonly string[]).includes(key)) {
-        throw new FaultConfigError(`unknown endpoint "${key}": use ${ENDPOINTS.join(', ')} or maxBodyBytes`);
+      if (key === 'emailMaxBodyBytes') {
+        const v = o[key];
+        if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) {
+          throw new FaultConfigError('emailMaxBodyBytes must be a positive integer or null');
+        }
+        if (v !== null) next.emailMaxBodyBytes = v as number;
+        continue;
+      }
+      if (
+        !(ENDPOINTS as readonly string[]).includes(key) &&
+        !(EMAIL_ENDPOINTS as readonly string[]).includes(key)
+      ) {
+        const all = [...ENDPOINTS, ...EMAIL_ENDPOINTS].join(', ');
+        throw new FaultConfigError(
+          `unknown endpoint "${key}": use ${all}, maxBodyBytes or emailMaxBodyBytes`,
+        );
       }
       next[key as Endpoint] = parseRules(key, o[key]);
     }
@@ -113,6 +139,7 @@ export class Faults {
    */
   pick(endpoint: Endpoint, random: number, account?: string): Fired | null {
     const rules = this.#state[endpoint];
+    if (rules === undefined) return null;
     let acc = 0;
     for (const kind of FAULT_KINDS) {
       const rule = rules[kind];

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Account, Accounts } from './accounts.ts';
+import { createEmailHandler, EmailLedger } from './email.ts';
 import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
@@ -72,6 +73,8 @@ export interface RequestRecord {
   readonly account?: string | undefined;
   /** For /mtmessage/massive: the body's bulkId, when the body was read. */
   readonly bulkId?: string | undefined;
+  /** For /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
+  readonly recipients?: number | undefined;
   readonly fault?: string | undefined;
   readonly at: number;
 }
@@ -80,6 +83,8 @@ export interface Sandbox {
   readonly url: string;
   readonly port: number;
   readonly ledger: Ledger;
+  /** Every accepted email recipient (POST /email/v1/deliver), keyed by (account, recipient). */
+  readonly emailLedger: EmailLedger;
   readonly notifier: Notifier;
   readonly faults: Faults;
   readonly accounts: Accounts;
@@ -90,14 +95,18 @@ export interface Sandbox {
   /** The SMPP server for replies, when `smpp` was given. */
   readonly smpp: SmppServer | null;
   /**
-   * Clears ledger, notifications, faults, request log, every token, the monitoring traffic and
-   * the SMPP replies and counts (its connections stay).
+   * Clears ledger, email ledger, notifications, faults, request log, every token, the monitoring
+   * traffic and the SMPP replies and counts (its connections stay).
    */
   reset(): void;
   close(): Promise<void>;
 }
 
-/** Reads `--accounts <file>`: `[{"username","password"}]` or `{"<username>": "<password>"}`. */
+/**
+ * Reads `--accounts <file>`: `[{"username","password"}]` or `{"<username>": "<password>"}`. Array
+ * elements may also carry the email settings `apiKey`, `email`, `emailTemplates` and
+ * `emailSenderDomains` (docs/sandbox.md, "Email").
+ */
 export function readAccountsFile(path: string): Account[] {
   const raw: unknown = JSON.parse(readFileSync(path, 'utf8'));
   const list = Array.isArray(raw)
@@ -111,7 +120,23 @@ export function readAccountsFile(path: string): Account[] {
     if (typeof o?.username !== 'string' || typeof o.password !== 'string' || o.username === '') {
       throw new Error(`account ${i}: username and password must be text`);
     }
-    return { username: o.username, password: o.password };
+    const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+    if (o.apiKey !== undefined && typeof o.apiKey !== 'string')
+      throw new Error(`account ${i}: apiKey must be text`);
+    if (o.email !== undefined && typeof o.email !== 'boolean')
+      throw new Error(`account ${i}: email must be true or false`);
+    for (const f of ['emailTemplates', 'emailSenderDomains'] as const) {
+      if (o[f] !== undefined && !strings(o[f]))
+        throw new Error(`account ${i}: ${f} must be an array of text`);
+    }
+    return {
+      username: o.username,
+      password: o.password,
+      ...(o.apiKey !== undefined && { apiKey: o.apiKey as string }),
+      ...(o.email !== undefined && { email: o.email as boolean }),
+      ...(o.emailTemplates !== undefined && { emailTemplates: o.emailTemplates as string[] }),
+      ...(o.emailSenderDomains !== undefined && { emailSenderDomains: o.emailSenderDomains as string[] }),
+    };
   });
 }
 
@@ -138,11 +163,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const random = options.random ?? Math.random;
 
   const accounts = new Accounts(
-    options.accounts ?? [{ username: 'demo', password: 'demo' }],
+    options.accounts ?? [{ username: 'demo', password: 'demo', apiKey: 'demo-email-key' }],
     () => tokenLifetimeS * 1000,
     now,
   );
   const ledger = new Ledger();
+  const emailLedger = new EmailLedger();
   const faults = new Faults();
   const traffic = new Traffic(now, deliveryDelayMs);
   const notifier = new Notifier({
@@ -168,8 +194,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let txnCounter = 0;
   const nextTransactionNumber = (): string => txnPrefix + String(++txnCounter).padStart(13, '0');
 
+  const handleEmail = createEmailHandler({
+    accounts,
+    faults,
+    ledger: emailLedger,
+    random,
+    now,
+    log: logRequest,
+    applyStatusFault,
+  });
+
   const reset = (): void => {
     ledger.clear();
+    emailLedger.clear();
     notifier.reset();
     faults.clear();
     accounts.revokeAll();
@@ -407,6 +444,20 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         entries,
       });
     }
+    if (path === '/_sandbox/email/ledger' && req.method === 'GET') {
+      const entries = [
+        ...emailLedger.entries({
+          account: url.searchParams.get('account') ?? undefined,
+          recipient: url.searchParams.get('recipient') ?? undefined,
+        }),
+      ];
+      return sendJson(res, 200, {
+        recipients: emailLedger.size,
+        accepted: emailLedger.accepted,
+        duplicates: emailLedger.duplicates,
+        entries,
+      });
+    }
     if (path === '/_sandbox/notifications' && req.method === 'GET') {
       const messageId = url.searchParams.get('messageId');
       const attempts = messageId
@@ -471,6 +522,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   const server: Server = createServer((req, res) => {
+    // The email host's paths read their own body (20 MB limit, docs/sandbox.md "Email").
+    if (req.url?.startsWith('/email/v1/')) {
+      try {
+        if (handleEmail(req, res, new URL(req.url, 'http://sandbox'))) return;
+      } catch (err) {
+        return sendJson(res, 500, { message: err instanceof Error ? err.message : 'internal error' });
+      }
+    }
     const chunks: Buffer[] = [];
     let bytes = 0;
     const limit = Math.max(faults.state.maxBodyBytes ?? 0, defaultMaxBody);
@@ -539,6 +598,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url,
     port,
     ledger,
+    emailLedger,
     notifier,
     faults,
     accounts,
