@@ -1,8 +1,3 @@
-// Start-up errors with the embedded sandbox (api.baseUrl "sandbox", the default): each one
-// must print its stable code and end `dropline run` non-zero within seconds, so that a
-// supervisor sees it. Every case is a real `dropline run` process; the test kills it and
-// fails when it is still alive after the bound.
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,48 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.ts';
 import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import { BIN, freePort } from '../helpers/pipeline-harness.ts';
-
-const BOUND_MS = 10_000;
-
-interface Ended {
-  code: number | null;
-  stderr: string;
-  stdout: string;
-  /** Still running at the bound (then killed). */
-  hung: boolean;
-}
-
-function runDaemon(dir: string, config: unknown): Promise<Ended> {
-  return (async () => {
-    const path = join(dir, `config-${Math.random().toString(36).slice(2)}.json`);
-    await writeFile(path, JSON.stringify(config));
-    return new Promise<Ended>((done) => {
-      const child = spawn(process.execPath, [BIN, '--config', path, 'run'], {
-        cwd: dir,
-        env: { ...process.env, DROPLINE_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      let hung = false;
-      child.stdout.on('data', (b: Buffer) => {
-        stdout += b;
-      });
-      child.stderr.on('data', (b: Buffer) => {
-        stderr += b;
-      });
-      const timer = setTimeout(() => {
-        hung = true;
-        child.kill('SIGKILL');
-      }, BOUND_MS);
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        done({ code, stderr, stdout, hung });
-      });
-    });
-  })();
-}
+import { freePort } from '../helpers/pipeline-harness.ts';
+import { BOUND_MS, runDaemon } from '../helpers/run-daemon.ts';
 
 describe('dropline run: start-up errors end the process at once', () => {
   let dir = '';

@@ -1,16 +1,10 @@
-// Opt-out lists end to end through `dropline run` (a child process): the global list an
-// s3://bucket/key object on a real s3rver (endpoint and credentials from the daemon's
-// environment), the source "local" with a list of its own on itself (`local:lists/optout.txt`),
-// the source "other" with none. A number on a list is SUPPRESSED in the report and never
-// reaches the sandbox; a list changed while the daemon runs applies to the next file at once;
-// `dropline validate --source` reads the same lists; a list that cannot be is a start-up error.
-import { spawn } from 'node:child_process';
 import { appendFile, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
-import { BIN, csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { runDaemon } from '../helpers/run-daemon.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 
 const BUCKET = 'optouts';
@@ -184,32 +178,7 @@ describe('start-up errors', () => {
     config.ops = { listen: '127.0.0.1:0' };
     config.notify = { listen: '127.0.0.1:0', token: 'x' };
     edit(config);
-    const path = join(h.dir, `bad-${Math.random().toString(36).slice(2)}.json`);
-    await writeFile(path, JSON.stringify(config));
-    return new Promise<{ code: number | null; stderr: string; stdout: string; hung: boolean }>((done) => {
-      const child = spawn(process.execPath, [BIN, '--config', path, 'run'], {
-        cwd: h.dir,
-        env: { ...process.env, DROPLINE_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      let hung = false;
-      child.stdout.on('data', (b: Buffer) => {
-        stdout += b;
-      });
-      child.stderr.on('data', (b: Buffer) => {
-        stderr += b;
-      });
-      const timer = setTimeout(() => {
-        hung = true;
-        child.kill('SIGKILL');
-      }, 10_000);
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        done({ code, stderr, stdout, hung });
-      });
-    });
+    return runDaemon(h.dir, config);
   }
 
   it('a list on a source that is not configured: DROPLINE_ERR_CONFIG naming the key', async () => {
