@@ -3,9 +3,12 @@
 // be). Files of mixed sizes; one worker SIGKILLed twice and restarted, another stopped for
 // good. Every file completes; every valid recipient is in the service's ledger exactly once;
 // the sandbox's delivery delay is longer than a restart, so the survivors' receivers prove the
-// killed worker's chunks in flight and nothing is counted as a possible duplicate; each file
+// killed worker's chunks in flight and nothing of them is counted as a possible duplicate (a
+// kill that lands before a request left holds its chunk in doubt: retried, exactly its
+// recipients counted as possible duplicates, none sent twice); each file
 // is claimed once; the account's rate, shared through the store, is never exceeded; the
 // workers share one token; `dropline workers` shows who took the killed worker's files over.
+import { writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { afterEach, expect, it } from 'vitest';
 import type { WorkersView } from '../../src/pipeline/workers.ts';
@@ -51,6 +54,15 @@ it('three workers, one killed twice and one stopped: every file once, no possibl
     workers.push(w);
   }
   const [a, b, c] = fleet as [RunWorker, RunWorker, RunWorker];
+  // The commands (status, retry) read the same configuration; a retried file's reports come
+  // to the workers' receivers.
+  await writeFile(
+    h.configPath,
+    JSON.stringify({
+      ...h.config,
+      notify: { ...(h.config.notify as object), publicUrl: `http://127.0.0.1:${lb.port}/notify` },
+    }),
+  );
 
   // 30 files from 10 to 100,000 recipients (about 250,000 in all).
   const sizes = [100_000, 50_000, 30_000, 20_000, 10_000, 5000, 5000, 3000, 2000, 2000];
@@ -77,17 +89,38 @@ it('three workers, one killed twice and one stopped: every file once, no possibl
   }
   await c.kill('SIGTERM');
 
+  // Every file completes, or ends partial with chunks held in doubt. A SIGKILL that lands
+  // after a chunk was recorded in flight and before its request left (a window of a few
+  // milliseconds) leaves a chunk nobody can prove: no report will ever settle it, and the
+  // product holds it (api.inDoubt "hold"). A chunk whose request did leave is settled by the
+  // reports the survivors receive. So a partial file whose recipients all reached the service
+  // is waited on; one with recipients the service never received is retried, as an operator
+  // would, and exactly those are counted as possible duplicates.
   let seen: { name: string; state: string; reason: string | null; worker: string | null }[] = [];
+  const neverSent = new Map<string, number>();
   const done = await waitFor(
     () =>
       `every file completed; now: ${JSON.stringify(seen.filter((m) => m.state !== 'completed'))}\n${fleet.map((w) => w.output.slice(-1500)).join('\n')}`,
     async () => {
       const all = await h!.statusJson();
       seen = all.map((m) => ({ name: m.name, state: m.state, reason: m.reason, worker: m.worker }));
-      return all.length === sizes.length && all.every((m) => m.state === 'completed') ? all : undefined;
+      if (all.length !== sizes.length) return undefined;
+      for (const m of all.filter((x) => x.state === 'partial' && !neverSent.has(x.name))) {
+        expect(m.reason, m.name).toMatch(/in doubt/);
+        const received = new Set((await h!.ledger()).entries.map((e) => e.messageId));
+        const missing = files.get(m.name)!.valid.filter((r) => !received.has(`${m.fileId}-${r.idSuffix}`));
+        if (missing.length === 0) continue;
+        neverSent.set(m.name, missing.length);
+        const r = await h!.cli(['retry', m.fileId]);
+        expect(r.code, `retry ${m.name}: ${r.stderr}`).toBe(0);
+      }
+      return all.every((m) => m.state === 'completed') ? all : undefined;
     },
     { timeoutMs: 240_000, intervalMs: 1000 },
   );
+  // A chunk is held in doubt only by a kill: two kills, each with at most the account's
+  // requests in flight (4) of 1,000 recipients.
+  expect([...neverSent.values()].reduce((n, k) => n + k, 0)).toBeLessThanOrEqual(2 * 4 * CHUNK);
 
   // Each file claimed once; every valid recipient in the ledger exactly once.
   expect(done.map((m) => m.name).sort()).toEqual([...files.keys()].sort());
@@ -97,7 +130,8 @@ it('three workers, one killed twice and one stopped: every file once, no possibl
     const gen = files.get(m.name)!;
     expect(m.counts.submitted, m.name).toBe(gen.valid.length);
     expect(m.counts.delivered, m.name).toBe(gen.valid.length);
-    expect(m.counts.possibleDuplicates, m.name).toBe(0);
+    // Resent after doubt: exactly the recipients the service never had; none elsewhere.
+    expect(m.counts.possibleDuplicates, m.name).toBe(neverSent.get(m.name) ?? 0);
   }
   expect(ledger.accepted).toBe([...files.values()].reduce((n, g) => n + g.valid.length, 0));
 
