@@ -139,14 +139,19 @@ export class TokenManager {
           throw err;
         }
         const renewAt = this.#renewAt(token);
-        // A store that fails now: the token is kept all the same (a second login would expire it).
+        // A store that fails now: the token is kept all the same (a second login would expire
+        // it), and the claim given back. Held, it would keep every other worker, whose token
+        // this renewal expired, waiting for it to lapse (TOKEN_CLAIM_MS) instead of renewing.
         const kept = await share
           .store({
             accessToken: token.accessToken,
             refreshToken: token.refreshToken,
             renewAt: new Date(renewAt).toISOString(),
           })
-          .catch(() => null);
+          .catch(async () => {
+            await share.release().catch(() => {});
+            return null;
+          });
         // Null: the claim lapsed while the service answered; this token is still the newest
         // the service issued, and a newer stored one is adopted after the next 401.
         // Due when the stored token is, to the millisecond: a renewAt of its own read later

@@ -93,10 +93,13 @@ it('four workers, a token that lives 4 s: one login for the fleet, renewals only
   }
 
   let seen: { name: string; state: string; reason: string | null }[] = [];
+  // On a time-out, what the service saw of the account too: its logins and its send rate.
+  let service = '';
   const done = await waitFor(
     () =>
-      `every file completed; now: ${JSON.stringify(seen.filter((m) => m.state !== 'completed'))}\n${all.map((w) => w.output.slice(-1500)).join('\n')}`,
+      `every file completed; now: ${JSON.stringify(seen.filter((m) => m.state !== 'completed'))}\n${service}\n${all.map((w) => w.output.slice(-1500)).join('\n')}`,
     async () => {
+      service = JSON.stringify([await get(h!, '/_sandbox/logins'), await get(h!, '/_sandbox/rates')]);
       const list = await h!.statusJson();
       seen = list.map((m) => ({ name: m.name, state: m.state, reason: m.reason }));
       // A file paused by refused credentials never completes: stop waiting, fail below.

@@ -190,7 +190,9 @@ describe('a token shared by several workers through the store', () => {
     name: string,
     clock: () => number,
     opts: Partial<ServiceClientOptions> = {},
+    share: { failStore?: { times: number }; claimMs?: number } = {},
   ): Promise<ServiceClient> {
+    const failStore = share.failStore ?? { times: 0 };
     const store = new SqliteStore({ path: join(dir, 'state.db') });
     await store.migrate();
     stores.push(store);
@@ -199,8 +201,14 @@ describe('a token shared by several workers through the store', () => {
       now: () => Date.now() + clock(),
       tokenShare: {
         read: () => store.sharedToken(key),
-        claim: (seen) => store.claimTokenRenewal(key, name, seen, 60_000),
-        store: (token) => store.storeToken(key, name, token),
+        claim: (seen) => store.claimTokenRenewal(key, name, seen, share.claimMs ?? 60_000),
+        store: async (token) => {
+          if (failStore.times > 0) {
+            failStore.times--;
+            throw new Error('the store is unavailable');
+          }
+          return store.storeToken(key, name, token);
+        },
         release: () => store.releaseTokenRenewal(key, name),
       },
       ...opts,
@@ -247,6 +255,41 @@ describe('a token shared by several workers through the store', () => {
       ['password', 200],
       ['refresh_token', 200],
     ]);
+  });
+
+  it('a renewal the store failed to record leaves the renewal free: another worker renews at once instead of waiting out the claim', async () => {
+    let clock = 0;
+    const failStore = { times: 0 };
+    const a = await worker('w1', () => clock);
+    // A claim longer than the test may take: a claim held after the failure fails the test.
+    const b = await worker('w2', () => clock, {}, { failStore, claimMs: 3600_000 });
+    await a.sendChunk(makeChunk(1, { chunkId: 'a1', bulkId: 'a1' }));
+    await b.sendChunk(makeChunk(1, { chunkId: 'b1', bulkId: 'b1' }));
+    // b renews, and the store fails as it records the new token: a cannot adopt it, and its
+    // own token was expired by b's renewal.
+    failStore.times = 1;
+    clock = 4 * 3600_000;
+    expect((await b.sendChunk(makeChunk(1, { chunkId: 'b2', bulkId: 'b2' }))).parts[0]!.outcome.kind).toBe(
+      'accepted',
+    );
+    clock = 0;
+    // a's 401 renews: b's claim was given back when its record failed. Held instead, a would
+    // wait for it to lapse (a minute in production) before its send went out.
+    const r = await a.sendChunk(makeChunk(1, { chunkId: 'a2', bulkId: 'a2' }));
+    expect(r.parts[0]?.outcome.kind).toBe('accepted');
+    // a renews with the refresh token the store still has, which b's renewal used up: refused,
+    // then a login. b's token lost with the store's failure, a login is the only way left.
+    expect((await requests('/token')).map((t) => [t.grant, t.status])).toEqual([
+      ['password', 200],
+      ['refresh_token', 200],
+      ['refresh_token', 400],
+      ['password', 200],
+    ]);
+    // And b, whose token a's login expired, adopts a's from the store.
+    expect((await b.sendChunk(makeChunk(1, { chunkId: 'b3', bulkId: 'b3' }))).parts[0]!.outcome.kind).toBe(
+      'accepted',
+    );
+    expect(await requests('/token')).toHaveLength(4);
   });
 
   it('a request that waited for its turn while another worker renewed the token goes with the renewed one', async () => {
