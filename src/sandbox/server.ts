@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, BlockList, isIP } from 'node:net';
 import { type Account, Accounts } from './accounts.ts';
 import { createEmailHandler, EmailLedger } from './email.ts';
 import { FaultConfigError, Faults, type Fired } from './faults.ts';
@@ -45,6 +45,12 @@ export interface SandboxOptions {
   readonly random?: (() => number) | undefined;
   /** The SMPP server for users' replies (docs/sandbox.md); none without. */
   readonly smpp?: SandboxSmppOptions | undefined;
+  /**
+   * The client addresses the service answers (spec 5.7): IPs and CIDR ranges, v4 or v6. Any
+   * other address gets 403 on every service path (the /_sandbox/ test surface stays open).
+   * Default: every address.
+   */
+  readonly allowIps?: readonly string[] | undefined;
 }
 
 export interface SandboxSmppOptions {
@@ -521,7 +527,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     sendJson(res, 404, { message: `no ${req.method} ${path} in the sandbox` });
   }
 
+  const allowed = options.allowIps === undefined ? null : ipAllowList(options.allowIps);
   const server: Server = createServer((req, res) => {
+    // Spec 5.7: a request from an address that is not authorized gets 403, whatever it asks.
+    if (allowed && !req.url?.startsWith('/_sandbox/') && !allowed(req.socket.remoteAddress)) {
+      const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+      logRequest({ endpoint: path, status: 403, at: now() });
+      req.resume();
+      return sendJson(res, 403, {
+        message: `the IP address ${req.socket.remoteAddress ?? 'unknown'} is not authorized`,
+      });
+    }
     // The email host's paths read their own body (20 MB limit, docs/sandbox.md "Email").
     if (req.url?.startsWith('/email/v1/')) {
       try {
@@ -670,4 +686,35 @@ function countBodyDestinations(body: unknown): number {
     if (Array.isArray(d)) n += d.length;
   }
   return n;
+}
+
+/**
+ * A check of client addresses against `entries` (`10.0.0.5`, `10.0.0.0/8`, `::1`,
+ * `2001:db8::/32`), with node's BlockList. An IPv4 client seen on a dual-stack socket
+ * (`::ffff:127.0.0.1`) is checked as its IPv4 address. Throws on an entry that is neither.
+ */
+export function ipAllowList(entries: readonly string[]): (address: string | undefined) => boolean {
+  const list = new BlockList();
+  for (const entry of entries) {
+    const [ip = '', bits, extra] = entry.trim().split('/');
+    const type = isIP(ip);
+    const prefix = bits === undefined ? null : Number(bits);
+    if (
+      type === 0 ||
+      extra !== undefined ||
+      (prefix !== null &&
+        (bits === '' || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === 4 ? 32 : 128)))
+    )
+      throw new Error(`"${entry}" is not an IP address or a CIDR range`);
+    const family = type === 4 ? 'ipv4' : 'ipv6';
+    if (prefix === null) list.addAddress(ip, family);
+    else list.addSubnet(ip, prefix, family);
+  }
+  return (address) => {
+    if (address === undefined) return false;
+    const v4 = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : null;
+    if (v4 !== null) return list.check(v4, 'ipv4');
+    const type = isIP(address);
+    return type !== 0 && list.check(address, type === 4 ? 'ipv4' : 'ipv6');
+  };
 }

@@ -93,5 +93,7 @@ describe('dropline sandbox', () => {
     expect(await run(['--failure-ratio', '2']).exit).toBe(2);
     expect(await run(['--port', 'x']).exit).toBe(2);
     expect(await run(['--accounts', '/nonexistent/accounts.json']).exit).toBe(2);
+    expect(await run(['--allow-ip', '10.0.0.0/33']).exit).toBe(2);
+    expect(await run(['--allow-ip', ',']).exit).toBe(2);
   });
 });

@@ -41,6 +41,7 @@ interface SandboxFlags {
   smppRedeliveryMs: number;
   smppTlsKey?: string;
   smppTlsCert?: string;
+  allowIp?: string[];
   json?: boolean;
 }
 
@@ -89,9 +90,28 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
     )
     .option('--smpp-tls-key <file>', 'PEM key: the SMPP server speaks TLS (with --smpp-tls-cert)')
     .option('--smpp-tls-cert <file>', 'PEM certificate chain for --smpp-tls-key')
+    .option(
+      '--allow-ip <list>',
+      'answer only these client addresses (IPs or CIDR ranges, comma-separated, repeatable); others get 403',
+      (value: string, previous: string[] | undefined) => [
+        ...(previous ?? []),
+        ...value
+          .split(',')
+          .map((v) => v.trim())
+          .filter((v) => v !== ''),
+      ],
+    )
     .option('--json', 'print the listening line as JSON')
     .action(async (flags: SandboxFlags) => {
-      const { readAccountsFile, startSandbox } = await import('../../sandbox/server.ts');
+      const { ipAllowList, readAccountsFile, startSandbox } = await import('../../sandbox/server.ts');
+      if (flags.allowIp !== undefined) {
+        try {
+          if (flags.allowIp.length === 0) throw new Error('no address given');
+          ipAllowList(flags.allowIp);
+        } catch (err) {
+          throw new DroplineError('DROPLINE_ERR_CONFIG', `--allow-ip: ${(err as Error).message}`);
+        }
+      }
       let accounts: { username: string; password: string }[] | undefined;
       if (flags.accounts !== undefined) {
         try {
@@ -129,6 +149,7 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
         failureRatio: flags.failureRatio,
         tokenLifetimeS: flags.tokenLifetimeS,
         notify: flags.notifications,
+        allowIps: flags.allowIp,
         smpp:
           flags.smppPort === undefined
             ? undefined
