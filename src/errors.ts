@@ -48,6 +48,11 @@ export const REASONS = {
     message: 'not a valid mobile number',
     hint: 'write a Colombian mobile as 3001234567 or 573001234567, others in E.164 (+5215512345678)',
   },
+  INVALID_EMAIL: {
+    scope: 'record',
+    message: 'not a valid email address',
+    hint: 'write one address a field, as name@example.com (no display name, no mailto:); an accented domain is fine',
+  },
   NOT_MOBILE: {
     scope: 'record',
     message: 'the number is a landline, not a mobile',

@@ -303,6 +303,32 @@ export class RecipientIndex {
       firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);
   }
 
+  /**
+   * addValues for recipients whose key is not a number (email addresses): `his` and `los`,
+   * two independent 32-bit hashes of it, mixed with the text hash as keyOf mixes a value.
+   */
+  addKeys(
+    his: Uint32Array,
+    los: Uint32Array,
+    hashes: Uint32Array,
+    lines: Uint32Array,
+    n: number,
+    firsts: Uint32Array,
+  ): void {
+    this.table.reserve(n);
+    for (let i = 0; i < n; i++) {
+      const t = hashes[i]!;
+      const hi = t === 0 ? his[i]! : (his[i]! ^ fmix32(t ^ 0x2545f491)) >>> 0;
+      const lo = t === 0 ? los[i]! : (los[i]! ^ fmix32(t)) >>> 0;
+      this.his[i] = hi;
+      this.los[i] = lo;
+      this.starts[i] = this.table.slotOf(hi, lo);
+    }
+    this.table.touch(this.starts, n);
+    for (let i = 0; i < n; i++)
+      firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);
+  }
+
   /** The table key of a recipient (its number's value), into this.hi and this.lo (unsigned). */
   private keyOf(n: number, textHash: number): void {
     const hi = Math.floor(n / TWO_32);

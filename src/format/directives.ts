@@ -3,12 +3,18 @@ import { localInstant } from '../plan/send-window.ts';
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
 // source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Directives
-// whose feature this version does not have yet (another channel, flash) are refused
+// whose feature this version does not have yet (rcs, whatsapp, flash) are refused
 // the same way rather than read and dropped: a file asking for what dropline cannot do
 // must not go out as if it had not asked.
 
 export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
+
+/** FORMAT.md 8.1 `channel`: the service's channels. */
+export const CHANNELS = ['sms', 'rcs', 'whatsapp', 'email'] as const;
+export type Channel = (typeof CHANNELS)[number];
+/** The channels a file may ask for in this version (the others are refused, not ignored). */
+const CHANNELS_READ: readonly Channel[] = ['sms', 'email'];
 
 /** The names of FORMAT.md 8.1. */
 export const DIRECTIVE_NAMES = [
@@ -28,13 +34,10 @@ const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLow
 
 /** Not acted on yet: the value dropline's own behaviour already matches, if any. */
 const NOT_YET: Record<
-  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt' | 'message'>,
+  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt' | 'message' | 'channel' | 'subject' | 'templateId'>,
   { same?: string; why: string }
 > = {
-  channel: { same: 'sms', why: 'only the sms channel is supported so far' },
   flash: { same: 'false', why: 'flash messages are not supported yet' },
-  templateId: { why: 'service templates are not supported yet' },
-  subject: { why: 'email is not supported yet' },
   source: { why: 'WhatsApp is not supported yet' },
 };
 
@@ -53,11 +56,25 @@ export interface Directives {
    * or absent, as written (unquoted when the value was quoted), and the directive's line.
    */
   message: { line: number; template: string } | null;
+  /** `#! channel:`: the channel the file is for (else its source's), and the directive's line. */
+  channel: { line: number; channel: Channel } | null;
+  /** `#! subject:` (email): the subject, `{{column}}` placeholders allowed, and the line. */
+  subject: { line: number; template: string } | null;
+  /** `#! templateId:` (email): a template stored on the service, and the line. */
+  templateId: { line: number; id: string } | null;
 }
 
 /** Directives with nothing asked for. */
 export function noDirectives(): Directives {
-  return { priority: null, expect: null, sendAt: null, message: null };
+  return {
+    priority: null,
+    expect: null,
+    sendAt: null,
+    message: null,
+    channel: null,
+    subject: null,
+    templateId: null,
+  };
 }
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -172,6 +189,26 @@ export function readDirective(
       const template = unquote(value);
       if (template.trim().length === 0) fail('the `#! message:` template is empty');
       into.message = { line, template };
+      return;
+    }
+    case 'channel': {
+      const c = value.toLowerCase() as Channel;
+      if (!CHANNELS.includes(c))
+        fail(`channel must be one of ${CHANNELS.join(', ')}, not \`${value.slice(0, 40)}\``);
+      if (!CHANNELS_READ.includes(c)) fail(`the ${c} channel is not supported yet (\`#! channel:\`)`);
+      into.channel = { line, channel: c };
+      return;
+    }
+    case 'subject': {
+      const template = unquote(value);
+      if (template.trim().length === 0) fail('the `#! subject:` is empty');
+      into.subject = { line, template };
+      return;
+    }
+    case 'templateId': {
+      if (!/^[\w.:-]{1,128}$/.test(value))
+        fail(`templateId is 1 to 128 letters, digits, _ . : or -, not \`${value.slice(0, 40)}\``);
+      into.templateId = { line, id: value };
       return;
     }
     default: {

@@ -19,6 +19,8 @@ export const NUMBER_COLUMNS = new Set([
   'to',
   'destination',
 ]);
+/** FORMAT.md 8.3: the address column of an email file, in place of the number column. */
+export const EMAIL_COLUMNS = new Set(['email', 'correo', 'destinatario', 'recipient']);
 export const MESSAGE_COLUMNS = new Set(['message', 'mensaje', 'text', 'texto', 'sms']);
 export const MESSAGE_ID_COLUMNS = new Set(['messageid', 'message_id', 'id', 'referencia', 'reference']);
 
@@ -32,8 +34,9 @@ function firstField(line: string): string {
   return line.slice(0, end);
 }
 
-export function isHeaderLine(line: string): boolean {
-  return NUMBER_COLUMNS.has(normaliseHeaderName(firstField(line)));
+/** The first field names a recipient column (`columns`: NUMBER_COLUMNS, or EMAIL_COLUMNS for email). */
+export function isHeaderLine(line: string, columns: ReadonlySet<string> = NUMBER_COLUMNS): boolean {
+  return columns.has(normaliseHeaderName(firstField(line)));
 }
 
 /**
@@ -63,10 +66,23 @@ export interface LayoutChoice {
   header: boolean;
 }
 
-/** FORMAT.md 4.3 in its order: configured layout, file name, header, number + SEP, bulk. */
-export function chooseLayout(firstDataLine: string, name: string, configured: Layout | null): LayoutChoice {
+/**
+ * FORMAT.md 4.3 in its order: configured layout, file name, header, number + SEP, bulk. An
+ * email file (8.3) is headed (an address column first: personalized, its other columns the
+ * recipient's fields) or lists addresses (bulk, without a message record).
+ */
+export function chooseLayout(
+  firstDataLine: string,
+  name: string,
+  configured: Layout | null,
+  email = false,
+): LayoutChoice {
   const forced = configured ?? layoutFromName(name);
   if (forced === 'bulk') return { layout: 'bulk', header: false };
+  if (email)
+    return isHeaderLine(firstDataLine, EMAIL_COLUMNS)
+      ? { layout: 'personalized', header: true }
+      : { layout: 'bulk', header: false };
   const header = isHeaderLine(firstDataLine);
   if (forced === 'personalized' || header) return { layout: 'personalized', header };
   return startsWithNumberThenSeparator(firstDataLine)

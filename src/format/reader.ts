@@ -8,6 +8,7 @@ import { REASONS, type ReasonCode } from '../errors.ts';
 import { type ByteChunks, decodeText, type Sniff, sniff, type TextEncoding } from './decode.ts';
 import {
   hashJoined,
+  hashString,
   INDEX_BATCH,
   joinedScan,
   MessageIdIndex,
@@ -17,11 +18,13 @@ import {
 } from './dedupe.ts';
 import {
   type AllowDirectives,
+  type Channel,
   DirectiveError,
   type Directives,
   noDirectives,
   readDirective,
 } from './directives.ts';
+import { normalizeEmail } from './email.ts';
 import {
   chooseLayout,
   type Layout,
@@ -88,6 +91,20 @@ export interface ReadOptions {
    * GSM-7 look-alike (á→a, “→") in every text sent; 'never' (default) sends the text as written.
    */
   transliterate?: TransliterateMode;
+  /** The source's channel (default sms); a file's `#! channel:` wins (FORMAT.md 8.1). */
+  channel?: Channel;
+  /**
+   * An email file's content from its source's configuration, used where the file gives none
+   * (`#! subject:`, `#! templateId:`): a stored template, or a subject and an HTML body whose
+   * `{{column}}` placeholders are checked against the header (FORMAT.md 8.2, 8.3).
+   */
+  email?: EmailContentOptions | null;
+}
+
+export interface EmailContentOptions {
+  readonly templateId?: string | null;
+  readonly subject?: string | null;
+  readonly html?: string | null;
 }
 
 export const DEFAULTS = {
@@ -147,6 +164,15 @@ export interface Issue {
 
 export interface ReadSummary {
   kind: 'summary';
+  /** The channel the file is read for: its `#! channel:`, else its source's (FORMAT.md 8.1). */
+  channel: Channel;
+  /**
+   * Email files (FORMAT.md 8.3): what each recipient is sent, from the file's directives or
+   * its source's configuration: a stored template, or a subject and an HTML body (their
+   * `{{column}}` placeholders filled by the service from each recipient's fields). Null for
+   * the other channels, and for an email file without content (rejected NO_MESSAGE).
+   */
+  email: { templateId: string | null; subject: string | null; html: string | null } | null;
   bytes: number;
   sha256: string | null;
   encoding: TextEncoding | null;
@@ -426,6 +452,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   const summary: ReadSummary = {
     kind: 'summary',
+    channel: 'sms',
+    email: null,
     bytes: 0,
     sha256: null,
     encoding: null,
@@ -513,6 +541,12 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
   let mode: Mode = 'start';
   let layout: Layout = 'bulk';
+  /** FORMAT.md 8.3: an email file (addresses, fields), decided with the layout. */
+  let email = false;
+  /** An email file's subject and HTML body templates that have placeholders (MISSING_FIELD). */
+  const emailTemplates: Template[] = [];
+  /** The first of emailTemplates is the subject. */
+  let emailSubjectMerged = false;
   let sep: string | null = null;
   let messageCol = -1;
   let idCol = -1;
@@ -590,6 +624,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     keptValues: new Float64Array(INDEX_BATCH),
     keptHashes: new Uint32Array(INDEX_BATCH),
     keptLines: new Uint32Array(INDEX_BATCH),
+    /** Email addresses (no value): the key's two 32-bit hashes (RecipientIndex.addKeys). */
+    keyHi: new Uint32Array(INDEX_BATCH),
+    keyLo: new Uint32Array(INDEX_BATCH),
   };
 
   const flushRecipients = (): void => {
@@ -597,7 +634,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     if (n === 0) return;
     staged.count = 0;
     const { values, hashes, lines, suppressed } = staged;
-    if (suppression === null) {
+    if (email) {
+      recipients.addKeys(staged.keyHi, staged.keyLo, hashes, lines, n, staged.firsts);
+    } else if (suppression === null) {
       recipients.addValues(values, hashes, lines, n, staged.firsts);
     } else {
       if (suppression.hasValues) suppression.hasValues(values, n, suppressed);
@@ -615,7 +654,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     let k = 0;
     for (let i = 0; i < n; i++) {
       const result = staged.results[i]!;
-      if (suppression !== null && suppressed[i] === 1) {
+      if (suppression !== null && !email && suppressed[i] === 1) {
         skip(
           'suppressed',
           lines[i]!,
@@ -696,7 +735,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     const i = staged.count++;
-    staged.values[i] = sentValue(result.number);
+    if (email) {
+      staged.keyHi[i] = hashString(result.number, 0x811c9dc5);
+      staged.keyLo[i] = hashString(result.number, 0x01234567);
+      staged.values[i] = 0;
+    } else staged.values[i] = sentValue(result.number);
     staged.hashes[i] = hash;
     staged.lines[i] = line;
     staged.ks[i] = k;
@@ -723,6 +766,23 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     summary.valid++;
+    if (email) {
+      // No segments, encodings or countries: an email (its text is the recipient's fields).
+      if (emit) {
+        batch.push({
+          kind: 'recipient',
+          line,
+          k,
+          number,
+          country: '',
+          text: msg.text,
+          messageId,
+          segments: 0,
+          encoding: 'gsm7',
+        });
+      }
+      return;
+    }
     const segments = msg.segments.segments;
     summary.segments += segments;
     translit.segmentsAsWritten += msg.asWritten;
@@ -870,6 +930,36 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     return current as Message;
   };
 
+  /** The record's messageId column: false when it makes the record invalid (skipped). */
+  const idAccepted = (line: number, id: string | null): boolean => {
+    if (id === null) return true;
+    if (id.length > MESSAGE_ID_MAX) {
+      skip(
+        'invalid',
+        line,
+        0,
+        'INVALID_MESSAGE_ID',
+        `the messageId has ${id.length} characters (at most 64)`,
+        id,
+      );
+      return false;
+    }
+    messageIds ??= new MessageIdIndex(sniffed.lineEstimate);
+    const first = messageIds.add(id, line);
+    if (first !== 0) {
+      skip(
+        'invalid',
+        line,
+        0,
+        'DUPLICATE_MESSAGE_ID',
+        `messageId ${id} is already used on line ${first}`,
+        id,
+      );
+      return false;
+    }
+    return true;
+  };
+
   const personalizedRecord = (
     line: number,
     number: string,
@@ -881,32 +971,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     summary.records++;
     const message = recordMessage(line, rawMessage, quoted, fields);
     const { msg, missing } = message;
-    if (id !== null) {
-      if (id.length > MESSAGE_ID_MAX) {
-        skip(
-          'invalid',
-          line,
-          0,
-          'INVALID_MESSAGE_ID',
-          `the messageId has ${id.length} characters (at most 64)`,
-          id,
-        );
-        return;
-      }
-      messageIds ??= new MessageIdIndex(sniffed.lineEstimate);
-      const first = messageIds.add(id, line);
-      if (first !== 0) {
-        skip(
-          'invalid',
-          line,
-          0,
-          'DUPLICATE_MESSAGE_ID',
-          `messageId ${id} is already used on line ${first}`,
-          id,
-        );
-        return;
-      }
-    }
+    if (!idAccepted(line, id)) return;
     const result = normalizeNumber(number, rules);
     if (result.ok && missing !== null) {
       skip('invalid', line, 0, 'MISSING_FIELD', missing, message.placeholder, result.number);
@@ -919,8 +984,61 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     recipient(line, 0, number, result, msg ?? NO_TEXT, id, msg === null ? 0 : message.hash);
   };
 
+  /**
+   * FORMAT.md 8.3: one address of an email file. `fields`: the headed record's, sent as the
+   * recipient's `fields` (every column but the address and the messageId, by header name as
+   * written; the leftmost column wins a name), which the subject's and body's placeholders
+   * need non-empty (MISSING_FIELD); null on an address list.
+   */
+  const emailRecipient = (
+    line: number,
+    k: number,
+    raw: string,
+    id: string | null,
+    fields: readonly string[] | null,
+  ): void => {
+    const r = normalizeEmail(raw);
+    if (!r.ok) {
+      skip('invalid', line, k, 'INVALID_EMAIL', r.message, raw);
+      return;
+    }
+    let msg = NO_TEXT;
+    let hash = 0;
+    if (fields !== null) {
+      for (const t of emailTemplates) {
+        const missing = templateValues(t, fields, csvQuoted, inserted);
+        if (missing >= 0) {
+          const column = columns?.names[t.cols[missing]!] ?? '';
+          const placeholder = t.written[missing]!;
+          const message = `the email uses ${placeholder} but this line has no value in column ${column}`;
+          skip('invalid', line, k, 'MISSING_FIELD', message, placeholder, r.address);
+          return;
+        }
+        // The subject merged, as an example (the body may be long).
+        if (t === emailTemplates[0] && emailSubjectMerged && wantsExample(t))
+          addExample(t, line, joinTemplate(t, inserted));
+      }
+      const names = summary.columns ?? [];
+      const values: Record<string, string> = {};
+      for (let c = 1; c < names.length; c++) {
+        const name = names[c]!;
+        if (c === idCol || name === '' || Object.hasOwn(values, name)) continue;
+        values[name] = csvQuoted[c] === true ? (fields[c] ?? '') : (fields[c] ?? '').trim();
+      }
+      const text = JSON.stringify(values);
+      msg = { ...NO_TEXT, text, empty: false };
+      hash = hashString(text) || 1;
+    }
+    recipient(line, k, raw, { ok: true, number: r.address, country: '' }, msg, id, hash);
+  };
+
   const numbersRecord = (line: number, text: string): void => {
     summary.records++;
+    if (email) {
+      const tokens = hasSeparatorOrQuote(text) ? splitNumbers(text) : [text];
+      for (let k = 0; k < tokens.length; k++) emailRecipient(line, k + 1, tokens[k]!, null, null);
+      return;
+    }
     const msg = bulkMessage ?? NO_TEXT;
     if (!hasSeparatorOrQuote(text)) {
       recipient(line, 1, text, normalizeNumber(text, rules), msg, null);
@@ -1003,6 +1121,12 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     const id = idCol >= 0 ? (fields[idCol]?.trim() ?? '') : '';
+    if (email) {
+      summary.records++;
+      if (idAccepted(line, id.length > 0 ? id : null))
+        emailRecipient(line, 0, fields[0] ?? '', id || null, fields);
+      return;
+    }
     personalizedRecord(
       line,
       fields[0] ?? '',
@@ -1014,10 +1138,23 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   };
 
   const startFile = (text: string): void => {
-    const choice = chooseLayout(text, options.name, options.layout ?? null);
+    const d = summary.directives;
+    summary.channel = d.channel?.channel ?? options.channel ?? 'sms';
+    email = summary.channel === 'email';
+    const choice = chooseLayout(text, options.name, options.layout ?? null, email);
     layout = choice.layout;
     summary.layout = layout;
     summary.header = choice.header;
+    if (email) {
+      startEmail(choice.header);
+      return;
+    }
+    for (const other of [d.subject, d.templateId])
+      if (other)
+        reject(
+          'BAD_DIRECTIVE',
+          `line ${other.line}: \`#! ${other === d.subject ? 'subject' : 'templateId'}:\` is for email files (\`#! channel: email\`); this file is for ${summary.channel}`,
+        );
     const directive = summary.directives.message;
     if (directive && !choice.header) {
       // docs/format.md: `#! message:` needs columns (and a bulk file's message is its first line).
@@ -1035,6 +1172,64 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     mode = 'records';
   };
 
+  /** An email file: a header with its fields, or lists of addresses (no message record). */
+  const startEmail = (headed: boolean): void => {
+    const d = summary.directives;
+    if (d.message)
+      reject(
+        'BAD_DIRECTIVE',
+        `line ${d.message.line}: an email file is sent \`#! subject:\` with its source's html body, or \`#! templateId:\`; \`#! message:\` is for sms`,
+      );
+    mode = 'records';
+    if (!headed) {
+      bulkMessage = NO_TEXT;
+      emailContent();
+    }
+  };
+
+  /**
+   * What an email file sends: the file's `#! templateId:`, else its `#! subject:` with the
+   * source's html body, else the source's templateId, or its subject and html. Placeholders of
+   * the subject and body must name columns (UNKNOWN_PLACEHOLDER); none sent: NO_MESSAGE.
+   */
+  const emailContent = (): void => {
+    const d = summary.directives;
+    const o = options.email ?? {};
+    if (d.templateId && d.subject)
+      reject(
+        'BAD_DIRECTIVE',
+        `line ${d.subject.line}: \`#! subject:\` does nothing with \`#! templateId:\` (the template's own subject applies)`,
+      );
+    const templateId = d.templateId?.id ?? (d.subject ? null : (o.templateId ?? null));
+    if (templateId !== null) {
+      summary.email = { templateId, subject: null, html: null };
+      return;
+    }
+    const subject = d.subject?.template ?? o.subject ?? null;
+    const html = o.html ?? null;
+    if (subject === null || html === null) {
+      reject(
+        'NO_MESSAGE',
+        "an email file needs `#! templateId:`, or a subject (`#! subject:` or its source's `email.subject`) and its source's `email.html` body",
+      );
+      return;
+    }
+    summary.email = { templateId: null, subject, html };
+    const parts: [string, string, number | undefined][] = [
+      ['the subject', subject, d.subject?.line],
+      ["the source's html body", html, undefined],
+    ];
+    for (const [what, source, line] of parts) {
+      const t = compileTemplate(source, columns);
+      if (t.problem !== null)
+        reject('UNKNOWN_PLACEHOLDER', `${line === undefined ? '' : `line ${line}: `}${what}: ${t.problem}`);
+      if (t.placeholders > 0) {
+        if (emailTemplates.length === 0 && source === subject) emailSubjectMerged = true;
+        emailTemplates.push(t);
+      }
+    }
+  };
+
   const header = (text: string): void => {
     const fields = parseCsv(text, sep ?? ';');
     const names = Array.isArray(fields) ? fields : text.split(sep ?? ';');
@@ -1042,10 +1237,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     columnCount = names.length;
     names.forEach((raw, i) => {
       const n = normaliseHeaderName(raw);
-      if (i !== 0 && MESSAGE_COLUMNS.has(n) && messageCol < 0) messageCol = i;
+      if (i !== 0 && !email && MESSAGE_COLUMNS.has(n) && messageCol < 0) messageCol = i;
       else if (i !== 0 && MESSAGE_ID_COLUMNS.has(n) && idCol < 0) idCol = i;
     });
     columns = templateColumns(summary.columns, messageCol);
+    if (email) {
+      emailContent();
+      return;
+    }
     const directive = summary.directives.message;
     if (directive) {
       fileTemplate = compileTemplate(directive.template, columns);
@@ -1186,4 +1385,20 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   }
   summary.accepted = summary.rejection === null;
   yield [summary];
+}
+
+/**
+ * A file read for another channel than its source sends (its `#! channel:`; FORMAT.md 8.1):
+ * rejected BAD_DIRECTIVE, never sent by the source's channel. Sources send sms only in this
+ * version (docs/channels.md).
+ */
+export function refuseOtherChannel(summary: ReadSummary, sourceChannel: Channel): void {
+  if (!summary.accepted || summary.channel === sourceChannel) return;
+  const line = summary.directives.channel?.line;
+  summary.accepted = false;
+  summary.rejection = {
+    code: 'BAD_DIRECTIVE',
+    message: `${line === undefined ? '' : `line ${line}: `}this source sends ${sourceChannel}, not ${summary.channel}: drop the file in a source whose account sends ${summary.channel}`,
+    hint: REASONS.BAD_DIRECTIVE.hint,
+  };
 }

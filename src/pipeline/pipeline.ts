@@ -11,7 +11,7 @@ import { DroplineError, type FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import type { Priority } from '../format/directives.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
-import { type ReadSummary, readDropFile } from '../format/reader.ts';
+import { type ReadSummary, readDropFile, refuseOtherChannel } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
@@ -902,6 +902,7 @@ export class Pipeline {
         .slice(0, 100)
         .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),
     };
+    refuseOtherChannel(summary, 'sms');
     if (!summary.accepted) {
       const rejection = { code: summary.rejection!.code, message: summary.rejection!.message };
       const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {

@@ -195,6 +195,9 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
       expect: { line: 2, count: 3 },
       sendAt: null,
       message: null,
+      channel: null,
+      subject: null,
+      templateId: null,
     });
   });
 

@@ -360,6 +360,9 @@ describe('FORMAT 8.1: directives before the first data record', () => {
       expect: { line: 2, count: 1 },
       sendAt: null,
       message: null,
+      channel: null,
+      subject: null,
+      templateId: null,
     });
   });
 
@@ -393,7 +396,7 @@ describe('FORMAT 8.1: directives before the first data record', () => {
   });
 
   it('a directive whose feature is not built yet is refused, never ignored', async () => {
-    for (const d of ['channel: email', 'flash: true', 'templateId: T-1']) {
+    for (const d of ['channel: rcs', 'channel: whatsapp', 'flash: true', 'source: 573001234567']) {
       const r = await read(`#! ${d}\n3001234567;Hola\n`);
       expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
     }
@@ -1674,6 +1677,7 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   LINE_TOO_LONG: [`3001234567;${'a'.repeat(100)}\n`, { maxLineLength: 50 }],
   MALFORMED_QUOTE: ['3001234567;"Hola\n'],
   TOO_MANY_FIELDS: ['numero;mensaje\n3001234567;Hola;Ana\n'],
+  INVALID_EMAIL: ['#! channel: email\n#! templateId: welcome\nana@example.com\nana@\n', { maxInvalidRatio: 1 }],
   MISSING_FIELD: [
     'numero;nombre;mensaje\n3001234567;Ana;Hola {{nombre}}\n3109876543;;Hola {{nombre}}\n',
     { maxInvalidRatio: 1 },
@@ -1850,5 +1854,108 @@ describe('properties (fast-check)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('email files (FORMAT.md 8.3)', () => {
+  const HTML = { html: '<p>Hola {{nombre}}, su factura de {{mes}}</p>' };
+
+  it('a headed file: the address column, every other column a field, sent with the subject and the source html', async () => {
+    const r = await read(
+      [
+        '#! channel: email',
+        '#! subject: Su factura de {{Mes}}',
+        'Correo;Nombre;Mes;messageId',
+        'ana@example.com;Ana;enero;a-1',
+        ' Luis@Example.COM ;"Luis; el de Cali";febrero;',
+        'josé@bücher.de;José;marzo;',
+        'no-es-correo;X;abril;',
+        'ana@example.com;Ana;enero;a-2',
+        'ana@example.com;Ana B;enero;',
+        'pia@example.com;Pía;;',
+      ].join('\n'),
+      { email: HTML, maxInvalidRatio: 1 },
+    );
+    expect(r.summary.channel).toBe('email');
+    expect(r.summary.email).toEqual({ templateId: null, subject: 'Su factura de {{Mes}}', html: HTML.html });
+    expect(r.summary.accepted).toBe(true);
+    expect(sent(r)).toEqual([
+      [4, 'ana@example.com', '{"Nombre":"Ana","Mes":"enero"}'],
+      [5, 'Luis@example.com', '{"Nombre":"Luis; el de Cali","Mes":"febrero"}'],
+      [6, 'josé@xn--bcher-kva.de', '{"Nombre":"José","Mes":"marzo"}'],
+      // The same address with other fields is another email, as a number with another text.
+      [9, 'ana@example.com', '{"Nombre":"Ana B","Mes":"enero"}'],
+    ]);
+    expect(r.recipients[0]).toMatchObject({ messageId: 'a-1', country: '', segments: 0 });
+    expect(problems(r)).toEqual([
+      [7, 'INVALID_EMAIL'],
+      [8, 'DUPLICATE'],
+      [10, 'MISSING_FIELD'],
+    ]);
+    expect(r.skipped.find((s) => s.code === 'MISSING_FIELD')?.message).toBe(
+      'the email uses {{Mes}} but this line has no value in column Mes',
+    );
+    expect(counts(r.summary)).toEqual({ records: 7, valid: 4, invalid: 2, duplicates: 1, suppressed: 0 });
+    // One merged example of the subject; no SMS cost for email.
+    expect(r.summary.templates).toEqual([
+      { line: 4, template: 'Su factura de {{Mes}}', example: 'Su factura de enero' },
+    ]);
+    expect(r.summary.segments).toBe(0);
+    expect(r.summary.countries).toEqual({});
+  });
+
+  it('without a header: lists of addresses, several a line, no message record', async () => {
+    const r = await read('ana@example.com\nluis@example.com; pia@example.com\nmal@\n', {
+      channel: 'email',
+      email: { templateId: 'welcome' },
+      maxInvalidRatio: 1,
+    });
+    expect(r.summary).toMatchObject({ channel: 'email', layout: 'bulk', header: false, accepted: true });
+    expect(r.summary.email).toEqual({ templateId: 'welcome', subject: null, html: null });
+    expect(r.recipients.map((x) => [x.line, x.k, x.number, x.text])).toEqual([
+      [1, 1, 'ana@example.com', ''],
+      [2, 1, 'luis@example.com', ''],
+      [2, 2, 'pia@example.com', ''],
+    ]);
+    expect(problems(r)).toEqual([[3, 'INVALID_EMAIL']]);
+  });
+
+  it('the file directives win over the source; content is required; placeholders must name columns', async () => {
+    const file = 'email;nombre\nana@example.com;Ana\n';
+    const fromFile = await read(`#! channel: email\n#! templateId: invoice\n${file}`, { email: HTML });
+    expect(fromFile.summary.email).toEqual({ templateId: 'invoice', subject: null, html: null });
+
+    const none = await read(`#! channel: email\n${file}`);
+    expect(none.summary.rejection?.code).toBe('NO_MESSAGE');
+    expect(none.summary.rejection?.message).toContain('`#! templateId:`');
+
+    const unknown = await read(`#! channel: email\n#! subject: Hola {{apellido}}\n${file}`, { email: HTML });
+    expect(unknown.summary.rejection?.code).toBe('UNKNOWN_PLACEHOLDER');
+    expect(unknown.summary.rejection?.message).toMatch(
+      /^line 2: the subject: \{\{apellido\}\} names no column/,
+    );
+
+    const both = await read(`#! channel: email\n#! subject: Hola\n#! templateId: invoice\n${file}`);
+    expect(both.summary.rejection?.code).toBe('BAD_DIRECTIVE');
+
+    const message = await read(`#! channel: email\n#! message: Hola\n#! subject: x\n${file}`, {
+      email: HTML,
+    });
+    expect(message.summary.rejection).toMatchObject({ code: 'BAD_DIRECTIVE' });
+    expect(message.summary.rejection?.message).toContain('`#! message:` is for sms');
+  });
+
+  it('email directives in an sms file, and channels not read yet, reject the file', async () => {
+    const sms = await read('#! subject: Hola\n3001234567;Hola\n');
+    expect(sms.summary.rejection?.code).toBe('BAD_DIRECTIVE');
+    expect(sms.summary.rejection?.message).toContain('is for email files');
+    for (const channel of ['rcs', 'whatsapp', 'fax']) {
+      const r = await read(`#! channel: ${channel}\n3001234567;Hola\n`);
+      expect(r.summary.rejection?.code, channel).toBe('BAD_DIRECTIVE');
+    }
+    // An sms file read for an email source by its directive is sms again.
+    const back = await read('#! channel: sms\n3001234567;Hola\n', { channel: 'email' });
+    expect(back.summary.channel).toBe('sms');
+    expect(sent(back)).toEqual([[2, '573001234567', 'Hola']]);
   });
 });

@@ -16,6 +16,7 @@ import {
   DEFAULTS,
   type ReadSummary,
   readDropFile,
+  refuseOtherChannel,
   TEMPLATES_LISTED,
   type TransliterateMode,
 } from '../../format/reader.ts';
@@ -195,12 +196,16 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
   }
   // The reader stops counting at FILE_TOO_LARGE: the file's real size is known here.
   summary.bytes = info.size;
+  // With a source, as the daemon would: a file for another channel is refused.
+  if (opts.source !== undefined) refuseOtherChannel(summary, 'sms');
   return summary;
 }
 
 export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
   return {
     file,
+    channel: s.channel,
+    email: s.email,
     bytes: s.bytes,
     sha256: s.sha256,
     encoding: s.encoding,
@@ -262,10 +267,19 @@ export function toText(file: string, s: ReadSummary): string {
     .sort((a, b) => b[1] - a[1])
     .map(([c, n]) => `${c} ${fmt(n)}`)
     .join(', ');
-  out.push(
-    `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
-  );
-  out.push(...costLines(s));
+  if (s.channel === 'email') {
+    // FORMAT.md 8.3: no segments, encodings or countries; what every recipient is sent.
+    const e = s.email;
+    out.push('  channel email');
+    if (e?.templateId) out.push(`  template ${e.templateId} (stored on the service)`);
+    if (e?.subject !== null && e?.subject !== undefined) out.push(`  subject ${quote(e.subject, 160)}`);
+    if (e?.html !== null && e?.html !== undefined) out.push(`  html body ${quote(e.html, 160)}`);
+  } else {
+    out.push(
+      `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
+    );
+    out.push(...costLines(s));
+  }
   out.push(...templateLines(s));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
   if (s.directives.sendAt)
