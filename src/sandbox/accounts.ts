@@ -15,6 +15,20 @@ export interface Account {
   readonly emailTemplates?: readonly string[] | undefined;
   /** Verified sender domains for `from`; absent: any domain is accepted. */
   readonly emailSenderDomains?: readonly string[] | undefined;
+  /** false: RCS is not set up for the account (POST /mtmessage with Channel RCS: Status 1). Default true. */
+  readonly rcs?: boolean | undefined;
+  /** The account webhook: where POST /mtmessage's notifications go (spec 6); none without. */
+  readonly webhook?: AccountWebhook | undefined;
+}
+
+/**
+ * Spec 5, the account webhook's two ways to authenticate: Basic (username and password given
+ * to support), or a token in the registered URL, used exactly as registered.
+ */
+export interface AccountWebhook {
+  readonly url: string;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
 }
 
 export const DEFAULT_EMAIL_TEMPLATES: readonly string[] = ['welcome', 'invoice'];
@@ -53,6 +67,8 @@ const MAX_REPLACED = 100_000;
 export class Accounts {
   readonly #passwords = new Map<string, string>();
   readonly #byApiKey = new Map<string, EmailAccess>();
+  readonly #rcs = new Map<string, boolean>();
+  readonly #webhooks = new Map<string, AccountWebhook>();
   readonly #current = new Map<string, IssuedToken>();
   readonly #byAccess = new Map<string, string>();
   readonly #byRefresh = new Map<string, string>();
@@ -64,6 +80,8 @@ export class Accounts {
   constructor(accounts: readonly Account[], lifetimeMs: () => number, now: () => number) {
     for (const a of accounts) {
       this.#passwords.set(a.username, a.password);
+      this.#rcs.set(a.username, a.rcs ?? true);
+      if (a.webhook) this.#webhooks.set(a.username, a.webhook);
       if (a.apiKey !== undefined && a.apiKey !== '') {
         this.#byApiKey.set(a.apiKey, {
           username: a.username,
@@ -84,6 +102,23 @@ export class Accounts {
   /** The account of an email API key, or null for an unknown one. */
   byApiKey(apiKey: string): EmailAccess | null {
     return this.#byApiKey.get(apiKey) ?? null;
+  }
+
+  /** Whether RCS is set up for the account. */
+  rcs(username: string): boolean {
+    return this.#rcs.get(username) ?? false;
+  }
+
+  webhook(username: string): AccountWebhook | null {
+    return this.#webhooks.get(username) ?? null;
+  }
+
+  /** Registers (or, with null, removes) the account's webhook, as support would. */
+  setWebhook(username: string, webhook: AccountWebhook | null): boolean {
+    if (!this.#passwords.has(username)) return false;
+    if (webhook) this.#webhooks.set(username, webhook);
+    else this.#webhooks.delete(username);
+    return true;
   }
 
   checkPassword(username: string, password: string): boolean {

@@ -18,9 +18,12 @@ export const ENDPOINTS = [
  * state: they appear in `GET /_sandbox/faults` only once rules were set for them.
  */
 export const EMAIL_ENDPOINTS = ['email', 'emailtemplates'] as const;
+/** POST /mtmessage (SMS options and RCS, spec 2.3): optional in the state as the email ones. */
+export const LATER_ENDPOINTS = [...EMAIL_ENDPOINTS, 'mtmessage'] as const;
 export type SmsEndpoint = (typeof ENDPOINTS)[number];
 export type EmailEndpoint = (typeof EMAIL_ENDPOINTS)[number];
-export type Endpoint = SmsEndpoint | EmailEndpoint;
+export type LaterEndpoint = (typeof LATER_ENDPOINTS)[number];
+export type Endpoint = SmsEndpoint | LaterEndpoint;
 
 /**
  * HTTP statuses answer at once without accepting anything. `timeout` and `reset` accept the
@@ -57,7 +60,7 @@ export interface FaultRule {
 type Rules = Partial<Record<FaultKind, FaultRule>>;
 
 export type FaultsState = Record<SmsEndpoint, Rules> &
-  Partial<Record<EmailEndpoint, Rules>> & {
+  Partial<Record<LaterEndpoint, Rules>> & {
     /** Bodies above this many bytes answer 413 (null: the sandbox's start-up limit). */
     maxBodyBytes: number | null;
     /** POST /email/v1/deliver bodies above this many bytes answer 413 (absent: 20,000,000). */
@@ -115,9 +118,9 @@ export class Faults {
       }
       if (
         !(ENDPOINTS as readonly string[]).includes(key) &&
-        !(EMAIL_ENDPOINTS as readonly string[]).includes(key)
+        !(LATER_ENDPOINTS as readonly string[]).includes(key)
       ) {
-        const all = [...ENDPOINTS, ...EMAIL_ENDPOINTS].join(', ');
+        const all = [...ENDPOINTS, ...LATER_ENDPOINTS].join(', ');
         throw new FaultConfigError(
           `unknown endpoint "${key}": use ${all}, maxBodyBytes or emailMaxBodyBytes`,
         );

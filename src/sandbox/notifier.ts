@@ -24,6 +24,8 @@ export interface NotificationJob {
   /** The account that sent it, and when it was accepted (sandbox clock), for the monitoring endpoints. */
   readonly account?: string | undefined;
   readonly acceptedAt?: number | undefined;
+  /** The account webhook's Basic credentials (spec 5), sent on every attempt. */
+  readonly authorization?: string | undefined;
 }
 
 /** One delivery attempt and the receiver's answer (GET /_sandbox/notifications). */
@@ -272,7 +274,9 @@ export class Notifier {
           origin: target.origin,
           path: target.path,
           method: 'POST',
-          headers: { 'content-type': job.contentType },
+          headers: job.authorization
+            ? { 'content-type': job.contentType, authorization: job.authorization }
+            : { 'content-type': job.contentType },
           body,
         },
         handler,

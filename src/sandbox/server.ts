@@ -6,11 +6,13 @@ import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, BlockList, isIP } from 'node:net';
-import { type Account, Accounts } from './accounts.ts';
+import { redactUrl } from '../service/redact.ts';
+import { type Account, Accounts, type AccountWebhook } from './accounts.ts';
 import { createEmailHandler, EmailLedger } from './email.ts';
 import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
+import { createMtMessageHandler } from './mtmessage.ts';
 import { type NotificationJob, Notifier } from './notifier.ts';
 import { type DropHow, ReplyInputError, type SmppServer, startSmppServer } from './smpp.ts';
 import { Traffic } from './traffic.ts';
@@ -135,6 +137,18 @@ export function readAccountsFile(path: string): Account[] {
       if (o[f] !== undefined && !strings(o[f]))
         throw new Error(`account ${i}: ${f} must be an array of text`);
     }
+    if (o.rcs !== undefined && typeof o.rcs !== 'boolean')
+      throw new Error(`account ${i}: rcs must be true or false`);
+    const hook = o.webhook as Record<string, unknown> | undefined;
+    if (
+      hook !== undefined &&
+      (typeof hook !== 'object' ||
+        hook === null ||
+        typeof hook.url !== 'string' ||
+        (hook.username !== undefined && typeof hook.username !== 'string') ||
+        (hook.password !== undefined && typeof hook.password !== 'string'))
+    )
+      throw new Error(`account ${i}: webhook must be {"url", "username"?, "password"?} of text`);
     return {
       username: o.username,
       password: o.password,
@@ -142,6 +156,8 @@ export function readAccountsFile(path: string): Account[] {
       ...(o.email !== undefined && { email: o.email as boolean }),
       ...(o.emailTemplates !== undefined && { emailTemplates: o.emailTemplates as string[] }),
       ...(o.emailSenderDomains !== undefined && { emailSenderDomains: o.emailSenderDomains as string[] }),
+      ...(o.rcs !== undefined && { rcs: o.rcs as boolean }),
+      ...(hook !== undefined && { webhook: hook as unknown as AccountWebhook }),
     };
   });
 }
@@ -208,6 +224,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     now,
     log: logRequest,
     applyStatusFault,
+  });
+
+  const handleMtMessage = createMtMessageHandler({
+    accounts,
+    faults,
+    ledger,
+    notifier,
+    random,
+    now,
+    nextTransactionNumber,
+    notifyEnabled,
+    deliveryDelayMs,
+    failureRatio,
+    log: logRequest,
+    applyStatusFault,
+    parseBasic,
+    sendJson,
   });
 
   const reset = (): void => {
@@ -520,6 +553,34 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         }
       }
     }
+    if (path === '/_sandbox/webhooks' && req.method === 'POST') {
+      // Registers an account webhook, as support would (spec 6.1): {account, url, username?,
+      // password?}; url null removes it.
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw?.toString('utf8') ?? '') as Record<string, unknown>;
+      } catch {
+        return sendJson(res, 400, { message: 'the body is not valid JSON' });
+      }
+      const { account: who, url: to, username, password } = body;
+      if (typeof who !== 'string' || (to !== null && typeof to !== 'string'))
+        return sendJson(res, 400, { message: 'account (text) and url (text or null) are required' });
+      if (
+        (username !== undefined && typeof username !== 'string') ||
+        (password !== undefined && typeof password !== 'string')
+      )
+        return sendJson(res, 400, { message: 'username and password are text' });
+      const hook =
+        to === null
+          ? null
+          : {
+              url: to,
+              ...(username !== undefined && { username: username as string }),
+              ...(password !== undefined && { password: password as string }),
+            };
+      if (!accounts.setWebhook(who, hook)) return sendJson(res, 404, { message: `no account ${who}` });
+      return sendJson(res, 200, { account: who, url: to === null ? null : redactUrl(to) });
+    }
     if (path === '/_sandbox/reset' && req.method === 'POST') {
       reset();
       return sendJson(res, 200, { reset: true });
@@ -563,6 +624,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           return handleToken(req, res, raw ?? Buffer.alloc(0));
         if (req.method === 'POST' && url.pathname === '/mtmessage/massive')
           return handleMassive(req, res, raw, bytes);
+        if (req.method === 'POST' && url.pathname === '/mtmessage') return handleMtMessage(req, res, raw);
         const monitoring = MONITORING_BY_PATH.get(url.pathname);
         if (req.method === 'GET' && monitoring) return handleMonitoring(req, res, monitoring);
         sendJson(res, 404, { message: `no ${req.method} ${url.pathname} in the sandbox` });
