@@ -19,7 +19,21 @@ export interface Account {
   readonly rcs?: boolean | undefined;
   /** The account webhook: where POST /mtmessage's notifications go (spec 6); none without. */
   readonly webhook?: AccountWebhook | undefined;
+  /** WhatsApp set up for the account (spec 2.7); none: 403. */
+  readonly whatsapp?: WhatsAppSetup | undefined;
 }
+
+/** An account's WhatsApp: its sending numbers, and its approved templates with their parameter counts. */
+export interface WhatsAppSetup {
+  readonly numbers: readonly string[];
+  readonly templates: Readonly<Record<string, number>>;
+}
+
+/** The default account's WhatsApp (docs/sandbox.md "WhatsApp"). */
+export const DEMO_WHATSAPP: WhatsAppSetup = {
+  numbers: ['573001112233'],
+  templates: { bienvenida: 1, factura: 2 },
+};
 
 /**
  * Spec 5, the account webhook's two ways to authenticate: Basic (username and password given
@@ -69,6 +83,7 @@ export class Accounts {
   readonly #byApiKey = new Map<string, EmailAccess>();
   readonly #rcs = new Map<string, boolean>();
   readonly #webhooks = new Map<string, AccountWebhook>();
+  readonly #whatsapp = new Map<string, WhatsAppSetup>();
   readonly #current = new Map<string, IssuedToken>();
   readonly #byAccess = new Map<string, string>();
   readonly #byRefresh = new Map<string, string>();
@@ -82,6 +97,7 @@ export class Accounts {
       this.#passwords.set(a.username, a.password);
       this.#rcs.set(a.username, a.rcs ?? true);
       if (a.webhook) this.#webhooks.set(a.username, a.webhook);
+      if (a.whatsapp) this.#whatsapp.set(a.username, a.whatsapp);
       if (a.apiKey !== undefined && a.apiKey !== '') {
         this.#byApiKey.set(a.apiKey, {
           username: a.username,
@@ -107,6 +123,10 @@ export class Accounts {
   /** Whether RCS is set up for the account. */
   rcs(username: string): boolean {
     return this.#rcs.get(username) ?? false;
+  }
+
+  whatsapp(username: string): WhatsAppSetup | null {
+    return this.#whatsapp.get(username) ?? null;
   }
 
   webhook(username: string): AccountWebhook | null {

@@ -7,7 +7,13 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, BlockList, isIP } from 'node:net';
 import { redactUrl } from '../service/redact.ts';
-import { type Account, Accounts, type AccountWebhook } from './accounts.ts';
+import {
+  type Account,
+  Accounts,
+  type AccountWebhook,
+  DEMO_WHATSAPP,
+  type WhatsAppSetup,
+} from './accounts.ts';
 import { createEmailHandler, EmailLedger } from './email.ts';
 import { FaultConfigError, Faults, type Fired } from './faults.ts';
 import { Ledger } from './ledger.ts';
@@ -17,6 +23,7 @@ import { type NotificationJob, Notifier } from './notifier.ts';
 import { type DropHow, ReplyInputError, type SmppServer, startSmppServer } from './smpp.ts';
 import { Traffic } from './traffic.ts';
 import { checkMassive, smsSegments } from './validate.ts';
+import { createWhatsAppHandler, WHATSAPP_PATH, WhatsAppLedger } from './whatsapp.ts';
 
 export interface SandboxOptions {
   /** Default 0: a free port. */
@@ -93,6 +100,7 @@ export interface Sandbox {
   readonly ledger: Ledger;
   /** Every accepted email recipient (POST /email/v1/deliver), keyed by (account, recipient). */
   readonly emailLedger: EmailLedger;
+  readonly whatsappLedger: WhatsAppLedger;
   readonly notifier: Notifier;
   readonly faults: Faults;
   readonly accounts: Accounts;
@@ -149,6 +157,19 @@ export function readAccountsFile(path: string): Account[] {
         (hook.password !== undefined && typeof hook.password !== 'string'))
     )
       throw new Error(`account ${i}: webhook must be {"url", "username"?, "password"?} of text`);
+    const wa = o.whatsapp as Record<string, unknown> | undefined;
+    if (
+      wa !== undefined &&
+      (typeof wa !== 'object' ||
+        wa === null ||
+        !strings(wa.numbers) ||
+        typeof wa.templates !== 'object' ||
+        wa.templates === null ||
+        !Object.values(wa.templates).every((n) => Number.isInteger(n) && (n as number) >= 0))
+    )
+      throw new Error(
+        `account ${i}: whatsapp must be {"numbers": [text], "templates": {"<id>": <parameters>}}`,
+      );
     return {
       username: o.username,
       password: o.password,
@@ -158,6 +179,7 @@ export function readAccountsFile(path: string): Account[] {
       ...(o.emailSenderDomains !== undefined && { emailSenderDomains: o.emailSenderDomains as string[] }),
       ...(o.rcs !== undefined && { rcs: o.rcs as boolean }),
       ...(hook !== undefined && { webhook: hook as unknown as AccountWebhook }),
+      ...(wa !== undefined && { whatsapp: wa as unknown as WhatsAppSetup }),
     };
   });
 }
@@ -185,12 +207,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const random = options.random ?? Math.random;
 
   const accounts = new Accounts(
-    options.accounts ?? [{ username: 'demo', password: 'demo', apiKey: 'demo-email-key' }],
+    options.accounts ?? [
+      { username: 'demo', password: 'demo', apiKey: 'demo-email-key', whatsapp: DEMO_WHATSAPP },
+    ],
     () => tokenLifetimeS * 1000,
     now,
   );
   const ledger = new Ledger();
   const emailLedger = new EmailLedger();
+  const whatsappLedger = new WhatsAppLedger();
   const faults = new Faults();
   const traffic = new Traffic(now, deliveryDelayMs);
   const notifier = new Notifier({
@@ -243,9 +268,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     sendJson,
   });
 
+  const handleWhatsApp = createWhatsAppHandler({
+    accounts,
+    faults,
+    ledger: whatsappLedger,
+    meter,
+    random,
+    nextTransactionNumber,
+    log: logRequest,
+    applyStatusFault,
+    parseBasic,
+    sendJson,
+  });
+
   const reset = (): void => {
     ledger.clear();
     emailLedger.clear();
+    whatsappLedger.clear();
     notifier.reset();
     faults.clear();
     accounts.revokeAll();
@@ -553,6 +592,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         }
       }
     }
+    if (path === '/_sandbox/whatsapp/ledger' && req.method === 'GET') {
+      return sendJson(res, 200, {
+        accepted: whatsappLedger.accepted,
+        duplicates: whatsappLedger.duplicates,
+        entries: whatsappLedger.entries(),
+      });
+    }
     if (path === '/_sandbox/webhooks' && req.method === 'POST') {
       // Registers an account webhook, as support would (spec 6.1): {account, url, username?,
       // password?}; url null removes it.
@@ -625,6 +671,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         if (req.method === 'POST' && url.pathname === '/mtmessage/massive')
           return handleMassive(req, res, raw, bytes);
         if (req.method === 'POST' && url.pathname === '/mtmessage') return handleMtMessage(req, res, raw);
+        if (req.method === 'POST' && url.pathname === WHATSAPP_PATH) return handleWhatsApp(req, res, raw);
         const monitoring = MONITORING_BY_PATH.get(url.pathname);
         if (req.method === 'GET' && monitoring) return handleMonitoring(req, res, monitoring);
         sendJson(res, 404, { message: `no ${req.method} ${url.pathname} in the sandbox` });
@@ -677,6 +724,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     port,
     ledger,
     emailLedger,
+    whatsappLedger,
     notifier,
     faults,
     accounts,

@@ -1,0 +1,165 @@
+// POST /MultiChannelInput/SendMessageMetaWhatsApp (spec 2.7, 4, 5.5): one template message to
+// one recipient, Basic authentication. A 200 confirms receipt and creates a transaction number;
+// it does not confirm delivery (no notification is described for WhatsApp). The spec leaves the
+// answer's body and the refusals unshown; the sandbox's readings are in docs/sandbox.md
+// "WhatsApp".
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Accounts } from './accounts.ts';
+import type { Faults, Fired } from './faults.ts';
+import type { Meter } from './meter.ts';
+
+export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
+
+/** What the sandbox accepted, keyed by sending number, recipient, template and parameters. */
+export interface WhatsAppLedgerEntry {
+  readonly account: string;
+  readonly source: string;
+  readonly destination: string;
+  readonly templateId: string;
+  readonly parameters: readonly string[];
+  count: number;
+  transactionNumber: string;
+}
+
+export class WhatsAppLedger {
+  readonly #entries = new Map<string, WhatsAppLedgerEntry>();
+  #accepted = 0;
+  #duplicates = 0;
+
+  record(entry: Omit<WhatsAppLedgerEntry, 'count'>): void {
+    this.#accepted++;
+    const key = JSON.stringify([entry.source, entry.destination, entry.templateId, entry.parameters]);
+    const found = this.#entries.get(key);
+    if (found) {
+      if (found.count === 1) this.#duplicates++;
+      found.count++;
+      found.transactionNumber = entry.transactionNumber;
+      return;
+    }
+    this.#entries.set(key, { ...entry, count: 1 });
+  }
+
+  get accepted(): number {
+    return this.#accepted;
+  }
+
+  /** Messages accepted more than once (same number, recipient, template and parameters). */
+  get duplicates(): number {
+    return this.#duplicates;
+  }
+
+  entries(): WhatsAppLedgerEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#accepted = 0;
+    this.#duplicates = 0;
+  }
+}
+
+export interface WhatsAppDeps {
+  readonly accounts: Accounts;
+  readonly faults: Faults;
+  readonly ledger: WhatsAppLedger;
+  readonly meter: Meter;
+  readonly random: () => number;
+  readonly nextTransactionNumber: () => string;
+  readonly log: (r: {
+    endpoint: string;
+    status: number;
+    account?: string | undefined;
+    fault?: string | undefined;
+    at: number;
+  }) => void;
+  readonly applyStatusFault: (
+    fired: Fired,
+    res: ServerResponse,
+    done: (status: number, body: unknown) => void,
+  ) => boolean;
+  readonly parseBasic: (header: string | undefined) => { username: string; password: string } | null;
+  readonly sendJson: (res: ServerResponse, status: number, body: unknown) => void;
+}
+
+const NUMBER = /^\d{8,15}$/;
+
+export function createWhatsAppHandler(deps: WhatsAppDeps) {
+  const { accounts, faults, ledger, meter, random, log, sendJson } = deps;
+  return function handleWhatsApp(req: IncomingMessage, res: ServerResponse, raw: Buffer | null): void {
+    let account: string | undefined;
+    const done = (status: number, body: unknown, fault?: string) => {
+      log({ endpoint: WHATSAPP_PATH, status, account, fault, at: Date.now() });
+      sendJson(res, status, body);
+    };
+    const basic = deps.parseBasic(req.headers.authorization);
+    const user = basic && accounts.checkPassword(basic.username, basic.password) ? basic.username : undefined;
+    const fired =
+      faults.state.whatsapp && Object.keys(faults.state.whatsapp).length > 0
+        ? faults.pick('whatsapp', random(), user)
+        : null;
+    if (fired?.rule.account !== undefined) account = fired.rule.account;
+    if (fired && deps.applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+    // Spec 5.5: Basic with the account's username and password (no token).
+    if (user === undefined)
+      return done(401, { message: basic ? 'wrong Basic credentials' : 'Basic credentials are required' });
+    account = user;
+    const setup = accounts.whatsapp(user);
+    if (!setup) return done(403, { message: 'WhatsApp is not enabled for this account' });
+    if (raw === null) return done(413, { message: 'the body is too large' });
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return done(400, { message: 'the body is not valid JSON' });
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return done(400, { message: 'the body is not a JSON object' });
+    const { source, destination, templateId, parameters } = body;
+    for (const [name, v] of [
+      ['source', source],
+      ['destination', destination],
+      ['templateId', templateId],
+    ] as const)
+      if (typeof v !== 'string' || v === '') return done(400, { message: `${name} is required text` });
+    if (!Array.isArray(parameters) || !parameters.every((p) => typeof p === 'string'))
+      return done(400, { message: 'parameters must be an array of text' });
+    if (!setup.numbers.includes(source as string))
+      return done(400, {
+        message: `source ${String(source).slice(0, 20)} is not a sending number of this account`,
+      });
+    if (!NUMBER.test(destination as string))
+      return done(400, {
+        message: `destination ${String(destination).slice(0, 20)} is not a number of 8 to 15 digits`,
+      });
+    const count = setup.templates[templateId as string];
+    if (count === undefined)
+      return done(400, {
+        message: `template ${String(templateId).slice(0, 40)} is not an approved template of this account`,
+      });
+    if (parameters.length !== count)
+      return done(400, {
+        message: `template ${templateId as string} takes ${count} parameter(s), ${parameters.length} given`,
+      });
+    const transactionNumber = deps.nextTransactionNumber();
+    ledger.record({
+      account: user,
+      source: source as string,
+      destination: destination as string,
+      templateId: templateId as string,
+      parameters: parameters as string[],
+      transactionNumber,
+    });
+    meter.accepted(`whatsapp:${user}`, 1, Date.now());
+    if (fired?.kind === 'timeout') {
+      log({ endpoint: WHATSAPP_PATH, status: 0, account, fault: 'timeout', at: Date.now() });
+      return;
+    }
+    if (fired?.kind === 'reset') {
+      log({ endpoint: WHATSAPP_PATH, status: 0, account, fault: 'reset', at: Date.now() });
+      req.socket.destroy();
+      return;
+    }
+    done(200, { transactionNumber });
+  };
+}
