@@ -298,9 +298,7 @@ export class RecipientIndex {
       this.los[i] = this.lo;
       this.starts[i] = this.table.slotOf(this.hi, this.lo);
     }
-    this.table.touch(this.starts, n);
-    for (let i = 0; i < n; i++)
-      firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);
+    this.insert(lines, n, firsts);
   }
 
   /**
@@ -324,6 +322,11 @@ export class RecipientIndex {
       this.los[i] = lo;
       this.starts[i] = this.table.slotOf(hi, lo);
     }
+    this.insert(lines, n, firsts);
+  }
+
+  /** The n keys in his, los and starts added: their slots touched together, then filled in order. */
+  private insert(lines: Uint32Array, n: number, firsts: Uint32Array): void {
     this.table.touch(this.starts, n);
     for (let i = 0; i < n; i++)
       firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);

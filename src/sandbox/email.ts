@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts, EmailAccess } from './accounts.ts';
 import type { EmailEndpoint, Faults, Fired } from './faults.ts';
+import { applyStatusFault, sendJson } from './http.ts';
 
 /** "20 MB" read as 20,000,000 bytes (the stricter reading: a client that fits here fits there). */
 export const EMAIL_MAX_BODY_BYTES = 20_000_000;
@@ -329,12 +330,6 @@ export interface EmailServiceDeps {
   readonly random: () => number;
   readonly now: () => number;
   readonly log: (r: EmailRequestRecord) => void;
-  /** Answers the HTTP-status faults (server.ts); false for timeout, reset, revoke. */
-  readonly applyStatusFault: (
-    fired: Fired,
-    res: ServerResponse,
-    done: (status: number, body: unknown) => void,
-  ) => boolean;
 }
 
 /** Handles a request under /email/v1/; the body is read here, not by the server's reader. */
@@ -379,7 +374,7 @@ export function createEmailHandler(deps: EmailServiceDeps) {
     };
     const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
     const fired = pickFault('emailtemplates', keyed?.username);
-    if (fired && deps.applyStatusFault(fired, res, (s, b) => done(s, b, fired.kind))) return;
+    if (fired && applyStatusFault(fired, res, (s, b) => done(s, b, fired.kind))) return;
     const access = authenticate(req, done);
     if (!access) return;
     account = access.username;
@@ -413,7 +408,7 @@ export function createEmailHandler(deps: EmailServiceDeps) {
     const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
     const fired = pickFault('email', keyed?.username);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
-    if (fired && deps.applyStatusFault(fired, res, (s, b) => answerEarly(s, b, fired.kind))) return;
+    if (fired && applyStatusFault(fired, res, (s, b) => answerEarly(s, b, fired.kind))) return;
     const access = authenticate(req, answerEarly);
     if (!access) return;
     account = access.username;
@@ -518,10 +513,4 @@ function drain(req: IncomingMessage): void {
     if (drained > MAX_DRAIN_BYTES) req.socket.destroy();
   });
   req.resume();
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }

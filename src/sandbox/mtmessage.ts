@@ -11,7 +11,8 @@
 //   the structure (not JSON, Type not 1 to 3, a field of the wrong type) is 400.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts } from './accounts.ts';
-import type { Faults, Fired } from './faults.ts';
+import type { Faults } from './faults.ts';
+import { applyStatusFault, type LoggedRequest, parseBasic, sendJson } from './http.ts';
 import type { Ledger } from './ledger.ts';
 import type { NotificationJob, Notifier } from './notifier.ts';
 import { smsSegments } from './validate.ts';
@@ -27,21 +28,7 @@ export interface MtMessageDeps {
   readonly notifyEnabled: boolean;
   readonly deliveryDelayMs: number;
   readonly failureRatio: number;
-  readonly log: (r: {
-    endpoint: string;
-    status: number;
-    destinations?: number;
-    account?: string | undefined;
-    fault?: string | undefined;
-    at: number;
-  }) => void;
-  readonly applyStatusFault: (
-    fired: Fired,
-    res: ServerResponse,
-    done: (status: number, body: unknown) => void,
-  ) => boolean;
-  readonly parseBasic: (header: string | undefined) => { username: string; password: string } | null;
-  readonly sendJson: (res: ServerResponse, status: number, body: unknown) => void;
+  readonly log: (r: LoggedRequest) => void;
 }
 
 /** A device: 8 to 15 digits (Colombian numbers are 12: 57 and the mobile), no `+`. */
@@ -130,8 +117,8 @@ export function checkMtMessage(body: unknown, rcsAllowed: boolean): Checked {
 }
 
 export function createMtMessageHandler(deps: MtMessageDeps) {
-  const { accounts, faults, ledger, notifier, random, now, log, sendJson } = deps;
-  return function handleMtMessage(req: IncomingMessage, res: ServerResponse, raw: Buffer | null): void {
+  const { accounts, faults, ledger, notifier, random, now, log } = deps;
+  return function handleMtMessage(req: IncomingMessage, res: ServerResponse, raw: Buffer | null) {
     let account: string | undefined;
     let destinations = 0;
     const done = (status: number, body: unknown, fault?: string) => {
@@ -141,7 +128,7 @@ export function createMtMessageHandler(deps: MtMessageDeps) {
     // Spec 5.4: Bearer (recommended) or Basic.
     const auth = req.headers.authorization ?? '';
     const bearer = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
-    const basic = bearer ? null : deps.parseBasic(auth);
+    const basic = bearer ? null : parseBasic(auth);
     const check = bearer ? accounts.check(bearer) : null;
     const user = check?.ok
       ? check.username
@@ -153,7 +140,7 @@ export function createMtMessageHandler(deps: MtMessageDeps) {
         ? faults.pick('mtmessage', random(), user)
         : null;
     if (fired?.rule.account !== undefined) account = fired.rule.account;
-    if (fired && deps.applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
     if (user === undefined)
       return done(401, {
         message:

@@ -15,7 +15,8 @@ import {
   type WhatsAppSetup,
 } from './accounts.ts';
 import { createEmailHandler, EmailLedger } from './email.ts';
-import { FaultConfigError, Faults, type Fired } from './faults.ts';
+import { FaultConfigError, Faults } from './faults.ts';
+import { applyStatusFault, parseBasic, sendJson } from './http.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
 import { createMtMessageHandler } from './mtmessage.ts';
@@ -248,7 +249,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     random,
     now,
     log: logRequest,
-    applyStatusFault,
   });
 
   const handleMtMessage = createMtMessageHandler({
@@ -263,9 +263,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     deliveryDelayMs,
     failureRatio,
     log: logRequest,
-    applyStatusFault,
-    parseBasic,
-    sendJson,
   });
 
   const handleWhatsApp = createWhatsAppHandler({
@@ -276,9 +273,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     random,
     nextTransactionNumber,
     log: logRequest,
-    applyStatusFault,
-    parseBasic,
-    sendJson,
   });
 
   const reset = (): void => {
@@ -743,34 +737,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
     },
   };
-}
-
-/** Answers the HTTP-status faults; returns false for the ones applied later (timeout, reset, revoke). */
-function applyStatusFault(
-  fired: Fired,
-  res: ServerResponse,
-  done: (status: number, body: unknown) => void,
-): boolean {
-  const status = Number(fired.kind);
-  if (!Number.isInteger(status)) return false;
-  if (status === 429) res.setHeader('retry-after', fired.rule.retryAfter ?? '1');
-  done(status, { message: `injected fault ${fired.kind}` });
-  return true;
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function parseBasic(header: string | undefined): { username: string; password: string } | null {
-  const m = /^Basic\s+(\S+)$/i.exec(header ?? '');
-  if (!m) return null;
-  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon === -1) return null;
-  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
 /** 2.2 says JSON; OAuth clients send a form. Both are accepted. */

@@ -5,7 +5,8 @@
 // "WhatsApp".
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts } from './accounts.ts';
-import type { Faults, Fired } from './faults.ts';
+import type { Faults } from './faults.ts';
+import { applyStatusFault, type LoggedRequest, parseBasic, sendJson } from './http.ts';
 import type { Meter } from './meter.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -66,40 +67,27 @@ export interface WhatsAppDeps {
   readonly meter: Meter;
   readonly random: () => number;
   readonly nextTransactionNumber: () => string;
-  readonly log: (r: {
-    endpoint: string;
-    status: number;
-    account?: string | undefined;
-    fault?: string | undefined;
-    at: number;
-  }) => void;
-  readonly applyStatusFault: (
-    fired: Fired,
-    res: ServerResponse,
-    done: (status: number, body: unknown) => void,
-  ) => boolean;
-  readonly parseBasic: (header: string | undefined) => { username: string; password: string } | null;
-  readonly sendJson: (res: ServerResponse, status: number, body: unknown) => void;
+  readonly log: (r: LoggedRequest) => void;
 }
 
 const NUMBER = /^\d{8,15}$/;
 
 export function createWhatsAppHandler(deps: WhatsAppDeps) {
-  const { accounts, faults, ledger, meter, random, log, sendJson } = deps;
-  return function handleWhatsApp(req: IncomingMessage, res: ServerResponse, raw: Buffer | null): void {
+  const { accounts, faults, ledger, meter, random, log } = deps;
+  return function handleWhatsApp(req: IncomingMessage, res: ServerResponse, raw: Buffer | null) {
     let account: string | undefined;
     const done = (status: number, body: unknown, fault?: string) => {
       log({ endpoint: WHATSAPP_PATH, status, account, fault, at: Date.now() });
       sendJson(res, status, body);
     };
-    const basic = deps.parseBasic(req.headers.authorization);
+    const basic = parseBasic(req.headers.authorization);
     const user = basic && accounts.checkPassword(basic.username, basic.password) ? basic.username : undefined;
     const fired =
       faults.state.whatsapp && Object.keys(faults.state.whatsapp).length > 0
         ? faults.pick('whatsapp', random(), user)
         : null;
     if (fired?.rule.account !== undefined) account = fired.rule.account;
-    if (fired && deps.applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
+    if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
     // Spec 5.5: Basic with the account's username and password (no token).
     if (user === undefined)
       return done(401, { message: basic ? 'wrong Basic credentials' : 'Basic credentials are required' });

@@ -1,0 +1,42 @@
+// What every service endpoint of the sandbox answers with: JSON, the HTTP-status faults, and
+// Basic credentials read from the header.
+import type { ServerResponse } from 'node:http';
+import type { Fired } from './faults.ts';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Answers the HTTP-status faults; returns false for the ones applied later (timeout, reset, revoke). */
+export function applyStatusFault(
+  fired: Fired,
+  res: ServerResponse,
+  done: (status: number, body: unknown) => void,
+): boolean {
+  const status = Number(fired.kind);
+  if (!Number.isInteger(status)) return false;
+  if (status === 429) res.setHeader('retry-after', fired.rule.retryAfter ?? '1');
+  done(status, { message: `injected fault ${fired.kind}` });
+  return true;
+}
+
+export function parseBasic(header: string | undefined): { username: string; password: string } | null {
+  const m = /^Basic\s+(\S+)$/i.exec(header ?? '');
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon === -1) return null;
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/** A request as the service endpoints log it (GET /_sandbox/requests). */
+export interface LoggedRequest {
+  readonly endpoint: string;
+  readonly status: number;
+  readonly destinations?: number | undefined;
+  readonly account?: string | undefined;
+  readonly fault?: string | undefined;
+  readonly at: number;
+}
