@@ -38,7 +38,9 @@ beforeAll(async () => {
       '3001234567;Juan;abril',
       'pia@example.com;Pía;mayo',
       'juan@example.com;Juan;junio',
-      ...['julio', 'agosto', 'septiembre', 'octubre', 'noviembre'].map((m) => `${m}@example.com;Cliente;${m}`),
+      ...['julio', 'agosto', 'septiembre', 'octubre', 'noviembre'].map(
+        (m) => `${m}@example.com;Cliente;${m}`,
+      ),
       '',
     ].join('\n'),
   );

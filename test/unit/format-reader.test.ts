@@ -1677,7 +1677,10 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   LINE_TOO_LONG: [`3001234567;${'a'.repeat(100)}\n`, { maxLineLength: 50 }],
   MALFORMED_QUOTE: ['3001234567;"Hola\n'],
   TOO_MANY_FIELDS: ['numero;mensaje\n3001234567;Hola;Ana\n'],
-  INVALID_EMAIL: ['#! channel: email\n#! templateId: welcome\nana@example.com\nana@\n', { maxInvalidRatio: 1 }],
+  INVALID_EMAIL: [
+    '#! channel: email\n#! templateId: welcome\nana@example.com\nana@\n',
+    { maxInvalidRatio: 1 },
+  ],
   MISSING_FIELD: [
     'numero;nombre;mensaje\n3001234567;Ana;Hola {{nombre}}\n3109876543;;Hola {{nombre}}\n',
     { maxInvalidRatio: 1 },
