@@ -12,9 +12,10 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Dispatcher as HttpDispatcher, Pool } from 'undici';
+import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
+import { describeError, type HttpAnswer, headerOf, postOnce, RETRYABLE_STATUS } from './http.ts';
 import {
   type AccountHealth,
   MONITORING_ENDPOINTS,
@@ -26,7 +27,7 @@ import {
   monitoringData,
   withoutSecrets,
 } from './monitoring.ts';
-import { redactText, redactUrl } from './redact.ts';
+import { redactUrl } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,
@@ -200,20 +201,9 @@ export interface TokenEvent {
   readonly error?: string | undefined;
 }
 
-type HttpAnswer =
-  | {
-      readonly ok: true;
-      readonly status: number;
-      readonly headers: Record<string, string | string[] | undefined>;
-      readonly text: string;
-      readonly bodyError: boolean;
-    }
-  | { readonly ok: false; readonly written: boolean; readonly error: Error };
-
 const attemptChannel = diagnosticsChannel.channel(ATTEMPT_CHANNEL);
 const tokenChannel = diagnosticsChannel.channel(TOKEN_CHANNEL);
 
-const RETRYABLE_STATUS = new Set([500, 502, 503, 504]);
 /** A send permit's lease beyond the request's own time-outs. */
 const PERMIT_LEASE_MARGIN_MS = 10_000;
 
@@ -777,53 +767,12 @@ export class ServiceClient extends EventEmitter {
   }
 
   #post(path: string, body: Buffer, headers: Record<string, string>): Promise<HttpAnswer> {
-    return new Promise((resolve) => {
-      let written = false;
-      let status = 0;
-      let resHeaders: Record<string, string | string[] | undefined> = {};
-      const chunks: Buffer[] = [];
-      const handler: HttpDispatcher.DispatchHandler = {
-        onRequestStart() {},
-        onRequestSent() {
-          written = true;
-        },
-        onResponseStart(_controller, statusCode, h) {
-          status = statusCode;
-          resHeaders = h;
-        },
-        onResponseData(_controller, chunk) {
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          resolve({
-            ok: true,
-            status,
-            headers: resHeaders,
-            text: Buffer.concat(chunks).toString('utf8'),
-            bodyError: false,
-          });
-        },
-        onResponseError(_controller, error) {
-          // Once the status line arrived the service has answered: the outcome follows the status.
-          if (status !== 0) resolve({ ok: true, status, headers: resHeaders, text: '', bodyError: true });
-          else resolve({ ok: false, written, error });
-        },
-      };
-      try {
-        this.#pool.dispatch(
-          {
-            method: 'POST',
-            path: this.#basePath + path,
-            headers,
-            body,
-            headersTimeout: this.#headersTimeout,
-            bodyTimeout: this.#bodyTimeout,
-          },
-          handler,
-        );
-      } catch (error) {
-        resolve({ ok: false, written: false, error: error as Error });
-      }
+    return postOnce(this.#pool, {
+      path: this.#basePath + path,
+      body,
+      headers,
+      headersTimeout: this.#headersTimeout,
+      bodyTimeout: this.#bodyTimeout,
     });
   }
 
@@ -836,11 +785,6 @@ export class ServiceClient extends EventEmitter {
     if (tokenChannel.hasSubscribers) tokenChannel.publish(event);
     this.emit('token', event);
   }
-}
-
-function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
 }
 
 /**
@@ -864,11 +808,4 @@ function untilAborted<T>(start: () => Promise<T>, signal: AbortSignal): Promise<
       },
     );
   });
-}
-
-/** An error as a short, secret-free line: its code and message, URLs without their query. */
-function describeError(error: Error): string {
-  const code = (error as { code?: unknown }).code;
-  const text = typeof code === 'string' ? `${code}: ${error.message}` : error.message || error.name;
-  return redactText(text);
 }
