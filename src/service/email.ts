@@ -1,0 +1,410 @@
+// The email host's client (spec 2.8, 4, 5.6, 7, 8): POST /email/v1/deliver with the account's
+// x-api-key, GET /email/v1/templates. Transport only: what it answers for each recipient, in
+// order; the pipeline records it.
+//
+// - At most 50 recipients a request (spec 8), `concurrency` requests at once.
+// - The 20 MB body limit: a request whose body would pass it is split in halves before it is
+//   sent (root attachments repeat in every request), and so is one the service answers 413.
+//   A single recipient too large alone fails (DROPLINE_ERR_SERVICE_TOO_LARGE), never sent.
+// - 202 (spec 7: also when recipients fail): each recipient's status, matched by position, or by
+//   address when the answer lists them otherwise; one it does not list is in doubt.
+// - 401 (key missing or invalid) and 403 (no permission; an address not allowed): every
+//   recipient of that request, and the requests not yet sent are not sent (failed, retryable,
+//   to send after the account is fixed).
+// - 400 (the structure): each recipient of the request rejected with the service's message.
+// - 5xx, 429 and requests that never left are sent again with back-off; a request written
+//   without an answer is in doubt, never sent again here.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import { DroplineError, type ErrorCode } from '../errors.ts';
+import { describeError, headerOf, postOnce, RETRYABLE_STATUS } from './http.ts';
+import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
+
+/** Spec 8: recipients a request. */
+export const EMAIL_MAX_RECIPIENTS = 50;
+/** Spec 7: 413 above 20 MB (read as 20,000,000 bytes, as the sandbox does). */
+export const EMAIL_MAX_BODY_BYTES = 20_000_000;
+
+export interface EmailClientOptions {
+  /** `{email_url}`. */
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** Per request, headers and body (default 30 s). */
+  readonly timeoutMs?: number | undefined;
+  readonly retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number } | undefined;
+  /** Default 20,000,000. */
+  readonly maxBodyBytes?: number | undefined;
+  /** Requests at once (default 4). */
+  readonly concurrency?: number | undefined;
+  readonly random?: (() => number) | undefined;
+}
+
+export interface EmailAttachment {
+  readonly name: string;
+  /** base64 */
+  readonly content: string;
+  readonly contentType?: string | undefined;
+}
+
+/** What every recipient is sent: a stored template, or a subject and an HTML body. */
+export interface EmailContent {
+  readonly from: string;
+  readonly fromName?: string | undefined;
+  readonly subject?: string | undefined;
+  readonly html?: string | undefined;
+  readonly templateId?: string | undefined;
+  readonly attachments?: readonly EmailAttachment[] | undefined;
+}
+
+export interface EmailRecipient {
+  readonly recipient: string;
+  readonly fields?: Readonly<Record<string, string>> | undefined;
+}
+
+export type EmailOutcome =
+  | { readonly kind: 'accepted'; readonly messageId: string | null }
+  /** The service's business answer for this recipient: final. */
+  | { readonly kind: 'rejected'; readonly code: string; readonly reason: string }
+  | {
+      readonly kind: 'failed';
+      readonly code: ErrorCode;
+      readonly reason: string;
+      readonly retryable: boolean;
+    }
+  | { readonly kind: 'in_doubt'; readonly reason: string }
+  /** 401 / 403: the account's email files pause with the reason. */
+  | { readonly kind: 'unauthorized' | 'forbidden'; readonly reason: string };
+
+export interface EmailAnswer {
+  readonly overallStatus: string | null;
+  readonly errors: readonly { readonly code: string; readonly message: string }[];
+}
+
+export interface EmailBatchResult {
+  /** One a recipient, in the order given. */
+  readonly outcomes: EmailOutcome[];
+  /** Requests made (retries and splits included). */
+  readonly requests: number;
+  /** Each 2xx answer's overallStatus and errors, in the order they came. */
+  readonly answers: EmailAnswer[];
+}
+
+const REASON_MAX = 200;
+
+export class EmailClient {
+  readonly #pool: Pool;
+  readonly #basePath: string;
+  readonly #apiKey: string;
+  readonly #timeout: number;
+  readonly #retry: { baseMs: number; maxMs: number; maxAttempts: number };
+  readonly #maxBody: number;
+  readonly #concurrency: number;
+  readonly #random: () => number;
+
+  constructor(opts: EmailClientOptions) {
+    let url: URL;
+    try {
+      url = new URL(opts.baseUrl);
+    } catch {
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'the email baseUrl is not a URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'the email baseUrl must start with https:// or http://');
+    this.#concurrency = opts.concurrency ?? 4;
+    this.#timeout = opts.timeoutMs ?? 30_000;
+    this.#pool = new Pool(url.origin, {
+      connections: this.#concurrency + 1,
+      pipelining: 1,
+      headersTimeout: this.#timeout,
+      bodyTimeout: this.#timeout,
+      keepAliveTimeout: 4_000,
+    });
+    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#apiKey = opts.apiKey;
+    this.#retry = {
+      baseMs: opts.retry?.baseMs ?? 5_000,
+      maxMs: opts.retry?.maxMs ?? 60_000,
+      maxAttempts: opts.retry?.maxAttempts ?? 5,
+    };
+    this.#maxBody = opts.maxBodyBytes ?? EMAIL_MAX_BODY_BYTES;
+    this.#random = opts.random ?? Math.random;
+  }
+
+  /** Sends `content` to every recipient; one outcome each, in order. */
+  async send(
+    content: EmailContent,
+    recipients: readonly EmailRecipient[],
+    signal: AbortSignal = new AbortController().signal,
+  ): Promise<EmailBatchResult> {
+    const outcomes: EmailOutcome[] = new Array(recipients.length);
+    const answers: EmailAnswer[] = [];
+    const state = { requests: 0, refused: null as string | null };
+    const groups: number[][] = [];
+    for (let i = 0; i < recipients.length; i += EMAIL_MAX_RECIPIENTS)
+      groups.push(
+        Array.from({ length: Math.min(EMAIL_MAX_RECIPIENTS, recipients.length - i) }, (_, k) => i + k),
+      );
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let g = next++; g < groups.length; g = next++) {
+        const group = groups[g]!;
+        if (signal.aborted) {
+          for (const i of group)
+            outcomes[i] = failed(
+              'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+              'not sent: stopped before it was sent',
+              true,
+            );
+          continue;
+        }
+        const got = await this.#sendFitting(content, recipients, group, signal, state, answers);
+        group.forEach((i, k) => {
+          outcomes[i] = got[k]!;
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#concurrency, groups.length) }, worker));
+    return { outcomes, requests: state.requests, answers };
+  }
+
+  /** The stored templates' ids (GET /email/v1/templates). */
+  async templates(signal?: AbortSignal): Promise<string[]> {
+    let res: Awaited<ReturnType<Pool['request']>>;
+    try {
+      res = await this.#pool.request({
+        method: 'GET',
+        path: `${this.#basePath}/email/v1/templates`,
+        headers: { 'x-api-key': this.#apiKey, accept: 'application/json' },
+        signal,
+      });
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+        `GET /email/v1/templates: ${describeError(err as Error)}`,
+      );
+    }
+    const text = await res.body.text();
+    const body = parseBody(text, headerOf(res.headers, 'content-type'));
+    if (res.statusCode === 401)
+      throw new DroplineError(
+        'DROPLINE_ERR_SERVICE_AUTH',
+        `GET /email/v1/templates: 401 ${reason(body, 401)}`,
+      );
+    if (res.statusCode === 403)
+      throw new DroplineError(
+        'DROPLINE_ERR_SERVICE_FORBIDDEN',
+        `GET /email/v1/templates: 403 ${reason(body, 403)}`,
+      );
+    if (res.statusCode < 200 || res.statusCode > 299)
+      throw new DroplineError(
+        'DROPLINE_ERR_SERVICE_FAILED',
+        `GET /email/v1/templates: HTTP ${res.statusCode} ${reason(body, res.statusCode)}`,
+      );
+    return templateIds(body);
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+
+  /** A group sent as requests whose bodies fit: split in halves until each does. */
+  async #sendFitting(
+    content: EmailContent,
+    recipients: readonly EmailRecipient[],
+    group: readonly number[],
+    signal: AbortSignal,
+    state: { requests: number; refused: string | null },
+    answers: EmailAnswer[],
+  ): Promise<EmailOutcome[]> {
+    const body = Buffer.from(
+      JSON.stringify(
+        requestBody(
+          content,
+          group.map((i) => recipients[i]!),
+        ),
+      ),
+    );
+    if (body.length > this.#maxBody) {
+      if (group.length === 1)
+        return [
+          failed(
+            'DROPLINE_ERR_SERVICE_TOO_LARGE',
+            `the request for this recipient alone is ${body.length} bytes, above the ${this.#maxBody}-byte limit: fewer or smaller attachments`,
+            false,
+          ),
+        ];
+      return this.#halves(content, recipients, group, signal, state, answers);
+    }
+    for (let tries = 1; ; tries++) {
+      if (state.refused !== null)
+        return group.map(() =>
+          failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `not sent: ${state.refused}`, true),
+        );
+      state.requests++;
+      const answer = await postOnce(this.#pool, {
+        path: `${this.#basePath}/email/v1/deliver`,
+        body,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'x-api-key': this.#apiKey,
+        },
+        headersTimeout: this.#timeout,
+        bodyTimeout: this.#timeout,
+      });
+      let retryAfterMs: number | null = null;
+      let why: string;
+      if (!answer.ok) {
+        why = describeError(answer.error);
+        if (answer.written) return group.map(() => inDoubt(`${why} after the request was sent`));
+      } else {
+        const { status } = answer;
+        const parsed = answer.bodyError
+          ? null
+          : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
+        if (status >= 200 && status < 300) {
+          if (answer.bodyError) return group.map(() => inDoubt(`HTTP ${status} whose body broke off`));
+          return outcomesOf(
+            parsed,
+            group.map((i) => recipients[i]!.recipient),
+            answers,
+          );
+        }
+        why = `HTTP ${status}: ${reason(parsed, status)}`;
+        if (status === 401 || status === 403) {
+          state.refused = why;
+          const kind = status === 401 ? 'unauthorized' : 'forbidden';
+          return group.map(() => ({ kind, reason: why }));
+        }
+        if (status === 400) return group.map(() => ({ kind: 'rejected', code: 'BAD_REQUEST', reason: why }));
+        if (status === 413) {
+          if (group.length > 1) return this.#halves(content, recipients, group, signal, state, answers);
+          return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];
+        }
+        if (status === 429)
+          retryAfterMs = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+        else if (!RETRYABLE_STATUS.has(status))
+          return group.map(() => failed('DROPLINE_ERR_SERVICE_FAILED', why, false));
+      }
+      if (tries >= this.#retry.maxAttempts)
+        return group.map(() => failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `${why} (${tries} tries)`, true));
+      const delay = retryAfterMs ?? backoffDelay(tries, this.#retry, this.#random());
+      try {
+        await sleep(delay, undefined, { signal });
+      } catch {
+        return group.map(() =>
+          failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `${why}; stopped before retrying`, true),
+        );
+      }
+    }
+  }
+
+  async #halves(
+    content: EmailContent,
+    recipients: readonly EmailRecipient[],
+    group: readonly number[],
+    signal: AbortSignal,
+    state: { requests: number; refused: string | null },
+    answers: EmailAnswer[],
+  ): Promise<EmailOutcome[]> {
+    const mid = Math.ceil(group.length / 2);
+    const left = await this.#sendFitting(content, recipients, group.slice(0, mid), signal, state, answers);
+    const right = await this.#sendFitting(content, recipients, group.slice(mid), signal, state, answers);
+    return [...left, ...right];
+  }
+}
+
+function failed(code: ErrorCode, why: string, retryable: boolean): EmailOutcome {
+  return { kind: 'failed', code, reason: why, retryable };
+}
+
+function inDoubt(why: string): EmailOutcome {
+  return { kind: 'in_doubt', reason: why };
+}
+
+function reason(body: unknown, status: number): string {
+  return reasonOf(body, status).slice(0, REASON_MAX);
+}
+
+function requestBody(content: EmailContent, recipients: readonly EmailRecipient[]): Record<string, unknown> {
+  const body: Record<string, unknown> = { from: content.from };
+  if (content.fromName !== undefined) body.fromName = content.fromName;
+  if (content.templateId !== undefined) body.templateId = content.templateId;
+  else {
+    if (content.subject !== undefined) body.subject = content.subject;
+    if (content.html !== undefined) body.html = content.html;
+  }
+  if (content.attachments && content.attachments.length > 0) body.attachments = content.attachments;
+  body.payload = recipients.map((r) =>
+    r.fields && Object.keys(r.fields).length > 0
+      ? { recipient: r.recipient, fields: r.fields }
+      : { recipient: r.recipient },
+  );
+  return body;
+}
+
+const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/** The 202's statuses, one per recipient of the request (`sent`, in payload order). */
+function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnswer[]): EmailOutcome[] {
+  const body = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const errors = Array.isArray(body.errors)
+    ? body.errors.map((e) => {
+        const o = (typeof e === 'object' && e !== null ? e : {}) as Record<string, unknown>;
+        return { code: text(o.code) ?? 'ERROR', message: (text(o.message) ?? '').slice(0, REASON_MAX) };
+      })
+    : [];
+  const overallStatus = text(body.overallStatus);
+  answers.push({ overallStatus, errors });
+  const listed = Array.isArray(body.recipients)
+    ? body.recipients.map((r) => (typeof r === 'object' && r !== null ? r : {}) as Record<string, unknown>)
+    : [];
+  const byPosition = listed.length === sent.length && listed.every((r, i) => r.recipient === sent[i]);
+  const used = new Set<number>();
+  return sent.map((address, i) => {
+    let entry: Record<string, unknown> | undefined;
+    if (byPosition) entry = listed[i];
+    else {
+      const j = listed.findIndex((r, k) => !used.has(k) && r.recipient === address);
+      if (j >= 0) {
+        used.add(j);
+        entry = listed[j];
+      }
+    }
+    const first = errors[0];
+    if (entry === undefined) {
+      // A request the service refused as a whole may list nobody: each is rejected with its error.
+      if (overallStatus === 'rejected' && first)
+        return { kind: 'rejected', code: first.code, reason: first.message };
+      return inDoubt("the service's answer did not list this recipient");
+    }
+    const status = text(entry.status);
+    if (status === 'accepted') return { kind: 'accepted', messageId: text(entry.messageId) };
+    if (status === 'rejected')
+      return {
+        kind: 'rejected',
+        code: text(entry.code) ?? first?.code ?? 'REJECTED',
+        reason: (text(entry.reason) ?? first?.message ?? '').slice(0, REASON_MAX),
+      };
+    return inDoubt(`the service answered status ${String(status).slice(0, 40)} for this recipient`);
+  });
+}
+
+/** GET /email/v1/templates: an array of ids, or of objects with an id, bare or under `templates`. */
+function templateIds(body: unknown): string[] {
+  const list = Array.isArray(body)
+    ? body
+    : typeof body === 'object' && body !== null && Array.isArray((body as { templates?: unknown }).templates)
+      ? (body as { templates: unknown[] }).templates
+      : [];
+  const ids: string[] = [];
+  for (const t of list) {
+    if (typeof t === 'string') ids.push(t);
+    else if (typeof t === 'object' && t !== null) {
+      const id =
+        (t as { id?: unknown; templateId?: unknown }).id ?? (t as { templateId?: unknown }).templateId;
+      if (typeof id === 'string') ids.push(id);
+    }
+  }
+  return ids;
+}
