@@ -138,7 +138,7 @@ export class EmailClient {
   ): Promise<EmailBatchResult> {
     const outcomes: EmailOutcome[] = new Array(recipients.length);
     const answers: EmailAnswer[] = [];
-    const state = { requests: 0, refused: null as string | null };
+    const state: SendState = { requests: 0, refused: null };
     const groups: number[][] = [];
     for (let i = 0; i < recipients.length; i += EMAIL_MAX_RECIPIENTS)
       groups.push(
@@ -213,7 +213,7 @@ export class EmailClient {
     recipients: readonly EmailRecipient[],
     group: readonly number[],
     signal: AbortSignal,
-    state: { requests: number; refused: string | null },
+    state: SendState,
     answers: EmailAnswer[],
   ): Promise<EmailOutcome[]> {
     const body = Buffer.from(
@@ -236,10 +236,8 @@ export class EmailClient {
       return this.#halves(content, recipients, group, signal, state, answers);
     }
     for (let tries = 1; ; tries++) {
-      if (state.refused !== null)
-        return group.map(() =>
-          failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `not sent: ${state.refused}`, true),
-        );
+      const refused = state.refused;
+      if (refused !== null) return group.map(() => failed(refused.code, `not sent: ${refused.why}`, true));
       state.requests++;
       const answer = await postOnce(this.#pool, {
         path: `${this.#basePath}/email/v1/deliver`,
@@ -272,7 +270,10 @@ export class EmailClient {
         }
         why = `HTTP ${status}: ${reason(parsed, status)}`;
         if (status === 401 || status === 403) {
-          state.refused = why;
+          state.refused = {
+            code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
+            why: `the account was refused (${why})`,
+          };
           const kind = status === 401 ? 'unauthorized' : 'forbidden';
           return group.map(() => ({ kind, reason: why }));
         }
@@ -304,7 +305,7 @@ export class EmailClient {
     recipients: readonly EmailRecipient[],
     group: readonly number[],
     signal: AbortSignal,
-    state: { requests: number; refused: string | null },
+    state: SendState,
     answers: EmailAnswer[],
   ): Promise<EmailOutcome[]> {
     const mid = Math.ceil(group.length / 2);
@@ -312,6 +313,12 @@ export class EmailClient {
     const right = await this.#sendFitting(content, recipients, group.slice(mid), signal, state, answers);
     return [...left, ...right];
   }
+}
+
+/** One send's requests, and the refusal (401/403) that stops the ones not yet sent. */
+interface SendState {
+  requests: number;
+  refused: { code: ErrorCode; why: string } | null;
 }
 
 function failed(code: ErrorCode, why: string, retryable: boolean): EmailOutcome {
@@ -365,7 +372,10 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
     let entry: Record<string, unknown> | undefined;
     if (byPosition) entry = listed[i];
     else {
-      const j = listed.findIndex((r, k) => !used.has(k) && r.recipient === address);
+      const lower = address.toLowerCase();
+      const j = listed.findIndex(
+        (r, k) => !used.has(k) && typeof r.recipient === 'string' && r.recipient.toLowerCase() === lower,
+      );
       if (j >= 0) {
         used.add(j);
         entry = listed[j];
@@ -380,12 +390,20 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
     }
     const status = text(entry.status);
     if (status === 'accepted') return { kind: 'accepted', messageId: text(entry.messageId) };
-    if (status === 'rejected')
+    if (status === 'rejected') {
+      // A recipient rejected because its request was (the sandbox's REQUEST_REJECTED, or no
+      // code): the request's own error says why.
+      const own = text(entry.code);
+      const fromRequest = (own === null || own === 'REQUEST_REJECTED') && first !== undefined;
       return {
         kind: 'rejected',
-        code: text(entry.code) ?? first?.code ?? 'REJECTED',
-        reason: (text(entry.reason) ?? first?.message ?? '').slice(0, REASON_MAX),
+        code: fromRequest ? first.code : (own ?? 'REJECTED'),
+        reason: (fromRequest ? first.message : (text(entry.reason) ?? first?.message ?? '')).slice(
+          0,
+          REASON_MAX,
+        ),
       };
+    }
     return inDoubt(`the service answered status ${String(status).slice(0, 40)} for this recipient`);
   });
 }

@@ -79,9 +79,10 @@ describe('EmailClient', () => {
       accounts: [{ username: 'd', password: 'd', apiKey: KEY, emailSenderDomains: ['otra.co'] }],
     });
     const refused = await client(t).send(CONTENT, people(2));
+    // Each recipient gets the request's own reason, not the generic per-recipient code.
     expect(refused.outcomes.map((o) => (o.kind === 'rejected' ? o.code : o.kind))).toEqual([
-      'REQUEST_REJECTED',
-      'REQUEST_REJECTED',
+      'FROM_NOT_VERIFIED',
+      'FROM_NOT_VERIFIED',
     ]);
     expect(refused.answers[0]?.overallStatus).toBe('rejected');
     expect(refused.answers[0]?.errors.map((e) => e.code)).toEqual(['FROM_NOT_VERIFIED']);
@@ -94,7 +95,13 @@ describe('EmailClient', () => {
     expect(
       wrong.outcomes
         .slice(50)
-        .every((o) => o.kind === 'failed' && o.retryable && o.reason.startsWith('not sent')),
+        .every(
+          (o) =>
+            o.kind === 'failed' &&
+            o.retryable &&
+            o.code === 'DROPLINE_ERR_SERVICE_AUTH' &&
+            o.reason.startsWith('not sent: the account was refused (HTTP 401'),
+        ),
     ).toBe(true);
     expect(await deliveries(s)).toHaveLength(1);
     const denied = await client(s, { apiKey: 'sin-permiso' }).send(CONTENT, people(3));
