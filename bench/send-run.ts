@@ -33,6 +33,8 @@ export async function generate(path: string, kind: 'bulk' | 'personalized', line
 export interface Timed {
   seconds: number;
   rssMiB: number;
+  /** User + system CPU of the whole process (bench/peak-rss.ts). */
+  cpuSeconds: number;
   stdout: string;
 }
 
@@ -51,7 +53,13 @@ export function timed(args: string[], cwd: string): Timed {
   const seconds = Number(process.hrtime.bigint() - t) / 1e9;
   if (r.status !== 0) throw new Error(`failed: ${args.join(' ')}\n${r.stderr.slice(-2000)}`);
   const m = /peak-rss-kib (\d+)/.exec(r.stderr);
-  return { seconds, rssMiB: m ? Number(m[1]) / 1024 : Number.NaN, stdout: r.stdout };
+  const cpu = /cpu-us (\d+)/.exec(r.stderr);
+  return {
+    seconds,
+    rssMiB: m ? Number(m[1]) / 1024 : Number.NaN,
+    cpuSeconds: cpu ? Number(cpu[1]) / 1e6 : Number.NaN,
+    stdout: r.stdout,
+  };
 }
 
 /**
