@@ -489,10 +489,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     trailer: null,
     directives: noDirectives(),
   };
-  const reject = (code: ReasonCode, detail?: string): void => {
+  const reject = (code: ReasonCode, detail?: string, hint?: string): void => {
     if (summary.rejection) return;
     const info = REASONS[code];
-    summary.rejection = { code, message: detail ?? info.message, hint: info.hint };
+    summary.rejection = { code, message: detail ?? info.message, hint: hint ?? info.hint };
   };
 
   const sniffed =
@@ -1146,7 +1146,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     summary.layout = layout;
     summary.header = choice.header;
     if (email) {
-      startEmail(choice.header);
+      startEmail(text, choice.header);
       return;
     }
     for (const other of [d.subject, d.templateId])
@@ -1173,7 +1173,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   };
 
   /** An email file: a header with its fields, or lists of addresses (no message record). */
-  const startEmail = (headed: boolean): void => {
+  const startEmail = (text: string, headed: boolean): void => {
     const d = summary.directives;
     if (d.message)
       reject(
@@ -1181,7 +1181,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         `line ${d.message.line}: an email file is sent \`#! subject:\` with its source's html body, or \`#! templateId:\`; \`#! message:\` is for sms`,
       );
     mode = 'records';
-    if (!headed) {
+    if (headed) {
+      sep = detectSeparator(text);
+      summary.separator = sep;
+    } else {
       bulkMessage = NO_TEXT;
       emailContent();
     }
@@ -1211,6 +1214,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       reject(
         'NO_MESSAGE',
         "an email file needs `#! templateId:`, or a subject (`#! subject:` or its source's `email.subject`) and its source's `email.html` body",
+        'add `#! templateId: <id>` (a template stored on the service), or `#! subject:` with an html body in the source settings',
       );
       return;
     }

@@ -277,7 +277,9 @@ export class EmailClient {
           const kind = status === 401 ? 'unauthorized' : 'forbidden';
           return group.map(() => ({ kind, reason: why }));
         }
-        if (status === 400) return group.map(() => ({ kind: 'rejected', code: 'BAD_REQUEST', reason: why }));
+        // The structure was refused (the same for halves: no bisection).
+        if (status === 400)
+          return group.map(() => ({ kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why }));
         if (status === 413) {
           if (group.length > 1) return this.#halves(content, recipients, group, signal, state, answers);
           return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];

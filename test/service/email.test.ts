@@ -151,6 +151,14 @@ describe('EmailClient', () => {
       people(1),
     );
     expect(gaveUp.outcomes[0]).toMatchObject({ kind: 'failed', retryable: true });
+    // 400: the structure refused, every recipient of the request rejected, nothing retried.
+    await postJson(`${s.url}/_sandbox/faults`, { email: { '400': { probability: 1, times: 1 } } });
+    const bad = await client(s).send(CONTENT, people(2, 'b'));
+    expect(bad.outcomes.map((o) => (o.kind === 'rejected' ? o.code : o.kind))).toEqual([
+      'DROPLINE_ERR_SERVICE_REJECTED',
+      'DROPLINE_ERR_SERVICE_REJECTED',
+    ]);
+    expect(bad.requests).toBe(1);
     await postJson(`${s.url}/_sandbox/faults`, { email: { reset: { probability: 1, times: 1 } } });
     const reset = await client(s).send(CONTENT, people(2, 'r'));
     expect(reset.outcomes.map((o) => o.kind)).toEqual(['in_doubt', 'in_doubt']);

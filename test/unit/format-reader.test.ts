@@ -1907,6 +1907,15 @@ describe('email files (FORMAT.md 8.3)', () => {
     expect(r.summary.countries).toEqual({});
   });
 
+  it('a headed file with another separator: its fields split on it', async () => {
+    const r = await read('email,nombre,mes\nana@example.com,Ana,enero\n', { channel: 'email', email: HTML });
+    expect(r.summary.separator).toBe(',');
+    expect(sent(r)).toEqual([[2, 'ana@example.com', '{"nombre":"Ana","mes":"enero"}']]);
+    // Without content, the rejection's hint is about email, not an SMS message line.
+    const none = await read('email;nombre\nana@example.com;Ana\n', { channel: 'email' });
+    expect(none.summary.rejection?.hint).toContain('#! templateId:');
+  });
+
   it('without a header: lists of addresses, several a line, no message record', async () => {
     const r = await read('ana@example.com\nluis@example.com; pia@example.com\nmal@\n', {
       channel: 'email',
