@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts, EmailAccess } from './accounts.ts';
 import type { EmailEndpoint, Faults, Fired } from './faults.ts';
-import { applyStatusFault, sendJson } from './http.ts';
+import { applyStatusFault, type LoggedRequest, sendJson } from './http.ts';
 
 /** "20 MB" read as 20,000,000 bytes (the stricter reading: a client that fits here fits there). */
 export const EMAIL_MAX_BODY_BYTES = 20_000_000;
@@ -313,23 +313,13 @@ function recipientRule(r: CheckedRecipient, i: number): EmailError | undefined {
   return undefined;
 }
 
-export interface EmailRequestRecord {
-  readonly endpoint: string;
-  readonly status: number;
-  readonly account?: string | undefined;
-  /** For /email/v1/deliver: recipients in the body (0 when unreadable). */
-  readonly recipients?: number | undefined;
-  readonly fault?: string | undefined;
-  readonly at: number;
-}
-
 export interface EmailServiceDeps {
   readonly accounts: Accounts;
   readonly faults: Faults;
   readonly ledger: EmailLedger;
   readonly random: () => number;
   readonly now: () => number;
-  readonly log: (r: EmailRequestRecord) => void;
+  readonly log: (r: LoggedRequest) => void;
 }
 
 /** Handles a request under /email/v1/; the body is read here, not by the server's reader. */

@@ -35,7 +35,10 @@ export function parseBasic(header: string | undefined): { username: string; pass
 export interface LoggedRequest {
   readonly endpoint: string;
   readonly status: number;
+  /** /mtmessage: devices; the massive endpoint: destinations. */
   readonly destinations?: number | undefined;
+  /** /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
+  readonly recipients?: number | undefined;
   readonly account?: string | undefined;
   readonly fault?: string | undefined;
   readonly at: number;

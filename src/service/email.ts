@@ -138,7 +138,7 @@ export class EmailClient {
   ): Promise<EmailBatchResult> {
     const outcomes: EmailOutcome[] = new Array(recipients.length);
     const answers: EmailAnswer[] = [];
-    const state: SendState = { requests: 0, refused: null };
+    const send: Send = { content, recipients, signal, answers, requests: 0, refused: null };
     const groups: number[][] = [];
     for (let i = 0; i < recipients.length; i += EMAIL_MAX_RECIPIENTS)
       groups.push(
@@ -157,14 +157,14 @@ export class EmailClient {
             );
           continue;
         }
-        const got = await this.#sendFitting(content, recipients, group, signal, state, answers);
+        const got = await this.#sendFitting(send, group);
         group.forEach((i, k) => {
           outcomes[i] = got[k]!;
         });
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.#concurrency, groups.length) }, worker));
-    return { outcomes, requests: state.requests, answers };
+    return { outcomes, requests: send.requests, answers };
   }
 
   /** The stored templates' ids (GET /email/v1/templates). */
@@ -208,14 +208,8 @@ export class EmailClient {
   }
 
   /** A group sent as requests whose bodies fit: split in halves until each does. */
-  async #sendFitting(
-    content: EmailContent,
-    recipients: readonly EmailRecipient[],
-    group: readonly number[],
-    signal: AbortSignal,
-    state: SendState,
-    answers: EmailAnswer[],
-  ): Promise<EmailOutcome[]> {
+  async #sendFitting(send: Send, group: readonly number[]): Promise<EmailOutcome[]> {
+    const { content, recipients, signal, answers } = send;
     const body = Buffer.from(
       JSON.stringify(
         requestBody(
@@ -233,12 +227,12 @@ export class EmailClient {
             false,
           ),
         ];
-      return this.#halves(content, recipients, group, signal, state, answers);
+      return this.#halves(send, group);
     }
     for (let tries = 1; ; tries++) {
-      const refused = state.refused;
+      const refused = send.refused;
       if (refused !== null) return group.map(() => failed(refused.code, `not sent: ${refused.why}`, true));
-      state.requests++;
+      send.requests++;
       const answer = await postOnce(this.#pool, {
         path: `${this.#basePath}/email/v1/deliver`,
         body,
@@ -270,7 +264,7 @@ export class EmailClient {
         }
         why = `HTTP ${status}: ${reason(parsed, status)}`;
         if (status === 401 || status === 403) {
-          state.refused = {
+          send.refused = {
             code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
             why: `the account was refused (${why})`,
           };
@@ -281,7 +275,7 @@ export class EmailClient {
         if (status === 400)
           return group.map(() => ({ kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why }));
         if (status === 413) {
-          if (group.length > 1) return this.#halves(content, recipients, group, signal, state, answers);
+          if (group.length > 1) return this.#halves(send, group);
           return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];
         }
         if (status === 429)
@@ -302,23 +296,23 @@ export class EmailClient {
     }
   }
 
-  async #halves(
-    content: EmailContent,
-    recipients: readonly EmailRecipient[],
-    group: readonly number[],
-    signal: AbortSignal,
-    state: SendState,
-    answers: EmailAnswer[],
-  ): Promise<EmailOutcome[]> {
+  async #halves(send: Send, group: readonly number[]): Promise<EmailOutcome[]> {
     const mid = Math.ceil(group.length / 2);
-    const left = await this.#sendFitting(content, recipients, group.slice(0, mid), signal, state, answers);
-    const right = await this.#sendFitting(content, recipients, group.slice(mid), signal, state, answers);
+    const left = await this.#sendFitting(send, group.slice(0, mid));
+    const right = await this.#sendFitting(send, group.slice(mid));
     return [...left, ...right];
   }
 }
 
-/** One send's requests, and the refusal (401/403) that stops the ones not yet sent. */
-interface SendState {
+/**
+ * One send: what it sends, its requests and answers, and the refusal (401/403) that stops the
+ * requests not yet sent.
+ */
+interface Send {
+  readonly content: EmailContent;
+  readonly recipients: readonly EmailRecipient[];
+  readonly signal: AbortSignal;
+  readonly answers: EmailAnswer[];
   requests: number;
   refused: { code: ErrorCode; why: string } | null;
 }
