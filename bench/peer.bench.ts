@@ -140,6 +140,7 @@ export function chart(bars: readonly Bars[]): string {
   const width = Math.max(500, 40 + bars.length * W);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${top + H + 50}" font-family="sans-serif">`,
+    '<title>dropline send against the hand-written script: wall and CPU seconds per file size</title>',
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="20" y="18" font-size="14">dropline send against the hand-written script (lower is better)</text>`,
     `<rect x="20" y="24" width="10" height="10" fill="${colors.script}"/><text x="34" y="33" font-size="11">script</text>`,
