@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts, EmailAccess } from './accounts.ts';
 import type { EmailEndpoint, Faults, Fired } from './faults.ts';
-import { applyStatusFault, type LoggedRequest, sendJson } from './http.ts';
+import { applyStatusFault, type RequestRecord, sendJson } from './http.ts';
 
 /** "20 MB" read as 20,000,000 bytes (the stricter reading: a client that fits here fits there). */
 export const EMAIL_MAX_BODY_BYTES = 20_000_000;
@@ -319,7 +319,7 @@ export interface EmailServiceDeps {
   readonly ledger: EmailLedger;
   readonly random: () => number;
   readonly now: () => number;
-  readonly log: (r: LoggedRequest) => void;
+  readonly log: (r: RequestRecord) => void;
 }
 
 /** Handles a request under /email/v1/; the body is read here, not by the server's reader. */

@@ -32,14 +32,19 @@ export function parseBasic(header: string | undefined): { username: string; pass
 }
 
 /** A request as the service endpoints log it (GET /_sandbox/requests). */
-export interface LoggedRequest {
+export interface RequestRecord {
   readonly endpoint: string;
   readonly status: number;
-  /** /mtmessage: devices; the massive endpoint: destinations. */
+  /** For /token: the grant type. */
+  readonly grant?: string | undefined;
+  /** For /mtmessage/massive: destinations in the body (0 when unreadable); /mtmessage: devices. */
   readonly destinations?: number | undefined;
-  /** /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
-  readonly recipients?: number | undefined;
+  /** For /mtmessage/massive and monitoring: the account whose token the request carried, once checked. */
   readonly account?: string | undefined;
+  /** For /mtmessage/massive: the body's bulkId, when the body was read. */
+  readonly bulkId?: string | undefined;
+  /** For /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
+  readonly recipients?: number | undefined;
   readonly fault?: string | undefined;
   readonly at: number;
 }

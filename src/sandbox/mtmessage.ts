@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
-import { applyStatusFault, type LoggedRequest, parseBasic, sendJson } from './http.ts';
+import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import type { Ledger } from './ledger.ts';
 import type { NotificationJob, Notifier } from './notifier.ts';
 import { smsSegments } from './validate.ts';
@@ -28,7 +28,7 @@ export interface MtMessageDeps {
   readonly notifyEnabled: boolean;
   readonly deliveryDelayMs: number;
   readonly failureRatio: number;
-  readonly log: (r: LoggedRequest) => void;
+  readonly log: (r: RequestRecord) => void;
 }
 
 /** A device: 8 to 15 digits (Colombian numbers are 12: 57 and the mobile), no `+`. */

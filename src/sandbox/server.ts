@@ -16,7 +16,7 @@ import {
 } from './accounts.ts';
 import { createEmailHandler, EmailLedger } from './email.ts';
 import { FaultConfigError, Faults } from './faults.ts';
-import { applyStatusFault, parseBasic, sendJson } from './http.ts';
+import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
 import { createMtMessageHandler } from './mtmessage.ts';
@@ -78,22 +78,7 @@ export interface SandboxSmppOptions {
   readonly shortCode?: string | undefined;
 }
 
-export interface RequestRecord {
-  readonly endpoint: string;
-  readonly status: number;
-  /** For /token: the grant type. */
-  readonly grant?: string | undefined;
-  /** For /mtmessage/massive: destinations in the body (0 when unreadable). */
-  readonly destinations?: number | undefined;
-  /** For /mtmessage/massive and monitoring: the account whose token the request carried, once checked. */
-  readonly account?: string | undefined;
-  /** For /mtmessage/massive: the body's bulkId, when the body was read. */
-  readonly bulkId?: string | undefined;
-  /** For /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
-  readonly recipients?: number | undefined;
-  readonly fault?: string | undefined;
-  readonly at: number;
-}
+export type { RequestRecord } from './http.ts';
 
 export interface Sandbox {
   readonly url: string;

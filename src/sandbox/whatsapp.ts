@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
-import { applyStatusFault, type LoggedRequest, parseBasic, sendJson } from './http.ts';
+import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import type { Meter } from './meter.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -67,7 +67,7 @@ export interface WhatsAppDeps {
   readonly meter: Meter;
   readonly random: () => number;
   readonly nextTransactionNumber: () => string;
-  readonly log: (r: LoggedRequest) => void;
+  readonly log: (r: RequestRecord) => void;
 }
 
 const NUMBER = /^\d{8,15}$/;
