@@ -291,12 +291,10 @@ export class RecipientIndex {
     n: number,
     firsts: Uint32Array,
   ): void {
-    this.table.reserve(n);
     for (let i = 0; i < n; i++) {
       this.keyOf(values[i]!, hashes[i]!);
       this.his[i] = this.hi;
       this.los[i] = this.lo;
-      this.starts[i] = this.table.slotOf(this.hi, this.lo);
     }
     this.insert(lines, n, firsts);
   }
@@ -313,20 +311,18 @@ export class RecipientIndex {
     n: number,
     firsts: Uint32Array,
   ): void {
-    this.table.reserve(n);
     for (let i = 0; i < n; i++) {
       const t = hashes[i]!;
-      const hi = t === 0 ? his[i]! : (his[i]! ^ fmix32(t ^ 0x2545f491)) >>> 0;
-      const lo = t === 0 ? los[i]! : (los[i]! ^ fmix32(t)) >>> 0;
-      this.his[i] = hi;
-      this.los[i] = lo;
-      this.starts[i] = this.table.slotOf(hi, lo);
+      this.his[i] = t === 0 ? his[i]! : (his[i]! ^ fmix32(t ^ 0x2545f491)) >>> 0;
+      this.los[i] = t === 0 ? los[i]! : (los[i]! ^ fmix32(t)) >>> 0;
     }
     this.insert(lines, n, firsts);
   }
 
-  /** The n keys in his, los and starts added: their slots touched together, then filled in order. */
+  /** The n keys in his and los added: their slots found and touched together, then filled in order. */
   private insert(lines: Uint32Array, n: number, firsts: Uint32Array): void {
+    this.table.reserve(n);
+    for (let i = 0; i < n; i++) this.starts[i] = this.table.slotOf(this.his[i]!, this.los[i]!);
     this.table.touch(this.starts, n);
     for (let i = 0; i < n; i++)
       firsts[i] = this.table.addAt(this.starts[i]!, this.his[i]!, this.los[i]!, lines[i]!);

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts, EmailAccess } from './accounts.ts';
-import type { EmailEndpoint, Faults, Fired } from './faults.ts';
+import type { Faults } from './faults.ts';
 import { applyStatusFault, type RequestRecord, sendJson } from './http.ts';
 
 /** "20 MB" read as 20,000,000 bytes (the stricter reading: a client that fits here fits there). */
@@ -326,12 +326,6 @@ export interface EmailServiceDeps {
 export function createEmailHandler(deps: EmailServiceDeps) {
   const { accounts, faults, ledger, random, now, log } = deps;
 
-  const pickFault = (endpoint: EmailEndpoint, account: string | undefined): Fired | null =>
-    // Drawn only when the endpoint has rules, so `random`'s sequence for deliveries stays as it was.
-    faults.state[endpoint] && Object.keys(faults.state[endpoint]).length > 0
-      ? faults.pick(endpoint, random(), account)
-      : null;
-
   /** 401 / 403 from the x-api-key header; the access when the key may send email. */
   function authenticate(
     req: IncomingMessage,
@@ -363,7 +357,7 @@ export function createEmailHandler(deps: EmailServiceDeps) {
       sendJson(res, status, body);
     };
     const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
-    const fired = pickFault('emailtemplates', keyed?.username);
+    const fired = faults.pickIfAny('emailtemplates', random, keyed?.username);
     if (fired && applyStatusFault(fired, res, (s, b) => done(s, b, fired.kind))) return;
     const access = authenticate(req, done);
     if (!access) return;
@@ -396,7 +390,7 @@ export function createEmailHandler(deps: EmailServiceDeps) {
     };
 
     const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
-    const fired = pickFault('email', keyed?.username);
+    const fired = faults.pickIfAny('email', random, keyed?.username);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (s, b) => answerEarly(s, b, fired.kind))) return;
     const access = authenticate(req, answerEarly);

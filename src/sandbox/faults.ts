@@ -140,6 +140,16 @@ export class Faults {
    * it is, when known (rules of another account, or of an account when it is not known, are
    * skipped).
    */
+  /**
+   * pick, drawing from `random` only when the endpoint has rules: an endpoint nobody set
+   * faults for (the monitoring, email, /mtmessage and WhatsApp ones) leaves the sequence of
+   * draws the sends and deliveries use as it was.
+   */
+  pickIfAny(endpoint: Endpoint, random: () => number, account?: string): Fired | null {
+    const rules = this.#state[endpoint];
+    return rules && Object.keys(rules).length > 0 ? this.pick(endpoint, random(), account) : null;
+  }
+
   pick(endpoint: Endpoint, random: number, account?: string): Fired | null {
     const rules = this.#state[endpoint];
     if (rules === undefined) return null;

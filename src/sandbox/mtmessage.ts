@@ -135,10 +135,7 @@ export function createMtMessageHandler(deps: MtMessageDeps) {
       : basic && accounts.checkPassword(basic.username, basic.password)
         ? basic.username
         : undefined;
-    const fired =
-      faults.state.mtmessage && Object.keys(faults.state.mtmessage).length > 0
-        ? faults.pick('mtmessage', random(), user)
-        : null;
+    const fired = faults.pickIfAny('mtmessage', random, user);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
     if (user === undefined)

@@ -452,10 +452,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const check = bearer ? accounts.check(bearer) : null;
     // Drawn only when the endpoint has rules: a dashboard that polls leaves the delivery
     // outcomes `random` gives the sends as they were.
-    const fired =
-      Object.keys(faults.state[endpoint]).length > 0
-        ? faults.pick(endpoint, random(), check?.ok ? check.username : undefined)
-        : null;
+    const fired = faults.pickIfAny(endpoint, random, check?.ok ? check.username : undefined);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
 

@@ -82,10 +82,7 @@ export function createWhatsAppHandler(deps: WhatsAppDeps) {
     };
     const basic = parseBasic(req.headers.authorization);
     const user = basic && accounts.checkPassword(basic.username, basic.password) ? basic.username : undefined;
-    const fired =
-      faults.state.whatsapp && Object.keys(faults.state.whatsapp).length > 0
-        ? faults.pick('whatsapp', random(), user)
-        : null;
+    const fired = faults.pickIfAny('whatsapp', random, user);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
     // Spec 5.5: Basic with the account's username and password (no token).
