@@ -9,10 +9,11 @@ export interface ChunkGroup {
   chunks: number;
   /** Recipients planned into these chunks. */
   size: number;
-  /** Recipients with a final delivery report, of them DELIVERED, and expired to UNKNOWN. */
+  /** Recipients with a final delivery status, of them DELIVERED, expired to UNKNOWN, and ACCEPTED. */
   reported: number;
   delivered: number;
   unknown: number;
+  accepted: number;
   /** Reported recipients that follow their chunk, and reported ones that say `sent` themselves. */
   reportedFollow: number;
   reportedSent: number;
@@ -46,8 +47,9 @@ export function assembleCounts(
     following[g.state] += g.size;
     c.chunks += g.chunks;
     c.delivered += g.delivered;
-    c.undelivered += g.reported - g.delivered;
+    c.undelivered += g.reported - g.delivered - g.accepted;
     c.unknown += g.unknown;
+    c.accepted += g.accepted;
     // Sent and reported: rows that say so themselves, and rows that follow an accepted chunk.
     reportedSent += g.reportedSent + (g.state === 'accepted' ? g.reportedFollow : 0);
     c[CHUNK_COUNTER[g.state]] += g.chunks;

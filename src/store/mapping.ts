@@ -119,6 +119,7 @@ export function toDeliveryMinute(r: Row): DeliveryMinute {
     delivered: num(r.delivered),
     undelivered: num(r.undelivered),
     unknown: num(r.unknown),
+    accepted: num(r.accepted),
   };
 }
 

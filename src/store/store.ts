@@ -95,6 +95,11 @@ export type RecipientOutcome =
 export const PENDING_DELIVERY = 'pending';
 export const UNKNOWN_DELIVERY = 'UNKNOWN';
 export const DELIVERED = 'DELIVERED_TO_HANDSET';
+/**
+ * The final status of a recipient the service accepted on a channel without delivery reports
+ * (email, WhatsApp): written with the chunk's result (ChunkResult.finalStatus).
+ */
+export const ACCEPTED_DELIVERY = 'ACCEPTED';
 
 export interface IngestCounts {
   records: number;
@@ -341,6 +346,11 @@ export interface ChunkResult {
   errorCode?: string | null;
   errorMessage?: string | null;
   parts: PartOutcome[];
+  /**
+   * The delivery status the recipients it sends have at once, in the same transaction: ACCEPTED
+   * on a channel without delivery reports (email, WhatsApp). Absent: they wait for their reports.
+   */
+  finalStatus?: typeof ACCEPTED_DELIVERY;
 }
 
 /** service-interface.md 2.6, one element of `results`, as received. */
@@ -394,9 +404,14 @@ export interface FileCounts extends IngestCounts {
   failed: number;
   inDoubt: number;
   delivered: number;
-  /** A final status other than DELIVERED_TO_HANDSET (NO_SUCCESS and others) or UNKNOWN. */
+  /** A final status other than DELIVERED_TO_HANDSET and ACCEPTED (NO_SUCCESS and others) or UNKNOWN. */
   undelivered: number;
   unknown: number;
+  /**
+   * ACCEPTED: taken by the service on a channel without delivery reports (email, WhatsApp):
+   * final, neither delivered nor undelivered.
+   */
+  accepted: number;
   /** Submitted recipients without a final status yet. */
   pendingDelivery: number;
   /**
@@ -425,6 +440,7 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   delivered: 0,
   undelivered: 0,
   unknown: 0,
+  accepted: 0,
   pendingDelivery: 0,
   contactLimited: 0,
   optedOut: 0,
@@ -509,10 +525,12 @@ export interface DeliveryMinute {
   minute: string;
   /** DELIVERED_TO_HANDSET. */
   delivered: number;
-  /** Any other final status, UNKNOWN excepted. */
+  /** Any other final status, UNKNOWN and ACCEPTED excepted. */
   undelivered: number;
   /** UNKNOWN: no report before the delivery deadline (expireDeliveries). */
   unknown: number;
+  /** ACCEPTED: taken by the service on a channel without delivery reports. */
+  accepted: number;
 }
 
 /** setChunkState's conditions on the file, checked in the same statement. */

@@ -279,7 +279,7 @@ describe('PostgresStore', () => {
       );
       const store = open();
       await store.migrate();
-      expect(store.migrated).toEqual([4, 5]);
+      expect(store.migrated).toEqual([4, 5, 6]);
       expect(await store.fileEvents('f1')).toEqual([
         { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
         { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
@@ -287,8 +287,8 @@ describe('PostgresStore', () => {
         { at: '2026-03-01T12:05:00.000Z', state: 'paused', reason: 'held by an operator' },
       ]);
       expect(await store.deliveryTimeline('f1')).toEqual([
-        { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0 },
-        { minute: '2026-03-01T12:01:00.000Z', delivered: 0, undelivered: 0, unknown: 1 },
+        { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0, accepted: 0 },
+        { minute: '2026-03-01T12:01:00.000Z', delivered: 0, undelivered: 0, unknown: 1, accepted: 0 },
       ]);
       expect((await store.listFiles({ search: 'campaign.t' })).map((f) => f.fileId)).toEqual(['f1']);
       expect((await store.getFile('f1'))?.errorCounts).toEqual({});

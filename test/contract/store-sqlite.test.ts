@@ -222,8 +222,8 @@ describe('SqliteStore', () => {
     });
     // ... and migration 0011 puts them in the minutes of their rows' last update
     expect(await store.deliveryTimeline('f1')).toEqual([
-      { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0 },
-      { minute: '2026-03-01T12:03:00.000Z', delivered: 0, undelivered: 0, unknown: 1 },
+      { minute: '2026-03-01T12:00:00.000Z', delivered: 1, undelivered: 1, unknown: 0, accepted: 0 },
+      { minute: '2026-03-01T12:03:00.000Z', delivered: 0, undelivered: 0, unknown: 1, accepted: 0 },
     ]);
   });
 

@@ -20,7 +20,7 @@ export function successState(state: string): boolean {
 
 export function progressLine(m: Manifest): string {
   const c = m.counts;
-  return `${m.name} ${m.state}: ${fmt(c.records)} records, ${fmt(c.valid)} valid · chunks ${fmt(c.chunksAccepted)}/${fmt(c.chunks)} accepted · ${fmt(c.submitted)} submitted · ${fmt(c.delivered)} delivered, ${fmt(c.undelivered)} undelivered, ${fmt(c.pendingDelivery)} pending`;
+  return `${m.name} ${m.state}: ${fmt(c.records)} records, ${fmt(c.valid)} valid · chunks ${fmt(c.chunksAccepted)}/${fmt(c.chunks)} accepted · ${fmt(c.submitted)} submitted · ${fmt(c.delivered)} delivered, ${c.accepted > 0 ? `${fmt(c.accepted)} accepted, ` : ''}${fmt(c.undelivered)} undelivered, ${fmt(c.pendingDelivery)} pending`;
 }
 
 export function printManifest(m: Manifest, json: boolean): void {

@@ -43,7 +43,7 @@ export class ProgressMeter {
       total = c.valid;
     } else if (m.state === 'submitted') {
       phase = 'delivery';
-      done = c.delivered + c.undelivered;
+      done = c.delivered + c.undelivered + c.accepted;
       total = c.submitted;
     } else return this.#fit(m.name, m.state);
     const rate = this.#rate(phase, done, now);

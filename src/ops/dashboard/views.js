@@ -114,6 +114,8 @@ function parts(c) {
   const stuck = c.rejected + c.failed + c.inDoubt;
   return [
     ['delivered', c.delivered],
+    // Email and WhatsApp: taken by the service, final, with no delivery report to come.
+    ['accepted', c.accepted ?? 0],
     ['undelivered', c.undelivered],
     ['unknown', c.unknown],
     ['pending', c.pendingDelivery],
@@ -152,7 +154,11 @@ class Rates {
     const c = m.counts;
     const list = this.#samples.get(m.fileId) ?? [];
     const now = Date.now();
-    list.push({ at: now, sent: c.submitted, reported: c.delivered + c.undelivered + c.unknown });
+    list.push({
+      at: now,
+      sent: c.submitted,
+      reported: c.delivered + c.undelivered + c.unknown + (c.accepted ?? 0),
+    });
     while (list.length > 2 && now - list[0].at > 20_000) list.shift();
     this.#samples.set(m.fileId, list);
     if (list.length < 2 || (m.state !== 'sending' && m.state !== 'submitted')) return null;
@@ -176,6 +182,7 @@ function numbers(m, speed) {
     [t('valid'), c.valid],
     [t('sent'), c.submitted],
     [t('delivered'), c.delivered],
+    ...(c.accepted ? [[t('accepted'), c.accepted]] : []),
     [t('undelivered'), c.undelivered],
     [t('pending'), c.pendingDelivery],
   ];
@@ -415,6 +422,7 @@ function renderFunnel(el, c) {
     ['valid', c.valid],
     ['submitted', c.submitted],
     ['delivered', c.delivered],
+    ...(c.accepted ? [['accepted', c.accepted]] : []),
     ['undelivered', c.undelivered],
     ['unknown', c.unknown],
     ['pending', c.pendingDelivery],

@@ -978,7 +978,7 @@ export class PostgresStore implements Store {
   async recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState> {
     const what = `recording the result of chunk ${seq} of ${fileId}`;
     const parts = resultParts(result);
-    if (!parts.some(needsReportCheck)) {
+    if (!parts.some(needsReportCheck) && !result.finalStatus) {
       const plan = planChunkResult(result, parts, () => false);
       if (plan.byIds.length === 0) return this.finishAlone(fileId, seq, result, plan);
     }
@@ -1026,6 +1026,13 @@ export class PostgresStore implements Store {
       if (!plan.whole) await this.count(what, S.FINISH_CHUNK, chunk, c);
       else if (plan.whole.follows) await this.count(what, S.FINISH_CHUNK_FOLLOW_WHOLE, chunk, c);
       else await this.count(what, S.FINISH_CHUNK_SET_WHOLE, { ...chunk, ...write(plan.whole.write) }, c);
+      if (result.finalStatus)
+        await this.count(
+          what,
+          S.SET_FINAL_STATUS,
+          { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
+          c,
+        );
       return plan.state;
     });
   }
@@ -1638,6 +1645,7 @@ export class PostgresStore implements Store {
             reported: num(r.reported),
             delivered: num(r.delivered),
             unknown: num(r.unknown),
+            accepted: num(r.accepted),
             reportedFollow: num(r.reported_follow),
             reportedSent: num(r.reported_sent),
           });

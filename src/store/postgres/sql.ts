@@ -192,9 +192,9 @@ export const FILE_EVENTS = statement(
 
 /** The file's minutes (a range of the primary key); one whose changes cancelled out is no change. */
 export const DELIVERY_TIMELINE = statement(
-  `SELECT minute, delivered, undelivered, unknown FROM delivery_minutes
+  `SELECT minute, delivered, undelivered, unknown, accepted FROM delivery_minutes
    WHERE file_no = (SELECT file_no FROM files WHERE file_id = :file_id)
-     AND (delivered, undelivered, unknown) <> (0, 0, 0)
+     AND (delivered, undelivered, unknown, accepted) <> (0, 0, 0, 0)
    ORDER BY minute`,
 );
 
@@ -516,6 +516,16 @@ const followWhole = (within: string) =>
      WHERE ${within} AND (r.outcome = 'in_doubt' OR (r.outcome = 'pending' AND r.code IS NOT NULL)) RETURNING 1)
    ${UPDATE_CHUNK}`;
 
+/**
+ * ChunkResult.finalStatus, after the parts: the chunk's sent rows (sent themselves, or
+ * following it when it is accepted) take their final status.
+ */
+export const SET_FINAL_STATUS = statement(
+  `UPDATE recipients r SET status = :status::text, updated_at = ${NOW}
+   WHERE ${IN_CHUNK} AND r.status = 'pending'
+     AND (r.outcome = 'sent' OR (:follows::boolean AND r.outcome = 'pending' AND r.code IS NULL))`,
+);
+
 /** Inside recordChunkResult's transaction, the chunk's span read (:lo, :hi). */
 export const FINISH_CHUNK_SET_WHOLE = statement(setWhole(IN_CHUNK));
 export const FINISH_CHUNK_FOLLOW_WHOLE = statement(followWhole(IN_CHUNK));
@@ -746,12 +756,13 @@ export const COUNTS_ROWS = statement(
    SELECT 'chunk' AS kind, f.file_id, c.state, NULL::text AS outcome, count(*) AS n,
      coalesce(sum(c.size), 0) AS size, coalesce(sum(s.reported), 0) AS reported,
      coalesce(sum(s.delivered), 0) AS delivered, coalesce(sum(s.unknown), 0) AS unknown,
+     coalesce(sum(s.accepted), 0) AS accepted,
      coalesce(sum(s.reported_follow), 0) AS reported_follow, coalesce(sum(s.reported_sent), 0) AS reported_sent
    FROM f JOIN chunks c ON c.file_id = f.file_id
    LEFT JOIN chunk_spans s ON s.file_no = f.file_no AND s.seq = c.seq
    GROUP BY f.file_id, c.state
    UNION ALL
-   SELECT 'own', f.file_id, c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0
+   SELECT 'own', f.file_id, c.state, r.outcome, count(*), 0, 0, 0, 0, 0, 0, 0
    FROM f JOIN recipients r ON r.id BETWEEN f.file_no * 4294967296 AND f.file_no * 4294967296 + 4294967295
    LEFT JOIN chunks c ON c.file_id = f.file_id AND c.seq = r.chunk_seq
    WHERE r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)

@@ -61,6 +61,7 @@ import {
 } from '../outcomes.ts';
 import { GAUGE_FILES, GAUGE_IN_DOUBT, TAKEN_OVER_FROM } from '../shared-sql.ts';
 import {
+  ACCEPTED_DELIVERY,
   type BudgetAccount,
   type ChunkDestination,
   type ChunkInsert,
@@ -172,11 +173,13 @@ interface MinuteCounts {
   delivered: number;
   undelivered: number;
   unknown: number;
+  accepted: number;
 }
 
 function countStatus(counts: MinuteCounts, status: SQLOutputValue | undefined): void {
   if (status === DELIVERED) counts.delivered++;
   else if (status === UNKNOWN_DELIVERY) counts.unknown++;
+  else if (status === ACCEPTED_DELIVERY) counts.accepted++;
   else if (status !== PENDING_DELIVERY) counts.undelivered++;
 }
 
@@ -1040,6 +1043,19 @@ export class SqliteStore implements Store {
         if (plan.whole.follows) followWhole.run({ now, seq, lo, hi });
         else setWhole.run(row(plan.whole.write));
       }
+      if (result.finalStatus) {
+        // Its sent rows' final status (a channel without delivery reports): sent themselves,
+        // or following a chunk that is accepted.
+        const given = changes(
+          this.stmt(
+            `UPDATE recipients SET status = :status, updated_at = :now
+             WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND status = '${PENDING_DELIVERY}'
+               AND (outcome = 'sent' OR (:follows AND outcome = 'pending' AND code IS NULL))`,
+          ).run({ status: result.finalStatus, now, lo, hi, seq, follows: plan.state === 'accepted' ? 1 : 0 }),
+        );
+        const file = { lo: Math.floor(lo / SPAN) * SPAN };
+        this.addDeliveryMinute(file, now, { delivered: 0, undelivered: 0, unknown: 0, accepted: given });
+      }
       this.stmt(
         `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
            error_code = :code, error_message = :message, updated_at = :now
@@ -1232,7 +1248,7 @@ export class SqliteStore implements Store {
     now: string,
   ): { rows: SQLOutputValue[][]; unmatched: DeliveryEvent[]; first: MinuteCounts } {
     const rows: SQLOutputValue[][] = [];
-    const first: MinuteCounts = { delivered: 0, undelivered: 0, unknown: 0 };
+    const first: MinuteCounts = { delivered: 0, undelivered: 0, unknown: 0, accepted: 0 };
     const generated: Target[] = [];
     const own: DeliveryEvent[] = [];
     const unmatched: DeliveryEvent[] = [];
@@ -1337,12 +1353,14 @@ export class SqliteStore implements Store {
    * its minute of the store's clock (delivery_minutes, migration 0011), one statement a batch.
    */
   private addDeliveryMinute(range: { lo: number }, now: string, add: MinuteCounts): void {
-    if (add.delivered === 0 && add.undelivered === 0 && add.unknown === 0) return;
+    if (add.delivered === 0 && add.undelivered === 0 && add.unknown === 0 && add.accepted === 0) return;
     this.stmt(
-      `INSERT INTO delivery_minutes (file_no, minute, delivered, undelivered, unknown) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO delivery_minutes (file_no, minute, delivered, undelivered, unknown, accepted)
+       VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (file_no, minute) DO UPDATE SET delivered = delivered + excluded.delivered,
-         undelivered = undelivered + excluded.undelivered, unknown = unknown + excluded.unknown`,
-    ).run(range.lo / SPAN, minuteOf(now), add.delivered, add.undelivered, add.unknown);
+         undelivered = undelivered + excluded.undelivered, unknown = unknown + excluded.unknown,
+         accepted = accepted + excluded.accepted`,
+    ).run(range.lo / SPAN, minuteOf(now), add.delivered, add.undelivered, add.unknown, add.accepted);
   }
 
   /**
@@ -1405,7 +1423,7 @@ export class SqliteStore implements Store {
           fid: fileId,
         }),
       );
-      this.addDeliveryMinute(range, now, { delivered: 0, undelivered: 0, unknown: expired });
+      this.addDeliveryMinute(range, now, { delivered: 0, undelivered: 0, unknown: expired, accepted: 0 });
       return expired;
     });
   }
@@ -1417,8 +1435,9 @@ export class SqliteStore implements Store {
     const n = this.fileNo(fileId);
     if (n === null) return [];
     return this.stmt(
-      `SELECT minute, delivered, undelivered, unknown FROM delivery_minutes
-       WHERE file_no = ? AND (delivered <> 0 OR undelivered <> 0 OR unknown <> 0) ORDER BY minute`,
+      `SELECT minute, delivered, undelivered, unknown, accepted FROM delivery_minutes
+       WHERE file_no = ? AND (delivered <> 0 OR undelivered <> 0 OR unknown <> 0 OR accepted <> 0)
+       ORDER BY minute`,
     )
       .all(n)
       .map(toDeliveryMinute);
@@ -1617,7 +1636,7 @@ export class SqliteStore implements Store {
     const n = this.fileNo(fileId);
     const chunks: ChunkGroup[] = this.stmt(
       `SELECT c.state, count(*) AS n, total(c.size) AS size, total(s.reported) AS reported,
-         total(s.delivered) AS delivered, total(s.unknown) AS unknown,
+         total(s.delivered) AS delivered, total(s.unknown) AS unknown, total(s.accepted) AS accepted,
          total(s.reported_follow) AS reported_follow, total(s.reported_sent) AS reported_sent
        FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :no AND s.seq = c.seq
        WHERE c.file_id = :fid GROUP BY c.state`,
@@ -1630,6 +1649,7 @@ export class SqliteStore implements Store {
         reported: num(r.reported),
         delivered: num(r.delivered),
         unknown: num(r.unknown),
+        accepted: num(r.accepted),
         reportedFollow: num(r.reported_follow),
         reportedSent: num(r.reported_sent),
       }));

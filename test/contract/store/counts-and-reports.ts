@@ -199,6 +199,7 @@ export function countsAndReports(t: ContractContext): void {
         delivered: 3,
         undelivered: 1,
         unknown: 0,
+        accepted: 0,
         pendingDelivery: 3,
         contactLimited: 0,
         optedOut: 0,

@@ -195,10 +195,12 @@ export function dashboard(t: ContractContext): void {
         delivered: sum('delivered'),
         undelivered: sum('undelivered'),
         unknown: sum('unknown'),
+        accepted: sum('accepted'),
       }).toEqual({
         delivered: c.delivered,
         undelivered: c.undelivered - c.unknown,
         unknown: c.unknown,
+        accepted: c.accepted,
       });
       return minutes;
     }
@@ -218,7 +220,7 @@ export function dashboard(t: ContractContext): void {
       ]);
       expect(d).toMatchObject({ recorded: 4, duplicates: 1 });
       expect(await expectSums('f1')).toEqual([
-        { minute: minute(0), delivered: 2, undelivered: 2, unknown: 0 },
+        { minute: minute(0), delivered: 2, undelivered: 2, unknown: 0, accepted: 0 },
       ]);
       // minute 1: the same report again (same transactionNumber and to) changes nothing; m2
       // delivered after all (another report); m3 from one undelivered status to another
@@ -229,8 +231,8 @@ export function dashboard(t: ContractContext): void {
         event('f1', 'm3', { transactionNumber: 'again-m3', status: 'NO_SUCCESS' }),
       ]);
       expect(await expectSums('f1')).toEqual([
-        { minute: minute(0), delivered: 2, undelivered: 2, unknown: 0 },
-        { minute: minute(1), delivered: 1, undelivered: -1, unknown: 0 },
+        { minute: minute(0), delivered: 2, undelivered: 2, unknown: 0, accepted: 0 },
+        { minute: minute(1), delivered: 1, undelivered: -1, unknown: 0, accepted: 0 },
       ]);
       // minute 3: one recipient reported twice in one batch (NO_SUCCESS, then DELIVERED)
       h.clock.advance(120_000);
@@ -244,6 +246,7 @@ export function dashboard(t: ContractContext): void {
         delivered: 1,
         undelivered: 0,
         unknown: 0,
+        accepted: 0,
       });
     });
 
@@ -254,15 +257,15 @@ export function dashboard(t: ContractContext): void {
       expect(await store.expireDeliveries('f1')).toBe(3);
       expect(await store.expireDeliveries('f1')).toBe(0);
       expect(await expectSums('f1')).toEqual([
-        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0 },
-        { minute: minute(72 * 60), delivered: 0, undelivered: 0, unknown: 3 },
+        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0, accepted: 0 },
+        { minute: minute(72 * 60), delivered: 0, undelivered: 0, unknown: 3, accepted: 0 },
       ]);
       h.clock.advance(90_000);
       await store.recordDeliveries([event('f1', 'm3'), event('f1', 'm4', { status: 'REJECTED' })]);
       expect(await expectSums('f1')).toEqual([
-        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0 },
-        { minute: minute(72 * 60), delivered: 0, undelivered: 0, unknown: 3 },
-        { minute: minute(72 * 60 + 1), delivered: 1, undelivered: 1, unknown: -2 },
+        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0, accepted: 0 },
+        { minute: minute(72 * 60), delivered: 0, undelivered: 0, unknown: 3, accepted: 0 },
+        { minute: minute(72 * 60 + 1), delivered: 1, undelivered: 1, unknown: -2, accepted: 0 },
       ]);
       expect(await store.counts('f1')).toMatchObject({ delivered: 2, undelivered: 3, unknown: 1 });
     });
@@ -295,10 +298,10 @@ export function dashboard(t: ContractContext): void {
       ]);
       expect(d).toMatchObject({ recorded: 7, orphans: 2 });
       expect(await expectSums('g')).toEqual([
-        { minute: minute(1), delivered: 2, undelivered: 1, unknown: 0 },
+        { minute: minute(1), delivered: 2, undelivered: 1, unknown: 0, accepted: 0 },
       ]);
       expect(await expectSums('f2')).toEqual([
-        { minute: minute(1), delivered: 1, undelivered: 0, unknown: 1 },
+        { minute: minute(1), delivered: 1, undelivered: 0, unknown: 1, accepted: 0 },
       ]);
       expect(await store.deliveryTimeline('elsewhere')).toEqual([]);
     });
@@ -311,7 +314,7 @@ export function dashboard(t: ContractContext): void {
       await store.markInflightInDoubt('f1');
       await store.recordDeliveries([event('f1', 'm4', { transactionNumber: 'T2', status: 'NO_SUCCESS' })]);
       expect(await expectSums('f1')).toEqual([
-        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0 },
+        { minute: minute(0), delivered: 1, undelivered: 1, unknown: 0, accepted: 0 },
       ]);
       expect(await store.counts('f1')).toMatchObject({ submitted: 4, delivered: 1, undelivered: 1 });
     });

@@ -1,6 +1,7 @@
 // The store contract, sending and results: chunk results, parts, in-doubt chunks, requeues.
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  ACCEPTED_DELIVERY,
   type ChunkResult,
   DELIVERED,
   PENDING_DELIVERY,
@@ -54,6 +55,54 @@ export function sendingAndResults(t: ContractContext): void {
       ]);
       expect(rs.map((r) => r.updatedAt)).toEqual([at(0), at(0), at(500), at(500)]);
       expect(await store.counts('f1')).toMatchObject({ chunksAccepted: 1, submitted: 3, rejected: 1 });
+    });
+
+    it('finalStatus ACCEPTED (email, WhatsApp): the sent rows are final at once, counted accepted, the rest untouched', async () => {
+      await sendingFile('f1', 4, 2);
+      // chunk 1: the whole request accepted
+      await store.setChunkState('f1', 1, 'inflight', ['pending']);
+      h.clock.advance(60_000);
+      expect(
+        await store.recordChunkResult('f1', 1, {
+          state: 'accepted',
+          attempts: 1,
+          finalStatus: ACCEPTED_DELIVERY,
+          parts: [{ messageIds: ['m1', 'm2'], wholeChunk: true, outcome: 'sent' }],
+        }),
+      ).toBe('accepted');
+      // chunk 2: one recipient accepted, one rejected
+      await store.setChunkState('f1', 2, 'inflight', ['pending']);
+      expect(
+        await store.recordChunkResult('f1', 2, {
+          state: 'accepted',
+          attempts: 1,
+          finalStatus: ACCEPTED_DELIVERY,
+          parts: [
+            { messageIds: ['m3'], outcome: 'sent', transactionNumber: 'E3' },
+            { messageIds: ['m4'], outcome: 'rejected', code: 'FROM_NOT_VERIFIED', detail: 'not verified' },
+          ],
+        }),
+      ).toBe('accepted');
+      const rows = [...(await store.chunkRecipients('f1', 1)), ...(await store.chunkRecipients('f1', 2))];
+      expect(rows.map((r) => [r.messageId, r.outcome, r.status, r.transactionNumber])).toEqual([
+        ['m1', 'sent', ACCEPTED_DELIVERY, null],
+        ['m2', 'sent', ACCEPTED_DELIVERY, null],
+        ['m3', 'sent', ACCEPTED_DELIVERY, 'E3'],
+        ['m4', 'rejected', PENDING_DELIVERY, null],
+      ]);
+      expect(await store.counts('f1')).toMatchObject({
+        submitted: 3,
+        rejected: 1,
+        accepted: 3,
+        delivered: 0,
+        undelivered: 0,
+        pendingDelivery: 0,
+      });
+      expect(await store.deliveryTimeline('f1')).toEqual([
+        { minute: at(60_000), delivered: 0, undelivered: 0, unknown: 0, accepted: 3 },
+      ]);
+      // Nothing is left for the delivery deadline.
+      expect(await store.expireDeliveries('f1')).toBe(0);
     });
 
     it('a whole-chunk part also settles recipients another worker marked in doubt meanwhile', async () => {
