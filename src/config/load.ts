@@ -16,8 +16,10 @@ export interface LoadedConfig {
   /** Secrets, kept apart so nothing that prints the config can print them. */
   secrets: {
     apiPassword: string;
-    /** Each of `accounts`' passwords, by account name. */
+    /** Each of `accounts`' passwords, by account name (sms accounts). */
     accountPasswords: Readonly<Record<string, string>>;
+    /** Each email account's x-api-key, by account name. */
+    accountApiKeys: Readonly<Record<string, string>>;
     notifyToken: string;
     opsToken: string | undefined;
     /** Each of `alerts`' signing keys, in their order (null: unsigned). */
@@ -146,8 +148,20 @@ export function loadConfig(
     );
   }
   const accountPasswords: Record<string, string> = {};
+  const accountApiKeys: Record<string, string> = {};
   for (const [name, account] of Object.entries(config.accounts)) {
     const key = `accounts.${name}`;
+    if (account.channel === 'email') {
+      if (account.apiKey !== undefined && account.apiKeyFile !== undefined)
+        throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give apiKey or apiKeyFile, not both`);
+      const apiKey = account.apiKeyFile
+        ? readSecretFile(account.apiKeyFile, `${key}.apiKeyFile`)
+        : account.apiKey;
+      if (apiKey === undefined || apiKey === '')
+        throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.apiKey: required (or ${key}.apiKeyFile)`);
+      accountApiKeys[name] = apiKey;
+      continue;
+    }
     if (account.password !== undefined && account.passwordFile !== undefined)
       throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give password or passwordFile, not both`);
     const password = account.passwordFile
@@ -156,6 +170,20 @@ export function loadConfig(
     if (password === undefined || password === '')
       throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.password: required (or ${key}.passwordFile)`);
     accountPasswords[name] = password;
+  }
+  // An email source's HTML body from its file, read once here (a missing file is a start-up error).
+  for (const [i, source] of config.sources.entries()) {
+    const email = source.email;
+    if (email?.htmlFile === undefined) continue;
+    try {
+      email.html = readFileSync(email.htmlFile, 'utf8');
+    } catch (err) {
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `sources[${i}].email.htmlFile: cannot read ${email.htmlFile} (${(err as NodeJS.ErrnoException).code})`,
+      );
+    }
+    delete email.htmlFile;
   }
   if (config.storeFile !== undefined) {
     // The URL of a store with a password is a secret: never in the configuration file itself.
@@ -212,7 +240,15 @@ export function loadConfig(
   return {
     config: Object.freeze(config),
     path,
-    secrets: { apiPassword, accountPasswords, notifyToken, opsToken, alertSecrets, smppPassword },
+    secrets: {
+      apiPassword,
+      accountPasswords,
+      accountApiKeys,
+      notifyToken,
+      opsToken,
+      alertSecrets,
+      smppPassword,
+    },
     notifyUrl: url.toString(),
   };
 }

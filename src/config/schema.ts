@@ -64,6 +64,17 @@ const sendWindow = z.union([
 ]);
 export type SendWindowConfig = z.output<typeof sendWindow>;
 
+/** An email source's content (FORMAT.md 8.3): a file's directives override it. */
+const emailContent = z
+  .object({
+    templateId: z.string().min(1).optional(),
+    subject: z.string().min(1).max(998).optional(),
+    html: z.string().min(1).optional(),
+    /** The HTML body from a file, read at start-up. */
+    htmlFile: z.string().min(1).optional(),
+  })
+  .strict();
+
 const sourceCommon = {
   name: z
     .string()
@@ -95,29 +106,62 @@ const sourceCommon = {
   suppressionList: z.string().min(1).nullable().default(null),
   /** gsm7: characters outside GSM-7 with a GSM-7 look-alike are replaced (á→a); never: the text is the sender's. */
   transliterate: z.enum(['never', 'gsm7']).default('never'),
+  /** What its files send (FORMAT.md 8: `#! channel:` must agree): sms, or email with an email account. */
+  channel: z.enum(['sms', 'email']).default('sms'),
+  /** An email source's content, unless its files' directives give it. */
+  email: emailContent.optional(),
 };
 
 /**
- * A sending account of the messaging service, its own token, budget and pause state. SMS
- * (POST /mtmessage/massive) only for now: the other channels' keys (apiKey, source) arrive
- * with them, and are refused until then rather than accepted and ignored.
+ * A sending account of the messaging service, its own credentials, budget and pause state.
+ * `sms` (POST /mtmessage/massive, the default) and `email` (POST /email/v1/deliver); `rcs`
+ * and `whatsapp` are refused until they are sent, rather than accepted and ignored.
  */
-const account = z
+const budgetKeys = {
+  /** Default: api.ratePerSecond (recipients a second). */
+  ratePerSecond: z.number().nonnegative().optional(),
+  /** Default: api.concurrency. */
+  concurrency: z.number().int().min(1).max(256).optional(),
+};
+const smsAccount = z
   .object({
-    channel: z
-      .enum(['sms', 'rcs', 'whatsapp', 'email'])
-      .default('sms')
-      .refine((c) => c === 'sms', { message: 'only "sms" is supported so far' }),
+    channel: z.literal('sms'),
     baseUrl: z.string().url(),
     username: z.string().min(1),
     password: z.string().optional(),
     passwordFile: z.string().optional(),
-    /** Default: api.ratePerSecond. */
-    ratePerSecond: z.number().nonnegative().optional(),
-    /** Default: api.concurrency. */
-    concurrency: z.number().int().min(1).max(256).optional(),
+    ...budgetKeys,
   })
   .strict();
+const emailAccount = z
+  .object({
+    channel: z.literal('email'),
+    /** `{email_url}`: the email host. */
+    baseUrl: z.string().url(),
+    apiKey: z.string().optional(),
+    apiKeyFile: z.string().optional(),
+    /** The sender, one of the account's verified domains (the service checks it). */
+    from: z.string().min(3).max(254),
+    fromName: z.string().min(1).max(200).optional(),
+    ...budgetKeys,
+  })
+  .strict();
+const laterAccount = z
+  .object({ channel: z.enum(['rcs', 'whatsapp']) })
+  .passthrough()
+  .refine(() => false, { message: 'only "sms" and "email" accounts are supported so far' })
+  .transform((): never => {
+    throw new Error('refused above');
+  });
+const account = z.preprocess(
+  (v) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v) && !('channel' in v)
+      ? { ...v, channel: 'sms' }
+      : v,
+  z.discriminatedUnion('channel', [smsAccount, emailAccount, laterAccount]),
+);
+export type AccountConfig = z.output<typeof account>;
+export type EmailAccountConfig = z.output<typeof emailAccount>;
 
 const localSource = z
   .object({
@@ -321,12 +365,31 @@ export const configSchema = z
         });
     const names = ['default', ...Object.keys(config.accounts).filter((n) => n !== 'default')];
     for (const [i, s] of config.sources.entries()) {
-      if (s.account === 'default' || s.account in config.accounts) continue;
-      ctx.addIssue({
-        code: 'custom',
-        path: ['sources', i, 'account'],
-        message: `no account "${s.account}" (accounts: ${names.join(', ')})`,
-      });
+      const account = config.accounts[s.account];
+      if (s.account !== 'default' && account === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'account'],
+          message: `no account "${s.account}" (accounts: ${names.join(', ')})`,
+        });
+        continue;
+      }
+      // The account sends the source's channel ("default" without accounts.default: sms).
+      const channel = account?.channel ?? 'sms';
+      if (channel !== s.channel)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'account'],
+          message: `the source sends ${s.channel}, account "${s.account}" sends ${channel}`,
+        });
+      if (s.email !== undefined && s.channel !== 'email')
+        ctx.addIssue({ code: 'custom', path: ['sources', i, 'email'], message: 'only for channel "email"' });
+      if (s.email?.html !== undefined && s.email.htmlFile !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'email'],
+          message: 'give html or htmlFile, not both',
+        });
     }
   })
   .strict();

@@ -18,6 +18,8 @@ import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
+import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
+import type { EmailAccount } from '../service/email-account.ts';
 import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
@@ -25,6 +27,7 @@ import {
   type ChunkResult,
   type ChunkState,
   type FileCounts,
+  type FileEmail,
   type FilePatch,
   type FileRecord,
   type FileState,
@@ -65,6 +68,8 @@ export interface PipelineOptions {
   client: ServiceClient;
   /** The clients of `accounts` by name (a source's `account` chooses one). */
   accounts?: ReadonlyMap<string, ServiceClient>;
+  /** The email accounts of `accounts` by name (an email source's `account`). */
+  emailAccounts?: ReadonlyMap<string, EmailAccount>;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
   /** This worker's lease owner id. */
@@ -123,6 +128,7 @@ export class Pipeline {
   readonly config: Config;
   private readonly client: ServiceClient;
   private readonly accounts: ReadonlyMap<string, ServiceClient>;
+  private readonly emailAccounts: ReadonlyMap<string, EmailAccount>;
   private readonly sources: ReadonlyMap<string, Source>;
   private readonly log: Logger;
   private readonly owner: string;
@@ -151,6 +157,7 @@ export class Pipeline {
     this.config = options.config;
     this.client = options.client;
     this.accounts = options.accounts ?? new Map();
+    this.emailAccounts = options.emailAccounts ?? new Map();
     this.sources = options.sources;
     this.log = options.logger;
     this.owner = options.owner;
@@ -184,6 +191,18 @@ export class Pipeline {
     if (!client) throw new Error(`source ${file.source}: no account ${name}`);
     const concurrency = this.config.accounts[name]?.concurrency ?? this.config.api.concurrency;
     return { client, concurrency };
+  }
+
+  /** The email account an email file is sent with (its source's `account`). */
+  private emailAccountOf(file: FileRecord): EmailAccount {
+    const name = this.sourceConfig(file.source).account;
+    const account = this.emailAccounts.get(name);
+    if (!account)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `source ${file.source}: ${name} is not an email account`,
+      );
+    return account;
   }
 
   private readonly windows = new Map<string, SendWindow | null>();
@@ -744,7 +763,12 @@ export class Pipeline {
     file = await this.mustGet(file.fileId);
     this.fence(file.fileId);
     await this.store.clearRecipients(file.fileId);
-    const planner = new ChunkPlanner(this.config.api.chunkSize);
+    // An email request carries at most 50 recipients (spec 8): so does an email file's chunk.
+    const planner = new ChunkPlanner(
+      cfg.channel === 'email'
+        ? Math.min(EMAIL_MAX_RECIPIENTS, this.config.api.chunkSize)
+        : this.config.api.chunkSize,
+    );
     let rows: RecipientInsert[] = [];
     let idx = 0;
     let summary: ReadSummary | null = null;
@@ -772,6 +796,8 @@ export class Pipeline {
       allowDirectives: cfg.allowDirectives,
       transliterate: cfg.transliterate,
       sendAtTimeZone: this.windowOf(file.source)?.spec.timezone ?? 'America/Bogota',
+      channel: cfg.channel,
+      email: cfg.email ?? null,
     });
     // Inserts in flight while the next batch is read and validated: a store in another process
     // (PostgreSQL) writes batches on connections of their own while this thread parses. Each
@@ -898,11 +924,12 @@ export class Pipeline {
       },
       errorCounts: summary.errorCounts as Record<string, number>,
       cost: { segmentsByCountry: summary.segmentsByCountry, transliteration: summary.transliteration },
+      email: summary.email ? fileEmail(summary.email) : null,
       errors: summary.errors
         .slice(0, 100)
         .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),
     };
-    refuseOtherChannel(summary, 'sms');
+    refuseOtherChannel(summary, cfg.channel);
     if (!summary.accepted) {
       const rejection = { code: summary.rejection!.code, message: summary.rejection!.message };
       const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
@@ -1022,7 +1049,9 @@ export class Pipeline {
     await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
-    const account = this.accountOf(file);
+    // An email file goes to its source's email account, every other file to its SMS account.
+    const email = file.email === null ? null : { account: this.emailAccountOf(file), message: file.email };
+    const account = email ? { client: null, concurrency: email.account.concurrency } : this.accountOf(file);
     // Its share of the account when other files send at once.
     const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };
     let stop = false;
@@ -1131,25 +1160,31 @@ export class Pipeline {
             await this.store.setChunkState(fileId, chunk.seq, 'accepted', ['pending'], guard);
             continue;
           }
-          const planned = planChunk(fileId, chunk.seq, rows, bulkText);
           // The chunk goes inflight only once its turn on the account has come (it may wait
           // behind other files' chunks): a chunk that only waited is never in doubt.
           const seq = chunk.seq;
-          const result = await account.client.sendChunk(planned, {
-            signal: stopping,
-            flow,
-            start: () => begin(seq),
-          });
-          if (!result) continue;
-          await record(chunk.seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
-          const blocked = result.parts.find(
-            (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
-          );
-          if (blocked && blocked.outcome.kind !== 'accepted') {
+          const options = { signal: stopping, flow, start: () => begin(seq) };
+          let refused: string | null = null;
+          if (email) {
+            const sent = await email.account.sendChunk(email.message, rows, options);
+            if (!sent) continue;
+            await record(seq, sent.result, rows.length);
+            refused = sent.refused;
+          } else {
+            const result = await account.client!.sendChunk(planChunk(fileId, seq, rows, bulkText), options);
+            if (!result) continue;
+            await record(seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
+            const blocked = result.parts.find(
+              (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
+            );
+            if (blocked && blocked.outcome.kind !== 'accepted') refused = blocked.outcome.reason;
+          }
+          // 401/403: the account was refused; the file pauses with the service's reason.
+          if (refused !== null) {
             stop = true;
             await recording;
             try {
-              await this.transition(fileId, 'paused', ['sending'], { reason: blocked.outcome.reason });
+              await this.transition(fileId, 'paused', ['sending'], { reason: refused });
             } catch (err) {
               if (err instanceof LeaseLost) return;
               throw err;
@@ -1518,6 +1553,15 @@ async function* untilRefused<T>(
  * was cut short by a stop, so a retryable failure (the service never took the part) is
  * pending again rather than failed for good.
  */
+/** The email content a file's read gave, as the store keeps it (no empty keys). */
+function fileEmail(e: NonNullable<ReadSummary['email']>): FileEmail {
+  const out: FileEmail = {};
+  if (e.templateId !== null) out.templateId = e.templateId;
+  if (e.subject !== null) out.subject = e.subject;
+  if (e.html !== null) out.html = e.html;
+  return out;
+}
+
 export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
   const parts: PartOutcome[] = [];
   let attempts = 0;

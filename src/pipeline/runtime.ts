@@ -10,6 +10,8 @@ import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
+import { EmailClient } from '../service/email.ts';
+import { EmailAccount } from '../service/email-account.ts';
 import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
@@ -235,7 +237,46 @@ async function assemble(
     return client;
   };
   const accounts = new Map<string, ServiceClient>();
+  const emailAccounts = new Map<string, EmailAccount>();
   for (const [name, a] of Object.entries(config.accounts)) {
+    if (a.channel === 'email') {
+      const apiKey = loaded.secrets.accountApiKeys[name]!;
+      const concurrency = a.concurrency ?? config.api.concurrency;
+      const emailClient = new EmailClient({
+        baseUrl: a.baseUrl,
+        apiKey,
+        concurrency,
+        timeoutMs: config.api.timeoutMs,
+        retry: config.api.retry,
+      });
+      opened.push(() => emailClient.close());
+      // The budget of the account as the service knows it (the key, hashed: never stored).
+      const budgetOf = {
+        name,
+        key: createHash('sha256').update(`email\n${a.baseUrl}\n${apiKey}`).digest('hex'),
+      };
+      emailAccounts.set(
+        name,
+        new EmailAccount({
+          name,
+          client: emailClient,
+          from: a.from,
+          fromName: a.fromName,
+          concurrency,
+          ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
+          owner,
+          permitLeaseMs: 2 * config.api.timeoutMs + 10_000,
+          budget: {
+            take: (req) => budgetStore.takeSendPermit(budgetOf, req),
+            release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
+            slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
+          },
+          onBudgetError: (err, what) =>
+            logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+        }),
+      );
+      continue;
+    }
     accounts.set(
       name,
       newClient({
@@ -260,7 +301,17 @@ async function assemble(
     });
 
   opened.push(async () => budgetStopping.abort());
-  const pipeline = new Pipeline({ config, store, client, accounts, sources, logger, owner, suppression });
+  const pipeline = new Pipeline({
+    config,
+    store,
+    client,
+    accounts,
+    emailAccounts,
+    sources,
+    logger,
+    owner,
+    suppression,
+  });
   let advertised: Advertisement | null = null;
   return {
     loaded,

@@ -158,6 +158,8 @@ export interface FileRecord {
   scheduledUntil: string | null;
   /** What the file costs, from its read (null until read). */
   cost: FileCost | null;
+  /** An email file's content, from its read (null: not an email file, or not read yet). */
+  email: FileEmail | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
   /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
@@ -208,6 +210,13 @@ export interface ClaimedFile {
   duplicateOf: FileRecord | null;
 }
 
+/** What every recipient of an email file is sent (FORMAT.md 8.3): a stored template, or a subject and HTML. */
+export interface FileEmail {
+  templateId?: string;
+  subject?: string;
+  html?: string;
+}
+
 /** A file's cost in segments, from its read (ReadSummary's fields of the same names). */
 export interface FileCost {
   /** Segments of the valid recipients by ISO country. */
@@ -238,6 +247,7 @@ export interface FilePatch {
   sendAt?: string | null;
   scheduledUntil?: string | null;
   cost?: FileCost | null;
+  email?: FileEmail | null;
 }
 
 export interface RecipientInsert {

@@ -57,7 +57,8 @@ describe('accounts', () => {
   });
 
   it.each([
-    [{ channel: 'whatsapp' }, 'only "sms" is supported so far'],
+    [{ channel: 'whatsapp' }, 'only "sms" and "email" accounts are supported so far'],
+    [{ channel: 'rcs' }, 'only "sms" and "email" accounts are supported so far'],
     [{ apiKey: 'k' }, 'apiKey'],
     [{ baseUrl: 'not a url' }, 'baseUrl'],
   ])('a key that would do nothing or cannot work is refused: %j', (extra, message) => {
@@ -99,6 +100,79 @@ describe('accounts', () => {
     );
     expect(configError(() => loadConfig({ path, env: {} }))).toContain(
       'give password or passwordFile, not both',
+    );
+  });
+});
+
+describe('email accounts and sources (issue 15)', () => {
+  const mail = { channel: 'email', baseUrl: 'https://email.example.co', from: 'avisos@empresa.co' };
+
+  it('an email account takes apiKey or apiKeyFile (required, never both), from and fromName', () => {
+    const ok = load({
+      accounts: { mail: { ...mail, apiKey: 'clave', fromName: 'Empresa' } },
+      sources: [{ name: 'e', type: 'local', path: './e', channel: 'email', account: 'mail' }],
+    });
+    expect(ok.secrets.accountApiKeys).toEqual({ mail: 'clave' });
+    expect(ok.secrets.accountPasswords).toEqual({});
+    expect(ok.config.accounts.mail).toMatchObject({ channel: 'email', from: 'avisos@empresa.co' });
+    expect(configError(() => load({ accounts: { mail } }))).toContain(
+      'accounts.mail.apiKey: required (or accounts.mail.apiKeyFile)',
+    );
+    const file = join(dir!, 'mail.key');
+    writeFileSync(file, 'del-archivo\n', { mode: 0o600 });
+    expect(load({ accounts: { mail: { ...mail, apiKeyFile: file } } }).secrets.accountApiKeys.mail).toBe(
+      'del-archivo',
+    );
+    expect(
+      configError(() => load({ accounts: { mail: { ...mail, apiKey: 'k', apiKeyFile: file } } })),
+    ).toContain('give apiKey or apiKeyFile, not both');
+    // An SMS key on an email account does nothing: refused.
+    expect(
+      configError(() => parseConfig({ accounts: { mail: { ...mail, apiKey: 'k', username: 'u' } } })),
+    ).toContain('username');
+  });
+
+  it("a source's channel is its account's: sms with an email account, or the reverse, is refused", () => {
+    const accounts = { mail: { ...mail, apiKey: 'k' } };
+    expect(
+      configError(() =>
+        parseConfig({ accounts, sources: [{ name: 'a', type: 'local', path: './a', account: 'mail' }] }),
+      ),
+    ).toContain('the source sends sms, account "mail" sends email');
+    expect(
+      configError(() =>
+        parseConfig({ sources: [{ name: 'a', type: 'local', path: './a', channel: 'email' }] }),
+      ),
+    ).toContain('the source sends email, account "default" sends sms');
+    expect(
+      configError(() =>
+        parseConfig({ sources: [{ name: 'a', type: 'local', path: './a', email: { templateId: 'x' } }] }),
+      ),
+    ).toContain('only for channel "email"');
+  });
+
+  it('email.htmlFile is read at load; a missing one is a start-up error', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dropline-accounts-'));
+    const html = join(dir, 'body.html');
+    writeFileSync(html, '<p>Hola {{nombre}}</p>');
+    const source = { name: 'e', type: 'local', path: './e', channel: 'email', account: 'mail' };
+    const path = join(dir, 'c.json');
+    const write = (htmlFile: string) =>
+      writeFileSync(
+        path,
+        JSON.stringify({
+          accounts: { mail: { ...mail, apiKey: 'k' } },
+          sources: [{ ...source, email: { subject: 'Factura', htmlFile } }],
+        }),
+      );
+    write(html);
+    expect(loadConfig({ path, env: {} }).config.sources[0]?.email).toEqual({
+      subject: 'Factura',
+      html: '<p>Hola {{nombre}}</p>',
+    });
+    write(join(dir, 'missing.html'));
+    expect(configError(() => loadConfig({ path, env: {} }))).toContain(
+      'sources[0].email.htmlFile: cannot read',
     );
   });
 });

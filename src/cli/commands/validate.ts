@@ -8,12 +8,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Config, SourceConfig } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
 import { type ByteChunks, type Sniff, Sniffer } from '../../format/decode.ts';
-import type { AllowDirectives } from '../../format/directives.ts';
+import type { AllowDirectives, Channel } from '../../format/directives.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
 import type { Layout } from '../../format/layout.ts';
 import { makeNumberRules } from '../../format/numbers.ts';
 import {
   DEFAULTS,
+  type EmailContentOptions,
   type ReadSummary,
   readDropFile,
   refuseOtherChannel,
@@ -96,6 +97,9 @@ export interface ValidateOptions {
    * the sources `<sourceName>:<path>` names. Read once per validation.
    */
   suppressionConfig?: Pick<Config, 'suppressionList' | 'sources'>;
+  /** The source's channel (a file's `#! channel:` wins) and an email source's content. */
+  channel?: Channel;
+  email?: EmailContentOptions;
   maxLineLength: number;
   /** The source's maxFileBytes when a configuration gives one. */
   maxFileBytes?: number;
@@ -147,6 +151,8 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       maxFileBytes,
       allowDirectives: opts.allowDirectives ?? true,
       transliterate: opts.transliterate ?? 'never',
+      channel: opts.channel ?? 'sms',
+      email: opts.email ?? null,
       ...(opts.sendAtTimeZone ? { sendAtTimeZone: opts.sendAtTimeZone } : {}),
       items: false,
       ...(sniffed ? { sniffed } : {}),
@@ -197,7 +203,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
   // The reader stops counting at FILE_TOO_LARGE: the file's real size is known here.
   summary.bytes = info.size;
   // With a source, as the daemon would: a file for another channel is refused.
-  if (opts.source !== undefined) refuseOtherChannel(summary, 'sms');
+  if (opts.source !== undefined) refuseOtherChannel(summary, opts.channel ?? 'sms');
   return summary;
 }
 
@@ -377,7 +383,9 @@ export function sourceValidateOptions(config: Config, source: SourceConfig): Val
     allowDirectives: source.allowDirectives,
     transliterate: source.transliterate,
     source: source.name,
+    channel: source.channel,
   };
+  if (source.email) opts.email = source.email;
   const window = source.sendWindow === undefined ? config.sendWindow : source.sendWindow;
   const zone = sendWindowOf(window)?.spec.timezone;
   if (zone) opts.sendAtTimeZone = zone;

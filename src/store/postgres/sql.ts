@@ -235,6 +235,7 @@ export const PATCH_FILE = statement(
   send_at = CASE WHEN :set_send_at::boolean THEN :send_at::timestamptz ELSE send_at END,
   scheduled_until = CASE WHEN :set_scheduled_until::boolean THEN :scheduled_until::timestamptz ELSE scheduled_until END,
   cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
+  email = CASE WHEN :set_email::boolean THEN :email::jsonb ELSE email END,
   updated_at = ${NOW}
 WHERE file_id = :file_id
   AND (:from::text[] IS NULL OR state = ANY(:from::text[]))

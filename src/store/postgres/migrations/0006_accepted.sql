@@ -7,6 +7,10 @@
 --   chunk_spans.accepted       reported rows whose status is ACCEPTED
 --   delivery_minutes.accepted  rows given ACCEPTED in that minute
 
+-- files.email: what an email file sends (templateId, or subject and html), from its read, for
+-- whichever worker sends it; NULL for the other channels.
+ALTER TABLE files ADD COLUMN email jsonb;
+
 ALTER TABLE chunk_spans ADD COLUMN accepted bigint NOT NULL DEFAULT 0;
 ALTER TABLE delivery_minutes ADD COLUMN accepted bigint NOT NULL DEFAULT 0;
 

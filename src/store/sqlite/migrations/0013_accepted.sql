@@ -7,6 +7,10 @@
 --   delivery_minutes.accepted  rows given ACCEPTED in that minute (counted by the store in the
 --                              transaction that records them, as the other first statuses)
 
+-- files.email: what an email file sends (templateId, or subject and html; JSON), from its
+-- read, for whichever worker sends it; NULL for the other channels.
+ALTER TABLE files ADD COLUMN email TEXT;
+
 ALTER TABLE chunk_spans ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE delivery_minutes ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
 
