@@ -1051,7 +1051,7 @@ export class Pipeline {
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     // An email file goes to its source's email account, every other file to its SMS account.
     const email = file.email === null ? null : { account: this.emailAccountOf(file), message: file.email };
-    const account = email ? { client: null, concurrency: email.account.concurrency } : this.accountOf(file);
+    const sms = email ? null : this.accountOf(file);
     // Its share of the account when other files send at once.
     const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };
     let stop = false;
@@ -1170,8 +1170,8 @@ export class Pipeline {
             if (!sent) continue;
             await record(seq, sent.result, rows.length);
             refused = sent.refused;
-          } else {
-            const result = await account.client!.sendChunk(planChunk(fileId, seq, rows, bulkText), options);
+          } else if (sms) {
+            const result = await sms.client.sendChunk(planChunk(fileId, seq, rows, bulkText), options);
             if (!result) continue;
             await record(seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
             const blocked = result.parts.find(
@@ -1203,7 +1203,8 @@ export class Pipeline {
       }
       await last();
     };
-    await Promise.all(Array.from({ length: account.concurrency }, worker));
+    const concurrency = email?.account.concurrency ?? sms?.concurrency ?? 1;
+    await Promise.all(Array.from({ length: concurrency }, worker));
     this.fence(fileId);
     const after = await this.mustGet(fileId);
     // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in

@@ -183,14 +183,13 @@ export function toResult(
           : accepted === 0 && rejected > 0
             ? 'rejected'
             : 'accepted';
-  const f = first as { code: string; message: string } | null;
   return {
     refused,
     result: {
       state,
       attempts: requests,
-      errorCode: f?.code ?? null,
-      errorMessage: f?.message ?? null,
+      errorCode: first?.code ?? null,
+      errorMessage: first?.message ?? null,
       parts: [...parts.values()],
       finalStatus: ACCEPTED_DELIVERY,
     },
