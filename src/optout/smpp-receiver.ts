@@ -62,7 +62,10 @@ export interface SmppReplyReceiverOptions {
    * answer, and for onReply calls in progress when stopping (default 10000).
    */
   readonly responseTimeoutMs?: number | undefined;
-  /** onReply calls in progress at once; a deliver_sm beyond is answered ESME_RTHROTTLED (default 64). */
+  /**
+   * Replies received and not yet recorded (onReply takes them one at a time, in the order they
+   * came); a deliver_sm beyond is answered ESME_RTHROTTLED (default 64).
+   */
   readonly maxInProgress?: number | undefined;
   /** In [0, 1), for the back-off jitter. */
   readonly random?: (() => number) | undefined;
@@ -148,6 +151,8 @@ export class SmppReplyReceiver {
   #stopping: Promise<void> | null = null;
   #closed: (() => void) | null = null;
   readonly #inProgress = new Set<Promise<void>>();
+  /** The last reply handed to onReply: the next waits for it (replies are recorded in order). */
+  #recorded: Promise<void> = Promise.resolve();
   #lastError: string | null = null;
   #since = new Date().toISOString();
   readonly stats: ReceiverStats = {
@@ -406,7 +411,9 @@ export class SmppReplyReceiver {
       receivedAt,
       ...(messageId === undefined ? {} : { messageId }),
     };
-    const work = (async () => {
+    // Recorded one after the other, in the order they arrived: the store numbers replies in the
+    // order it records them (`dropline replies` lists them so), which must be the order received.
+    const work = this.#recorded.then(async () => {
       try {
         await this.#o.onReply(reply);
       } catch (err) {
@@ -428,7 +435,8 @@ export class SmppReplyReceiver {
         'reply received',
       );
       answer(0);
-    })();
+    });
+    this.#recorded = work;
     this.#inProgress.add(work);
     void work.finally(() => this.#inProgress.delete(work));
   }

@@ -266,6 +266,24 @@ describe('SmppReplyReceiver', () => {
     expect(receiver.stats.throttled).toBeGreaterThan(0);
   });
 
+  it('records replies in the order they arrived, even when recording one takes longer', async () => {
+    const s = await sandbox();
+    // The first reply's recording is slow: the ones after it must not overtake it (the store's
+    // ids, and so `dropline replies`, follow the order the replies were received in).
+    const { receiver, recorded } = receiverOf(s, {
+      before: (reply) =>
+        reply.text === 'T0' ? new Promise((resolve) => setTimeout(resolve, 100)) : undefined,
+    });
+    receiver.start();
+    await waitFor(() => receiver.connected, 'the bind');
+    await postReplies(
+      s,
+      Array.from({ length: 5 }, (_, i) => ({ from: FROM, text: `T${i}` })),
+    );
+    await acknowledged(s, 5);
+    expect(recorded.map((r) => r.text)).toEqual(['T0', 'T1', 'T2', 'T3', 'T4']);
+  });
+
   it('acknowledges delivery receipts without passing them to onReply', async () => {
     const s = await sandbox();
     const { receiver, recorded } = receiverOf(s);
