@@ -141,6 +141,11 @@ export const REASONS = {
     message: 'a `{{placeholder}}` of the message names no column of the header',
     hint: 'correct the placeholder or add the column to the header; write a literal {{ as {{{{',
   },
+  UNKNOWN_TEMPLATE: {
+    scope: 'file',
+    message: "the email file's templateId is not a template of its email account",
+    hint: 'use an id the account has (`dropline validate --source <name>` lists them), or create the template on the service first',
+  },
   MISSING_TRAILER: {
     scope: 'file',
     message: 'the source requires a trailer line (EOF;<n>) and none came before the time-out',

@@ -75,6 +75,19 @@ const emailContent = z
   })
   .strict();
 
+/** A WhatsApp source's template (spec 2.7): a file's `#! templateId:` and `#! source:` override it. */
+const whatsappContent = z
+  .object({
+    templateId: z.string().min(1).optional(),
+    /** The sending number, when not the account's. */
+    source: z
+      .string()
+      .regex(/^\+?\d{8,15}$/, '8 to 15 digits')
+      .transform((v) => v.replace(/^\+/, ''))
+      .optional(),
+  })
+  .strict();
+
 const sourceCommon = {
   name: z
     .string()
@@ -106,16 +119,19 @@ const sourceCommon = {
   suppressionList: z.string().min(1).nullable().default(null),
   /** gsm7: characters outside GSM-7 with a GSM-7 look-alike are replaced (á→a); never: the text is the sender's. */
   transliterate: z.enum(['never', 'gsm7']).default('never'),
-  /** What its files send (FORMAT.md 8: `#! channel:` must agree): sms, or email with an email account. */
-  channel: z.enum(['sms', 'email']).default('sms'),
+  /** What its files send (FORMAT.md 8: `#! channel:` must agree), with an account of that channel. */
+  channel: z.enum(['sms', 'email', 'whatsapp']).default('sms'),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
+  /** A WhatsApp source's template and sending number, unless its files' directives give them. */
+  whatsapp: whatsappContent.optional(),
 };
 
 /**
  * A sending account of the messaging service, its own credentials, budget and pause state.
- * `sms` (POST /mtmessage/massive, the default) and `email` (POST /email/v1/deliver); `rcs`
- * and `whatsapp` are refused until they are sent, rather than accepted and ignored.
+ * `sms` (POST /mtmessage/massive, the default), `email` (POST /email/v1/deliver) and
+ * `whatsapp` (POST /MultiChannelInput/SendMessageMetaWhatsApp); `rcs` is refused until it is
+ * sent, rather than accepted and ignored.
  */
 const budgetKeys = {
   /** Default: api.ratePerSecond (recipients a second). */
@@ -146,10 +162,27 @@ const emailAccount = z
     ...budgetKeys,
   })
   .strict();
+const whatsappAccount = z
+  .object({
+    channel: z.literal('whatsapp'),
+    /** `{whatsapp_url}`: the WhatsApp host. */
+    baseUrl: z.string().url(),
+    /** Spec 5.5: Basic with the account's username and password. */
+    username: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+    /** The account's sending number (spec 2.7 `source`). */
+    source: z
+      .string()
+      .regex(/^\+?\d{8,15}$/, '8 to 15 digits')
+      .transform((v) => v.replace(/^\+/, '')),
+    ...budgetKeys,
+  })
+  .strict();
 const laterAccount = z
-  .object({ channel: z.enum(['rcs', 'whatsapp']) })
+  .object({ channel: z.enum(['rcs']) })
   .passthrough()
-  .refine(() => false, { message: 'only "sms" and "email" accounts are supported so far' })
+  .refine(() => false, { message: 'only "sms", "email" and "whatsapp" accounts are supported so far' })
   .transform((): never => {
     throw new Error('refused above');
   });
@@ -158,7 +191,7 @@ const account = z.preprocess(
     typeof v === 'object' && v !== null && !Array.isArray(v) && !('channel' in v)
       ? { ...v, channel: 'sms' }
       : v,
-  z.discriminatedUnion('channel', [smsAccount, emailAccount, laterAccount]),
+  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount, laterAccount]),
 );
 export type AccountConfig = z.output<typeof account>;
 export type EmailAccountConfig = z.output<typeof emailAccount>;
@@ -384,6 +417,12 @@ export const configSchema = z
         });
       if (s.email !== undefined && s.channel !== 'email')
         ctx.addIssue({ code: 'custom', path: ['sources', i, 'email'], message: 'only for channel "email"' });
+      if (s.whatsapp !== undefined && s.channel !== 'whatsapp')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'whatsapp'],
+          message: 'only for channel "whatsapp"',
+        });
       if (s.email?.html !== undefined && s.email.htmlFile !== undefined)
         ctx.addIssue({
           code: 'custom',

@@ -3,7 +3,7 @@ import { localInstant } from '../plan/send-window.ts';
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
 // source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Directives
-// whose feature this version does not have yet (rcs, whatsapp, flash) are refused
+// whose feature this version does not have yet (rcs, flash) are refused
 // the same way rather than read and dropped: a file asking for what dropline cannot do
 // must not go out as if it had not asked.
 
@@ -14,7 +14,7 @@ export type Priority = (typeof PRIORITIES)[number];
 export const CHANNELS = ['sms', 'rcs', 'whatsapp', 'email'] as const;
 export type Channel = (typeof CHANNELS)[number];
 /** The channels a file may ask for in this version (the others are refused, not ignored). */
-const CHANNELS_READ: readonly Channel[] = ['sms', 'email'];
+const CHANNELS_READ: readonly Channel[] = ['sms', 'email', 'whatsapp'];
 
 /** The names of FORMAT.md 8.1. */
 export const DIRECTIVE_NAMES = [
@@ -34,12 +34,24 @@ const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLow
 
 /** Not acted on yet: the value dropline's own behaviour already matches, if any. */
 const NOT_YET: Record<
-  Exclude<DirectiveName, 'priority' | 'expect' | 'sendAt' | 'message' | 'channel' | 'subject' | 'templateId'>,
+  Exclude<
+    DirectiveName,
+    'priority' | 'expect' | 'sendAt' | 'message' | 'channel' | 'subject' | 'templateId' | 'source'
+  >,
   { same?: string; why: string }
 > = {
   flash: { same: 'false', why: 'flash messages are not supported yet' },
-  source: { why: 'WhatsApp is not supported yet' },
 };
+
+/**
+ * FORMAT.md 8.1 `source` (a WhatsApp sending number): 8 to 15 digits, an optional leading `+`
+ * dropped (`+573001112233` → `573001112233`); nothing else (no spaces, no formatting). Null
+ * when the value is not that.
+ */
+export function parseSourceNumber(value: string): string | null {
+  const m = /^\+?(\d{8,15})$/.exec(value);
+  return m ? m[1]! : null;
+}
 
 /** `allowDirectives` of a source: all (true), none (false), or these names. */
 export type AllowDirectives = boolean | readonly DirectiveName[];
@@ -60,8 +72,13 @@ export interface Directives {
   channel: { line: number; channel: Channel } | null;
   /** `#! subject:` (email): the subject, `{{column}}` placeholders allowed, and the line. */
   subject: { line: number; template: string } | null;
-  /** `#! templateId:` (email): a template stored on the service, and the line. */
+  /** `#! templateId:` (email, whatsapp): a template stored on the service, and the line. */
   templateId: { line: number; id: string } | null;
+  /**
+   * `#! source:` (whatsapp): the sending number, digits only, and the line. Absent (not null)
+   * when the file has none, so that the directives of a file without it read as before.
+   */
+  source?: { line: number; number: string };
 }
 
 /** Directives with nothing asked for. */
@@ -203,6 +220,15 @@ export function readDirective(
       const template = unquote(value);
       if (template.trim().length === 0) fail('the `#! subject:` is empty');
       into.subject = { line, template };
+      return;
+    }
+    case 'source': {
+      const number = parseSourceNumber(value);
+      if (number === null)
+        fail(
+          `source is the WhatsApp sending number, 8 to 15 digits (an optional leading +), not \`${value.slice(0, 40)}\``,
+        );
+      into.source = { line, number };
       return;
     }
     case 'templateId': {

@@ -27,6 +27,8 @@
  * Messages show the value cut to 60 characters, control and format characters escaped.
  */
 import { domainToASCII } from 'node:url';
+import { REASONS } from '../errors.ts';
+import type { ReadSummary } from './reader.ts';
 
 export type EmailResult = { ok: true; address: string } | { ok: false; message: string };
 
@@ -118,4 +120,22 @@ export function maskEmail(address: string): string {
   const local = at < 0 ? s : s.slice(0, at);
   const first = [...local][0] ?? '';
   return at < 0 ? `${first}***` : `${first}***${s.slice(at)}`;
+}
+
+/**
+ * An email file whose `#! templateId:` (or its source's `email.templateId`) is not among the
+ * account's stored templates (`available`, GET /email/v1/templates): rejected UNKNOWN_TEMPLATE,
+ * nothing sent. A file already rejected, or without a templateId, is left as it is.
+ */
+export function refuseUnknownTemplate(summary: ReadSummary, available: readonly string[]): void {
+  const templateId = summary.email?.templateId;
+  if (!summary.accepted || templateId == null || available.includes(templateId)) return;
+  const line = summary.directives.templateId?.line;
+  const listed = available.slice(0, 10).join(', ');
+  summary.accepted = false;
+  summary.rejection = {
+    code: 'UNKNOWN_TEMPLATE',
+    message: `${line === undefined ? '' : `line ${line}: `}the email account has no template ${templateId.slice(0, 60)} (its templates: ${available.length === 0 ? 'none' : `${listed}${available.length > 10 ? ', …' : ''}`})`,
+    hint: REASONS.UNKNOWN_TEMPLATE.hint,
+  };
 }

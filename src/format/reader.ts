@@ -28,6 +28,8 @@ import { normalizeEmail } from './email.ts';
 import {
   chooseLayout,
   type Layout,
+  type LayoutChoice,
+  layoutFromName,
   MESSAGE_COLUMNS,
   MESSAGE_ID_COLUMNS,
   normaliseHeaderName,
@@ -58,6 +60,7 @@ import {
   templateValues,
 } from './template.ts';
 import { transliterate, transliteratedSegmentsOf, transliterationReadsText } from './transliterate.ts';
+import { numberedColumns, splitParameters } from './whatsapp.ts';
 
 /** The `transliterate` setting of a source: never (the sender's text) or gsm7 (look-alikes). */
 export type TransliterateMode = 'never' | 'gsm7';
@@ -99,12 +102,24 @@ export interface ReadOptions {
    * `{{column}}` placeholders are checked against the header (FORMAT.md 8.2, 8.3).
    */
   email?: EmailContentOptions | null;
+  /**
+   * A WhatsApp file's template and sending number from its source's configuration, used where
+   * the file gives none (`#! templateId:`, `#! source:`; FORMAT.md 8.3).
+   */
+  whatsapp?: WhatsAppContentOptions | null;
 }
 
 export interface EmailContentOptions {
   readonly templateId?: string | null;
   readonly subject?: string | null;
   readonly html?: string | null;
+}
+
+export interface WhatsAppContentOptions {
+  /** The approved template every recipient is sent. */
+  readonly templateId?: string | null;
+  /** The sending number (digits, a leading `+` is dropped); none: the account's own. */
+  readonly source?: string | null;
 }
 
 export const DEFAULTS = {
@@ -173,6 +188,14 @@ export interface ReadSummary {
    * the other channels, and for an email file without content (rejected NO_MESSAGE).
    */
   email: { templateId: string | null; subject: string | null; html: string | null } | null;
+  /**
+   * WhatsApp files (FORMAT.md 8.3, docs/format.md "WhatsApp files"): the approved template
+   * every recipient is sent (`#! templateId:`, else the source's) and the sending number
+   * (`#! source:`, else the source's; null: the account's own). Each recipient's `text` is its
+   * template parameters as a JSON array of strings. Null for the other channels, and for a
+   * WhatsApp file without a template (rejected NO_MESSAGE).
+   */
+  whatsapp: { templateId: string; source: string | null } | null;
   bytes: number;
   sha256: string | null;
   encoding: TextEncoding | null;
@@ -454,6 +477,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     kind: 'summary',
     channel: 'sms',
     email: null,
+    whatsapp: null,
     bytes: 0,
     sha256: null,
     encoding: null,
@@ -547,6 +571,19 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const emailTemplates: Template[] = [];
   /** The first of emailTemplates is the subject. */
   let emailSubjectMerged = false;
+  /** FORMAT.md 8.3: a WhatsApp file (numbers, template parameters), decided with the layout. */
+  let whatsapp = false;
+  /** A WhatsApp file's `#! message:` parameters, each a template (null: numbered columns or fields). */
+  let waParams: Template[] | null = null;
+  /** Otherwise the column of each parameter: the header's `1` … `n`, or fields 2 … of a headless line. */
+  let waCols: number[] = [];
+  /** A headless WhatsApp file: the parameters of every line, as many as its first line has (-1: not yet). */
+  let waCount = -1;
+  /** How the parameters are read (summary.templates), and whether its example is given. */
+  let waDescription = '';
+  let waExampleGiven = false;
+  /** The parameters of the last WhatsApp record (reused). */
+  const waValues: string[] = [];
   let sep: string | null = null;
   let messageCol = -1;
   let idCol = -1;
@@ -766,15 +803,24 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     summary.valid++;
-    if (email) {
-      // No segments, encodings or countries: an email (its text is the recipient's fields).
+    if (email || whatsapp) {
+      // No segments or encodings: an email (its text is the recipient's fields), or a WhatsApp
+      // template (its text is the parameters); a WhatsApp number's country is counted.
+      const country = email ? '' : result.country;
+      if (whatsapp) {
+        if (country !== runCountry) {
+          flushCountry();
+          runCountry = country;
+        }
+        runCount++;
+      }
       if (emit) {
         batch.push({
           kind: 'recipient',
           line,
           k,
           number,
-          country: '',
+          country,
           text: msg.text,
           messageId,
           segments: 0,
@@ -1032,6 +1078,91 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     recipient(line, k, raw, { ok: true, number: r.address, country: '' }, msg, id, hash);
   };
 
+  /**
+   * FORMAT.md 8.3: one record of a WhatsApp file with its fields (a headed line, or a headless
+   * one: the number, then its parameters). Its parameters, in the template's order: the
+   * `#! message:` parameters merged with the line's columns, or the numbered columns (headed),
+   * or the fields after the number (headless). Check order as a headed SMS line: the messageId,
+   * then the number, then MISSING_FIELD (a parameter without a value).
+   */
+  const whatsappRecord = (
+    line: number,
+    number: string,
+    id: string | null,
+    fields: readonly string[],
+  ): void => {
+    summary.records++;
+    const values = waValues;
+    values.length = 0;
+    let missing: string | null = null;
+    let missingValue = '';
+    if (waParams !== null) {
+      for (let p = 0; p < waParams.length && missing === null; p++) {
+        const t = waParams[p]!;
+        const m = templateValues(t, fields, csvQuoted, inserted);
+        if (m >= 0) {
+          missingValue = t.written[m]!;
+          missing = `parameter ${p + 1} uses ${missingValue} but this line has no value in column ${columns?.names[t.cols[m]!] ?? ''}`;
+        } else values.push(joinTemplate(t, inserted));
+      }
+    } else {
+      for (let p = 0; p < waCols.length; p++) {
+        const c = waCols[p]!;
+        const value = fields[c];
+        if (value === undefined || value.trim().length === 0) {
+          missingValue = summary.header ? (columns?.names[c] ?? '') : `field ${c + 1}`;
+          missing = summary.header
+            ? `parameter ${p + 1} has no value on this line (column ${missingValue})`
+            : `parameter ${p + 1} (field ${c + 1}) has no value on this line`;
+          break;
+        }
+        values.push(csvQuoted[c] === true ? value : value.trim());
+      }
+    }
+    if (!idAccepted(line, id)) return;
+    const result = normalizeNumber(number, rules);
+    if (result.ok && missing !== null) {
+      skip('invalid', line, 0, 'MISSING_FIELD', missing, missingValue, result.number);
+      return;
+    }
+    if (missing !== null || !result.ok) {
+      recipient(line, 0, number, result, NO_TEXT, id, 0);
+      return;
+    }
+    const text = JSON.stringify(values);
+    if (!waExampleGiven) {
+      waExampleGiven = true;
+      summary.templates.push({ line, template: waDescription, example: text });
+    }
+    recipient(line, 0, number, result, { ...NO_TEXT, text, empty: false }, id, hashString(text) || 1);
+  };
+
+  /**
+   * A headless WhatsApp line: its fields after the number are the parameters; the first line
+   * sets how many every line has (more: TOO_MANY_FIELDS; fewer: MISSING_FIELD). One trailing
+   * SEP is dropped, as FORMAT.md 4.1 drops it from a message.
+   */
+  const whatsappHeadless = (line: number, text: string, fields: string[]): void => {
+    const last = fields.length - 1;
+    if (last > 0 && fields[last] === '' && csvQuoted[last] !== true) fields.pop();
+    const n = fields.length - 1;
+    if (waCount < 0) {
+      waCount = n;
+      waCols = Array.from({ length: n }, (_, p) => p + 1);
+      waDescription = n === 0 ? '' : n === 1 ? 'field 2 of each line' : `fields 2 to ${n + 1} of each line`;
+    }
+    if (n > waCount) {
+      recordError(
+        line,
+        'TOO_MANY_FIELDS',
+        `the line has ${n} parameters after the number, the first line ${waCount} (quote a parameter that holds the separator)`,
+        text.slice(0, 40),
+      );
+      return;
+    }
+    whatsappRecord(line, fields[0] ?? '', null, fields);
+  };
+
   const numbersRecord = (line: number, text: string): void => {
     summary.records++;
     if (email) {
@@ -1072,7 +1203,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       sep = detectSeparator(text);
       summary.separator = sep;
     }
-    return summary.header ? parseCsv(text, sep ?? ';', csvQuoted, csvFields) : parsePersonalized(text, sep);
+    return summary.header || whatsapp
+      ? parseCsv(text, sep ?? ';', csvQuoted, csvFields)
+      : parsePersonalized(text, sep);
   };
 
   const finishRecord = (line: number, text: string, parsed: Exclude<Parsed<unknown>, typeof OPEN>): void => {
@@ -1105,6 +1238,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     if (!summary.header) {
+      if (whatsapp) {
+        whatsappHeadless(line, text, parsed as string[]);
+        return;
+      }
       const f = parsed as { number: string; message: string; quoted: boolean };
       personalizedRecord(line, f.number, f.message, f.quoted, null, null);
       return;
@@ -1127,6 +1264,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         emailRecipient(line, 0, fields[0] ?? '', id || null, fields);
       return;
     }
+    if (whatsapp) {
+      whatsappRecord(line, fields[0] ?? '', id || null, fields);
+      return;
+    }
     personalizedRecord(
       line,
       fields[0] ?? '',
@@ -1137,24 +1278,45 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     );
   };
 
-  const startFile = (text: string): void => {
+  /** `#! <name>:` given in a file for a channel it does not apply to: BAD_DIRECTIVE naming both. */
+  const notForChannel = (): void => {
+    const d = summary.directives;
+    const c = summary.channel;
+    const rules: [{ line: number } | null | undefined, string, string][] = [
+      [c === 'email' ? null : d.subject, 'subject', 'email files (`#! channel: email`)'],
+      [
+        c === 'email' || c === 'whatsapp' ? null : d.templateId,
+        'templateId',
+        'email and whatsapp files (`#! channel: email` or `#! channel: whatsapp`)',
+      ],
+      [c === 'whatsapp' ? null : d.source, 'source', 'whatsapp files (`#! channel: whatsapp`)'],
+    ];
+    // The first of them in the file is named.
+    rules.sort((a, b) => (a[0]?.line ?? 0) - (b[0]?.line ?? 0));
+    for (const [given, name, files] of rules)
+      if (given)
+        reject('BAD_DIRECTIVE', `line ${given.line}: \`#! ${name}:\` is for ${files}; this file is for ${c}`);
+  };
+
+  const startFile = (text: string, lineNo: number): void => {
     const d = summary.directives;
     summary.channel = d.channel?.channel ?? options.channel ?? 'sms';
     email = summary.channel === 'email';
-    const choice = chooseLayout(text, options.name, options.layout ?? null, email);
+    whatsapp = summary.channel === 'whatsapp';
+    let choice = chooseLayout(text, options.name, options.layout ?? null, email);
+    if (whatsapp) choice = whatsappLayout(text, choice);
     layout = choice.layout;
     summary.layout = layout;
     summary.header = choice.header;
+    notForChannel();
     if (email) {
       startEmail(text, choice.header);
       return;
     }
-    for (const other of [d.subject, d.templateId])
-      if (other)
-        reject(
-          'BAD_DIRECTIVE',
-          `line ${other.line}: \`#! ${other === d.subject ? 'subject' : 'templateId'}:\` is for email files (\`#! channel: email\`); this file is for ${summary.channel}`,
-        );
+    if (whatsapp) {
+      startWhatsapp(text, lineNo);
+      return;
+    }
     const directive = summary.directives.message;
     if (directive && !choice.header) {
       // docs/format.md: `#! message:` needs columns (and a bulk file's message is its first line).
@@ -1170,6 +1332,131 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     sep = detectSeparator(text);
     summary.separator = sep;
     mode = 'records';
+  };
+
+  /**
+   * FORMAT.md 4.3 for a WhatsApp file, which has no message record: a first line whose every
+   * field is a number is a list of numbers (bulk), not a number and its parameters, unless the
+   * source's layout or the file's name says personalized.
+   */
+  const whatsappLayout = (text: string, choice: LayoutChoice): LayoutChoice => {
+    if (choice.layout !== 'personalized' || choice.header) return choice;
+    if ((options.layout ?? layoutFromName(options.name)) !== null) return choice;
+    const tokens = splitNumbers(text);
+    return tokens.length > 0 && tokens.every((t) => isNumber(normalizeNumber(t, rules)))
+      ? { layout: 'bulk', header: false }
+      : choice;
+  };
+
+  /**
+   * A WhatsApp file: a header (the number column, then the parameters' columns), a headless
+   * personalized file (the number, then its parameters), or lists of numbers (no message
+   * record: every recipient gets the same parameters, from `#! message:` or none).
+   */
+  const startWhatsapp = (text: string, lineNo: number): void => {
+    const d = summary.directives;
+    whatsappContent();
+    mode = 'records';
+    if (summary.header) {
+      // The header (header()) says where the parameters come from.
+      sep = detectSeparator(text);
+      summary.separator = sep;
+      return;
+    }
+    if (layout === 'bulk') {
+      const values: string[] = [];
+      if (d.message) {
+        // No columns: a placeholder is UNKNOWN_PLACEHOLDER; the constant parts are the parameters.
+        for (const t of whatsappParameters(d.message, null)) values.push(t.literals.join(''));
+      }
+      const text = JSON.stringify(values);
+      bulkMessage = { ...NO_TEXT, text, empty: false };
+      waExampleGiven = true;
+      summary.templates.push({ line: lineNo, template: waDescription, example: text });
+      return;
+    }
+    if (d.message)
+      reject(
+        'BAD_DIRECTIVE',
+        `line ${d.message.line}: \`#! message:\` maps the columns of a WhatsApp file with a header line (number column, then the columns its placeholders name), or gives a list of numbers its parameters; in this file without a header the fields after the number are the parameters`,
+      );
+    sep = detectSeparator(text);
+    summary.separator = sep;
+  };
+
+  /**
+   * What a WhatsApp file sends: the file's `#! templateId:` (else its source's), from the file's
+   * `#! source:` number (else its source's, else the account's own: null). No template:
+   * NO_MESSAGE.
+   */
+  const whatsappContent = (): void => {
+    const d = summary.directives;
+    const o = options.whatsapp ?? {};
+    const templateId = d.templateId?.id ?? (o.templateId || null);
+    const source = d.source?.number ?? (o.source ? o.source.replace(/^\+/, '') : null);
+    if (templateId === null) {
+      reject(
+        'NO_MESSAGE',
+        "a WhatsApp file needs a template: `#! templateId:` or its source's `whatsapp.templateId`",
+        'add `#! templateId: <id>` (a template approved for the WhatsApp account), or set whatsapp.templateId in the source settings',
+      );
+      return;
+    }
+    summary.whatsapp = { templateId, source };
+  };
+
+  /**
+   * `#! message:` in a WhatsApp file: its parameters separated by `|` (`||` a literal `|`),
+   * each a template (FORMAT.md 8.2) whose placeholders must name columns (UNKNOWN_PLACEHOLDER).
+   */
+  const whatsappParameters = (
+    directive: { line: number; template: string },
+    cols: TemplateColumns | null,
+  ): Template[] => {
+    waDescription = directive.template;
+    const out: Template[] = [];
+    const parts = splitParameters(directive.template);
+    for (let p = 0; p < parts.length; p++) {
+      if (parts[p]!.length === 0)
+        reject(
+          'BAD_DIRECTIVE',
+          `line ${directive.line}: parameter ${p + 1} of \`#! message:\` is empty (parameters are separated by |; a literal | is written ||)`,
+        );
+      const t = compileTemplate(parts[p]!, cols);
+      if (t.problem !== null)
+        reject('UNKNOWN_PLACEHOLDER', `line ${directive.line}: parameter ${p + 1}: ${t.problem}`);
+      out.push(t);
+    }
+    return out;
+  };
+
+  /** The header of a WhatsApp file: `#! message:`'s columns, else the numbered columns. */
+  const whatsappHeader = (lineNo: number): void => {
+    const d = summary.directives;
+    const names = summary.columns ?? [];
+    if (d.message) {
+      waParams = whatsappParameters(d.message, columns);
+      return;
+    }
+    if (messageCol >= 0) {
+      const origin = d.channel
+        ? `\`#! channel: whatsapp\` on line ${d.channel.line}`
+        : 'its source sends whatsapp';
+      reject(
+        'BAD_DIRECTIVE',
+        `line ${lineNo}: column ${messageCol + 1} \`${names[messageCol]}\` is a message text, which a WhatsApp file never sends (${origin}): it sends an approved template and its parameters`,
+        'name the parameter columns 1, 2, … in the order of the template, or map columns to parameters with `#! message: {{nombre}} | {{saldo}}` (docs/format.md "WhatsApp files")',
+      );
+    }
+    const numbered = numberedColumns(names);
+    if (numbered.problem !== null)
+      reject(
+        'UNKNOWN_PLACEHOLDER',
+        `line ${lineNo}: ${numbered.problem}`,
+        "name the parameter columns 1, 2, … n without a gap (the template's {{1}} … {{n}}), or map columns to parameters with `#! message:`",
+      );
+    waCols = numbered.cols;
+    waDescription = waCols.map((_, p) => `{{${p + 1}}}`).join(' | ');
   };
 
   /** An email file: a header with its fields, or lists of addresses (no message record). */
@@ -1234,7 +1521,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
   };
 
-  const header = (text: string): void => {
+  const header = (text: string, lineNo: number): void => {
     const fields = parseCsv(text, sep ?? ';');
     const names = Array.isArray(fields) ? fields : text.split(sep ?? ';');
     summary.columns = names.map((n) => n.trim());
@@ -1244,9 +1531,14 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       if (i !== 0 && !email && MESSAGE_COLUMNS.has(n) && messageCol < 0) messageCol = i;
       else if (i !== 0 && MESSAGE_ID_COLUMNS.has(n) && idCol < 0) idCol = i;
     });
-    columns = templateColumns(summary.columns, messageCol);
+    // A WhatsApp file's `#! message:` may name any column, a message column too.
+    columns = templateColumns(summary.columns, whatsapp ? -1 : messageCol);
     if (email) {
       emailContent();
+      return;
+    }
+    if (whatsapp) {
+      whatsappHeader(lineNo);
       return;
     }
     const directive = summary.directives.message;
@@ -1269,7 +1561,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         comment(text, lineNo, true);
         return;
       }
-      if (mode === 'start') startFile(text);
+      if (mode === 'start') startFile(text, lineNo);
       if (mode === 'message') noMessage('the message record is longer than the line-length limit');
       flushTrailer();
       recordError(lineNo, 'LINE_TOO_LONG', `the line is longer than ${maxLine} characters`, text);
@@ -1283,9 +1575,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     if ((c <= 32 || c === 0xa0 || c === 0xfeff || c >= 0x2000) && text.trim().length === 0) return;
     if (mode === 'start') {
-      startFile(text);
+      startFile(text, lineNo);
       if (summary.header) {
-        header(text);
+        header(text, lineNo);
         return;
       }
     } else if (mode === 'records') {

@@ -10,6 +10,7 @@ import type { Config, SourceConfig } from '../config/schema.ts';
 import { DroplineError, type FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import type { Priority } from '../format/directives.ts';
+import { refuseUnknownTemplate } from '../format/email.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadSummary, readDropFile, refuseOtherChannel } from '../format/reader.ts';
 import type { SuppressionList } from '../format/suppression.ts';
@@ -18,16 +19,18 @@ import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
+import type { Flow } from '../service/dispatch.ts';
 import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
-import type { EmailAccount } from '../service/email-account.ts';
+import type { EmailAccount, EmailChunkResult } from '../service/email-account.ts';
+import { WHATSAPP_CHUNK_RECIPIENTS, type WhatsAppAccount } from '../service/whatsapp-account.ts';
 import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
   type ChunkDestination,
   type ChunkResult,
   type ChunkState,
+  type FileContent,
   type FileCounts,
-  type FileEmail,
   type FilePatch,
   type FileRecord,
   type FileState,
@@ -70,6 +73,8 @@ export interface PipelineOptions {
   accounts?: ReadonlyMap<string, ServiceClient>;
   /** The email accounts of `accounts` by name (an email source's `account`). */
   emailAccounts?: ReadonlyMap<string, EmailAccount>;
+  /** The WhatsApp accounts of `accounts` by name (a WhatsApp source's `account`). */
+  whatsappAccounts?: ReadonlyMap<string, WhatsAppAccount>;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
   /** This worker's lease owner id. */
@@ -129,6 +134,7 @@ export class Pipeline {
   private readonly client: ServiceClient;
   private readonly accounts: ReadonlyMap<string, ServiceClient>;
   private readonly emailAccounts: ReadonlyMap<string, EmailAccount>;
+  private readonly whatsappAccounts: ReadonlyMap<string, WhatsAppAccount>;
   private readonly sources: ReadonlyMap<string, Source>;
   private readonly log: Logger;
   private readonly owner: string;
@@ -158,6 +164,7 @@ export class Pipeline {
     this.client = options.client;
     this.accounts = options.accounts ?? new Map();
     this.emailAccounts = options.emailAccounts ?? new Map();
+    this.whatsappAccounts = options.whatsappAccounts ?? new Map();
     this.sources = options.sources;
     this.log = options.logger;
     this.owner = options.owner;
@@ -193,16 +200,63 @@ export class Pipeline {
     return { client, concurrency };
   }
 
-  /** The email account an email file is sent with (its source's `account`). */
-  private emailAccountOf(file: FileRecord): EmailAccount {
+  /**
+   * How a file whose content the service keeps per request (email, WhatsApp) is sent: its
+   * source's account of that channel, and how many of its chunks are in flight at once.
+   */
+  private contentAccountOf(
+    file: FileRecord,
+    content: FileContent,
+    bulkText: string | null,
+  ): { concurrency: number; send: ContentSend } {
     const name = this.sourceConfig(file.source).account;
-    const account = this.emailAccounts.get(name);
+    const account =
+      content.channel === 'email' ? this.emailAccounts.get(name) : this.whatsappAccounts.get(name);
     if (!account)
       throw new DroplineError(
         'DROPLINE_ERR_CONFIG',
-        `source ${file.source}: ${name} is not an email account`,
+        `source ${file.source}: ${name} is not a ${content.channel} account`,
       );
-    return account;
+    if (content.channel === 'email') {
+      const email = account as EmailAccount;
+      return {
+        concurrency: email.concurrency,
+        send: (rows, options) => email.sendChunk(content, rows, options),
+      };
+    }
+    const whatsapp = account as WhatsAppAccount;
+    return {
+      concurrency: whatsapp.concurrency,
+      // A bulk file's recipients after its first share the first one's parameters (stored once).
+      send: (rows, options) =>
+        whatsapp.sendChunk(
+          content,
+          bulkText === null ? rows : rows.map((r) => (r.text === null ? { ...r, text: bulkText } : r)),
+          options,
+        ),
+    };
+  }
+
+  /**
+   * An email file's templateId must be one of its account's stored templates (GET
+   * /email/v1/templates): else it is rejected UNKNOWN_TEMPLATE before anything is sent. When
+   * the list cannot be had (the service away, the key refused), the file goes on: the service
+   * checks the templateId of each recipient anyway, and a refused key pauses the file.
+   */
+  private async checkEmailTemplate(file: FileRecord, summary: ReadSummary): Promise<void> {
+    const account = this.emailAccounts.get(this.sourceConfig(file.source).account);
+    if (!account) return;
+    let available: readonly string[];
+    try {
+      available = await account.templateIds();
+    } catch (err) {
+      this.log.warn(
+        { fileId: file.fileId, err: (err as Error).message },
+        'the email templates could not be listed: the service checks the templateId when sending',
+      );
+      return;
+    }
+    refuseUnknownTemplate(summary, available);
   }
 
   private readonly windows = new Map<string, SendWindow | null>();
@@ -763,11 +817,17 @@ export class Pipeline {
     file = await this.mustGet(file.fileId);
     this.fence(file.fileId);
     await this.store.clearRecipients(file.fileId);
-    // An email request carries at most 50 recipients (spec 8): so does an email file's chunk.
+    // An email request carries at most 50 recipients (spec 8): so does an email file's chunk. A
+    // WhatsApp request carries one: a chunk is the few sent at once.
     const planner = new ChunkPlanner(
-      cfg.channel === 'email'
-        ? Math.min(EMAIL_MAX_RECIPIENTS, this.config.api.chunkSize)
-        : this.config.api.chunkSize,
+      Math.min(
+        cfg.channel === 'email'
+          ? EMAIL_MAX_RECIPIENTS
+          : cfg.channel === 'whatsapp'
+            ? WHATSAPP_CHUNK_RECIPIENTS
+            : Number.POSITIVE_INFINITY,
+        this.config.api.chunkSize,
+      ),
     );
     let rows: RecipientInsert[] = [];
     let idx = 0;
@@ -798,6 +858,7 @@ export class Pipeline {
       sendAtTimeZone: this.windowOf(file.source)?.spec.timezone ?? 'America/Bogota',
       channel: cfg.channel,
       email: cfg.email ?? null,
+      whatsapp: cfg.whatsapp ?? null,
     });
     // Inserts in flight while the next batch is read and validated: a store in another process
     // (PostgreSQL) writes batches on connections of their own while this thread parses. Each
@@ -924,12 +985,13 @@ export class Pipeline {
       },
       errorCounts: summary.errorCounts as Record<string, number>,
       cost: { segmentsByCountry: summary.segmentsByCountry, transliteration: summary.transliteration },
-      email: summary.email ? fileEmail(summary.email) : null,
+      content: fileContent(summary),
       errors: summary.errors
         .slice(0, 100)
         .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),
     };
     refuseOtherChannel(summary, cfg.channel);
+    if (summary.accepted && summary.email?.templateId) await this.checkEmailTemplate(file, summary);
     if (!summary.accepted) {
       const rejection = { code: summary.rejection!.code, message: summary.rejection!.message };
       const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
@@ -1049,9 +1111,10 @@ export class Pipeline {
     await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
-    // An email file goes to its source's email account, every other file to its SMS account.
-    const email = file.email === null ? null : { account: this.emailAccountOf(file), message: file.email };
-    const sms = email ? null : this.accountOf(file);
+    // An email or WhatsApp file goes to its source's account of that channel, an sms file to its
+    // SMS account.
+    const content = file.content === null ? null : this.contentAccountOf(file, file.content, bulkText);
+    const sms = content ? null : this.accountOf(file);
     // Its share of the account when other files send at once.
     const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };
     let stop = false;
@@ -1165,8 +1228,8 @@ export class Pipeline {
           const seq = chunk.seq;
           const options = { signal: stopping, flow, start: () => begin(seq) };
           let refused: string | null = null;
-          if (email) {
-            const sent = await email.account.sendChunk(email.message, rows, options);
+          if (content) {
+            const sent = await content.send(rows, options);
             if (!sent) continue;
             await record(seq, sent.result, rows.length);
             refused = sent.refused;
@@ -1203,7 +1266,7 @@ export class Pipeline {
       }
       await last();
     };
-    const concurrency = email?.account.concurrency ?? sms?.concurrency ?? 1;
+    const concurrency = content?.concurrency ?? sms?.concurrency ?? 1;
     await Promise.all(Array.from({ length: concurrency }, worker));
     this.fence(fileId);
     const after = await this.mustGet(fileId);
@@ -1554,14 +1617,28 @@ async function* untilRefused<T>(
  * was cut short by a stop, so a retryable failure (the service never took the part) is
  * pending again rather than failed for good.
  */
-/** The email content a file's read gave, as the store keeps it (no empty keys). */
-function fileEmail(e: NonNullable<ReadSummary['email']>): FileEmail {
-  const out: FileEmail = {};
-  if (e.templateId !== null) out.templateId = e.templateId;
-  if (e.subject !== null) out.subject = e.subject;
-  if (e.html !== null) out.html = e.html;
-  return out;
+/** What an email or WhatsApp file's read says it sends, as the store keeps it (no empty keys). */
+function fileContent(summary: ReadSummary): FileContent | null {
+  const { email, whatsapp } = summary;
+  if (email) {
+    const out: FileContent = { channel: 'email' };
+    if (email.templateId !== null) out.templateId = email.templateId;
+    if (email.subject !== null) out.subject = email.subject;
+    if (email.html !== null) out.html = email.html;
+    return out;
+  }
+  if (whatsapp)
+    return whatsapp.source === null
+      ? { channel: 'whatsapp', templateId: whatsapp.templateId }
+      : { channel: 'whatsapp', templateId: whatsapp.templateId, source: whatsapp.source };
+  return null;
 }
+
+/** One chunk of a content file sent with its account (null: not sent). */
+type ContentSend = (
+  rows: readonly ChunkDestination[],
+  options: { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> },
+) => Promise<EmailChunkResult | null>;
 
 export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
   const parts: PartOutcome[] = [];

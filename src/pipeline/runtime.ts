@@ -12,6 +12,8 @@ import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
 import { EmailClient } from '../service/email.ts';
 import { EmailAccount } from '../service/email-account.ts';
+import { WhatsAppClient } from '../service/whatsapp.ts';
+import { WHATSAPP_CHUNK_RECIPIENTS, WhatsAppAccount } from '../service/whatsapp-account.ts';
 import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
@@ -238,6 +240,7 @@ async function assemble(
   };
   const accounts = new Map<string, ServiceClient>();
   const emailAccounts = new Map<string, EmailAccount>();
+  const whatsappAccounts = new Map<string, WhatsAppAccount>();
   for (const [name, a] of Object.entries(config.accounts)) {
     if (a.channel === 'email') {
       const apiKey = loaded.secrets.accountApiKeys[name]!;
@@ -262,6 +265,44 @@ async function assemble(
           client: emailClient,
           from: a.from,
           fromName: a.fromName,
+          concurrency,
+          ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
+          owner,
+          permitLeaseMs: 2 * config.api.timeoutMs + 10_000,
+          budget: {
+            take: (req) => budgetStore.takeSendPermit(budgetOf, req),
+            release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
+            slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
+          },
+          onBudgetError: (err, what) =>
+            logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+        }),
+      );
+      continue;
+    }
+    if (a.channel === 'whatsapp') {
+      const password = loaded.secrets.accountPasswords[name]!;
+      const concurrency = a.concurrency ?? config.api.concurrency;
+      const whatsappClient = new WhatsAppClient({
+        baseUrl: a.baseUrl,
+        username: a.username,
+        password,
+        // Each chunk in flight is up to WHATSAPP_CHUNK_RECIPIENTS requests at once.
+        connections: concurrency * WHATSAPP_CHUNK_RECIPIENTS,
+        timeoutMs: config.api.timeoutMs,
+        retry: config.api.retry,
+      });
+      opened.push(() => whatsappClient.close());
+      const budgetOf = {
+        name,
+        key: createHash('sha256').update(`whatsapp\n${a.baseUrl}\n${a.username}`).digest('hex'),
+      };
+      whatsappAccounts.set(
+        name,
+        new WhatsAppAccount({
+          name,
+          client: whatsappClient,
+          source: a.source,
           concurrency,
           ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
           owner,
@@ -307,6 +348,7 @@ async function assemble(
     client,
     accounts,
     emailAccounts,
+    whatsappAccounts,
     sources,
     logger,
     owner,

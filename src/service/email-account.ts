@@ -91,7 +91,28 @@ export class EmailAccount {
       permit.release();
     }
   }
+
+  #templates: { at: number; ids: Promise<readonly string[]> } | null = null;
+
+  /**
+   * The account's stored templates (GET /email/v1/templates), asked at most once a minute. A
+   * failure is thrown and not kept: the next call asks again.
+   */
+  templateIds(now: number = Date.now()): Promise<readonly string[]> {
+    if (this.#templates === null || now - this.#templates.at >= TEMPLATES_FRESH_MS) {
+      const ids = this.#client.templates();
+      const entry = { at: now, ids };
+      this.#templates = entry;
+      ids.catch(() => {
+        if (this.#templates === entry) this.#templates = null;
+      });
+    }
+    return this.#templates.ids;
+  }
 }
+
+/** How long the account's template list is used before it is asked again. */
+const TEMPLATES_FRESH_MS = 60_000;
 
 function fieldsOf(text: string | null): Record<string, string> | undefined {
   if (text === null || text === '') return undefined;

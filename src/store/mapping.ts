@@ -87,7 +87,7 @@ export function toFile(r: Row): FileRecord {
     sendAt: strOrNull(r.send_at),
     scheduledUntil: strOrNull(r.scheduled_until),
     cost: json<FileRecord['cost']>(r.cost ?? null),
-    email: json<FileRecord['email']>(r.email ?? null),
+    content: json<FileRecord['content']>(r.content ?? null),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
     takenOverFrom: strOrNull(r.taken_over_from),
@@ -295,8 +295,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     scheduled_until: p.scheduledUntil ?? null,
     set_cost: flag(p.cost),
     cost: p.cost ? JSON.stringify(p.cost) : null,
-    set_email: flag(p.email),
-    email: p.email ? JSON.stringify(p.email) : null,
+    set_content: flag(p.content),
+    content: p.content ? JSON.stringify(p.content) : null,
   };
 }
 

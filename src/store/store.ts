@@ -158,8 +158,11 @@ export interface FileRecord {
   scheduledUntil: string | null;
   /** What the file costs, from its read (null until read). */
   cost: FileCost | null;
-  /** An email file's content, from its read (null: not an email file, or not read yet). */
-  email: FileEmail | null;
+  /**
+   * What the file sends on a channel without per-recipient texts (email, WhatsApp), from its
+   * read; null for sms, and until read.
+   */
+  content: FileContent | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
   /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
@@ -212,10 +215,21 @@ export interface ClaimedFile {
 
 /** What every recipient of an email file is sent (FORMAT.md 8.3): a stored template, or a subject and HTML. */
 export interface FileEmail {
+  channel: 'email';
   templateId?: string;
   subject?: string;
   html?: string;
 }
+
+/** What every recipient of a WhatsApp file is sent: an approved template, from a sending number. */
+export interface FileWhatsApp {
+  channel: 'whatsapp';
+  templateId: string;
+  /** The sending number; absent: the account's. */
+  source?: string;
+}
+
+export type FileContent = FileEmail | FileWhatsApp;
 
 /** A file's cost in segments, from its read (ReadSummary's fields of the same names). */
 export interface FileCost {
@@ -247,7 +261,7 @@ export interface FilePatch {
   sendAt?: string | null;
   scheduledUntil?: string | null;
   cost?: FileCost | null;
-  email?: FileEmail | null;
+  content?: FileContent | null;
 }
 
 export interface RecipientInsert {

@@ -2,7 +2,8 @@
 // sends its files' recipients to the sandbox's POST /email/v1/deliver, at most 50 a request,
 // each recipient once, with its fields; the service's acceptance is final (ACCEPTED, no
 // delivery report), so the file completes at once. A refused key (401) pauses the file with
-// the service's reason and sends nothing.
+// the service's reason and sends nothing; a templateId the account does not have rejects the
+// file before anything is sent.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
@@ -33,9 +34,9 @@ async function emailLedger(sandbox: string): Promise<EmailLedgerEntry[]> {
 }
 
 /** 120 customers (three requests: 50, 50, 20), one bad address, one repeated line. */
-async function invoices(dir: string): Promise<string> {
+async function invoices(dir: string, templateId = 'invoice'): Promise<string> {
   const path = join(dir, 'facturas.txt');
-  const lines = ['#! channel: email', '#! templateId: invoice', 'correo;nombre;mes'];
+  const lines = ['#! channel: email', `#! templateId: ${templateId}`, 'correo;nombre;mes'];
   for (let i = 1; i <= 120; i++) lines.push(`cliente${i}@example.com;Cliente ${i};enero`);
   lines.splice(10, 0, 'no-es-un-correo;Pia;marzo');
   lines.push('cliente7@example.com;Cliente 7;enero');
@@ -91,4 +92,18 @@ it('a refused key (401) pauses the file with the service reason, nothing sent', 
   expect(m.reason).toContain('401');
   expect(m.counts).toMatchObject({ submitted: 0, accepted: 0, failed: 0, inDoubt: 0 });
   expect(await emailLedger(h.sandbox.url)).toEqual([]);
+});
+
+it('a templateId the account does not have (GET /email/v1/templates): the file is rejected UNKNOWN_TEMPLATE, nothing sent', async () => {
+  h = await harness('demo-email-key');
+  const path = await invoices(h.dir, 'factura-vieja');
+  const r = await h.cli(['send', path, '--json']);
+  const m = JSON.parse(r.stdout) as Manifest;
+  expect(m.state).toBe('rejected');
+  expect(m.rejection?.code).toBe('UNKNOWN_TEMPLATE');
+  expect(m.rejection?.message).toContain('line 2: the email account has no template factura-vieja');
+  expect(m.rejection?.message).toContain('welcome, invoice');
+  expect(m.counts).toMatchObject({ submitted: 0, accepted: 0 });
+  expect(await emailLedger(h.sandbox.url)).toEqual([]);
+  expect(h.sandbox.requests.filter((q) => q.endpoint === '/email/v1/deliver')).toEqual([]);
 });

@@ -57,8 +57,9 @@ describe('accounts', () => {
   });
 
   it.each([
-    [{ channel: 'whatsapp' }, 'only "sms" and "email" accounts are supported so far'],
-    [{ channel: 'rcs' }, 'only "sms" and "email" accounts are supported so far'],
+    [{ channel: 'rcs' }, 'only "sms", "email" and "whatsapp" accounts are supported so far'],
+    // A WhatsApp account needs its sending number.
+    [{ channel: 'whatsapp' }, 'source'],
     [{ apiKey: 'k' }, 'apiKey'],
     [{ baseUrl: 'not a url' }, 'baseUrl'],
   ])('a key that would do nothing or cannot work is refused: %j', (extra, message) => {
@@ -174,6 +175,46 @@ describe('email accounts and sources (issue 15)', () => {
     expect(configError(() => loadConfig({ path, env: {} }))).toContain(
       'sources[0].email.htmlFile: cannot read',
     );
+  });
+});
+
+describe('WhatsApp accounts and sources (issue 15)', () => {
+  const wa = { channel: 'whatsapp', baseUrl: 'https://wa.example.co', username: 'empresa' };
+  const source = { name: 'w', type: 'local', path: './w', channel: 'whatsapp', account: 'wa' };
+
+  it('a WhatsApp account takes Basic credentials (password or passwordFile) and its sending number', () => {
+    const ok = load({
+      accounts: { wa: { ...wa, password: 'clave', source: '+573001112233' } },
+      sources: [{ ...source, whatsapp: { templateId: 'factura', source: '573009998877' } }],
+    });
+    expect(ok.secrets.accountPasswords).toEqual({ wa: 'clave' });
+    // The `+` is dropped: the service takes the number's digits.
+    expect(ok.config.accounts.wa).toMatchObject({ channel: 'whatsapp', source: '573001112233' });
+    expect(ok.config.sources[0]?.whatsapp).toEqual({ templateId: 'factura', source: '573009998877' });
+    expect(configError(() => load({ accounts: { wa: { ...wa, source: '573001112233' } } }))).toContain(
+      'accounts.wa.password: required (or accounts.wa.passwordFile)',
+    );
+    expect(
+      configError(() => parseConfig({ accounts: { wa: { ...wa, password: 'x', source: '300-111' } } })),
+    ).toContain('8 to 15 digits');
+    // An email key on a WhatsApp account does nothing: refused.
+    expect(
+      configError(() =>
+        parseConfig({ accounts: { wa: { ...wa, password: 'x', source: '573001112233', apiKey: 'k' } } }),
+      ),
+    ).toContain('apiKey');
+  });
+
+  it('a WhatsApp source needs a WhatsApp account; `whatsapp` is only for channel whatsapp', () => {
+    const accounts = { wa: { ...wa, password: 'x', source: '573001112233' } };
+    expect(configError(() => parseConfig({ accounts, sources: [{ ...source, channel: 'sms' }] }))).toContain(
+      'the source sends sms, account "wa" sends whatsapp',
+    );
+    expect(
+      configError(() =>
+        parseConfig({ sources: [{ name: 'a', type: 'local', path: './a', whatsapp: { templateId: 'x' } }] }),
+      ),
+    ).toContain('only for channel "whatsapp"');
   });
 });
 

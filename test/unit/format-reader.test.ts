@@ -396,10 +396,16 @@ describe('FORMAT 8.1: directives before the first data record', () => {
   });
 
   it('a directive whose feature is not built yet is refused, never ignored', async () => {
-    for (const d of ['channel: rcs', 'channel: whatsapp', 'flash: true', 'source: 573001234567']) {
+    for (const d of ['channel: rcs', 'flash: true']) {
       const r = await read(`#! ${d}\n3001234567;Hola\n`);
       expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
     }
+    // WhatsApp is read (test/unit/whatsapp-files.test.ts); its sending number is not for sms.
+    const source = await read('#! source: 573001234567\n3001234567;Hola\n');
+    expect(source.summary.rejection?.code).toBe('BAD_DIRECTIVE');
+    expect(source.summary.rejection?.message).toBe(
+      'line 1: `#! source:` is for whatsapp files (`#! channel: whatsapp`); this file is for sms',
+    );
     // What dropline does anyway is no request for anything else.
     const same = await read('#! channel: SMS\n#! flash: false\n3001234567;Hola\n');
     expect(same.summary.accepted).toBe(true);
@@ -1662,9 +1668,10 @@ describe('fixtures in real encodings (test/fixtures/format)', () => {
 // ---------------------------------------------------------------------------------------
 // Every reason code of src/errors.ts produced by a minimal file.
 
-/** Decided by the pipeline (time-outs, earlier files, contact limits), never by the reader. */
+/** Decided by the pipeline (time-outs, earlier files, contact limits, the service's templates), never by the reader. */
 const NOT_THE_READERS = [
   'MISSING_TRAILER',
+  'UNKNOWN_TEMPLATE',
   'DUPLICATE_FILE',
   'CONTACT_LIMIT',
   'FILE_CHANGED',
@@ -1961,10 +1968,14 @@ describe('email files (FORMAT.md 8.3)', () => {
     const sms = await read('#! subject: Hola\n3001234567;Hola\n');
     expect(sms.summary.rejection?.code).toBe('BAD_DIRECTIVE');
     expect(sms.summary.rejection?.message).toContain('is for email files');
-    for (const channel of ['rcs', 'whatsapp', 'fax']) {
+    for (const channel of ['rcs', 'fax']) {
       const r = await read(`#! channel: ${channel}\n3001234567;Hola\n`);
       expect(r.summary.rejection?.code, channel).toBe('BAD_DIRECTIVE');
     }
+    // A WhatsApp file is read, but without a template it sends nothing (whatsapp-files.test.ts).
+    const whatsapp = await read('#! channel: whatsapp\n3001234567;Hola\n');
+    expect(whatsapp.summary.channel).toBe('whatsapp');
+    expect(whatsapp.summary.rejection?.code).toBe('NO_MESSAGE');
     // An sms file read for an email source by its directive is sms again.
     const back = await read('#! channel: sms\n3001234567;Hola\n', { channel: 'email' });
     expect(back.summary.channel).toBe('sms');

@@ -1,14 +1,15 @@
 // `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import module from 'node:module';
 import { basename } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { Config, SourceConfig } from '../../config/schema.ts';
+import type { AccountConfig, Config, EmailAccountConfig, SourceConfig } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
 import { type ByteChunks, type Sniff, Sniffer } from '../../format/decode.ts';
 import type { AllowDirectives, Channel } from '../../format/directives.ts';
+import { refuseUnknownTemplate } from '../../format/email.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
 import type { Layout } from '../../format/layout.ts';
 import { makeNumberRules } from '../../format/numbers.ts';
@@ -20,6 +21,7 @@ import {
   refuseOtherChannel,
   TEMPLATES_LISTED,
   type TransliterateMode,
+  type WhatsAppContentOptions,
 } from '../../format/reader.ts';
 import type { SuppressionList } from '../../format/suppression.ts';
 import { sendWindowOf } from '../../plan/send-window.ts';
@@ -97,9 +99,10 @@ export interface ValidateOptions {
    * the sources `<sourceName>:<path>` names. Read once per validation.
    */
   suppressionConfig?: Pick<Config, 'suppressionList' | 'sources'>;
-  /** The source's channel (a file's `#! channel:` wins) and an email source's content. */
+  /** The source's channel (a file's `#! channel:` wins) and an email or WhatsApp source's content. */
   channel?: Channel;
   email?: EmailContentOptions;
+  whatsapp?: WhatsAppContentOptions;
   maxLineLength: number;
   /** The source's maxFileBytes when a configuration gives one. */
   maxFileBytes?: number;
@@ -153,6 +156,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       transliterate: opts.transliterate ?? 'never',
       channel: opts.channel ?? 'sms',
       email: opts.email ?? null,
+      whatsapp: opts.whatsapp ?? null,
       ...(opts.sendAtTimeZone ? { sendAtTimeZone: opts.sendAtTimeZone } : {}),
       items: false,
       ...(sniffed ? { sniffed } : {}),
@@ -212,6 +216,7 @@ export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
     file,
     channel: s.channel,
     email: s.email,
+    whatsapp: s.whatsapp,
     bytes: s.bytes,
     sha256: s.sha256,
     encoding: s.encoding,
@@ -248,7 +253,12 @@ const SHOWN = 20;
 const fmt = (n: number) => n.toLocaleString('en-US');
 const sepName = (sep: string | null) => (sep === null ? 'none' : sep === '\t' ? 'TAB' : `'${sep}'`);
 
-export function toText(file: string, s: ReadSummary): string {
+/**
+ * `templateCheck`: what the email account said of the file's templateId: 'found', 'missing'
+ * (the summary is then rejected UNKNOWN_TEMPLATE), or why it could not be asked; null: not
+ * asked (no configured email account).
+ */
+export function toText(file: string, s: ReadSummary, templateCheck: string | null = null): string {
   const out: string[] = [];
   out.push(`${file}: ${s.accepted ? 'ACCEPTED' : 'REJECTED'}`);
   if (s.rejection) {
@@ -277,16 +287,32 @@ export function toText(file: string, s: ReadSummary): string {
     // FORMAT.md 8.3: no segments, encodings or countries; what every recipient is sent.
     const e = s.email;
     out.push('  channel email');
-    if (e?.templateId) out.push(`  template ${e.templateId} (stored on the service)`);
+    if (e?.templateId) {
+      const checked =
+        templateCheck === null || templateCheck === 'missing'
+          ? ''
+          : templateCheck === 'found'
+            ? '; the account has it'
+            : `; not checked: ${templateCheck}`;
+      out.push(`  template ${e.templateId} (stored on the service${checked})`);
+    }
     if (e?.subject !== null && e?.subject !== undefined) out.push(`  subject ${quote(e.subject, 160)}`);
     if (e?.html !== null && e?.html !== undefined) out.push(`  html body ${quote(e.html, 160)}`);
+  } else if (s.channel === 'whatsapp') {
+    // FORMAT.md 8.3: no segments or encodings; the template, its sending number, its parameters.
+    const w = s.whatsapp;
+    out.push(`  channel whatsapp${countries ? `; countries ${countries}` : ''}`);
+    if (w) {
+      out.push(`  template ${w.templateId} (a WhatsApp template approved on the service)`);
+      out.push(`  sending number ${w.source ?? "the account's own"}`);
+    }
   } else {
     out.push(
       `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
     );
     out.push(...costLines(s));
   }
-  out.push(...templateLines(s));
+  out.push(...(s.channel === 'whatsapp' ? parameterLines(s) : templateLines(s)));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
   if (s.directives.sendAt)
     out.push(`  not sent before ${s.directives.sendAt.at}, nor outside the send window (#! sendAt:)`);
@@ -353,6 +379,18 @@ function templateLines(s: ReadSummary): string[] {
   return out;
 }
 
+/**
+ * A WhatsApp file's parameters (docs/format.md "WhatsApp files"): where they come from, and
+ * those of the first line that has them all, as sent (a JSON array, in the template's order).
+ */
+function parameterLines(s: ReadSummary): string[] {
+  const t = s.templates[0];
+  if (t === undefined) return [];
+  const from = t.template === '' ? 'none (the template has no parameters)' : quote(t.template, 160);
+  const example = t.example.length > 320 ? `${t.example.slice(0, 320)}…` : t.example;
+  return [`  parameters ${from}`, `    example (line ${t.line}): ${example}`];
+}
+
 function ratio(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0 || n > 1)
@@ -386,6 +424,7 @@ export function sourceValidateOptions(config: Config, source: SourceConfig): Val
     channel: source.channel,
   };
   if (source.email) opts.email = source.email;
+  if (source.whatsapp) opts.whatsapp = source.whatsapp;
   const window = source.sendWindow === undefined ? config.sendWindow : source.sendWindow;
   const zone = sendWindowOf(window)?.spec.timezone;
   if (zone) opts.sendAtTimeZone = zone;
@@ -404,7 +443,7 @@ export function sourceValidateOptions(config: Config, source: SourceConfig): Val
 async function withSourceSettings(
   flags: ValidateOptions,
   cmd: Command,
-): Promise<{ opts: ValidateOptions; from: string | null }> {
+): Promise<{ opts: ValidateOptions; from: string | null; account: AccountConfig | null }> {
   const explicit = (cmd.optsWithGlobals() as { config?: string }).config;
   // Checked before loading: the schema alone costs ~70 ms that a bare validate does not need.
   if (explicit === undefined && !process.env.DROPLINE_CONFIG && !existsSync('dropline.config.json')) {
@@ -413,7 +452,7 @@ async function withSourceSettings(
         'DROPLINE_ERR_USAGE',
         `--source ${flags.source}: there is no configuration file`,
       );
-    return { opts: flags, from: null };
+    return { opts: flags, from: null, account: null };
   }
   const { readConfigFile } = await import('../../config/load.ts');
   // SFTP host keys pinned as the daemon pins them: an opt-out list may be read on such a source.
@@ -440,6 +479,11 @@ async function withSourceSettings(
   const allowed = given('allowedCountries') ? flags.allowedCountries : fromSource.allowedCountries;
   if (fromSource.maxFileBytes !== undefined) opts.maxFileBytes = fromSource.maxFileBytes;
   if (fromSource.allowDirectives !== undefined) opts.allowDirectives = fromSource.allowDirectives;
+  // The channel and what its files send are the source's (a file's directives still win).
+  for (const key of ['channel', 'email', 'whatsapp'] as const) {
+    if (fromSource[key] === undefined) delete opts[key];
+    else Object.assign(opts, { [key]: fromSource[key] });
+  }
   if (!given('transliterate')) opts.transliterate = fromSource.transliterate ?? 'never';
   if (layout) opts.layout = layout;
   else delete opts.layout;
@@ -450,7 +494,11 @@ async function withSourceSettings(
   if (!given('suppressionList')) delete opts.suppressionList;
   opts.suppressionConfig = config;
   opts.source = source.name;
-  return { opts, from: `settings of source ${source.name} (${path ?? 'embedded default'})` };
+  return {
+    opts,
+    from: `settings of source ${source.name} (${path ?? 'embedded default'})`,
+    account: config.accounts[source.account] ?? null,
+  };
 }
 
 export function registerValidate(program: Command, setExit: SetExit): void {
@@ -488,7 +536,7 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       'with a configuration: the source whose settings apply (default: the first); flags given here override them',
     )
     .action(async (file: string, flags: ValidateOptions, cmd: Command) => {
-      const { opts, from } = await withSourceSettings(flags, cmd);
+      const { opts, from, account } = await withSourceSettings(flags, cmd);
       let summary: ReadSummary;
       try {
         summary = await validateFile(file, opts);
@@ -504,11 +552,44 @@ export function registerValidate(program: Command, setExit: SetExit): void {
         }
         throw err;
       }
+      // As the daemon does: an email file's templateId checked against its account's templates.
+      const templateCheck =
+        account?.channel === 'email' && summary.accepted && summary.email?.templateId
+          ? await checkTemplate(summary, account)
+          : null;
       process.stdout.write(
         opts.json
-          ? `${JSON.stringify(toJson(file, summary), null, 2)}\n`
-          : `${from ? `${from}\n` : ''}${toText(file, summary)}`,
+          ? `${JSON.stringify({ ...toJson(file, summary), templateCheck }, null, 2)}\n`
+          : `${from ? `${from}\n` : ''}${toText(file, summary, templateCheck)}`,
       );
       setExit(summary.accepted ? 0 : 1);
     });
+}
+
+/**
+ * Asks the email account for its stored templates (GET /email/v1/templates) as the daemon
+ * does, once and briefly: 'found', 'missing' (the summary rejected UNKNOWN_TEMPLATE), or why
+ * the list could not be had (the file is then judged without it, as the daemon would send it).
+ */
+async function checkTemplate(summary: ReadSummary, account: EmailAccountConfig): Promise<string> {
+  let apiKey = account.apiKey;
+  if (apiKey === undefined && account.apiKeyFile !== undefined) {
+    try {
+      apiKey = readFileSync(account.apiKeyFile, 'utf8').trim();
+    } catch (err) {
+      return `cannot read apiKeyFile (${(err as NodeJS.ErrnoException).code})`;
+    }
+  }
+  if (!apiKey) return 'the account has no apiKey';
+  // Loaded here: a validate without an email account never pays for the HTTP client.
+  const { EmailClient } = await import('../../service/email.ts');
+  const client = new EmailClient({ baseUrl: account.baseUrl, apiKey, timeoutMs: 10_000 });
+  try {
+    refuseUnknownTemplate(summary, await client.templates());
+    return summary.accepted ? 'found' : 'missing';
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await client.close();
+  }
 }

@@ -70,7 +70,7 @@ UPDATE files SET
   send_at = CASE WHEN :set_send_at THEN :send_at ELSE send_at END,
   scheduled_until = CASE WHEN :set_scheduled_until THEN :scheduled_until ELSE scheduled_until END,
   cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
-  email = CASE WHEN :set_email THEN :email ELSE email END,
+  content = CASE WHEN :set_content THEN :content ELSE content END,
   updated_at = :now
 WHERE file_id = :file_id
   AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))
