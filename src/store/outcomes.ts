@@ -63,9 +63,21 @@ export interface PartWrite {
   transactionNumber: string | null;
 }
 
+/**
+ * Rows named by messageId that get the same outcome, code and detail, each its own transaction
+ * number (null: the row keeps its own): one statement writes them all, however many parts they
+ * came in (a service that numbers each recipient makes a part of each).
+ */
+export interface IdsWrite {
+  messageIds: string[];
+  /** Parallel to messageIds. */
+  transactionNumbers: (string | null)[];
+  write: Omit<PartWrite, 'transactionNumber'>;
+}
+
 export interface ChunkResultPlan {
-  /** Parts naming their recipients by messageId: write these rows. */
-  byIds: { messageIds: readonly string[]; write: PartWrite }[];
+  /** Parts naming their recipients by messageId, grouped by what they write: write these rows. */
+  byIds: IdsWrite[];
   /**
    * The part that is the whole request (at most one), applied to the chunk's unsettled rows:
    * `follows` when they may simply follow the chunk (rows an earlier result marked go back to
@@ -105,11 +117,20 @@ export function planChunkResult(
       transactionNumber: part.transactionNumber ?? null,
     };
   };
-  const byIds: ChunkResultPlan['byIds'] = [];
+  const groups = new Map<string, IdsWrite>();
   let whole: PartWrite | null = null;
   for (const part of parts) {
     if (part.wholeChunk === true) whole = settle(part);
-    else if (part.messageIds.length > 0) byIds.push({ messageIds: part.messageIds, write: settle(part) });
+    else if (part.messageIds.length > 0) {
+      const { transactionNumber, ...write } = settle(part);
+      const key = JSON.stringify([write.outcome, write.code, write.detail]);
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { messageIds: [], transactionNumbers: [], write }));
+      for (const id of part.messageIds) {
+        group.messageIds.push(id);
+        group.transactionNumbers.push(transactionNumber);
+      }
+    }
     // The chunk's unanswered recipients follow the chunk, in doubt or proven.
     else if (part.outcome === 'in_doubt') settle(part);
   }
@@ -118,7 +139,7 @@ export function planChunkResult(
   const code = cleared ? null : (result.errorCode ?? null);
   const message = cleared ? null : (result.errorMessage ?? null);
   return {
-    byIds,
+    byIds: [...groups.values()],
     whole: whole && {
       write: whole,
       follows:

@@ -26,10 +26,14 @@ describe('a chunk result, settled by the delivery reports already in', () => {
     const p = plan(mixed, (part) => part === doubt);
     expect(p.state).toBe('accepted');
     expect([p.code, p.message]).toEqual([null, null]);
-    expect(p.byIds[1]).toEqual({
-      messageIds: ['b1', 'b2'],
-      write: { outcome: 'sent', code: null, detail: null, transactionNumber: null },
-    });
+    // Both parts now write `sent` without a code: one write, each row its own transaction number.
+    expect(p.byIds).toEqual([
+      {
+        messageIds: ['a1', 'a2', 'b1', 'b2'],
+        transactionNumbers: ['T1', 'T1', null, null],
+        write: { outcome: 'sent', code: null, detail: null },
+      },
+    ]);
   });
 
   it('reports of the accepted part prove nothing about the in-doubt one', () => {

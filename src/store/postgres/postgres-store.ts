@@ -1012,8 +1012,8 @@ export class PostgresStore implements Store {
         tn: w.transactionNumber,
         now,
       });
-      for (const { messageIds, write: w } of plan.byIds)
-        await this.count(what, S.SET_PART, { ...at, ...write(w), ids: messageIds }, c);
+      for (const { messageIds, transactionNumbers, write: w } of plan.byIds)
+        await this.count(what, S.SET_PART, { ...at, ...w, now, ids: messageIds, tns: transactionNumbers }, c);
       const chunk = {
         ...at,
         state: plan.state,

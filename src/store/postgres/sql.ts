@@ -487,8 +487,12 @@ export const REPORTED_WHOLE = statement(
 const SET_OUTCOME = `outcome = :outcome::text, code = :code::text, detail = :detail::text,
   transaction_number = coalesce(:tn::text, transaction_number), updated_at = ${NOW}`;
 
+/** Rows by messageId (:ids), each with its transaction number (:tns, parallel; null: kept). */
 export const SET_PART = statement(
-  `UPDATE recipients r SET ${SET_OUTCOME} WHERE ${IN_CHUNK} AND ${MESSAGE_ID} = ANY(:ids::text[])`,
+  `UPDATE recipients r SET outcome = :outcome::text, code = :code::text, detail = :detail::text,
+     transaction_number = coalesce(m.tn, r.transaction_number), updated_at = ${NOW}
+   FROM unnest(:ids::text[], :tns::text[]) AS m(id, tn)
+   WHERE ${IN_CHUNK} AND ${MESSAGE_ID} = m.id`,
 );
 
 /** The chunk's own row after a result. */

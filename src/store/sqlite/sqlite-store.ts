@@ -993,11 +993,16 @@ export class SqliteStore implements Store {
          AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
          AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
     );
+    // :ids maps each row's messageId to its transaction number (null: the row keeps its own);
+    // the chunk's message ids are made once, then joined.
     const setPart = this.stmt(
-      `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
-         transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-         AND ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids))`,
+      `WITH r AS MATERIALIZED (
+         SELECT id AS rid, ${MESSAGE_ID_SQL} AS mid FROM recipients
+         WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq)
+       UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
+         transaction_number = coalesce(m.value, transaction_number), updated_at = :now
+       FROM json_each(:ids) AS m JOIN r ON r.mid = m.key
+       WHERE recipients.id = r.rid`,
     );
     // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
     // chunk's unsettled ones, found by the chunk index without a list to match.
@@ -1037,8 +1042,13 @@ export class SqliteStore implements Store {
         return reportedPart.get({ seq, lo, hi, ids, fid: fileId }) !== undefined;
       };
       const plan = planChunkResult(result, parts, (p) => needsReportCheck(p) && reported(p));
-      for (const { messageIds, write } of plan.byIds)
-        setPart.run({ ...row(write), ids: JSON.stringify(messageIds), fid: fileId });
+      for (const { messageIds, transactionNumbers, write } of plan.byIds) {
+        const ids: Record<string, string | null> = Object.create(null);
+        messageIds.forEach((id, i) => {
+          ids[id] = transactionNumbers[i]!;
+        });
+        setPart.run({ ...write, now, seq, lo, hi, ids: JSON.stringify(ids), fid: fileId });
+      }
       if (plan.whole) {
         if (plan.whole.follows) followWhole.run({ now, seq, lo, hi });
         else setWhole.run(row(plan.whole.write));
