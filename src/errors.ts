@@ -227,7 +227,7 @@ export const ERRORS = {
   },
   DROPLINE_ERR_SERVICE_TOO_LARGE: {
     message: 'the messaging service refused a request of a single recipient as too large (413)',
-    hint: 'shorten the message text or the callbackData',
+    hint: "shorten the message text or the callbackData (SMS), or that recipient's fields or the attachments (email)",
     retryable: false,
   },
   DROPLINE_ERR_SERVICE_RATE_LIMITED: {
