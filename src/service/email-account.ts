@@ -148,19 +148,25 @@ export function toResult(
     const o = outcomes[i]!;
     const id = row.messageId;
     switch (o.kind) {
-      case 'accepted':
+      case 'accepted': {
         accepted++;
-        // The service's own message id, when it gives one, is the recipient's transaction number.
-        add(o.messageId === null ? 'sent' : `sent:${id}`, id, {
+        // The service's own message id, when it gives one, is the recipient's transaction
+        // number; the request's answer, when not plainly accepted, its detail.
+        add(o.messageId === null ? `sent:${o.request}` : `sent:${id}`, id, {
           outcome: 'sent',
           transactionNumber: o.messageId,
+          ...(o.request === undefined ? {} : { detail: o.request }),
         });
         break;
-      case 'rejected':
+      }
+      case 'rejected': {
         rejected++;
         first ??= { code: o.code, message: o.reason };
-        add(`rejected:${o.code}:${o.reason}`, id, { outcome: 'rejected', code: o.code, detail: o.reason });
+        const detail =
+          o.request === undefined || o.reason.includes(o.request) ? o.reason : `${o.reason} (${o.request})`;
+        add(`rejected:${o.code}:${detail}`, id, { outcome: 'rejected', code: o.code, detail });
         break;
+      }
       case 'in_doubt':
         inDoubt++;
         first ??= { code: 'DROPLINE_ERR_SERVICE_IN_DOUBT', message: o.reason };

@@ -62,9 +62,19 @@ export interface EmailRecipient {
 }
 
 export type EmailOutcome =
-  | { readonly kind: 'accepted'; readonly messageId: string | null }
+  | {
+      readonly kind: 'accepted';
+      readonly messageId: string | null;
+      /** The request's own answer when it was not plainly accepted (requestNote). */
+      readonly request?: string | undefined;
+    }
   /** The service's business answer for this recipient: final. */
-  | { readonly kind: 'rejected'; readonly code: string; readonly reason: string }
+  | {
+      readonly kind: 'rejected';
+      readonly code: string;
+      readonly reason: string;
+      readonly request?: string | undefined;
+    }
   | {
       readonly kind: 'failed';
       readonly code: ErrorCode;
@@ -359,6 +369,7 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
     : [];
   const overallStatus = text(body.overallStatus);
   answers.push({ overallStatus, errors });
+  const request = requestNote(overallStatus, errors);
   const listed = Array.isArray(body.recipients)
     ? body.recipients.map((r) => (typeof r === 'object' && r !== null ? r : {}) as Record<string, unknown>)
     : [];
@@ -381,11 +392,11 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
     if (entry === undefined) {
       // A request the service refused as a whole may list nobody: each is rejected with its error.
       if (overallStatus === 'rejected' && first)
-        return { kind: 'rejected', code: first.code, reason: first.message };
+        return { kind: 'rejected', code: first.code, reason: first.message, request };
       return inDoubt("the service's answer did not list this recipient");
     }
     const status = text(entry.status);
-    if (status === 'accepted') return { kind: 'accepted', messageId: text(entry.messageId) };
+    if (status === 'accepted') return { kind: 'accepted', messageId: text(entry.messageId), request };
     if (status === 'rejected') {
       // A recipient rejected because its request was (the sandbox's REQUEST_REJECTED, or no
       // code): the request's own error says why.
@@ -398,10 +409,32 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
           0,
           REASON_MAX,
         ),
+        request,
       };
     }
     return inDoubt(`the service answered status ${String(status).slice(0, 40)} for this recipient`);
   });
+}
+
+/**
+ * A 202's own answer, for the report of each of its recipients, when it says more than
+ * "accepted": its overallStatus and its errors (`request partial: INVALID_RECIPIENT …`).
+ * Undefined when the request was plainly accepted.
+ */
+function requestNote(
+  overallStatus: string | null,
+  errors: readonly { code: string; message: string }[],
+): string | undefined {
+  if ((overallStatus === 'accepted' || overallStatus === null) && errors.length === 0) return undefined;
+  const listed = errors
+    .slice(0, 3)
+    .map((e) => (e.message === '' ? e.code : `${e.code} ${e.message}`))
+    .join('; ');
+  const more = errors.length > 3 ? `; and ${errors.length - 3} more` : '';
+  return `request ${overallStatus ?? 'without overallStatus'}${listed ? `: ${listed}${more}` : ''}`.slice(
+    0,
+    REASON_MAX,
+  );
 }
 
 /** GET /email/v1/templates: an array of ids, or of objects with an id, bare or under `templates`. */

@@ -2,8 +2,6 @@
 // receiver (optOut.smpp), keeps every reply (`dropline replies`), and a reply whose text is an
 // opt-out keyword holds its sender back from the chunks of a campaign not yet sent. Replies
 // sent while dropline is down are delivered once it binds again: none is lost.
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';

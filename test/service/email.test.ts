@@ -74,6 +74,10 @@ describe('EmailClient', () => {
     expect(r.outcomes.map((o) => o.kind)).toEqual(['accepted', 'accepted', 'rejected', 'accepted']);
     expect(r.outcomes[2]).toMatchObject({ kind: 'rejected', code: 'INVALID_RECIPIENT' });
     expect(r.answers).toEqual([{ overallStatus: 'partial', errors: [] }]);
+    // The request's own answer goes with each of its recipients (their report's detail).
+    expect(
+      r.outcomes.map((o) => (o.kind === 'accepted' || o.kind === 'rejected' ? o.request : o.kind)),
+    ).toEqual(Array(4).fill('request partial'));
     // A request the service refuses as a whole (an unverified sender): each recipient rejected.
     const t = await sandbox({
       accounts: [{ username: 'd', password: 'd', apiKey: KEY, emailSenderDomains: ['otra.co'] }],

@@ -30,6 +30,26 @@ describe('toResult', () => {
     ]);
   });
 
+  it("a request not plainly accepted: its overallStatus and errors in each of its recipients' detail", () => {
+    const request = 'request partial: QUOTA_LOW daily quota almost used';
+    const outcomes: EmailOutcome[] = [
+      { kind: 'accepted', messageId: 'E1', request },
+      { kind: 'rejected', code: 'INVALID_RECIPIENT', reason: 'bad address', request },
+      { kind: 'accepted', messageId: null, request },
+    ];
+    const { result } = toResult(rows(3), outcomes, 1, false);
+    expect(result.parts).toEqual([
+      { messageIds: ['m1'], outcome: 'sent', transactionNumber: 'E1', detail: request },
+      {
+        messageIds: ['m2'],
+        outcome: 'rejected',
+        code: 'INVALID_RECIPIENT',
+        detail: `bad address (${request})`,
+      },
+      { messageIds: ['m3'], outcome: 'sent', transactionNumber: null, detail: request },
+    ]);
+  });
+
   it('every recipient rejected: the chunk rejected, with the first code', () => {
     const outcomes: EmailOutcome[] = rows(2).map(() => ({
       kind: 'rejected',

@@ -86,7 +86,6 @@ import {
   type ListFilesOptions,
   type NewFile,
   type NewReply,
-  NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,
