@@ -1,15 +1,18 @@
 // A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants, type Stats } from 'node:fs';
+import { type Dirent, constants as fsConstants, type Stats } from 'node:fs';
 import { type FileHandle, link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { watch as chokidarWatch } from 'chokidar';
 import { readHandleChunks } from '../format/file-chunks.ts';
 import {
+  byName,
   FOLDERS,
+  type FolderFile,
   fileRefusalOf,
   ignoredReason,
   isDropFileName,
+  isFolderFileName,
   type ListOptions,
   type Source,
   type SourceEntry,
@@ -108,6 +111,50 @@ export class LocalSource implements Source {
     if (!st.isFile())
       throw new SourceFileError('NOT_A_REGULAR_FILE', `${path} is ${kindOf(st)}, not a regular file`);
     return { size: st.size, mtimeMs: st.mtimeMs };
+  }
+
+  async listFolder(path: string): Promise<FolderFile[]> {
+    const abs = this.#abs(path);
+    // The folder itself is not followed: a link there could lead anywhere on the disk.
+    // (lstat, then readdir by name: a swap in between is a partner's race with itself.)
+    let dir: Stats;
+    try {
+      dir = await lstat(abs);
+    } catch (err) {
+      const code = errCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+      throw fileRefusalOf(err, path) ?? err;
+    }
+    if (dir.isSymbolicLink())
+      throw new SourceFileError(
+        'NOT_A_REGULAR_FILE',
+        `${path} is a symbolic link, not a folder: links are never followed`,
+      );
+    if (!dir.isDirectory()) return [];
+    let dirents: Dirent[];
+    try {
+      dirents = await readdir(abs, { withFileTypes: true });
+    } catch (err) {
+      const code = errCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+      throw fileRefusalOf(err, path) ?? err;
+    }
+    const found = await Promise.all(
+      dirents
+        .filter((d) => d.isFile() && isFolderFileName(d.name))
+        .map(async (d): Promise<FolderFile | null> => {
+          try {
+            // lstat: the name may have been replaced (by a link…) since readdir.
+            const st = await lstat(join(abs, d.name));
+            return st.isFile() ? { name: d.name, size: st.size } : null;
+          } catch (err) {
+            // Removed or renamed since readdir: not in the folder any more.
+            if (errCode(err) === 'ENOENT') return null;
+            throw fileRefusalOf(err, `${path}/${d.name}`) ?? err;
+          }
+        }),
+    );
+    return found.filter((f): f is FolderFile => f !== null).sort(byName);
   }
 
   open(path: string): AsyncIterable<Uint8Array> {

@@ -31,9 +31,12 @@ import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { redactText } from '../service/redact.ts';
 import {
+  byName,
   FOLDERS,
+  type FolderFile,
   ignoredReason,
   isDropFileName,
+  isFolderFileName,
   type ListOptions,
   type Source,
   type SourceEntry,
@@ -248,6 +251,41 @@ export class S3Source implements Source {
   /** One HEAD. S3 has no folders or links: a key is an object or nothing. */
   async stat(path: string): Promise<SourceStat | null> {
     return this.#head(path);
+  }
+
+  /**
+   * The keys directly under `<prefix><path>/`, page by page (Delimiter "/": keys further
+   * down come back as common prefixes, left out). S3 has no folders or links: a folder is
+   * the keys under its name, and a folder with none is [].
+   */
+  async listFolder(path: string): Promise<FolderFile[]> {
+    const folder = `${this.#key(path)}/`;
+    const out: FolderFile[] = [];
+    let token: string | undefined;
+    do {
+      let page: ListObjectsV2CommandOutput;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: folder,
+            Delimiter: '/',
+            MaxKeys: this.#listPageSize,
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+        );
+      } catch (err) {
+        throw this.#error(`list ${path}/`, err);
+      }
+      for (const o of page.Contents ?? []) {
+        const name = o.Key?.slice(folder.length) ?? '';
+        // '': the folder's own marker (`attachments/x/`, as consoles make them).
+        if (name === '' || name.includes('/') || !isFolderFileName(name)) continue;
+        out.push({ name, size: o.Size ?? 0 });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out.sort(byName);
   }
 
   open(path: string): AsyncIterable<Uint8Array> {

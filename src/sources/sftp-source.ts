@@ -13,9 +13,12 @@ import type { SourceConfig } from '../config/schema.ts';
 import { DroplineError, ERRORS } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import {
+  byName,
   FOLDERS,
+  type FolderFile,
   ignoredReason,
   isDropFileName,
+  isFolderFileName,
   type ListOptions,
   type Source,
   type SourceEntry,
@@ -268,6 +271,43 @@ export class SftpSource implements Source {
     }
     // SFTP v3 mtimes are whole seconds.
     return { size: st.size, mtimeMs: st.mtime * 1000 };
+  }
+
+  /**
+   * An lstat of the folder (a link there is not followed: the server's readdir would follow
+   * it), then one readdir: OpenSSH gives each entry's lstat attributes, so links, folders and
+   * FIFOs are told from regular files without following them.
+   */
+  async listFolder(path: string): Promise<FolderFile[]> {
+    const remote = this.#remote(path);
+    const conn = await this.#get();
+    let dir: Stats;
+    try {
+      dir = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(remote, cb));
+    } catch (err) {
+      // OpenSSH answers "no such file" for ENOENT and ENOTDIR alike.
+      if (sftpCode(err) === NO_SUCH_FILE) return [];
+      throw this.#readError('stat', path, err);
+    }
+    const type = dir.mode & S_IFMT;
+    if (type === S_IFLNK)
+      throw new SourceFileError(
+        'NOT_A_REGULAR_FILE',
+        `${path} is a symbolic link on the server, not a folder: links are never followed`,
+      );
+    if (type !== S_IFDIR) return [];
+    let entries: { filename: string; attrs: Stats }[];
+    try {
+      entries = await this.#raw(conn, (cb) => conn.sftp.readdir(remote, cb));
+    } catch (err) {
+      // Removed (or replaced by a file) since the lstat.
+      if (sftpCode(err) === NO_SUCH_FILE) return [];
+      throw this.#readError('list', path, err);
+    }
+    return entries
+      .filter(({ filename, attrs }) => (attrs.mode & S_IFMT) === S_IFREG && isFolderFileName(filename))
+      .map(({ filename, attrs }) => ({ name: filename, size: attrs.size }))
+      .sort(byName);
   }
 
   open(path: string): AsyncIterable<Uint8Array> {

@@ -51,6 +51,18 @@ export interface Source {
    * S3 has no folders: a name with only keys below it is null.
    */
   stat(path: string): Promise<SourceStat | null>;
+  /**
+   * The regular files directly in a folder of the source (relative to its root, e.g.
+   * `attachments/facturas`), sorted by name; [] when the folder does not exist (S3: no key
+   * under the prefix). Sub-folders, symbolic links, FIFOs… are left out (never followed), as
+   * are names starting with `.` or `~` and upload temporaries (.part, .tmp, .filepart,
+   * .partial, .crdownload). Each with its size in bytes.
+   *
+   * The folder itself is not followed either: a symbolic link at `path` is a SourceFileError
+   * NOT_A_REGULAR_FILE, one the login may not read FILE_UNREADABLE; a file at `path` is no
+   * folder ([]). A backend that cannot be reached fails as the other methods do.
+   */
+  listFolder(path: string): Promise<FolderFile[]>;
   /** Streams a file's bytes. Each call starts from the beginning. */
   open(path: string): AsyncIterable<Uint8Array>;
   /** The last `bytes` bytes of a file (trailer readiness), decoded as latin1 (the trailer is ASCII). */
@@ -72,12 +84,35 @@ export interface ListOptions {
   ignored?: (name: string, why: string) => void;
 }
 
+/** One regular file of a folder, as listFolder gives it. */
+export interface FolderFile {
+  name: string;
+  /** Bytes. */
+  size: number;
+}
+
 /** What an inbox entry is, as the listing sees it. */
 export type EntryKind = 'file' | 'folder' | 'link' | 'other';
 
-// Names of the upload protocols: hidden or temporary names a writer renames when done,
-// and the `.done` markers. Normal traffic: they are ignored without a word.
-const QUIET_SUFFIXES = ['.part', '.tmp', '.filepart', '.partial', '.crdownload', '.done'];
+// Names of the upload protocols: temporary names a writer renames when done.
+const UPLOAD_SUFFIXES = ['.part', '.tmp', '.filepart', '.partial', '.crdownload'];
+// With the `.done` markers, the names an inbox ignores without a word (normal traffic).
+const QUIET_SUFFIXES = [...UPLOAD_SUFFIXES, '.done'];
+
+/**
+ * Whether a regular file's name is one listFolder gives: not hidden (`.`, `~`), not an
+ * upload still in progress (any case of the temporary suffixes).
+ */
+export function isFolderFileName(name: string): boolean {
+  const lower = name.toLowerCase();
+  if (lower.startsWith('.') || lower.startsWith('~')) return false;
+  return !UPLOAD_SUFFIXES.some((s) => lower.endsWith(s));
+}
+
+/** listFolder's order: by name, UTF-16 code units (the same on every backend, whatever the locale). */
+export function byName(a: FolderFile, b: FolderFile): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
 
 /**
  * Why an inbox entry that is not a drop file is ignored; null for a drop file, and for the

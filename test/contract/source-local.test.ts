@@ -24,6 +24,11 @@ sourceContract('local', async () => {
       await mkdir(dirname(abs), { recursive: true });
       await symlink(target, abs);
     },
+    fifo: async (path) => {
+      const abs = join(root, 'drop', ...path.split('/'));
+      await mkdir(dirname(abs), { recursive: true });
+      execFileSync('mkfifo', [abs]);
+    },
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
 });

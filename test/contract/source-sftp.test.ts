@@ -1,6 +1,7 @@
 // The Source contract for SftpSource against a real OpenSSH sshd on 127.0.0.1 (test/helpers/
 // sshd.ts), plus what only SFTP shows: folders made on connect, symlinks and directories
 // named x.txt, paths that leave the root, a broken download.
+import { execFileSync } from 'node:child_process';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type SftpClient from 'ssh2-sftp-client';
@@ -41,6 +42,11 @@ describe.skipIf(skip !== null)('SFTP', () => {
         const abs = join(s.home, dir, 'drop', ...path.split('/'));
         await mkdir(dirname(abs), { recursive: true });
         await symlink(target, abs);
+      },
+      fifo: async (path) => {
+        const abs = join(s.home, dir, 'drop', ...path.split('/'));
+        await mkdir(dirname(abs), { recursive: true });
+        execFileSync('mkfifo', [abs]);
       },
       cleanup: () => rm(join(s.home, dir), { recursive: true, force: true }),
     };

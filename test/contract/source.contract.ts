@@ -16,6 +16,8 @@ export interface SourceHarness {
    * (local, SFTP); S3 has none.
    */
   symlink?(path: string, target: string): Promise<void>;
+  /** A FIFO (named pipe) at the source-relative `path`, its folder created. Local and SFTP only. */
+  fifo?(path: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -244,6 +246,119 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
         await expect(source.stat('../x.txt')).rejects.toThrow(/invalid source path/);
         await expect(source.stat('/etc/passwd')).rejects.toThrow(/invalid source path/);
         await expect(source.stat('lists/../../x.txt')).rejects.toThrow(/invalid source path/);
+      });
+    });
+
+    describe('listFolder', () => {
+      it('lists the files directly in a folder, sorted by name, with their sizes', async () => {
+        // More files than one listing page of the S3 harness (4 keys).
+        const files: Record<string, string | Buffer> = {
+          'factura.pdf': randomBytes(70_000),
+          'b.txt': 'b\n',
+          'Anexo.PDF': 'anexo',
+          'ñandú.png': 'ñ',
+          'with space.docx': 'w s',
+          'empty.csv': '',
+          'a.txt.done': '',
+        };
+        for (const [name, content] of Object.entries(files))
+          await h.put(`attachments/facturas/${name}`, content);
+        // Beside and below it: not listed.
+        await h.put('attachments/facturas-enero/other.pdf', 'other');
+        await h.put('attachments/other.pdf', 'other');
+        await h.put('attachments/facturas/sub/deep.pdf', 'deep');
+        const listed = await source.listFolder('attachments/facturas');
+        // Code-unit order: capitals before small letters, ñ after z.
+        expect(listed.map((f) => f.name)).toEqual([
+          'Anexo.PDF',
+          'a.txt.done',
+          'b.txt',
+          'empty.csv',
+          'factura.pdf',
+          'with space.docx',
+          'ñandú.png',
+        ]);
+        for (const f of listed) expect(f).toEqual({ name: f.name, size: Buffer.byteLength(files[f.name]!) });
+        expect(await source.listFolder('attachments/facturas/sub')).toEqual([{ name: 'deep.pdf', size: 4 }]);
+        expect(await source.listFolder('attachments')).toEqual([{ name: 'other.pdf', size: 5 }]);
+      });
+
+      it('a folder that does not exist (or is empty, or is a file) is []', async () => {
+        expect(await source.listFolder('attachments/missing')).toEqual([]);
+        expect(await source.listFolder('nofolder/missing')).toEqual([]);
+        // A file where the folder would be, or above it: no folder there.
+        await h.put('attachments/facturas', 'a file');
+        expect(await source.listFolder('attachments/facturas')).toEqual([]);
+        expect(await source.listFolder('attachments/facturas/below')).toEqual([]);
+        // Emptied (a folder on disk and on SFTP, nothing on S3).
+        await h.put('attachments/emptied/x.pdf', 'x');
+        await source.remove('attachments/emptied/x.pdf');
+        expect(await source.listFolder('attachments/emptied')).toEqual([]);
+        // The inbox's own folder markers (S3 start) are not files.
+        expect(await source.listFolder('inbox')).toEqual([]);
+      });
+
+      it('leaves out sub-folders, hidden names and upload temporaries', async () => {
+        const left = [
+          '.hidden.pdf',
+          '~$factura.docx',
+          'x.pdf.part',
+          'X.PDF.PART',
+          'x.tmp',
+          'x.pdf.filepart',
+          'x.partial',
+          'x.pdf.crdownload',
+        ];
+        for (const name of left) await h.put(`attachments/f/${name}`, 'x');
+        await h.put('attachments/f/sub/inner.pdf', 'x');
+        await h.put('attachments/f/folder.pdf/inner.pdf', 'x');
+        await h.put('attachments/f/keep.pdf', 'keep');
+        expect(await source.listFolder('attachments/f')).toEqual([{ name: 'keep.pdf', size: 4 }]);
+      });
+
+      // S3 has no links or FIFOs: the cases exist where the backend has them.
+      if (name !== 's3') {
+        it('leaves out symbolic links (to files, folders, outside the root, dangling) and FIFOs', async () => {
+          const link = h.symlink;
+          const fifo = h.fifo;
+          if (!link || !fifo) throw new Error(`the ${name} harness must make symlinks and FIFOs`);
+          await h.put('attachments/f/real.pdf', 'real');
+          await h.put('attachments/g/elsewhere.pdf', 'elsewhere');
+          await link('attachments/f/link.pdf', 'real.pdf');
+          await link('attachments/f/dangling.pdf', 'no-such-file.pdf');
+          await link('attachments/f/outside.pdf', '/etc/passwd');
+          await link('attachments/f/folder-link', '../g');
+          await fifo('attachments/f/pipe.pdf');
+          expect(await source.listFolder('attachments/f')).toEqual([{ name: 'real.pdf', size: 4 }]);
+        });
+
+        it('never follows a symbolic link at the folder itself: NOT_A_REGULAR_FILE', async () => {
+          const link = h.symlink;
+          if (!link) throw new Error(`the ${name} harness must make symlinks`);
+          await h.put('attachments/g/elsewhere.pdf', 'elsewhere');
+          await link('attachments/inside', 'g');
+          await link('attachments/outside', '/etc');
+          await link('attachments/dangling', 'no-such-folder');
+          for (const folder of ['inside', 'outside', 'dangling'])
+            await expect(source.listFolder(`attachments/${folder}`)).rejects.toMatchObject({
+              reason: 'NOT_A_REGULAR_FILE',
+              message: expect.stringContaining('symbolic link'),
+            });
+          expect(await source.listFolder('attachments/g')).toEqual([{ name: 'elsewhere.pdf', size: 9 }]);
+        });
+      }
+
+      it('refuses paths that leave the source root', async () => {
+        for (const path of [
+          '..',
+          '../x',
+          '/etc',
+          'attachments/../../x',
+          'attachments/..',
+          './attachments',
+          '',
+        ])
+          await expect(source.listFolder(path)).rejects.toThrow(/invalid source path/);
       });
     });
 
