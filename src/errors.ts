@@ -146,6 +146,16 @@ export const REASONS = {
     message: "the email file's templateId is not a template of its email account",
     hint: 'use an id the account has (`dropline validate --source <name>` lists them), or create the template on the service first',
   },
+  TOO_MANY_ATTACHMENTS: {
+    scope: 'file',
+    message: "the email file's attachments folder holds more than 10 files (the service's limit)",
+    hint: 'keep at most 10 files in attachments/<file name>/ beside the inbox (zip them into one if need be), then drop the file again',
+  },
+  ATTACHMENTS_TOO_LARGE: {
+    scope: 'file',
+    message: "the email file's attachments total more than 8 MB (the service's limit, 8,000,000 bytes)",
+    hint: 'make the files in attachments/<file name>/ smaller (compress the PDFs), or send a link in the message instead, then drop the file again',
+  },
   MISSING_TRAILER: {
     scope: 'file',
     message: 'the source requires a trailer line (EOF;<n>) and none came before the time-out',

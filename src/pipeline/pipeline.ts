@@ -42,6 +42,7 @@ import {
   type Store,
 } from '../store/store.ts';
 import { RETRY_FROM } from './actions.ts';
+import { readAttachments } from './attachments.ts';
 import { patientStore } from './patient-store.ts';
 import {
   buildManifest,
@@ -204,11 +205,11 @@ export class Pipeline {
    * How a file whose content the service keeps per request (email, WhatsApp) is sent: its
    * source's account of that channel, and how many of its chunks are in flight at once.
    */
-  private contentAccountOf(
+  private async contentAccountOf(
     file: FileRecord,
     content: FileContent,
     bulkText: string | null,
-  ): { concurrency: number; send: ContentSend } {
+  ): Promise<{ concurrency: number; send: ContentSend }> {
     const name = this.sourceConfig(file.source).account;
     const account =
       content.channel === 'email' ? this.emailAccounts.get(name) : this.whatsappAccounts.get(name);
@@ -219,9 +220,14 @@ export class Pipeline {
       );
     if (content.channel === 'email') {
       const email = account as EmailAccount;
+      // Its shared attachments as read with the file (the folder may have changed since).
+      const { attachments: listed, ...rest } = content;
+      const message = listed?.length
+        ? { ...rest, attachments: await this.store.attachments(file.fileId) }
+        : rest;
       return {
         concurrency: email.concurrency,
-        send: (rows, options) => email.sendChunk(content, rows, options),
+        send: (rows, options) => email.sendChunk(message, rows, options),
       };
     }
     const whatsapp = account as WhatsAppAccount;
@@ -992,8 +998,22 @@ export class Pipeline {
     };
     refuseOtherChannel(summary, cfg.channel);
     if (summary.accepted && summary.email?.templateId) await this.checkEmailTemplate(file, summary);
-    if (!summary.accepted) {
-      const rejection = { code: summary.rejection!.code, message: summary.rejection!.message };
+    // An email file's shared attachments, read now and kept with it (nothing is sent yet).
+    let refusedAttachments: { code: string; message: string } | null = null;
+    if (summary.accepted && patch.content?.channel === 'email') {
+      const read = await readAttachments(source, file.name);
+      if (!read.ok) refusedAttachments = { code: read.reason, message: read.message };
+      else if (read.attachments.length > 0) {
+        this.fence(file.fileId);
+        await this.store.setAttachments(file.fileId, read.attachments);
+        patch.content = { ...patch.content, attachments: read.listed };
+      }
+    }
+    if (!summary.accepted || refusedAttachments) {
+      const rejection = refusedAttachments ?? {
+        code: summary.rejection!.code,
+        message: summary.rejection!.message,
+      };
       const rejected = await this.transition(file.fileId, 'rejected', ['validating'], {
         ...patch,
         rejection,
@@ -1113,7 +1133,7 @@ export class Pipeline {
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
     // An email or WhatsApp file goes to its source's account of that channel, an sms file to its
     // SMS account.
-    const content = file.content === null ? null : this.contentAccountOf(file, file.content, bulkText);
+    const content = file.content === null ? null : await this.contentAccountOf(file, file.content, bulkText);
     const sms = content ? null : this.accountOf(file);
     // Its share of the account when other files send at once.
     const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };

@@ -42,6 +42,8 @@ export interface Manifest {
   scheduledUntil: string | null;
   /** The campaign's segments by country, and what transliteration to GSM-7 saves or would save. */
   cost: FileCost | null;
+  /** An email file's shared attachments (attachments/<name>/ beside the inbox); null: none. */
+  attachments: { name: string; bytes: number }[] | null;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -85,6 +87,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     sendAt: file.sendAt,
     scheduledUntil: file.state === 'scheduled' ? file.scheduledUntil : null,
     cost: file.cost,
+    attachments: (file.content?.channel === 'email' && file.content.attachments) || null,
   };
 }
 

@@ -219,6 +219,8 @@ export interface FileEmail {
   templateId?: string;
   subject?: string;
   html?: string;
+  /** Its shared attachments' names and sizes in bytes (their content: Store.attachments). */
+  attachments?: { name: string; bytes: number }[];
 }
 
 /** What every recipient of a WhatsApp file is sent: an approved template, from a sending number. */
@@ -230,6 +232,14 @@ export interface FileWhatsApp {
 }
 
 export type FileContent = FileEmail | FileWhatsApp;
+
+/** One shared attachment of an email file, as the service takes it (spec 2.8). */
+export interface FileAttachment {
+  name: string;
+  contentType: string;
+  /** base64 */
+  content: string;
+}
 
 /** A file's cost in segments, from its read (ReadSummary's fields of the same names). */
 export interface FileCost {
@@ -669,6 +679,10 @@ export interface Store {
   // ---- ingest ----
   /** Deletes the recipients and chunks of a file (before ingesting it again after a crash). */
   clearRecipients(fileId: string): Promise<void>;
+  /** An email file's shared attachments, replacing any it had (one transaction). */
+  setAttachments(fileId: string, attachments: readonly FileAttachment[]): Promise<void>;
+  /** The file's attachments in the order they were set ([] when none). */
+  attachments(fileId: string): Promise<FileAttachment[]>;
   /** One transaction per call. */
   insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void>;
   insertChunks(fileId: string, chunks: readonly ChunkInsert[]): Promise<void>;

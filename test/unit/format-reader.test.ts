@@ -1672,6 +1672,8 @@ describe('fixtures in real encodings (test/fixtures/format)', () => {
 const NOT_THE_READERS = [
   'MISSING_TRAILER',
   'UNKNOWN_TEMPLATE',
+  'TOO_MANY_ATTACHMENTS',
+  'ATTACHMENTS_TOO_LARGE',
   'DUPLICATE_FILE',
   'CONTACT_LIMIT',
   'FILE_CHANGED',

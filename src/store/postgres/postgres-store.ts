@@ -68,6 +68,7 @@ import {
   type DeliveryMinute,
   type DeliveryResult,
   FINAL_FILE_STATES,
+  type FileAttachment,
   type FileCounts,
   type FileEvent,
   type FilePatch,
@@ -848,7 +849,36 @@ export class PostgresStore implements Store {
         await this.count(what, S.CLEAR_MINUTES, { file_no: n }, c);
       }
       await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
+      await this.count(what, S.CLEAR_ATTACHMENTS, { file_id: fileId }, c);
     });
+  }
+
+  async setAttachments(fileId: string, attachments: readonly FileAttachment[]): Promise<void> {
+    const what = `recording the attachments of ${fileId}`;
+    await this.tx(what, async (c) => {
+      await this.count(what, S.CLEAR_ATTACHMENTS, { file_id: fileId }, c);
+      if (attachments.length > 0)
+        await this.count(
+          what,
+          S.INSERT_ATTACHMENTS,
+          {
+            file_id: fileId,
+            names: attachments.map((a) => a.name),
+            content_types: attachments.map((a) => a.contentType),
+            contents: attachments.map((a) => a.content),
+          },
+          c,
+        );
+    });
+  }
+
+  async attachments(fileId: string): Promise<FileAttachment[]> {
+    const rows = await this.rows(`reading the attachments of ${fileId}`, S.ATTACHMENTS, { file_id: fileId });
+    return rows.map((r) => ({
+      name: str(r.name),
+      contentType: str(r.content_type),
+      content: str(r.content),
+    }));
   }
 
   async insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void> {
@@ -1584,6 +1614,7 @@ export class PostgresStore implements Store {
         for (const r of await this.rows(what, S.CHUNK_TNS, { file_id: fileId }, c))
           tns.add(str(r.transaction_number));
         await this.count(what, S.CLEAR_CHUNKS, { file_id: fileId }, c);
+        await this.count(what, S.CLEAR_ATTACHMENTS, { file_id: fileId }, c);
         await this.count(what, S.CLEAR_SPANS, { file_no: n }, c);
         await this.count(what, S.PRUNE_DONE, { file_id: fileId }, c);
         step.fileDone = true;

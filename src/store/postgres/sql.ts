@@ -321,6 +321,16 @@ export const CLEAR_SPANS = statement('DELETE FROM chunk_spans WHERE file_no = :f
 /** Its delivery minutes count rows no longer there (as the spans' counters did). */
 export const CLEAR_MINUTES = statement('DELETE FROM delivery_minutes WHERE file_no = :file_no');
 export const CLEAR_CHUNKS = statement('DELETE FROM chunks WHERE file_id = :file_id');
+export const CLEAR_ATTACHMENTS = statement('DELETE FROM file_attachments WHERE file_id = :file_id');
+export const INSERT_ATTACHMENTS = statement(
+  `INSERT INTO file_attachments (file_id, seq, name, content_type, content)
+   SELECT :file_id::text, a.seq, a.name, a.content_type, a.content
+   FROM unnest(:names::text[], :content_types::text[], :contents::text[]) WITH ORDINALITY
+     AS a(name, content_type, content, seq)`,
+);
+export const ATTACHMENTS = statement(
+  'SELECT name, content_type, content FROM file_attachments WHERE file_id = :file_id ORDER BY seq',
+);
 
 /** A batch of recipients as parallel arrays: one statement, whatever its size. */
 const RECIPIENT_COLUMNS =

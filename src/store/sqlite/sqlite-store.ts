@@ -76,6 +76,7 @@ import {
   type DeliveryMinute,
   type DeliveryResult,
   FINAL_FILE_STATES,
+  type FileAttachment,
   type FileCounts,
   type FileEvent,
   type FilePatch,
@@ -818,7 +819,28 @@ export class SqliteStore implements Store {
         this.stmt('DELETE FROM delivery_minutes WHERE file_no = ?').run(n);
       }
       this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
+      this.stmt('DELETE FROM file_attachments WHERE file_id = ?').run(fileId);
     });
+  }
+
+  async setAttachments(fileId: string, attachments: readonly FileAttachment[]): Promise<void> {
+    this.tx(() => {
+      this.stmt('DELETE FROM file_attachments WHERE file_id = ?').run(fileId);
+      const insert = this.stmt(
+        'INSERT INTO file_attachments (file_id, seq, name, content_type, content) VALUES (?, ?, ?, ?, ?)',
+      );
+      attachments.forEach((a, i) => {
+        insert.run(fileId, i + 1, a.name, a.contentType, a.content);
+      });
+    });
+  }
+
+  async attachments(fileId: string): Promise<FileAttachment[]> {
+    return this.stmt(
+      'SELECT name, content_type, content FROM file_attachments WHERE file_id = ? ORDER BY seq',
+    )
+      .all(fileId)
+      .map((r) => ({ name: str(r.name), contentType: str(r.content_type), content: str(r.content) }));
   }
 
   async insertRecipients(fileId: string, rows: readonly RecipientInsert[]): Promise<void> {
@@ -1590,6 +1612,7 @@ export class SqliteStore implements Store {
         ).all(fileId))
           tns.add(str(c.transaction_number));
         this.stmt('DELETE FROM chunks WHERE file_id = ?').run(fileId);
+        this.stmt('DELETE FROM file_attachments WHERE file_id = ?').run(fileId);
         if (n !== null) this.stmt('DELETE FROM chunk_spans WHERE file_no = ?').run(n);
         this.stmt('UPDATE files SET pruning = 0 WHERE file_id = ?').run(fileId);
         step.fileDone = true;

@@ -51,6 +51,8 @@ export function countsAndReports(t: ContractContext): void {
 
     it("removes exactly the old finished files' rows and reports, keeping their files row and counts", async () => {
       await finished('old', 'completed');
+      const attachment = { name: 'a.pdf', contentType: 'application/pdf', content: 'JVBERg==' };
+      await store.setAttachments('old', [attachment]);
       await finished('old-cancelled', 'cancelled', 3);
       await finished('old-partial', 'partial', 3); // not finished: partial may be retried
       await store.recordDeliveries([event('nobody', 'x', { transactionNumber: 'orphan-old' })]);
@@ -76,6 +78,7 @@ export function countsAndReports(t: ContractContext): void {
       expect(old).toMatchObject({ state: 'completed', prunedAt: expect.any(String) });
       expect(await collect(store.recipients('old'))).toEqual([]);
       expect(await store.listChunks('old')).toEqual([]);
+      expect(await store.attachments('old')).toEqual([]);
       expect(await store.counts('old')).toEqual(before);
       expect(before).toMatchObject({ submitted: 5, delivered: 1, undelivered: 1, pendingDelivery: 3 });
       // a report for a pruned file is an orphan, never an error

@@ -21,6 +21,34 @@ export function ingest(t: ContractContext): void {
     store = t.store;
   });
 
+  describe('email attachments', () => {
+    const pdf = {
+      name: 'factura.pdf',
+      contentType: 'application/pdf',
+      content: Buffer.from('%PDF').toString('base64'),
+    };
+    const txt = {
+      name: 'terminos.txt',
+      contentType: 'text/plain',
+      content: Buffer.from('Términos').toString('base64'),
+    };
+
+    it('setAttachments keeps them in order; a second call replaces them; clearRecipients removes them', async () => {
+      await store.registerFile(newFile({ fileId: 'a1' }));
+      await store.registerFile(newFile({ fileId: 'a2', sha256: 'other' }));
+      expect(await store.attachments('a1')).toEqual([]);
+      await store.setAttachments('a1', [pdf, txt]);
+      await store.setAttachments('a2', [txt]);
+      expect(await store.attachments('a1')).toEqual([pdf, txt]);
+      await store.setAttachments('a1', [txt]);
+      expect(await store.attachments('a1')).toEqual([txt]);
+      // A file read again starts without the attachments of its earlier read; others keep theirs.
+      await store.clearRecipients('a1');
+      expect(await store.attachments('a1')).toEqual([]);
+      expect(await store.attachments('a2')).toEqual([txt]);
+    });
+  });
+
   describe('ingest and chunks', () => {
     it('insertRecipients and chunkRecipients: idx order, outcome filter, pending status', async () => {
       await store.registerFile(newFile());

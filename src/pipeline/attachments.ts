@@ -1,0 +1,77 @@
+// An email file's shared attachments (issue 15): the regular files of the folder
+// `attachments/<file base name>/` of its source, beside `inbox/` (`facturas-enero.txt` takes
+// `attachments/facturas-enero/`). Read once, with the file, within the service's limits (spec
+// 8: at most 10 files, 8 MB in all), and sent to every recipient as root `attachments`. No
+// folder: no attachments.
+import { lookup } from 'mime-types';
+import type { FileReasonCode } from '../errors.ts';
+import { baseName, type Source, SourceFileError } from '../sources/source.ts';
+import type { FileAttachment } from '../store/store.ts';
+
+/** Spec 8: attachments a request. */
+export const MAX_ATTACHMENTS = 10;
+/** Spec 8: "8 MB" in all, read as 8,000,000 bytes (as the sandbox does). */
+export const MAX_ATTACHMENT_BYTES = 8_000_000;
+
+/** The folder of a drop file's attachments, relative to its source's root. */
+export function attachmentsFolder(fileName: string): string {
+  return `attachments/${baseName(fileName)}`;
+}
+
+export type AttachmentsRead =
+  | { ok: true; attachments: FileAttachment[]; listed: { name: string; bytes: number }[] }
+  | { ok: false; reason: FileReasonCode; message: string };
+
+/**
+ * The attachments of the drop file `fileName`, or why the file cannot be sent with them. A
+ * backend that cannot be reached throws (the file is read again later), as reading the file
+ * itself does.
+ */
+export async function readAttachments(source: Source, fileName: string): Promise<AttachmentsRead> {
+  const folder = attachmentsFolder(fileName);
+  try {
+    const files = await source.listFolder(folder);
+    if (files.length > MAX_ATTACHMENTS)
+      return {
+        ok: false,
+        reason: 'TOO_MANY_ATTACHMENTS',
+        message: `${folder}/ holds ${files.length} files; the service takes at most ${MAX_ATTACHMENTS}`,
+      };
+    const tooLarge = (bytes: number) => ({
+      ok: false as const,
+      reason: 'ATTACHMENTS_TOO_LARGE' as const,
+      message: `the files of ${folder}/ total ${bytes} bytes; the service takes at most ${MAX_ATTACHMENT_BYTES}`,
+    });
+    const listedBytes = files.reduce((n, f) => n + f.size, 0);
+    if (listedBytes > MAX_ATTACHMENT_BYTES) return tooLarge(listedBytes);
+    const attachments: FileAttachment[] = [];
+    const listed: { name: string; bytes: number }[] = [];
+    let total = 0;
+    for (const f of files) {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of source.open(`${folder}/${f.name}`)) {
+        total += chunk.byteLength;
+        // Grown since it was listed: the limit is checked on what is read, not on the listing.
+        if (total > MAX_ATTACHMENT_BYTES) return tooLarge(total);
+        chunks.push(chunk);
+      }
+      const bytes = Buffer.concat(chunks);
+      attachments.push({
+        name: f.name,
+        contentType: contentTypeOf(f.name),
+        content: bytes.toString('base64'),
+      });
+      listed.push({ name: f.name, bytes: bytes.length });
+    }
+    return { ok: true, attachments, listed };
+  } catch (err) {
+    if (!(err instanceof SourceFileError)) throw err;
+    // A link, FIFO or folder in place of an attachment (or the folder), or one not readable.
+    return { ok: false, reason: err.reason, message: `attachments: ${err.message}` };
+  }
+}
+
+/** The attachment's media type by its extension (mime-types' table); unknown: bytes. */
+export function contentTypeOf(name: string): string {
+  return lookup(name) || 'application/octet-stream';
+}
