@@ -17,6 +17,8 @@ const ON_BOTH_STORES = [
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',
   'test/e2e/whatsapp-send.test.ts',
+  'test/e2e/email-attachments.test.ts',
+  'test/e2e/mixed-day.test.ts',
 ];
 
 export default defineConfig({

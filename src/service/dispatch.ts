@@ -34,6 +34,9 @@ export interface Permit {
 }
 
 /** The budget in this process only (a client without a store: tools, unit tests). */
+/** The last permit id's number in this process (an owner is one process). */
+let permitSeq = 0;
+
 export class MemoryBudget implements BudgetSource {
   #state: BudgetState = NEW_BUDGET;
   readonly #permits = new Map<string, number>();
@@ -96,7 +99,6 @@ export class Dispatcher {
   /** Virtual time of the last grant: a file that starts waiting starts from here. */
   #virtual = 0;
   #inFlight = 0;
-  #seq = 0;
   #pumping = false;
   /** Wakes the pump early when a permit of this worker is released. */
   #released: (() => void) | null = null;
@@ -167,7 +169,8 @@ export class Dispatcher {
           await this.#waitRelease(null);
           continue;
         }
-        const permitId = `${this.#opts.owner}:${++this.#seq}`;
+        // Counted across every dispatcher of the process: the store keys permits by id alone.
+        const permitId = `${this.#opts.owner}:${++permitSeq}`;
         let answer: PermitAnswer;
         try {
           answer = await this.#opts.budget.take({

@@ -127,3 +127,29 @@ it('never more requests in flight than the concurrency; a waiter stopped is neve
   await drain(4);
   expect(order).toEqual(['a', 'a', 'a', 'a']);
 });
+
+it("two accounts' dispatchers in one worker never name two permits alike (the store keys permits by id alone)", async () => {
+  const ids: string[] = [];
+  const recording = (): MemoryBudget => {
+    const budget = new MemoryBudget();
+    const take = budget.take.bind(budget);
+    budget.take = (r) => {
+      ids.push(r.permitId);
+      return take(r);
+    };
+    return budget;
+  };
+  const options = { owner: 'host:1:abc', concurrency: 2, ratePerSecond: 0, leaseMs: 60_000 };
+  const sms = new Dispatcher({ ...options, budget: recording() });
+  const email = new Dispatcher({ ...options, budget: recording() });
+  const signal = new AbortController().signal;
+  const held = await Promise.all([
+    sms.acquire({ id: 'a', weight: 1 }, 1, signal),
+    email.acquire({ id: 'b', weight: 1 }, 1, signal),
+    sms.acquire({ id: 'a', weight: 1 }, 1, signal),
+    email.acquire({ id: 'b', weight: 1 }, 1, signal),
+  ]);
+  expect(ids).toHaveLength(4);
+  expect(new Set(ids).size).toBe(4);
+  for (const p of held) p.release();
+});
