@@ -120,7 +120,7 @@ const sourceCommon = {
   /** gsm7: characters outside GSM-7 with a GSM-7 look-alike are replaced (á→a); never: the text is the sender's. */
   transliterate: z.enum(['never', 'gsm7']).default('never'),
   /** What its files send (FORMAT.md 8: `#! channel:` must agree), with an account of that channel. */
-  channel: z.enum(['sms', 'email', 'whatsapp']).default('sms'),
+  channel: z.enum(['sms', 'rcs', 'email', 'whatsapp']).default('sms'),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
   /** A WhatsApp source's template and sending number, unless its files' directives give them. */
@@ -129,9 +129,9 @@ const sourceCommon = {
 
 /**
  * A sending account of the messaging service, its own credentials, budget and pause state.
- * `sms` (POST /mtmessage/massive, the default), `email` (POST /email/v1/deliver) and
- * `whatsapp` (POST /MultiChannelInput/SendMessageMetaWhatsApp); `rcs` is refused until it is
- * sent, rather than accepted and ignored.
+ * `sms` (POST /mtmessage/massive, the default), `rcs` (POST /mtmessage, Channel RCS: the SMS
+ * host and credentials), `email` (POST /email/v1/deliver) and `whatsapp` (POST
+ * /MultiChannelInput/SendMessageMetaWhatsApp).
  */
 const budgetKeys = {
   /** Default: api.ratePerSecond (recipients a second). */
@@ -141,7 +141,8 @@ const budgetKeys = {
 };
 const smsAccount = z
   .object({
-    channel: z.literal('sms'),
+    /** rcs: the same host and credentials, sent with POST /mtmessage (`Channel: "RCS"`). */
+    channel: z.enum(['sms', 'rcs']),
     baseUrl: z.string().url(),
     username: z.string().min(1),
     password: z.string().optional(),
@@ -179,19 +180,12 @@ const whatsappAccount = z
     ...budgetKeys,
   })
   .strict();
-const laterAccount = z
-  .object({ channel: z.enum(['rcs']) })
-  .passthrough()
-  .refine(() => false, { message: 'only "sms", "email" and "whatsapp" accounts are supported so far' })
-  .transform((): never => {
-    throw new Error('refused above');
-  });
 const account = z.preprocess(
   (v) =>
     typeof v === 'object' && v !== null && !Array.isArray(v) && !('channel' in v)
       ? { ...v, channel: 'sms' }
       : v,
-  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount, laterAccount]),
+  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount]),
 );
 export type AccountConfig = z.output<typeof account>;
 export type EmailAccountConfig = z.output<typeof emailAccount>;

@@ -2,10 +2,9 @@ import { localInstant } from '../plan/send-window.ts';
 
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
-// source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Directives
-// whose feature this version does not have yet (rcs, flash) are refused
-// the same way rather than read and dropped: a file asking for what dropline cannot do
-// must not go out as if it had not asked.
+// source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Whether a
+// directive applies to the file's channel (`#! flash:` is for sms, `#! subject:` for email, …)
+// is the reader's to say once the channel is known (reader.ts, notForChannel).
 
 export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
@@ -13,8 +12,6 @@ export type Priority = (typeof PRIORITIES)[number];
 /** FORMAT.md 8.1 `channel`: the service's channels. */
 export const CHANNELS = ['sms', 'rcs', 'whatsapp', 'email'] as const;
 export type Channel = (typeof CHANNELS)[number];
-/** The channels a file may ask for in this version (the others are refused, not ignored). */
-const CHANNELS_READ: readonly Channel[] = ['sms', 'email', 'whatsapp'];
 
 /** The names of FORMAT.md 8.1. */
 export const DIRECTIVE_NAMES = [
@@ -31,17 +28,6 @@ export const DIRECTIVE_NAMES = [
 export type DirectiveName = (typeof DIRECTIVE_NAMES)[number];
 /** By their lower-case form (names are case-insensitive). */
 const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLowerCase(), n]));
-
-/** Not acted on yet: the value dropline's own behaviour already matches, if any. */
-const NOT_YET: Record<
-  Exclude<
-    DirectiveName,
-    'priority' | 'expect' | 'sendAt' | 'message' | 'channel' | 'subject' | 'templateId' | 'source'
-  >,
-  { same?: string; why: string }
-> = {
-  flash: { same: 'false', why: 'flash messages are not supported yet' },
-};
 
 /**
  * FORMAT.md 8.1 `source` (a WhatsApp sending number): 8 to 15 digits, an optional leading `+`
@@ -70,6 +56,12 @@ export interface Directives {
   message: { line: number; template: string } | null;
   /** `#! channel:`: the channel the file is for (else its source's), and the directive's line. */
   channel: { line: number; channel: Channel } | null;
+  /**
+   * `#! flash:` (sms files only; the reader rejects it in any other): whether the file's
+   * messages go as flash SMS (POST /mtmessage `FlashSMS: 1`), and the directive's line. Null
+   * when the file has none (not flash).
+   */
+  flash: { line: number; flash: boolean } | null;
   /** `#! subject:` (email): the subject, `{{column}}` placeholders allowed, and the line. */
   subject: { line: number; template: string } | null;
   /** `#! templateId:` (email, whatsapp): a template stored on the service, and the line. */
@@ -89,6 +81,7 @@ export function noDirectives(): Directives {
     sendAt: null,
     message: null,
     channel: null,
+    flash: null,
     subject: null,
     templateId: null,
   };
@@ -212,7 +205,6 @@ export function readDirective(
       const c = value.toLowerCase() as Channel;
       if (!CHANNELS.includes(c))
         fail(`channel must be one of ${CHANNELS.join(', ')}, not \`${value.slice(0, 40)}\``);
-      if (!CHANNELS_READ.includes(c)) fail(`the ${c} channel is not supported yet (\`#! channel:\`)`);
       into.channel = { line, channel: c };
       return;
     }
@@ -237,9 +229,15 @@ export function readDirective(
       into.templateId = { line, id: value };
       return;
     }
+    case 'flash': {
+      const v = value.toLowerCase();
+      if (v !== 'true' && v !== 'false') fail(`flash must be true or false, not \`${value.slice(0, 40)}\``);
+      into.flash = { line, flash: v === 'true' };
+      return;
+    }
     default: {
-      const rule = NOT_YET[name];
-      if (rule.same === undefined || value.toLowerCase() !== rule.same) fail(`${rule.why} (\`#! ${name}:\`)`);
+      const unhandled: never = name;
+      fail(`unknown directive \`${String(unhandled)}\``);
     }
   }
 }

@@ -144,7 +144,9 @@ export interface RecipientItem {
   text: string;
   /** From the file's messageId column; null when the pipeline derives it (FORMAT.md 9). */
   messageId: string | null;
+  /** SMS: the text's segments; RCS: 1 (one message, whatever its length); email, WhatsApp: 0. */
   segments: number;
+  /** The text's SMS encoding (RCS too, as an SMS would need; email, WhatsApp: gsm7). */
   encoding: 'gsm7' | 'ucs2';
 }
 
@@ -210,7 +212,7 @@ export interface ReadSummary {
   invalid: number;
   duplicates: number;
   suppressed: number;
-  /** Segments of the valid recipients' texts as sent. */
+  /** Segments of the valid recipients' texts as sent (RCS: one a valid recipient). */
   segments: number;
   encodings: { gsm7: number; ucs2: number };
   countries: Record<string, number>;
@@ -220,6 +222,7 @@ export interface ReadSummary {
    * The valid recipients' segments with the texts as the sender wrote them and as they are
    * (gsm7) or would be (never) transliterated; `segments` is the one of the two actually sent.
    * recipientsChanged: valid recipients whose text transliteration changes (or would change).
+   * RCS files are never transliterated: mode never, every count 0.
    */
   transliteration: {
     mode: TransliterateMode;
@@ -296,10 +299,20 @@ const MESSAGE_WARNINGS = [
   [UCS2, 'UCS2_MESSAGE'],
 ] as const;
 
-function warningMessage(code: (typeof MESSAGE_WARNINGS)[number][1], msg: PreparedMessage): string {
+/** LONG_MESSAGE's hint in an RCS file (REASONS' speaks of segments, which RCS has not). */
+const RCS_LONG_HINT =
+  'the service recommends RCS messages under 500 characters (no limit): shorten it if you can';
+
+function warningMessage(
+  code: (typeof MESSAGE_WARNINGS)[number][1],
+  msg: PreparedMessage,
+  rcs: boolean,
+): string {
   switch (code) {
     case 'LONG_MESSAGE':
-      return `the message has ${msg.text.length} characters (over 500)`;
+      return rcs
+        ? `the message has ${msg.text.length} characters (over 500, the most the service recommends for RCS)`
+        : `the message has ${msg.text.length} characters (over 500)`;
     case 'UCS2_MESSAGE': {
       const s = msg.segments;
       const chars = s.nonGsm.map((c) => `'${c}'`).join(', ');
@@ -471,7 +484,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const rules = options.numberRules;
   const suppression = options.suppression ?? null;
   const translitMode: TransliterateMode = options.transliterate ?? 'never';
-  const gsm7 = translitMode === 'gsm7';
+  /** Texts are transliterated (the source's gsm7; never in an RCS file: set by startFile). */
+  let gsm7 = translitMode === 'gsm7';
 
   const summary: ReadSummary = {
     kind: 'summary',
@@ -573,6 +587,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   let emailSubjectMerged = false;
   /** FORMAT.md 8.3: a WhatsApp file (numbers, template parameters), decided with the layout. */
   let whatsapp = false;
+  /**
+   * An RCS file (docs/format.md "RCS files"): read as an sms file, but one message a recipient
+   * (segments 1), no UCS2_MESSAGE, not transliterated. Decided with the layout.
+   */
+  let rcs = false;
+  /** email, whatsapp or rcs: accept's one test on the sms path. */
+  let otherChannel = false;
   /** A WhatsApp file's `#! message:` parameters, each a template (null: numbered columns or fields). */
   let waParams: Template[] | null = null;
   /** Otherwise the column of each parameter: the header's `1` … `n`, or fields 2 … of a headless line. */
@@ -738,8 +759,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     else summary.suppressed++;
   };
 
-  const warn = (line: number, msg: PreparedMessage): void => {
-    const warnings = msg.warnings;
+  /** `warnings`: msg's, or fewer (an RCS file's have no UCS2_MESSAGE). */
+  const warn = (line: number, msg: PreparedMessage, warnings = msg.warnings): void => {
     if (warnings === 0) return;
     flushRecipients();
     for (const [bit, code] of MESSAGE_WARNINGS) {
@@ -750,9 +771,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         summary.warningsTruncated = true;
         continue;
       }
-      const message = warningMessage(code, msg);
+      const message = warningMessage(code, msg, rcs);
       if (emit) batch.push({ kind: 'warning', line, code, message });
-      listIssue('warnings', { line, code, message, hint: REASONS[code].hint });
+      const hint = rcs && code === 'LONG_MESSAGE' ? RCS_LONG_HINT : REASONS[code].hint;
+      listIssue('warnings', { line, code, message, hint });
     }
   };
 
@@ -803,7 +825,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       return;
     }
     summary.valid++;
-    if (email || whatsapp) {
+    if (otherChannel) {
+      if (rcs) {
+        acceptRcs(line, k, number, result.country, msg, messageId);
+        return;
+      }
       // No segments or encodings: an email (its text is the recipient's fields), or a WhatsApp
       // template (its text is the parameters); a WhatsApp number's country is counted.
       const country = email ? '' : result.country;
@@ -857,6 +883,44 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     // Message warnings of personalized records go with the records that are sent.
     if (layout === 'personalized') warn(line, msg);
+  };
+
+  /**
+   * A valid recipient of an RCS file: one message (segments 1, whatever its length), its
+   * encoding counted as an SMS's would be; warnings as an SMS text's but UCS2_MESSAGE.
+   */
+  const acceptRcs = (
+    line: number,
+    k: number,
+    number: string,
+    country: string,
+    msg: PreparedMessage,
+    messageId: string | null,
+  ): void => {
+    const encoding = msg.segments.encoding;
+    summary.segments++;
+    if (encoding === 'gsm7') summary.encodings.gsm7++;
+    else summary.encodings.ucs2++;
+    if (country !== runCountry) {
+      flushCountry();
+      runCountry = country;
+    }
+    runCount++;
+    runSegments++;
+    if (emit) {
+      batch.push({
+        kind: 'recipient',
+        line,
+        k,
+        number,
+        country,
+        text: msg.text,
+        messageId,
+        segments: 1,
+        encoding,
+      });
+    }
+    if (layout === 'personalized') warn(line, msg, msg.warnings & ~UCS2);
   };
 
   const recordError = (line: number, code: ReasonCode, message: string, value: string): void => {
@@ -1229,7 +1293,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       const merged = message.includes('{{') ? mergeTemplate(templateOf(message, line), [], []) : message;
       bulkMessage = prepareMessage(String(merged), quoted, false, gsm7);
       summary.message = bulkMessage.text;
-      warn(line, bulkMessage);
+      warn(line, bulkMessage, rcs ? bulkMessage.warnings & ~UCS2 : bulkMessage.warnings);
       if (bulkMessage.empty) reject('NO_MESSAGE', 'the message (first record) is empty');
       return;
     }
@@ -1290,6 +1354,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         'email and whatsapp files (`#! channel: email` or `#! channel: whatsapp`)',
       ],
       [c === 'whatsapp' ? null : d.source, 'source', 'whatsapp files (`#! channel: whatsapp`)'],
+      [c === 'sms' ? null : d.flash, 'flash', 'sms files (`#! channel: sms`)'],
     ];
     // The first of them in the file is named.
     rules.sort((a, b) => (a[0]?.line ?? 0) - (b[0]?.line ?? 0));
@@ -1303,6 +1368,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     summary.channel = d.channel?.channel ?? options.channel ?? 'sms';
     email = summary.channel === 'email';
     whatsapp = summary.channel === 'whatsapp';
+    rcs = summary.channel === 'rcs';
+    otherChannel = email || whatsapp || rcs;
+    if (rcs) {
+      // docs/format.md "RCS files": the text is sent as written, whatever the source's transliterate.
+      gsm7 = false;
+      translit.mode = 'never';
+    }
     let choice = chooseLayout(text, options.name, options.layout ?? null, email);
     if (whatsapp) choice = whatsappLayout(text, choice);
     layout = choice.layout;
@@ -1685,8 +1757,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 
 /**
  * A file read for another channel than its source sends (its `#! channel:`; FORMAT.md 8.1):
- * rejected BAD_DIRECTIVE, never sent by the source's channel. Sources send sms only in this
- * version (docs/channels.md).
+ * rejected BAD_DIRECTIVE, never sent by the source's channel: a source sends one channel, its
+ * account's (docs/channels.md).
  */
 export function refuseOtherChannel(summary: ReadSummary, sourceChannel: Channel): void {
   if (!summary.accepted || summary.channel === sourceChannel) return;

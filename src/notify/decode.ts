@@ -77,6 +77,37 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
   };
 }
 
+/** The largest chunk seq a store holds (a 32-bit integer column on PostgreSQL). */
+const MAX_SEQ = 2 ** 31 - 1;
+
+/** The chunk a report's callbackData names: dropline's POST /mtmessage requests (docs/notify.md). */
+export interface ChunkRef {
+  readonly fileId: string;
+  readonly seq: number;
+}
+
+/**
+ * The chunk named by the callbackData dropline sends with POST /mtmessage, `{"f": "<fileId>",
+ * "c": <seq>}` (spec 2.3: returned as JSON text, 2.6), or null for anything else: not JSON, not
+ * an object, `f` not non-empty text (or holding NUL, which no fileId has), `c` not an integer
+ * from 0 to 2^31 - 1. Other keys are ignored. Called only for reports with an empty bulkId.
+ */
+export function chunkOf(callbackData: string | null): ChunkRef | null {
+  // Every JSON object starts with `{` (after blanks): most other texts need no parse.
+  if (callbackData === null || !/^\s*\{/.test(callbackData)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(callbackData);
+  } catch {
+    return null;
+  }
+  if (!isObject(value)) return null;
+  const { f, c } = value;
+  if (typeof f !== 'string' || f === '' || f.includes('\0')) return null;
+  if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0 || c > MAX_SEQ) return null;
+  return { fileId: f, seq: c };
+}
+
 /**
  * Text identifiers (transactionNumber, to). A JSON number is accepted only when it survived
  * JSON.parse exactly: a 28-digit transaction number as a number has lost digits already, and

@@ -19,6 +19,9 @@
 //   answers 503 too (the store is idempotent, so a retry of an event that did commit in the end
 //   is a harmless duplicate), and until it settles new requests get 503 at once.
 // - A full queue answers 503 at once rather than letting the service time out.
+// - Reports of POST /mtmessage (the account webhook: empty bulkId, the chunk in callbackData)
+//   are given their recipient's bulkId and messageId before the commit, one store read per
+//   chunk in the batch (chunkReports); a failed read fails the batch like a failed commit.
 // - Never log the query string (the token) or a body; numbers are masked.
 // - The port is public, so sockets are a budget: at most `maxConnections` (default 512,
 //   twice what the sandbox opens at once). A connection that has not sent a request with the
@@ -38,8 +41,9 @@ import { type Logger, pino } from 'pino';
 import { parseListenAddress } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { maskNumber, redactText } from '../service/redact.ts';
+import { sentForm } from '../store/message-ids.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
-import { decodeNotification } from './decode.ts';
+import { chunkOf, decodeNotification } from './decode.ts';
 
 export interface ReceiverOptions {
   /** `host:port` (notify.listen); port 0 picks a free one. */
@@ -275,10 +279,21 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       if (closing && idle) idle();
     }, commitTimeoutMs);
     let commit: Promise<DeliveryResult>;
-    try {
-      commit = store.recordDeliveries(events);
-    } catch (err) {
-      commit = Promise.reject(err);
+    /** The events as recorded: reports of a chunk sent with POST /mtmessage given their recipient. */
+    let recorded = events;
+    if (namesChunks(events)) {
+      // Read in the commit's time (the watchdog covers it); a failed read fails the batch as a
+      // failed commit does: 503, nothing recorded, the service retries.
+      commit = chunkReports(store, events).then((resolved) => {
+        recorded = resolved;
+        return store.recordDeliveries(resolved);
+      });
+    } else {
+      try {
+        commit = store.recordDeliveries(events);
+      } catch (err) {
+        commit = Promise.reject(err);
+      }
     }
     commit.then(
       (result) => {
@@ -314,7 +329,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
           );
         }
         if (result.orphans > 0 && log.isLevelEnabled('debug')) {
-          for (const e of events)
+          for (const e of recorded)
             log.debug({ messageId: e.messageId, to: maskNumber(e.to) }, 'notify: report');
         }
         settled();
@@ -534,6 +549,61 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       return closed;
     },
   };
+}
+
+/**
+ * Whether a batch may hold reports of POST /mtmessage (spec 6.3: bulkId always empty): the
+ * massive sends' reports, nearly all of them, cost one comparison each and no parse.
+ */
+function namesChunks(events: readonly DeliveryEvent[]): boolean {
+  for (const e of events) if (e.bulkId === '' && e.callbackData !== null) return true;
+  return false;
+}
+
+/**
+ * POST /mtmessage carries a chunk's recipients under one CustomMessageId, with CallbackData
+ * `{"f": "<fileId>", "c": <seq>}` (docs/notify.md "Reports of POST /mtmessage"): its reports
+ * come back with an empty bulkId and that messageId for every recipient. Each one whose
+ * callbackData names a chunk and whose `to` is a number of that chunk gets bulkId := fileId and
+ * messageId := that recipient's, so the store applies it as any other report; the rest are
+ * left as they came (a number not in the chunk stays an orphan). One store read per chunk
+ * named in the batch. A failed read rejects: the batch fails as a failed commit.
+ */
+async function chunkReports(store: Store, events: DeliveryEvent[]): Promise<DeliveryEvent[]> {
+  /** fileId → seq → indexes of the events naming that chunk. */
+  const named = new Map<string, Map<number, number[]>>();
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.bulkId !== '') continue;
+    const chunk = chunkOf(e.callbackData);
+    if (!chunk) continue;
+    let seqs = named.get(chunk.fileId);
+    if (!seqs) named.set(chunk.fileId, (seqs = new Map()));
+    const at = seqs.get(chunk.seq);
+    if (at) at.push(i);
+    else seqs.set(chunk.seq, [i]);
+  }
+  if (named.size === 0) return events;
+  const out = events.slice();
+  const reads: Promise<void>[] = [];
+  for (const [fileId, seqs] of named) {
+    for (const [seq, at] of seqs) {
+      // Numbers as the store keeps them (digits, country code first), as recordDeliveries compares them.
+      const numbers = [...new Set(at.map((i) => sentForm(events[i]!.to)))].filter((n) => n !== '');
+      if (numbers.length === 0) continue;
+      reads.push(
+        store.chunkMessageIds(fileId, seq, numbers).then((ids) => {
+          for (const i of at) {
+            const e = events[i]!;
+            const messageId = ids.get(sentForm(e.to));
+            if (messageId !== undefined) out[i] = { ...e, bulkId: fileId, messageId };
+          }
+        }),
+      );
+    }
+  }
+  await Promise.all(reads);
+  return out;
 }
 
 /** The `token` query parameter; the notifyUrl's plain `token=…` is read without URLSearchParams. */

@@ -23,6 +23,7 @@ import type { Flow } from '../service/dispatch.ts';
 import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
 import type { EmailAccount, EmailChunkResult } from '../service/email-account.ts';
 import { WHATSAPP_CHUNK_RECIPIENTS, type WhatsAppAccount } from '../service/whatsapp-account.ts';
+import type { MtMessageVia, PlannedChunk } from '../service/wire.ts';
 import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
@@ -31,9 +32,11 @@ import {
   type ChunkState,
   type FileContent,
   type FileCounts,
+  type FileEmail,
   type FilePatch,
   type FileRecord,
   type FileState,
+  type FileWhatsApp,
   type HoldBackOptions,
   NOTHING_SENT,
   type PartOutcome,
@@ -207,7 +210,7 @@ export class Pipeline {
    */
   private async contentAccountOf(
     file: FileRecord,
-    content: FileContent,
+    content: FileEmail | FileWhatsApp,
     bulkText: string | null,
   ): Promise<{ concurrency: number; send: ContentSend }> {
     const name = this.sourceConfig(file.source).account;
@@ -1131,10 +1134,26 @@ export class Pipeline {
     await this.dropStaleReport(file);
     const pending = await this.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
-    // An email or WhatsApp file goes to its source's account of that channel, an sms file to its
-    // SMS account.
-    const content = file.content === null ? null : await this.contentAccountOf(file, file.content, bulkText);
+    // An email or WhatsApp file goes to its source's account of that channel, an sms or RCS
+    // file to its SMS (or RCS) account: POST /mtmessage for RCS and flash, else the massive one.
+    const kept = file.content;
+    const content =
+      kept?.channel === 'email' || kept?.channel === 'whatsapp'
+        ? await this.contentAccountOf(file, kept, bulkText)
+        : null;
     const sms = content ? null : this.accountOf(file);
+    const mt = kept?.channel === 'rcs' || kept?.channel === 'sms' ? kept : null;
+    const plan = (seq: number, rows: readonly ChunkDestination[]): PlannedChunk => {
+      const chunk = planChunk(fileId, seq, rows, bulkText);
+      if (!mt) return chunk;
+      const via: MtMessageVia = {
+        channel: mt.channel === 'rcs' ? 'RCS' : 'SMS',
+        flash: mt.flash === true,
+        customMessageId: chunk.chunkId,
+        callbackData: { f: fileId, c: seq },
+      };
+      return { ...chunk, via };
+    };
     // Its share of the account when other files send at once.
     const flow = { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] };
     let stop = false;
@@ -1254,7 +1273,7 @@ export class Pipeline {
             await record(seq, sent.result, rows.length);
             refused = sent.refused;
           } else if (sms) {
-            const result = await sms.client.sendChunk(planChunk(fileId, seq, rows, bulkText), options);
+            const result = await sms.client.sendChunk(plan(seq, rows), options);
             if (!result) continue;
             await record(seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
             const blocked = result.parts.find(
@@ -1637,9 +1656,15 @@ async function* untilRefused<T>(
  * was cut short by a stop, so a retryable failure (the service never took the part) is
  * pending again rather than failed for good.
  */
-/** What an email or WhatsApp file's read says it sends, as the store keeps it (no empty keys). */
+/**
+ * What an email, WhatsApp, RCS or flash SMS file's read says it sends, as the store keeps it
+ * (no empty keys); null for a plain sms file.
+ */
 function fileContent(summary: ReadSummary): FileContent | null {
   const { email, whatsapp } = summary;
+  if (summary.channel === 'rcs') return { channel: 'rcs' };
+  if (summary.channel === 'sms')
+    return summary.directives.flash?.flash ? { channel: 'sms', flash: true } : null;
   if (email) {
     const out: FileContent = { channel: 'email' };
     if (email.templateId !== null) out.templateId = email.templateId;

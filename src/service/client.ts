@@ -37,6 +37,8 @@ import {
   countDestinations,
   type Destination,
   massiveBody,
+  mtMessageBody,
+  mtMessageRejection,
   type PlannedChunk,
   parseBody,
   parseRetryAfter,
@@ -315,7 +317,7 @@ export class ServiceClient extends EventEmitter {
     // The body and the turn, token in hand, before the chunk is recorded in flight: between
     // that record and the request only the request itself (a process killed there leaves a
     // chunk in doubt that never left). Stopped while waiting, the part says so (#sendPart).
-    const body = massiveBody(whole, this.#notify);
+    const body = this.#body(whole);
     let first: Turn | undefined;
     try {
       first = await this.#turn(flow, whole.end - whole.start, signal);
@@ -445,9 +447,10 @@ export class ServiceClient extends EventEmitter {
     signal: AbortSignal,
     flow: Flow,
     first?: Turn,
-    prepared?: ReturnType<typeof massiveBody>,
+    prepared?: Buffer,
   ): Promise<PartResult[]> {
-    const body = prepared ?? massiveBody(part, this.#notify);
+    const body = prepared ?? this.#body(part);
+    const via = part.chunk.via;
     const size = part.end - part.start;
     let attempts = 0;
     let tries = 0;
@@ -498,7 +501,7 @@ export class ServiceClient extends EventEmitter {
       }
       attempts++;
       const started = performance.now();
-      const answer = await this.#post('/mtmessage/massive', body, {
+      const answer = await this.#post(via ? '/mtmessage' : '/mtmessage/massive', body, {
         'content-type': 'application/json',
         accept: 'application/json',
         authorization: `Bearer ${token}`,
@@ -564,6 +567,14 @@ export class ServiceClient extends EventEmitter {
         const parsed = answer.bodyError
           ? null
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
+        // POST /mtmessage answers a business rejection 200, Status 1 (spec 2.3): the whole
+        // request, its reason said once for every recipient (not bisected: it is the
+        // account's or the text's, rarely one device's, which dropline validated).
+        const refused = via ? mtMessageRejection(parsed) : null;
+        if (refused !== null) {
+          observe('rejected', { error: refused });
+          return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, refused);
+        }
         observe('accepted');
         return result({
           kind: 'accepted',
@@ -764,6 +775,12 @@ export class ServiceClient extends EventEmitter {
         break;
     }
     return { kind: 'unavailable', reason: `${lastReason} (${tries} tries)` };
+  }
+
+  /** A part's request body: POST /mtmessage's for a chunk that says so, else the massive one. */
+  #body(part: ChunkPart): Buffer {
+    const via = part.chunk.via;
+    return via ? mtMessageBody(part, via) : massiveBody(part, this.#notify);
   }
 
   #post(path: string, body: Buffer, headers: Record<string, string>): Promise<HttpAnswer> {

@@ -13,13 +13,29 @@ export interface PlannedMessage {
   readonly destinations: readonly Destination[];
 }
 
-/** What the planner hands to the client: one POST /mtmessage/massive worth of recipients. */
+/**
+ * A chunk sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: RCS, or SMS
+ * with an option the massive endpoint does not take (flash). Its reports come to the account
+ * webhook without a bulkId: `CallbackData` (`{"f": fileId, "c": seq}`) names the chunk, and
+ * the receiver finds each recipient by its number in it (src/notify/receiver.ts).
+ */
+export interface MtMessageVia {
+  readonly channel: 'SMS' | 'RCS';
+  readonly flash: boolean;
+  /** Returned as each report's messageId (the chunk's id). */
+  readonly customMessageId: string;
+  readonly callbackData: { readonly f: string; readonly c: number };
+}
+
+/** What the planner hands to the client: one request's worth of recipients. */
 export interface PlannedChunk {
   readonly chunkId: string;
   readonly bulkId: string;
   readonly messages: readonly PlannedMessage[];
   /** Already JSON text (2.4: "a JSON object must be sent as escaped text"), at most 200 characters. */
   readonly callbackData?: string | undefined;
+  /** Sent with POST /mtmessage; absent: POST /mtmessage/massive. */
+  readonly via?: MtMessageVia | undefined;
 }
 
 export interface NotifySettings {
@@ -133,6 +149,44 @@ export function massiveBody(part: ChunkPart, notify: NotifySettings): Buffer {
   }
   body.write(']}', at);
   return body;
+}
+
+/**
+ * The JSON body of POST /mtmessage (spec 2.3) for a part: Type 1 (`MessageText` to every
+ * device) when its recipients share one text, else Type 2 (`MessagePattern` `{0}` and one
+ * `MessageData` value list a device, in the order of `Devices`, the sandbox's reading of a
+ * structure the spec does not show); `Devices` joined by `-`.
+ */
+export function mtMessageBody(part: ChunkPart, via: MtMessageVia): Buffer {
+  const messages = partMessages(part);
+  const devices = messages.flatMap((m) => m.destinations.map((d) => d.to)).join('-');
+  const body: Record<string, unknown> =
+    messages.length === 1
+      ? { Type: 1, Devices: devices, MessageText: messages[0]!.text }
+      : {
+          Type: 2,
+          Devices: devices,
+          MessagePattern: '{0}',
+          MessageData: messages.flatMap((m) => m.destinations.map(() => [m.text])),
+        };
+  body.Channel = via.channel;
+  if (via.flash) body.FlashSMS = 1;
+  body.CustomMessageId = via.customMessageId;
+  body.CallbackData = via.callbackData;
+  return Buffer.from(JSON.stringify(body));
+}
+
+/**
+ * POST /mtmessage's business answer (spec 2.3, 7): `Status` 1 is a rejection, its reason in
+ * `MessageText`; null when the answer is not one (Status 0, or a body without Status).
+ */
+export function mtMessageRejection(body: unknown): string | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const { Status, MessageText } = body as { Status?: unknown; MessageText?: unknown };
+  if (Status !== 1 && Status !== '1') return null;
+  const reason =
+    typeof MessageText === 'string' && MessageText.trim() !== '' ? MessageText.trim() : 'Status 1';
+  return redactText(reason).slice(0, 500);
 }
 
 // ---- token (2.1, 2.2) ----

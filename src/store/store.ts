@@ -231,7 +231,16 @@ export interface FileWhatsApp {
   source?: string;
 }
 
-export type FileContent = FileEmail | FileWhatsApp;
+/**
+ * A file sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: an RCS file,
+ * or an sms file with `#! flash: true`. Its texts are its recipients' own, as for sms.
+ */
+export interface FileMtMessage {
+  channel: 'rcs' | 'sms';
+  flash?: boolean;
+}
+
+export type FileContent = FileEmail | FileWhatsApp | FileMtMessage;
 
 /** One shared attachment of an email file, as the service takes it (spec 2.8). */
 export interface FileAttachment {
@@ -700,6 +709,18 @@ export interface Store {
    * send path's lean form of chunkRecipients(fileId, seq, ['pending']).
    */
   chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
+  /**
+   * The messageIds of a chunk's recipients by number (FORMAT.md 9: the file's messageId column,
+   * else <fileId>-<line>[-<k>]): for reports of a request that named a chunk, not its
+   * recipients (POST /mtmessage). Numbers not in the chunk are left out.
+   * `numbers` are in the form numbers are stored and sent (digits, country code first:
+   * sentForm); every valid recipient of the chunk counts, whatever its outcome, except one
+   * recorded without a messageId (it is left out: no report can name it). A chunk never holds
+   * a number twice (the planner starts a new chunk); should one, the first in idx order wins.
+   * Unknown file or chunk, or a seq no chunk can have (not a 32-bit non-negative integer):
+   * an empty map. One read, never a write.
+   */
+  chunkMessageIds(fileId: string, seq: number, numbers: readonly string[]): Promise<Map<string, string>>;
   /**
    * Compare-and-set on the chunk state; `inflight` also increments attempts. With `owner`,
    * also only while `owner` holds the file's lease, unexpired (fencing: a worker whose lease

@@ -6,9 +6,8 @@
 // the big SMS campaign: the email and WhatsApp files are sent while the SMS files are still
 // sending, and the two SMS files share their account (neither runs before the other).
 //
-// RCS is not built yet (docs/channels.md "RCS and flash SMS, the plan"; `#! channel: rcs` is
-// BAD_DIRECTIVE): when it is, an RCS source and account join this day, with its ledger and its
-// requests asserted the same way.
+// RCS (POST /mtmessage, its reports through the account webhook) is tested alone in
+// rcs-send.test.ts; it is not yet one of this day's sources.
 //
 // Determinism, not luck: the SMS account is limited to SMS_RATE destinations a second, so the
 // two SMS files (about 2,000 recipients together) take four seconds or more of sending

@@ -11,6 +11,7 @@ import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/no
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../../src/store/store.ts';
+import { type TestStore, testStore } from '../helpers/test-store.ts';
 
 const TOKEN = 'r3ceiver-t0ken';
 const FILE = 'f-notify';
@@ -32,6 +33,10 @@ interface Wrapped {
   failure: () => Error;
   /** While set, commits wait for it. */
   gate: Promise<void> | null;
+  /** chunkMessageIds calls (reports of POST /mtmessage), in order. */
+  lookups: { fileId: string; seq: number; numbers: string[] }[];
+  /** Lookups left that throw (what `failure` makes). */
+  failLookups: number;
 }
 
 function wrap(real: Store): Wrapped {
@@ -43,6 +48,16 @@ function wrap(real: Store): Wrapped {
     failNext: 0,
     failure: () => new Error('SQLITE_BUSY: database is locked'),
     gate: null,
+    lookups: [],
+    failLookups: 0,
+  };
+  const chunkMessageIds = async (fileId: string, seq: number, numbers: readonly string[]) => {
+    w.lookups.push({ fileId, seq, numbers: [...numbers] });
+    if (w.failLookups > 0) {
+      w.failLookups--;
+      throw w.failure();
+    }
+    return real.chunkMessageIds(fileId, seq, numbers);
   };
   const recordDeliveries = async (events: readonly DeliveryEvent[]): Promise<DeliveryResult> => {
     w.calls++;
@@ -59,6 +74,7 @@ function wrap(real: Store): Wrapped {
   w.store = new Proxy(real, {
     get(target, prop, receiver) {
       if (prop === 'recordDeliveries') return recordDeliveries;
+      if (prop === 'chunkMessageIds') return chunkMessageIds;
       const v: unknown = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -495,3 +511,349 @@ describe('with the sandbox delivering (503-only retries)', () => {
     }
   });
 });
+
+// POST /mtmessage (RCS, flash SMS) carries a chunk's recipients under one CustomMessageId
+// `<fileId>:<seq>` and CallbackData {"f": "<fileId>", "c": <seq>}; the account webhook's
+// reports come back with an empty bulkId, that messageId for every recipient, and the
+// CallbackData as JSON text (spec 2.6, 6.3). The receiver finds each recipient by the chunk
+// and its number. On both stores: the lookup is a store read of its own.
+describe.each(['sqlite', 'postgres'] as const)(
+  'reports of POST /mtmessage (account webhook), %s store',
+  (kind) => {
+    const RCS = 'f-rcs';
+    const num = (i: number) => `5730020${String(i).padStart(5, '0')}`;
+    const tnOf = (seq: number) => `${seq}`.padEnd(28, '0');
+    let caseDir: string;
+    let backend: TestStore;
+    let db: Store;
+    let w: Wrapped;
+    let receiver: Receiver | null = null;
+
+    /**
+     * A bulk file sent as three chunks, every chunk accepted. Chunk 1: line 1's numbers 1-3;
+     * chunk 2: line 2's numbers 4-6; chunk 3: line 3 with number 1 again (a number may repeat
+     * in another chunk, never in one) and number 7, and line 4 with its own messageId.
+     */
+    const rows: RecipientInsert[] = [
+      [1, 1, 1, 1],
+      [2, 1, 2, 2],
+      [3, 1, 3, 3],
+      [4, 2, 1, 4],
+      [5, 2, 2, 5],
+      [6, 2, 3, 6],
+      [7, 3, 1, 1],
+      [8, 3, 2, 7],
+      [9, 4, 1, 8],
+    ].map(([idx, line, k, n]) => ({
+      idx: idx!,
+      line: line!,
+      k: k!,
+      number: num(n!),
+      value: num(n!),
+      messageId: idx === 9 ? 'own-9' : `${RCS}-${line}-${k}`,
+      generatedMessageId: idx !== 9,
+      text: null,
+      chunkSeq: Math.ceil(idx! / 3),
+      outcome: 'pending',
+      code: null,
+      detail: null,
+      smsCount: null,
+    }));
+
+    beforeEach(async () => {
+      caseDir = await mkdtemp(join(tmpdir(), 'dropline-notify-mt-'));
+      backend = await testStore(caseDir, kind);
+      db = await openStore(backend.url);
+      await db.migrate();
+      await db.registerFile({
+        fileId: RCS,
+        source: 'local',
+        name: `${RCS}.txt`,
+        path: `processing/${RCS}.txt`,
+        sha256: RCS,
+        bytes: 100,
+        state: 'sending',
+      });
+      await db.insertRecipients(RCS, rows);
+      await db.insertChunks(
+        RCS,
+        [1, 2, 3].map((seq) => ({ seq, size: 3 })),
+      );
+      for (const seq of [1, 2, 3]) {
+        await db.setChunkState(RCS, seq, 'inflight', ['pending']);
+        await db.recordChunkResult(RCS, seq, {
+          state: 'accepted',
+          attempts: 1,
+          transactionNumber: tnOf(seq),
+          parts: [{ messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: tnOf(seq) }],
+        });
+      }
+      w = wrap(db);
+    });
+
+    afterEach(async () => {
+      await receiver?.close();
+      receiver = null;
+      await db.close();
+      await backend.close();
+      await rm(caseDir, { recursive: true, force: true });
+    });
+
+    const start = async (over: Partial<ReceiverOptions> = {}) => {
+      receiver = await startReceiver({
+        listen: '127.0.0.1:0',
+        path: '/notify',
+        token: TOKEN,
+        store: w.store,
+        ...over,
+      });
+      return receiver;
+    };
+
+    /** One element as the sandbox's account webhook sends it for chunk `seq` of `fileId`. */
+    const webhookResult = (seq: number, to: string, over: Record<string, unknown> = {}) => ({
+      bulkId: '',
+      messageId: `${RCS}:${seq}`,
+      callbackData: JSON.stringify({ f: RCS, c: seq }),
+      to,
+      transactionNumber: tnOf(seq),
+      smsCount: 1,
+      status: { name: 'DELIVERED_TO_HANDSET' },
+      ...over,
+    });
+    const results = (...elements: Record<string, unknown>[]) => JSON.stringify({ results: elements });
+
+    /** Every recipient's [messageId, status, transactionNumber] from the report's rows. */
+    const reportRows = async () => {
+      const out = new Map<string, [string, string | null]>();
+      for await (const page of db.reportPages(RCS))
+        for (const r of page) out.set(r.messageId!, [r.status, r.transactionNumber]);
+      return out;
+    };
+
+    it("each report reaches its recipient in the chunk named, not the same number's in another chunk", async () => {
+      const r = await start();
+      const res = await post(
+        r.url,
+        results(webhookResult(3, num(1)), webhookResult(3, num(7), { status: { name: 'NO_SUCCESS' } })),
+      );
+      expect(res.status).toBe(200);
+      // A `to` written with a + is the same number (as for every report).
+      expect((await post(r.url, results(webhookResult(3, `+${num(8)}`, { smsCount: 2 })))).status).toBe(200);
+      expect(r.stats()).toMatchObject({ recorded: 3, orphans: 0, duplicates: 0 });
+      const rows = await reportRows();
+      expect(rows.get(`${RCS}-3-1`)).toEqual(['DELIVERED_TO_HANDSET', tnOf(3)]);
+      expect(rows.get(`${RCS}-3-2`)).toEqual(['NO_SUCCESS', tnOf(3)]);
+      expect(rows.get('own-9')).toEqual(['DELIVERED_TO_HANDSET', tnOf(3)]);
+      // Number 1 of chunk 1 is another recipient: untouched.
+      expect(rows.get(`${RCS}-1-1`)?.[0]).toBe('pending');
+      expect((await db.chunkRecipients(RCS, 3)).find((x) => x.messageId === 'own-9')?.smsCount).toBe(2);
+      expect(await db.counts(RCS)).toMatchObject({ delivered: 2, undelivered: 1, pendingDelivery: 6 });
+      // The same report again (the service's resend): a duplicate, nothing changes.
+      expect((await post(r.url, results(webhookResult(3, num(7))))).status).toBe(200);
+      expect(r.stats()).toMatchObject({ recorded: 3, duplicates: 1 });
+      expect((await reportRows()).get(`${RCS}-3-2`)?.[0]).toBe('NO_SUCCESS');
+    });
+
+    it('one store read per chunk in a batch, not one per report', async () => {
+      const r = await start();
+      const body = results(
+        webhookResult(2, num(4)),
+        webhookResult(1, num(1)),
+        webhookResult(2, num(6)),
+        webhookResult(2, num(5)),
+        webhookResult(1, num(3)),
+      );
+      expect((await post(r.url, body)).status).toBe(200);
+      expect(w.calls).toBe(1);
+      expect(w.lookups.map((l) => [l.fileId, l.seq, [...l.numbers].sort()]).sort()).toEqual([
+        [RCS, 1, [num(1), num(3)]],
+        [RCS, 2, [num(4), num(5), num(6)]],
+      ]);
+      expect(r.stats()).toMatchObject({ recorded: 5, orphans: 0 });
+      expect(await db.counts(RCS)).toMatchObject({ delivered: 5, pendingDelivery: 4 });
+      const rows = await reportRows();
+      for (const id of ['1-1', '1-3', '2-1', '2-2', '2-3'])
+        expect(rows.get(`${RCS}-${id}`)?.[0]).toBe('DELIVERED_TO_HANDSET');
+      expect(rows.get(`${RCS}-1-2`)?.[0]).toBe('pending');
+    });
+
+    it('a number not in the chunk named, an unknown chunk or file: orphans, recipients untouched', async () => {
+      const r = await start();
+      const body = results(
+        // number 4 is chunk 2's, not chunk 3's
+        webhookResult(3, num(4)),
+        // number 9 is nobody's
+        webhookResult(3, num(9), { transactionNumber: tnOf(9) }),
+        webhookResult(7, num(1), { callbackData: JSON.stringify({ f: RCS, c: 7 }), messageId: `${RCS}:7` }),
+        webhookResult(1, num(1), {
+          callbackData: JSON.stringify({ f: 'f-other', c: 1 }),
+          messageId: 'f-other:1',
+        }),
+      );
+      expect((await post(r.url, body)).status).toBe(200);
+      expect(r.stats()).toMatchObject({ recorded: 4, orphans: 4 });
+      expect(await db.counts(RCS)).toMatchObject({ delivered: 0, pendingDelivery: 9 });
+      expect(w.lookups).toHaveLength(3);
+    });
+
+    it('a callbackData that does not name a chunk is left alone (an orphan), without a store read', async () => {
+      const r = await start();
+      const odd = [
+        'not json',
+        '{"f":"f-rcs","c":"3"}',
+        '{"f":"","c":3}',
+        '{"f":"f-rcs","c":-1}',
+        '{"f":"f-rcs","c":3.5}',
+        '{"f":"f-rcs","c":2147483648}',
+        '{"f":3,"c":3}',
+        '{"c":3}',
+        '[{"f":"f-rcs","c":3}]',
+        '"{\\"f\\":\\"f-rcs\\",\\"c\\":3}"',
+        '{"f":"f-rcs\\u0000","c":3}',
+        '',
+      ];
+      const body = results(
+        ...odd.map((callbackData, i) =>
+          webhookResult(3, num(1), {
+            callbackData,
+            transactionNumber: `9${String(i).padStart(2, '0')}`.padEnd(28, '0'),
+          }),
+        ),
+        // no callbackData at all
+        webhookResult(3, num(7), { callbackData: undefined }),
+      );
+      expect((await post(r.url, body)).status).toBe(200);
+      expect(w.lookups).toEqual([]);
+      expect(r.stats()).toMatchObject({ recorded: odd.length + 1, orphans: odd.length + 1 });
+      expect(await db.counts(RCS)).toMatchObject({ delivered: 0, pendingDelivery: 9 });
+    });
+
+    it('massive-style reports (a bulkId) work as before and read nothing more, whatever their callbackData', async () => {
+      const r = await start();
+      const massive = (to: string, messageId: string, callbackData: string) =>
+        results({
+          bulkId: RCS,
+          messageId,
+          callbackData,
+          to,
+          transactionNumber: '5'.padEnd(28, '1'),
+          smsCount: 1,
+          status: { name: 'DELIVERED_TO_HANDSET' },
+        });
+      expect((await post(r.url, massive(num(2), `${RCS}-1-2`, ''))).status).toBe(200);
+      // A bulkId wins: the callbackData is not even parsed.
+      expect(
+        (await post(r.url, massive(num(5), `${RCS}-2-2`, JSON.stringify({ f: RCS, c: 3 })))).status,
+      ).toBe(200);
+      expect(w.lookups).toEqual([]);
+      expect(r.stats()).toMatchObject({ recorded: 2, orphans: 0 });
+      const rows = await reportRows();
+      expect(rows.get(`${RCS}-1-2`)?.[0]).toBe('DELIVERED_TO_HANDSET');
+      expect(rows.get(`${RCS}-2-2`)?.[0]).toBe('DELIVERED_TO_HANDSET');
+      expect(rows.get(`${RCS}-3-1`)?.[0]).toBe('pending');
+    });
+
+    it('a store that fails the lookup: 503 as for a failed commit, nothing recorded; the retry is recorded once', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino(
+        { level: 'info' },
+        { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) },
+      );
+      const r = await start({ logger });
+      const body = results(webhookResult(3, num(7)));
+      w.failLookups = 1;
+      w.failure = () =>
+        new DroplineError('DROPLINE_ERR_STORE_UNAVAILABLE', 'reading chunk 3: connect ECONNREFUSED');
+      expect((await post(r.url, body)).status).toBe(503);
+      w.failLookups = 1;
+      w.failure = () => new Error('SQLITE_CORRUPT: database disk image is malformed');
+      expect((await post(r.url, body)).status).toBe(503);
+      // Nothing went to recordDeliveries, nothing was recorded.
+      expect(w.calls).toBe(0);
+      expect((await reportRows()).get(`${RCS}-3-2`)?.[0]).toBe('pending');
+      expect((await post(r.url, body)).status).toBe(200);
+      expect(r.stats()).toMatchObject({ failedCommits: 2, recorded: 1, orphans: 0, duplicates: 0 });
+      expect((await reportRows()).get(`${RCS}-3-2`)).toEqual(['DELIVERED_TO_HANDSET', tnOf(3)]);
+      // Said as a failed commit is: the store away once, then back; another failure as a failed commit.
+      const said = lines
+        .filter((l) => l.msg.startsWith('notify:') && !l.msg.includes('listening'))
+        .map((l) => l.msg);
+      expect(said).toEqual([
+        'notify: the store is unavailable; answering 503 until it answers (the service retries)',
+        'notify: commit failed; answering 503 (the service retries)',
+        'notify: the store answers again; reports are recorded',
+      ]);
+    });
+
+    it('a lookup that hangs is answered 503 by the commit watchdog', async () => {
+      const never = new Promise<Map<string, string>>(() => {});
+      const hanging = new Proxy(db, {
+        get(target, prop, receiver) {
+          if (prop === 'chunkMessageIds') return () => never;
+          const v: unknown = Reflect.get(target, prop, receiver);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const r = await start({ commitTimeoutMs: 100, store: hanging });
+      expect((await post(r.url, results(webhookResult(3, num(7))))).status).toBe(503);
+      // Still stuck: the next report is refused at once, as behind a hung commit.
+      expect((await post(r.url, results(webhookResult(3, num(8))))).status).toBe(503);
+      expect(r.stats()).toMatchObject({ recorded: 0, commits: 1 });
+    });
+
+    it('the sandbox: POST /mtmessage (RCS) with CustomMessageId and CallbackData, reports through the account webhook', async () => {
+      const r = await start();
+      const sandbox = await startSandbox({
+        timeScale: 0.001,
+        deliveryDelayMs: 1000,
+        accounts: [{ username: 'rcs', password: 'rcs', webhook: { url: `${r.url}?token=${TOKEN}` } }],
+      });
+      try {
+        const auth = await request(`${sandbox.url}/token`, {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${Buffer.from('rcs:rcs').toString('base64')}`,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ grant_type: 'password' }),
+          dispatcher: agent,
+        });
+        const { access_token } = (await auth.body.json()) as { access_token: string };
+        const sent = await request(`${sandbox.url}/mtmessage`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            Type: 1,
+            Channel: 'RCS',
+            Devices: [num(1), num(7), num(8)].join('-'),
+            MessageText: 'hola',
+            CustomMessageId: `${RCS}:3`,
+            CallbackData: { f: RCS, c: 3 },
+          }),
+          dispatcher: agent,
+        });
+        expect(sent.statusCode).toBe(200);
+        const answer = (await sent.body.json()) as { TransactionNumber: string; Status: number };
+        expect(answer.Status).toBe(0);
+        await waitFor('the three reports', () => sandbox.notifier.pending === 0 && r.stats().recorded >= 3);
+        expect(r.stats()).toMatchObject({ recorded: 3, orphans: 0 });
+        const rows = await reportRows();
+        // (the chunk's own transaction number, from its send, is what a row shows)
+        for (const id of [`${RCS}-3-1`, `${RCS}-3-2`, 'own-9'])
+          expect(rows.get(id)?.[0]).toBe('DELIVERED_TO_HANDSET');
+        expect(rows.get(`${RCS}-1-1`)?.[0]).toBe('pending');
+        expect(w.lookups.every((l) => l.fileId === RCS && l.seq === 3)).toBe(true);
+        const log = await request(`${sandbox.url}/_sandbox/notifications`, { dispatcher: agent });
+        const { attempts } = (await log.body.json()) as { attempts: { to: string; code: number }[] };
+        expect(attempts.map((x) => [x.to, x.code]).sort()).toEqual([
+          [num(1), 200],
+          [num(7), 200],
+          [num(8), 200],
+        ]);
+      } finally {
+        await sandbox.close();
+      }
+    });
+  },
+);

@@ -115,9 +115,10 @@ async function expectContract(path: string, run: Run, json: ValidateJson): Promi
   }
   expect(Object.keys(json.encodings).sort()).toEqual(['gsm7', 'ucs2']);
   // Email recipients have no SMS encoding, segments or country, WhatsApp recipients a country
-  // but no encoding or segments (docs/format.md "Email files", "WhatsApp files").
+  // but no encoding or segments (docs/format.md "Email files", "WhatsApp files", "RCS files").
   const channel = (json as { channel?: string }).channel ?? 'sms';
-  const sms = channel === 'sms' ? json.valid : 0;
+  // RCS texts are read as SMS texts: their encodings are counted, one message a recipient.
+  const sms = channel === 'sms' || channel === 'rcs' ? json.valid : 0;
   expect(json.encodings.gsm7 + json.encodings.ucs2).toBe(sms);
   expect(Object.values(json.countries).reduce((a, b) => a + b, 0)).toBe(channel === 'email' ? 0 : json.valid);
   if (sms === 0) expect(json.segments).toBe(0);
@@ -201,6 +202,7 @@ describe('validate --json on samples/*.txt: every CONTRACT.md field', async () =
       sendAt: null,
       message: null,
       channel: null,
+      flash: null,
       subject: null,
       templateId: null,
     });

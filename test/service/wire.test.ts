@@ -4,6 +4,8 @@ import {
   backoffDelay,
   encodeCallbackData,
   massiveBody,
+  mtMessageBody,
+  mtMessageRejection,
   type PlannedChunk,
   parseRetryAfter,
   parseTokenResponse,
@@ -121,5 +123,62 @@ describe('wire', () => {
     expect(
       redactText('to 573001234567 via http://h:1/n?token=abc failed; txn 1234567890123456789012345678'),
     ).toBe('to 57300****567 via http://h:1/n?<redacted> failed; txn 1234567890123456789012345678');
+  });
+
+  describe('POST /mtmessage (spec 2.3)', () => {
+    const via = {
+      channel: 'RCS' as const,
+      flash: false,
+      customMessageId: 'f1/3',
+      callbackData: { f: 'f1', c: 3 },
+    };
+    const d = (to: string, messageId: string) => ({ to, messageId });
+
+    it('one text: Type 1, MessageText, Devices joined by -, the chunk named in CustomMessageId and CallbackData', () => {
+      const chunk: PlannedChunk = {
+        chunkId: 'f1/3',
+        bulkId: 'f1',
+        messages: [{ text: 'Hola', destinations: [d('573001', 'f1-1'), d('573002', 'f1-2')] }],
+      };
+      expect(JSON.parse(mtMessageBody(wholePart(chunk), via).toString())).toEqual({
+        Type: 1,
+        Devices: '573001-573002',
+        MessageText: 'Hola',
+        Channel: 'RCS',
+        CustomMessageId: 'f1/3',
+        CallbackData: { f: 'f1', c: 3 },
+      });
+    });
+
+    it('several texts: Type 2, one MessageData value list a device in the order of Devices; flash is FlashSMS 1', () => {
+      const chunk: PlannedChunk = {
+        chunkId: 'f1/3',
+        bulkId: 'f1',
+        messages: [
+          { text: 'Hola Ana', destinations: [d('573001', 'f1-1')] },
+          { text: 'Hola {1} Luis', destinations: [d('573002', 'f1-2'), d('573003', 'f1-3')] },
+        ],
+      };
+      const part = subPart(wholePart(chunk), 0, 2);
+      expect(JSON.parse(mtMessageBody(part, { ...via, channel: 'SMS', flash: true }).toString())).toEqual({
+        Type: 2,
+        Devices: '573001-573002',
+        MessagePattern: '{0}',
+        MessageData: [['Hola Ana'], ['Hola {1} Luis']],
+        Channel: 'SMS',
+        FlashSMS: 1,
+        CustomMessageId: 'f1/3',
+        CallbackData: { f: 'f1', c: 3 },
+      });
+    });
+
+    it('Status 1 is a rejection with its reason; Status 0 or none is not', () => {
+      expect(mtMessageRejection({ Status: 1, MessageText: 'RCS is not enabled for this account' })).toBe(
+        'RCS is not enabled for this account',
+      );
+      expect(mtMessageRejection({ Status: '1', MessageText: '' })).toBe('Status 1');
+      expect(mtMessageRejection({ Status: 0, TransactionNumber: '1' })).toBeNull();
+      expect(mtMessageRejection(null)).toBeNull();
+    });
   });
 });

@@ -57,7 +57,7 @@ describe('accounts', () => {
   });
 
   it.each([
-    [{ channel: 'rcs' }, 'only "sms", "email" and "whatsapp" accounts are supported so far'],
+    [{ channel: 'fax' }, 'channel'],
     // A WhatsApp account needs its sending number.
     [{ channel: 'whatsapp' }, 'source'],
     [{ apiKey: 'k' }, 'apiKey'],

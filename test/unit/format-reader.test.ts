@@ -361,6 +361,7 @@ describe('FORMAT 8.1: directives before the first data record', () => {
       sendAt: null,
       message: null,
       channel: null,
+      flash: null,
       subject: null,
       templateId: null,
     });
@@ -395,18 +396,20 @@ describe('FORMAT 8.1: directives before the first data record', () => {
     }
   });
 
-  it('a directive whose feature is not built yet is refused, never ignored', async () => {
-    for (const d of ['channel: rcs', 'flash: true']) {
-      const r = await read(`#! ${d}\n3001234567;Hola\n`);
-      expect(r.summary.rejection?.code, d).toBe('BAD_DIRECTIVE');
-    }
+  it('`#! channel: rcs` and `#! flash:` are read (test/unit/rcs-files.test.ts); a directive of another channel is refused', async () => {
+    const rcs = await read('#! channel: rcs\n3001234567;Hola\n');
+    expect(rcs.summary.accepted).toBe(true);
+    expect(rcs.summary.channel).toBe('rcs');
+    const flash = await read('#! flash: true\n3001234567;Hola\n');
+    expect(flash.summary.accepted).toBe(true);
+    expect(flash.summary.directives.flash).toEqual({ line: 1, flash: true });
     // WhatsApp is read (test/unit/whatsapp-files.test.ts); its sending number is not for sms.
     const source = await read('#! source: 573001234567\n3001234567;Hola\n');
     expect(source.summary.rejection?.code).toBe('BAD_DIRECTIVE');
     expect(source.summary.rejection?.message).toBe(
       'line 1: `#! source:` is for whatsapp files (`#! channel: whatsapp`); this file is for sms',
     );
-    // What dropline does anyway is no request for anything else.
+    // An sms file may say so, and that it is no flash.
     const same = await read('#! channel: SMS\n#! flash: false\n3001234567;Hola\n');
     expect(same.summary.accepted).toBe(true);
   });
@@ -1966,14 +1969,16 @@ describe('email files (FORMAT.md 8.3)', () => {
     expect(message.summary.rejection?.message).toContain('`#! message:` is for sms');
   });
 
-  it('email directives in an sms file, and channels not read yet, reject the file', async () => {
+  it('email directives in an sms file, and a channel the service has not, reject the file', async () => {
     const sms = await read('#! subject: Hola\n3001234567;Hola\n');
     expect(sms.summary.rejection?.code).toBe('BAD_DIRECTIVE');
     expect(sms.summary.rejection?.message).toContain('is for email files');
-    for (const channel of ['rcs', 'fax']) {
-      const r = await read(`#! channel: ${channel}\n3001234567;Hola\n`);
-      expect(r.summary.rejection?.code, channel).toBe('BAD_DIRECTIVE');
-    }
+    const fax = await read('#! channel: fax\n3001234567;Hola\n');
+    expect(fax.summary.rejection?.code).toBe('BAD_DIRECTIVE');
+    // RCS is read as sms is (test/unit/rcs-files.test.ts).
+    const rcs = await read('#! channel: rcs\n3001234567;Hola\n');
+    expect(rcs.summary.channel).toBe('rcs');
+    expect(sent(rcs)).toEqual([[2, '573001234567', 'Hola']]);
     // A WhatsApp file is read, but without a template it sends nothing (whatsapp-files.test.ts).
     const whatsapp = await read('#! channel: whatsapp\n3001234567;Hola\n');
     expect(whatsapp.summary.channel).toBe('whatsapp');

@@ -1,7 +1,7 @@
 // service-interface.md 2.6 bodies → DeliveryEvents: strict on the idempotency key and the
 // status, lenient on the rest (a 400 loses the report for good).
 import { describe, expect, it } from 'vitest';
-import { decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
+import { chunkOf, decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
 
 const AT = '2025-01-02T03:04:05.000Z';
 
@@ -189,5 +189,42 @@ describe('decodeNotification', () => {
   it('a JSON body under a BOM-less UTF-8 with non-ASCII text', () => {
     const r = decode({ results: [element({ callbackData: '{"nombre":"Añez"}' })] });
     expect(r.ok && r.events[0]?.callbackData).toBe('{"nombre":"Añez"}');
+  });
+});
+
+describe('chunkOf: the chunk a POST /mtmessage report names in its callbackData', () => {
+  it('{"f": <fileId>, "c": <seq>} as the service returns it (JSON text); other keys ignored', () => {
+    expect(chunkOf('{"f":"abc123","c":3}')).toEqual({ fileId: 'abc123', seq: 3 });
+    expect(chunkOf(' { "c": 0, "f": "abc123-r2", "v": 1 } ')).toEqual({ fileId: 'abc123-r2', seq: 0 });
+    expect(chunkOf('{"f":"a","c":2147483647}')).toEqual({ fileId: 'a', seq: 2147483647 });
+    // decodeNotification keeps an object sent as an object as its JSON text: the same answer.
+    const r = decode({ results: [element({ bulkId: '', callbackData: { f: 'abc', c: 7 } })] });
+    expect(r.ok && chunkOf(r.events[0]!.callbackData)).toEqual({ fileId: 'abc', seq: 7 });
+  });
+
+  it('anything else is null', () => {
+    for (const text of [
+      null,
+      '',
+      'cb',
+      'not json {',
+      '{"f":"a","c":3',
+      '[{"f":"a","c":3}]',
+      '"{\\"f\\":\\"a\\",\\"c\\":3}"',
+      'null',
+      '{"f":"","c":3}',
+      '{"f":3,"c":3}',
+      '{"f":null,"c":3}',
+      '{"c":3}',
+      '{"f":"a"}',
+      '{"f":"a","c":"3"}',
+      '{"f":"a","c":-1}',
+      '{"f":"a","c":1.5}',
+      '{"f":"a","c":2147483648}',
+      '{"f":"a","c":1e300}',
+      '{"f":"a","c":null}',
+      '{"f":"a\\u0000b","c":3}',
+    ])
+      expect(chunkOf(text), String(text)).toBeNull();
   });
 });

@@ -306,6 +306,11 @@ export function toText(file: string, s: ReadSummary, templateCheck: string | nul
       out.push(`  template ${w.templateId} (a WhatsApp template approved on the service)`);
       out.push(`  sending number ${w.source ?? "the account's own"}`);
     }
+  } else if (s.channel === 'rcs') {
+    // docs/format.md "RCS files": one message a recipient (no segments), never transliterated.
+    out.push(
+      `  channel rcs: ${fmt(s.segments)} message(s), one a recipient (no segments; sent as written)${countries ? `; countries ${countries}` : ''}`,
+    );
   } else {
     out.push(
       `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
@@ -314,6 +319,7 @@ export function toText(file: string, s: ReadSummary, templateCheck: string | nul
   }
   out.push(...(s.channel === 'whatsapp' ? parameterLines(s) : templateLines(s)));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
+  if (s.directives.flash) out.push(`  flash ${s.directives.flash.flash} (#! flash:)`);
   if (s.directives.sendAt)
     out.push(`  not sent before ${s.directives.sendAt.at}, nor outside the send window (#! sendAt:)`);
   if (s.trailer)

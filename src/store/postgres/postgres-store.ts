@@ -113,6 +113,8 @@ export interface PostgresStoreOptions {
 }
 
 const DEFAULT_PAGE = 2000;
+/** The largest chunk seq (chunks.seq is an integer). */
+const MAX_SEQ = 2 ** 31 - 1;
 /** File numbers remembered by an instance (recordDeliveries). */
 const FILE_NO_CACHE = 10_000;
 
@@ -983,6 +985,33 @@ export class PostgresStore implements Store {
       pending_states: PENDING_CHUNK_STATES,
     });
     return rows.map((r) => toDestination(r, fileId));
+  }
+
+  async chunkMessageIds(
+    fileId: string,
+    seq: number,
+    numbers: readonly string[],
+  ): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    // A seq an integer column cannot hold names no chunk, and would fail the read (a report's
+    // batch with it). Text parameters cannot hold NUL.
+    if (numbers.length === 0 || !Number.isInteger(seq) || seq < 0 || seq > MAX_SEQ) return out;
+    if (fileId.includes('\0')) return out;
+    const rows = await this.arrays(
+      `reading the messageIds of chunk ${seq} of ${fileId}`,
+      S.CHUNK_MESSAGE_IDS,
+      {
+        file_id: fileId,
+        seq,
+        numbers: textArray(numbers.filter((n) => !n.includes('\0'))),
+      },
+    );
+    for (const [number, messageId] of rows) {
+      if (messageId === null || messageId === undefined) continue;
+      const n = str(number);
+      if (!out.has(n)) out.set(n, str(messageId));
+    }
+    return out;
   }
 
   async setChunkState(

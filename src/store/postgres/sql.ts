@@ -482,6 +482,17 @@ const MESSAGE_ID = `CASE WHEN r.message_id IS NULL THEN :file_id::text || '-' ||
 
 const IN_CHUNK = 'r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq';
 
+/**
+ * The chunk's recipients among :numbers, number and messageId (chunkMessageIds), in idx order;
+ * '' (recorded without a messageId) reads NULL.
+ */
+export const CHUNK_MESSAGE_IDS = statement(
+  `SELECT r.number, ${MESSAGE_ID}
+   FROM ${CHUNK_ROWS}
+   WHERE ${THIS_CHUNK} AND r.number = ANY(:numbers::text[])
+   ORDER BY r.id`,
+);
+
 /** A delivery report already in for one of the listed recipients (all when :ids is NULL). */
 export const REPORTED_PART = statement(
   `SELECT 1 FROM recipients r WHERE ${IN_CHUNK}

@@ -165,6 +165,9 @@ function changes(r: { changes: number | bigint }): number {
   return Number(r.changes);
 }
 
+/** The largest chunk seq (a 32-bit integer, as on PostgreSQL). */
+const MAX_SEQ = 2 ** 31 - 1;
+
 const ACTIVE = JSON.stringify(DUPLICATE_ACTIVE_STATES);
 const RECENT = JSON.stringify(DUPLICATE_RECENT_STATES);
 
@@ -979,6 +982,30 @@ export class SqliteStore implements Store {
        WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`,
     ).all(lo, hi, seq) as unknown as SQLOutputValue[][];
     return rows.map((r) => toDestination(r, fileId));
+  }
+
+  async chunkMessageIds(
+    fileId: string,
+    seq: number,
+    numbers: readonly string[],
+  ): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    // A seq the chunks table cannot hold names no chunk (and, on PostgreSQL, would fail the read).
+    if (numbers.length === 0 || !Number.isInteger(seq) || seq < 0 || seq > MAX_SEQ) return out;
+    const { lo, hi } = this.span(fileId, seq);
+    if (lo > hi) return out;
+    // The chunk's span (a range scan of its rows), then its numbers; '' (no messageId) reads NULL.
+    const rows = this.arrays(
+      `SELECT number, ${MESSAGE_ID_SQL} FROM recipients
+       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND number IN (SELECT value FROM json_each(:numbers))
+       ORDER BY id`,
+    ).all({ fid: fileId, lo, hi, seq, numbers: JSON.stringify(numbers) }) as unknown as SQLOutputValue[][];
+    for (const [number, messageId] of rows) {
+      if (messageId === null || messageId === undefined) continue;
+      const n = str(number);
+      if (!out.has(n)) out.set(n, str(messageId));
+    }
+    return out;
   }
 
   async setChunkState(

@@ -5,6 +5,7 @@ import {
   type ContractContext,
   chunksFor,
   collect,
+  generatedRows,
   newFile,
   type StoreHarness,
   T0,
@@ -272,6 +273,86 @@ export function ingest(t: ContractContext): void {
       expect((await store.chunkDestinations('f1', 2)).map((d) => d.messageId)).toEqual(['m6', 'm7']);
       expect(await store.chunkDestinations('f1', 3)).toEqual([]);
       expect(await store.chunkDestinations('f2', 1)).toEqual([]);
+    });
+  });
+  describe('chunkMessageIds', () => {
+    const n = (i: number) => String(573000000000 + i);
+
+    it("a chunk's recipients by number: the file's own messageIds; numbers not in the chunk left out", async () => {
+      await sendingFile('f1', 6, 3);
+      expect(await store.chunkMessageIds('f1', 2, [n(4), n(6), n(1), n(9), n(4)])).toEqual(
+        new Map([
+          [n(4), 'm4'],
+          [n(6), 'm6'],
+        ]),
+      );
+      expect(await store.chunkMessageIds('f1', 1, [n(1), n(2), n(3)])).toEqual(
+        new Map([
+          [n(1), 'm1'],
+          [n(2), 'm2'],
+          [n(3), 'm3'],
+        ]),
+      );
+      // Numbers as stored (digits, country code first): another form is not looked for.
+      expect(await store.chunkMessageIds('f1', 1, [`+${n(1)}`, n(1).slice(2)])).toEqual(new Map());
+      // Whatever became of the recipients since: the chunk and its numbers decide.
+      await store.setChunkState('f1', 1, 'inflight', ['pending']);
+      await store.recordChunkResult('f1', 1, {
+        state: 'accepted',
+        attempts: 1,
+        parts: [
+          { messageIds: ['m1', 'm3'], outcome: 'sent', transactionNumber: 'T1' },
+          { messageIds: ['m2'], outcome: 'rejected', code: 'E' },
+        ],
+      });
+      expect([...(await store.chunkMessageIds('f1', 1, [n(3), n(2)])).entries()].sort()).toEqual([
+        [n(2), 'm2'],
+        [n(3), 'm3'],
+      ]);
+    });
+
+    it("generated messageIds (<fileId>-<line>[-<k>]), bulk parts included; another chunk's numbers are not returned", async () => {
+      await store.registerFile(newFile());
+      await store.registerFile(newFile({ fileId: 'f2' }));
+      await store.insertRecipients('f1', generatedRows('f1'));
+      await store.insertRecipients('f2', generatedRows('f2'));
+      for (const f of ['f1', 'f2'])
+        await store.insertChunks(f, [
+          { seq: 1, size: 4 },
+          { seq: 2, size: 3 },
+        ]);
+      // Chunk 1: line 1's three numbers (k 1..3) and line 2; chunk 2: own-5, f1-4-1, and line 10
+      // (recorded without a messageId) whose number is also line 1's first; the invalid line 9
+      // has that number too but no chunk.
+      expect(await store.chunkMessageIds('f1', 1, [n(1), n(3), n(4), n(5), n(6), n(9)])).toEqual(
+        new Map([
+          [n(1), 'f1-1-1'],
+          [n(3), 'f1-1-3'],
+          [n(4), 'f1-2-1'],
+        ]),
+      );
+      expect(await store.chunkMessageIds('f1', 2, [n(1), n(2), n(5), n(6)])).toEqual(
+        new Map([
+          [n(5), 'own-5'],
+          [n(6), 'f1-4-1'],
+        ]),
+      );
+      // Each file's own ids.
+      expect(await store.chunkMessageIds('f2', 1, [n(2)])).toEqual(new Map([[n(2), 'f2-1-2']]));
+    });
+
+    it('an unknown file or chunk, no numbers, or a seq no chunk can have: an empty map', async () => {
+      await sendingFile('f1', 4, 2);
+      expect(await store.chunkMessageIds('f1', 3, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', 0, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('nope', 1, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('', 1, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', 1, [])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', 2 ** 31, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', -1, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', 1.5, [n(1)])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f\u0000', 1, [n(1), 'a\u0000'])).toEqual(new Map());
+      expect(await store.chunkMessageIds('f1', 1, [n(1), 'a\u0000'])).toEqual(new Map([[n(1), 'm1']]));
     });
   });
 }
