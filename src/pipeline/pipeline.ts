@@ -18,10 +18,11 @@ import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
+import type { ChunkSendResult } from '../service/channel-account.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import type { Flow } from '../service/dispatch.ts';
 import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
-import type { EmailAccount, EmailChunkResult } from '../service/email-account.ts';
+import type { EmailAccount } from '../service/email-account.ts';
 import { WHATSAPP_CHUNK_RECIPIENTS, type WhatsAppAccount } from '../service/whatsapp-account.ts';
 import type { MtMessageVia, PlannedChunk } from '../service/wire.ts';
 import { mapLimited } from '../sources/readiness.ts';
@@ -1683,7 +1684,7 @@ function fileContent(summary: ReadSummary): FileContent | null {
 type ContentSend = (
   rows: readonly ChunkDestination[],
   options: { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> },
-) => Promise<EmailChunkResult | null>;
+) => Promise<ChunkSendResult | null>;
 
 export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
   const parts: PartOutcome[] = [];

@@ -10,6 +10,7 @@ import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
+import type { BudgetSource } from '../service/dispatch.ts';
 import { EmailClient } from '../service/email.ts';
 import { EmailAccount } from '../service/email-account.ts';
 import { WhatsAppClient } from '../service/whatsapp.ts';
@@ -192,6 +193,25 @@ async function assemble(
   // held, never failed, for it. Given up when the runtime closes.
   const budgetStopping = new AbortController();
   const budgetStore = patientStore(store, { logger, signal: budgetStopping.signal });
+  /**
+   * An account's send budget (concurrency, rate, pace) in the store, shared by every worker
+   * sending with it: `identity` names the account as the service knows it (hashed, so no
+   * secret is ever written to the store).
+   */
+  const budgetOf = (name: string, identity: string) => {
+    const account = { name, key: createHash('sha256').update(identity).digest('hex') };
+    const budget: BudgetSource = {
+      take: (req) => budgetStore.takeSendPermit(account, req),
+      release: (permitId) => budgetStore.releaseSendPermit(account.key, permitId),
+      slowDown: (trouble) => budgetStore.slowSends(account, trouble),
+    };
+    return {
+      owner,
+      budget,
+      onBudgetError: (err: unknown, what: string) =>
+        logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+    };
+  };
   // One client per account: its own token (a login expires only that account's previous
   // token), its own concurrency and rate. The `api` credentials are the account "default"
   // unless `accounts` names one so.
@@ -208,21 +228,10 @@ async function assemble(
     const key = createHash('sha256')
       .update(`${account.baseUrl}\n${account.username}\n${account.password}`)
       .digest('hex');
-    // Its budget (concurrency, rate, pace) is the account's, whatever the password.
-    const budgetOf = {
-      name: account.name,
-      key: createHash('sha256').update(`${account.baseUrl}\n${account.username}`).digest('hex'),
-    };
     const client = new ServiceClient({
       ...account,
-      owner,
-      budget: {
-        take: (req) => budgetStore.takeSendPermit(budgetOf, req),
-        release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
-        slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
-      },
-      onBudgetError: (err, what) =>
-        logger.warn({ account: account.name, err: (err as Error).message }, `send budget: ${what} failed`),
+      // Its budget is the account's, whatever the password.
+      ...budgetOf(account.name, `${account.baseUrl}\n${account.username}`),
       tokenShare: {
         read: () => store.sharedToken(key),
         claim: (seen) => store.claimTokenRenewal(key, owner, seen, TOKEN_CLAIM_MS),
@@ -239,6 +248,8 @@ async function assemble(
     return client;
   };
   const accounts = new Map<string, ServiceClient>();
+  // A permit outlives a worker that died holding it by this much (a request's time-out, twice).
+  const permitLeaseMs = 2 * config.api.timeoutMs + 10_000;
   const emailAccounts = new Map<string, EmailAccount>();
   const whatsappAccounts = new Map<string, WhatsAppAccount>();
   for (const [name, a] of Object.entries(config.accounts)) {
@@ -253,11 +264,6 @@ async function assemble(
         retry: config.api.retry,
       });
       opened.push(() => emailClient.close());
-      // The budget of the account as the service knows it (the key, hashed: never stored).
-      const budgetOf = {
-        name,
-        key: createHash('sha256').update(`email\n${a.baseUrl}\n${apiKey}`).digest('hex'),
-      };
       emailAccounts.set(
         name,
         new EmailAccount({
@@ -267,15 +273,9 @@ async function assemble(
           fromName: a.fromName,
           concurrency,
           ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
-          owner,
-          permitLeaseMs: 2 * config.api.timeoutMs + 10_000,
-          budget: {
-            take: (req) => budgetStore.takeSendPermit(budgetOf, req),
-            release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
-            slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
-          },
-          onBudgetError: (err, what) =>
-            logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+          permitLeaseMs,
+          // The account as the service knows it: its key.
+          ...budgetOf(name, `email\n${a.baseUrl}\n${apiKey}`),
         }),
       );
       continue;
@@ -293,10 +293,6 @@ async function assemble(
         retry: config.api.retry,
       });
       opened.push(() => whatsappClient.close());
-      const budgetOf = {
-        name,
-        key: createHash('sha256').update(`whatsapp\n${a.baseUrl}\n${a.username}`).digest('hex'),
-      };
       whatsappAccounts.set(
         name,
         new WhatsAppAccount({
@@ -305,15 +301,8 @@ async function assemble(
           source: a.source,
           concurrency,
           ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
-          owner,
-          permitLeaseMs: 2 * config.api.timeoutMs + 10_000,
-          budget: {
-            take: (req) => budgetStore.takeSendPermit(budgetOf, req),
-            release: (permitId) => budgetStore.releaseSendPermit(budgetOf.key, permitId),
-            slowDown: (trouble) => budgetStore.slowSends(budgetOf, trouble),
-          },
-          onBudgetError: (err, what) =>
-            logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+          permitLeaseMs,
+          ...budgetOf(name, `whatsapp\n${a.baseUrl}\n${a.username}`),
         }),
       );
       continue;
