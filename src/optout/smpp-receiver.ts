@@ -436,7 +436,8 @@ export class SmppReplyReceiver {
       );
       answer(0);
     });
-    this.#recorded = work;
+    // A reply that failed (it answered ESME_RX_T_APPN) never stops the ones after it.
+    this.#recorded = work.catch(() => {});
     this.#inProgress.add(work);
     void work.finally(() => this.#inProgress.delete(work));
   }

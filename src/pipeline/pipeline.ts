@@ -259,6 +259,10 @@ export class Pipeline {
     let available: readonly string[];
     try {
       available = await account.templateIds();
+      // Not there: asked again unless the list is a few seconds old (a template created just
+      // now, the file dropped again at once).
+      const templateId = summary.email?.templateId;
+      if (templateId && !available.includes(templateId)) available = await account.templateIds(5_000);
     } catch (err) {
       this.log.warn(
         { fileId: file.fileId, err: (err as Error).message },

@@ -228,15 +228,18 @@ async function assemble(
     const key = createHash('sha256')
       .update(`${account.baseUrl}\n${account.username}\n${account.password}`)
       .digest('hex');
+    // Who renews the token: this client, not the process, as two accounts of this process with
+    // the same credentials (SMS and RCS) share the token and must not both renew it.
+    const claimant = `${owner}/${account.name}`;
     const client = new ServiceClient({
       ...account,
       // Its budget is the account's, whatever the password.
       ...budgetOf(account.name, `${account.baseUrl}\n${account.username}`),
       tokenShare: {
         read: () => store.sharedToken(key),
-        claim: (seen) => store.claimTokenRenewal(key, owner, seen, TOKEN_CLAIM_MS),
-        store: (token) => store.storeToken(key, owner, token),
-        release: () => store.releaseTokenRenewal(key, owner),
+        claim: (seen) => store.claimTokenRenewal(key, claimant, seen, TOKEN_CLAIM_MS),
+        store: (token) => store.storeToken(key, claimant, token),
+        release: () => store.releaseTokenRenewal(key, claimant),
       },
       notifyUrl: loaded.notifyUrl,
       notifyContentType: 'application/json',

@@ -1,4 +1,4 @@
-// Recipients → the body of one POST /mtmessage/massive. Pure and deterministic: the same
+// Recipients → one request's chunk (POST /mtmessage/massive, or /mtmessage with its `via`). Pure and deterministic: the same
 // rows always give the same chunk, so a resumed chunk is byte-for-byte the same request.
 import type { PlannedChunk, PlannedMessage } from '../service/wire.ts';
 

@@ -116,7 +116,14 @@ export function toResult(
   let failed = 0;
   let inDoubt = 0;
   let held = 0;
+  // The refusal first, whatever its row: a retryable failure anywhere in the chunk (requests
+  // run at once) may be one that met it while waiting to retry, and is put back with it.
   let refused: string | null = null;
+  for (const o of outcomes)
+    if (o.kind === 'unauthorized' || o.kind === 'forbidden') {
+      refused = o.reason;
+      break;
+    }
   let first: { code: string; message: string } | null = null;
   for (const [i, row] of rows.entries()) {
     const o = outcomes[i]!;
@@ -154,7 +161,6 @@ export function toResult(
       case 'forbidden': {
         // Never sent: back to pending with the refusal, sent once the account is fixed.
         held++;
-        refused ??= o.reason;
         const code =
           o.kind === 'unauthorized' ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN';
         first ??= { code, message: o.reason };

@@ -37,8 +37,8 @@ import {
   countDestinations,
   type Destination,
   massiveBody,
+  mtMessageAnswer,
   mtMessageBody,
-  mtMessageRejection,
   type PlannedChunk,
   parseBody,
   parseRetryAfter,
@@ -569,11 +569,17 @@ export class ServiceClient extends EventEmitter {
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
         // POST /mtmessage answers a business rejection 200, Status 1 (spec 2.3): the whole
         // request, its reason said once for every recipient (not bisected: it is the
-        // account's or the text's, rarely one device's, which dropline validated).
-        const refused = via ? mtMessageRejection(parsed) : null;
-        if (refused !== null) {
-          observe('rejected', { error: refused });
-          return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, refused);
+        // account's or the text's, rarely one device's, which dropline validated). A 200
+        // without a Status may have been either: in doubt, for the reports to settle.
+        const mt = via ? mtMessageAnswer(parsed) : null;
+        if (mt?.kind === 'rejected') {
+          observe('rejected', { error: mt.reason });
+          return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, mt.reason);
+        }
+        if (mt?.kind === 'unclear') {
+          const why = `HTTP ${status} without the Status of POST /mtmessage`;
+          observe('in_doubt', { error: why });
+          return failure('in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT', status, why);
         }
         observe('accepted');
         return result({

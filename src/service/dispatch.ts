@@ -33,10 +33,10 @@ export interface Permit {
   release(): void;
 }
 
-/** The budget in this process only (a client without a store: tools, unit tests). */
 /** The last permit id's number in this process (an owner is one process). */
 let permitSeq = 0;
 
+/** The budget in this process only (a client without a store: tools, unit tests). */
 export class MemoryBudget implements BudgetSource {
   #state: BudgetState = NEW_BUDGET;
   readonly #permits = new Map<string, number>();

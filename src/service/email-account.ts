@@ -45,11 +45,12 @@ export class EmailAccount extends ChannelAccount<EmailMessage> {
   }
 
   /**
-   * The account's stored templates (GET /email/v1/templates), asked at most once a minute. A
-   * failure is thrown and not kept: the next call asks again.
+   * The account's stored templates (GET /email/v1/templates), asked again when the list held is
+   * older than `maxAgeMs` (a minute by default). A failure is thrown and not kept: the next call
+   * asks again.
    */
-  templateIds(now: number = Date.now()): Promise<readonly string[]> {
-    if (this.#templates === null || now - this.#templates.at >= TEMPLATES_FRESH_MS) {
+  templateIds(maxAgeMs = TEMPLATES_FRESH_MS, now: number = Date.now()): Promise<readonly string[]> {
+    if (this.#templates === null || now - this.#templates.at >= maxAgeMs) {
       const ids = this.#client.templates();
       const entry = { at: now, ids };
       this.#templates = entry;

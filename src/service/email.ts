@@ -288,9 +288,11 @@ export class EmailClient {
           if (group.length > 1) return this.#halves(send, group);
           return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];
         }
-        if (status === 429)
-          retryAfterMs = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-        else if (!RETRYABLE_STATUS.has(status))
+        if (status === 429) {
+          // At most retry.maxMs: the chunk holds the account's permit meanwhile.
+          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+          retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
+        } else if (!RETRYABLE_STATUS.has(status))
           return group.map(() => failed('DROPLINE_ERR_SERVICE_FAILED', why, false));
       }
       if (tries >= this.#retry.maxAttempts)
@@ -437,21 +439,31 @@ function requestNote(
   );
 }
 
-/** GET /email/v1/templates: an array of ids, or of objects with an id, bare or under `templates`. */
+/**
+ * GET /email/v1/templates: an array of ids (text or numbers), or of objects with an `id` or
+ * `templateId`, bare or under `templates`. Any other shape throws: the list is then unknown
+ * (the file goes on), never taken for an empty one (which would reject every file).
+ */
 function templateIds(body: unknown): string[] {
   const list = Array.isArray(body)
     ? body
     : typeof body === 'object' && body !== null && Array.isArray((body as { templates?: unknown }).templates)
       ? (body as { templates: unknown[] }).templates
-      : [];
+      : null;
+  if (list === null)
+    throw new DroplineError(
+      'DROPLINE_ERR_SERVICE_FAILED',
+      'GET /email/v1/templates: an answer of a shape dropline does not know (not a list of templates)',
+    );
   const ids: string[] = [];
+  const idOf = (v: unknown): string | null =>
+    typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : null;
   for (const t of list) {
-    if (typeof t === 'string') ids.push(t);
-    else if (typeof t === 'object' && t !== null) {
-      const id =
-        (t as { id?: unknown; templateId?: unknown }).id ?? (t as { templateId?: unknown }).templateId;
-      if (typeof id === 'string') ids.push(id);
-    }
+    const id =
+      typeof t === 'object' && t !== null
+        ? idOf((t as { id?: unknown }).id ?? (t as { templateId?: unknown }).templateId)
+        : idOf(t);
+    if (id !== null) ids.push(id);
   }
   return ids;
 }

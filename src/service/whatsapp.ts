@@ -147,9 +147,11 @@ export class WhatsAppClient {
           return { kind: status === 401 ? 'unauthorized' : 'forbidden', reason: why };
         }
         if (status === 400) return { kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why };
-        if (status === 429)
-          retryAfterMs = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-        else if (!RETRYABLE_STATUS.has(status)) return failed('DROPLINE_ERR_SERVICE_FAILED', why, false);
+        if (status === 429) {
+          // At most retry.maxMs: the chunk holds the account's permit meanwhile.
+          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+          retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
+        } else if (!RETRYABLE_STATUS.has(status)) return failed('DROPLINE_ERR_SERVICE_FAILED', why, false);
       }
       if (tries >= this.#retry.maxAttempts)
         return failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `${why} (${tries} tries)`, true);

@@ -177,16 +177,20 @@ export function mtMessageBody(part: ChunkPart, via: MtMessageVia): Buffer {
 }
 
 /**
- * POST /mtmessage's business answer (spec 2.3, 7): `Status` 1 is a rejection, its reason in
- * `MessageText`; null when the answer is not one (Status 0, or a body without Status).
+ * POST /mtmessage's answer (spec 2.3, 7): `Status` 0 accepted; 1 a business rejection, its
+ * reason in `MessageText`; anything else (no body, no Status) unclear: a 200 may be either, so
+ * the recipients are in doubt rather than sent.
  */
-export function mtMessageRejection(body: unknown): string | null {
-  if (typeof body !== 'object' || body === null) return null;
+export function mtMessageAnswer(
+  body: unknown,
+): { kind: 'accepted' } | { kind: 'rejected'; reason: string } | { kind: 'unclear' } {
+  if (typeof body !== 'object' || body === null) return { kind: 'unclear' };
   const { Status, MessageText } = body as { Status?: unknown; MessageText?: unknown };
-  if (Status !== 1 && Status !== '1') return null;
+  if (Status === 0 || Status === '0') return { kind: 'accepted' };
+  if (Status !== 1 && Status !== '1') return { kind: 'unclear' };
   const reason =
     typeof MessageText === 'string' && MessageText.trim() !== '' ? MessageText.trim() : 'Status 1';
-  return redactText(reason).slice(0, 500);
+  return { kind: 'rejected', reason: redactText(reason).slice(0, 500) };
 }
 
 // ---- token (2.1, 2.2) ----

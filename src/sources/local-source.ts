@@ -115,22 +115,27 @@ export class LocalSource implements Source {
 
   async listFolder(path: string): Promise<FolderFile[]> {
     const abs = this.#abs(path);
-    // The folder itself is not followed: a link there could lead anywhere on the disk.
-    // (lstat, then readdir by name: a swap in between is a partner's race with itself.)
-    let dir: Stats;
-    try {
-      dir = await lstat(abs);
-    } catch (err) {
-      const code = errCode(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-      throw fileRefusalOf(err, path) ?? err;
+    // Neither the folder nor any folder on the way to it is followed: a link there (one a
+    // partner made, `attachments` → /run/secrets) could lead anywhere on the disk. (lstat,
+    // then readdir by name: a swap in between is a partner's race with itself.)
+    const parts = path.split('/');
+    for (let i = 1; i <= parts.length; i++) {
+      const sub = parts.slice(0, i).join('/');
+      let dir: Stats;
+      try {
+        dir = await lstat(this.#abs(sub));
+      } catch (err) {
+        const code = errCode(err);
+        if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+        throw fileRefusalOf(err, sub) ?? err;
+      }
+      if (dir.isSymbolicLink())
+        throw new SourceFileError(
+          'NOT_A_REGULAR_FILE',
+          `${sub} is a symbolic link, not a folder: links are never followed`,
+        );
+      if (!dir.isDirectory()) return [];
     }
-    if (dir.isSymbolicLink())
-      throw new SourceFileError(
-        'NOT_A_REGULAR_FILE',
-        `${path} is a symbolic link, not a folder: links are never followed`,
-      );
-    if (!dir.isDirectory()) return [];
     let dirents: Dirent[];
     try {
       dirents = await readdir(abs, { withFileTypes: true });

@@ -281,21 +281,27 @@ export class SftpSource implements Source {
   async listFolder(path: string): Promise<FolderFile[]> {
     const remote = this.#remote(path);
     const conn = await this.#get();
-    let dir: Stats;
-    try {
-      dir = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(remote, cb));
-    } catch (err) {
-      // OpenSSH answers "no such file" for ENOENT and ENOTDIR alike.
-      if (sftpCode(err) === NO_SUCH_FILE) return [];
-      throw this.#readError('stat', path, err);
+    // Neither the folder nor any folder on the way to it is followed (a link there could lead
+    // anywhere the login may read).
+    const parts = path.split('/');
+    for (let i = 1; i <= parts.length; i++) {
+      const sub = parts.slice(0, i).join('/');
+      let dir: Stats;
+      try {
+        dir = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(this.#remote(sub), cb));
+      } catch (err) {
+        // OpenSSH answers "no such file" for ENOENT and ENOTDIR alike.
+        if (sftpCode(err) === NO_SUCH_FILE) return [];
+        throw this.#readError('stat', sub, err);
+      }
+      const type = dir.mode & S_IFMT;
+      if (type === S_IFLNK)
+        throw new SourceFileError(
+          'NOT_A_REGULAR_FILE',
+          `${sub} is a symbolic link on the server, not a folder: links are never followed`,
+        );
+      if (type !== S_IFDIR) return [];
     }
-    const type = dir.mode & S_IFMT;
-    if (type === S_IFLNK)
-      throw new SourceFileError(
-        'NOT_A_REGULAR_FILE',
-        `${path} is a symbolic link on the server, not a folder: links are never followed`,
-      );
-    if (type !== S_IFDIR) return [];
     let entries: { filename: string; attrs: Stats }[];
     try {
       entries = await this.#raw(conn, (cb) => conn.sftp.readdir(remote, cb));

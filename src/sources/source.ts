@@ -58,9 +58,9 @@ export interface Source {
    * are names starting with `.` or `~` and upload temporaries (.part, .tmp, .filepart,
    * .partial, .crdownload). Each with its size in bytes.
    *
-   * The folder itself is not followed either: a symbolic link at `path` is a SourceFileError
-   * NOT_A_REGULAR_FILE, one the login may not read FILE_UNREADABLE; a file at `path` is no
-   * folder ([]). A backend that cannot be reached fails as the other methods do.
+   * Neither the folder nor any folder on the way to it is followed: a symbolic link at `path`
+   * or above it is a SourceFileError NOT_A_REGULAR_FILE, one the login may not read
+   * FILE_UNREADABLE; a file at `path` is no folder ([]). A backend that cannot be reached fails as the other methods do.
    */
   listFolder(path: string): Promise<FolderFile[]>;
   /** Streams a file's bytes. Each call starts from the beginning. */

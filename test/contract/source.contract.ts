@@ -346,6 +346,17 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
             });
           expect(await source.listFolder('attachments/g')).toEqual([{ name: 'elsewhere.pdf', size: 9 }]);
         });
+
+        it('never follows a symbolic link on the way to the folder either (attachments itself a link)', async () => {
+          const link = h.symlink;
+          if (!link) throw new Error(`the ${name} harness must make symlinks`);
+          await h.put('elsewhere/x/secret.pdf', 'secret');
+          await link('attachments', 'elsewhere');
+          await expect(source.listFolder('attachments/x')).rejects.toMatchObject({
+            reason: 'NOT_A_REGULAR_FILE',
+            message: expect.stringContaining('attachments is a symbolic link'),
+          });
+        });
       }
 
       it('refuses paths that leave the source root', async () => {

@@ -1,6 +1,8 @@
 // The email client (src/service/email.ts) against the sandbox's email host on loopback: batches
 // of at most 50, 413 split before and after sending, each recipient's status from the 202,
 // 401/403 stopping the batch, 5xx retried, the API key never in a result.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EmailLedgerEntry } from '../../src/sandbox/email.ts';
 import {
@@ -180,5 +182,23 @@ describe('EmailClient', () => {
       )) as Error & { code: string };
     expect(err).toMatchObject({ code: 'DROPLINE_ERR_SERVICE_AUTH' });
     expect(err.message).not.toContain('inventada');
+  });
+
+  it('templates(): numeric ids read as text; an answer of an unknown shape is an error, never an empty list', async () => {
+    // The spec does not show the answer's shape: a server answering other shapes than the sandbox.
+    let body = '';
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    open.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const c = new EmailClient({ baseUrl: url, apiKey: KEY });
+    open.push(c);
+    body = JSON.stringify([101, { id: 102 }, { templateId: 'bienvenida' }, 'factura']);
+    expect(await c.templates()).toEqual(['101', '102', 'bienvenida', 'factura']);
+    body = JSON.stringify({ data: { items: ['factura'] } });
+    await expect(c.templates()).rejects.toMatchObject({ code: 'DROPLINE_ERR_SERVICE_FAILED' });
   });
 });

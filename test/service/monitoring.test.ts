@@ -384,6 +384,37 @@ describe('ServiceClient.monitoring()', () => {
   });
 });
 
+describe('accounts of the same credentials in one process', () => {
+  it('an SMS and an RCS account on one service account log in once between them, and neither is refused', async () => {
+    const s = await sandboxWith();
+    const dir = await mkdtemp(join(tmpdir(), 'dropline-same-account-'));
+    open.push({ close: () => rm(dir, { recursive: true, force: true }) });
+    const path = join(dir, 'dropline.config.json');
+    await writeFile(
+      path,
+      JSON.stringify({
+        api: { baseUrl: s.url, username: 'demo', password: 'demo' },
+        accounts: { rcs: { channel: 'rcs', baseUrl: s.url, username: 'demo', password: 'demo' } },
+        store: `sqlite:${join(dir, 'state.db')}`,
+        notify: { token: 'receiver-secret' },
+        sources: [{ name: 'local', type: 'local', path: join(dir, 'drop') }],
+      }),
+    );
+    const rt = await openRuntime(loadConfig({ path, env: {} }), { logger: silentLogger, sandbox: 'share' });
+    open.push(rt);
+    // Both need a token at once: one logs in, the other takes the token it stored (the service
+    // keeps one token an account: a second login would expire the first one's).
+    const health = await serviceHealth(rt.accounts);
+    expect(health.map((h) => [h.account, h.endpoints.every((e) => e.ok)])).toEqual([
+      ['default', true],
+      ['rcs', true],
+    ]);
+    const requests = (await getJson<{ requests: RequestRecord[] }>(`${s.url}/_sandbox/requests`)).requests;
+    expect(requests.filter((r) => r.endpoint === '/token')).toHaveLength(1);
+    expect(requests.filter((r) => r.status === 401)).toEqual([]);
+  });
+});
+
 describe('what the dashboard is given of an answer', () => {
   it('masks phone numbers in texts, keys and numbers (the fields are not documented), and the token', () => {
     const shown = withoutSecrets(

@@ -4,8 +4,8 @@ import {
   backoffDelay,
   encodeCallbackData,
   massiveBody,
+  mtMessageAnswer,
   mtMessageBody,
-  mtMessageRejection,
   type PlannedChunk,
   parseRetryAfter,
   parseTokenResponse,
@@ -172,13 +172,18 @@ describe('wire', () => {
       });
     });
 
-    it('Status 1 is a rejection with its reason; Status 0 or none is not', () => {
-      expect(mtMessageRejection({ Status: 1, MessageText: 'RCS is not enabled for this account' })).toBe(
-        'RCS is not enabled for this account',
-      );
-      expect(mtMessageRejection({ Status: '1', MessageText: '' })).toBe('Status 1');
-      expect(mtMessageRejection({ Status: 0, TransactionNumber: '1' })).toBeNull();
-      expect(mtMessageRejection(null)).toBeNull();
+    it('Status 0 accepted, Status 1 a rejection with its reason, anything else unclear (in doubt)', () => {
+      expect(mtMessageAnswer({ Status: 1, MessageText: 'RCS is not enabled for this account' })).toEqual({
+        kind: 'rejected',
+        reason: 'RCS is not enabled for this account',
+      });
+      expect(mtMessageAnswer({ Status: '1', MessageText: '' })).toEqual({
+        kind: 'rejected',
+        reason: 'Status 1',
+      });
+      expect(mtMessageAnswer({ Status: 0, TransactionNumber: '1' })).toEqual({ kind: 'accepted' });
+      expect(mtMessageAnswer({ TransactionNumber: '1' })).toEqual({ kind: 'unclear' });
+      expect(mtMessageAnswer(null)).toEqual({ kind: 'unclear' });
     });
   });
 });

@@ -50,6 +50,24 @@ describe('toResult', () => {
     ]);
   });
 
+  it('a refusal after a retryable failure in row order: the failure is put back too, not failed for good', () => {
+    // WhatsApp sends a chunk's requests at once: recipient 1 met a 503 and, retrying, found
+    // the account refused by recipient 2's 401. Neither was sent: both go back pending.
+    const outcomes: EmailOutcome[] = [
+      {
+        kind: 'failed',
+        code: 'DROPLINE_ERR_SERVICE_AUTH',
+        reason: 'not sent: the account was refused',
+        retryable: true,
+      },
+      { kind: 'unauthorized', reason: 'HTTP 401: wrong Basic credentials' },
+    ];
+    const { result, refused } = toResult(rows(2), outcomes, 3, false);
+    expect(refused).toBe('HTTP 401: wrong Basic credentials');
+    expect(result.state).toBe('pending');
+    expect(result.parts.every((p) => p.outcome === 'pending')).toBe(true);
+  });
+
   it('every recipient rejected: the chunk rejected, with the first code', () => {
     const outcomes: EmailOutcome[] = rows(2).map(() => ({
       kind: 'rejected',
