@@ -201,22 +201,7 @@ export class S3Source implements Source {
   async list(options: ListOptions = {}): Promise<SourceEntry[]> {
     const inbox = `${this.prefix}inbox/`;
     const out: SourceEntry[] = [];
-    let token: string | undefined;
-    do {
-      let page: ListObjectsV2CommandOutput;
-      try {
-        page = await this.client.send(
-          new ListObjectsV2Command({
-            Bucket: this.bucket,
-            Prefix: inbox,
-            Delimiter: '/',
-            MaxKeys: this.#listPageSize,
-            ...(token ? { ContinuationToken: token } : {}),
-          }),
-        );
-      } catch (err) {
-        throw this.#error('list inbox/', err);
-      }
+    for await (const page of this.#pages(inbox, 'list inbox/')) {
       for (const o of page.Contents ?? []) {
         const name = o.Key?.slice(inbox.length) ?? '';
         if (name === '' || name.includes('/')) continue;
@@ -239,9 +224,31 @@ export class S3Source implements Source {
         const why = name === '' ? null : ignoredReason(name, 'folder');
         if (why !== null) options.ignored?.(name, why);
       }
+    }
+    return out;
+  }
+
+  /** The pages of the keys directly under `prefix` (Delimiter "/": deeper keys are prefixes). */
+  async *#pages(prefix: string, what: string): AsyncGenerator<ListObjectsV2CommandOutput> {
+    let token: string | undefined;
+    do {
+      let page: ListObjectsV2CommandOutput;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: prefix,
+            Delimiter: '/',
+            MaxKeys: this.#listPageSize,
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+        );
+      } catch (err) {
+        throw this.#error(what, err);
+      }
+      yield page;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return out;
   }
 
   async exists(path: string): Promise<boolean> {
@@ -261,30 +268,13 @@ export class S3Source implements Source {
   async listFolder(path: string): Promise<FolderFile[]> {
     const folder = `${this.#key(path)}/`;
     const out: FolderFile[] = [];
-    let token: string | undefined;
-    do {
-      let page: ListObjectsV2CommandOutput;
-      try {
-        page = await this.client.send(
-          new ListObjectsV2Command({
-            Bucket: this.bucket,
-            Prefix: folder,
-            Delimiter: '/',
-            MaxKeys: this.#listPageSize,
-            ...(token ? { ContinuationToken: token } : {}),
-          }),
-        );
-      } catch (err) {
-        throw this.#error(`list ${path}/`, err);
-      }
+    for await (const page of this.#pages(folder, `list ${path}/`))
       for (const o of page.Contents ?? []) {
         const name = o.Key?.slice(folder.length) ?? '';
         // '': the folder's own marker (`attachments/x/`, as consoles make them).
         if (name === '' || name.includes('/') || !isFolderFileName(name)) continue;
         out.push({ name, size: o.Size ?? 0 });
       }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
     return out.sort(byName);
   }
 
