@@ -13,6 +13,9 @@
 import type { ChunkResult, ChunkState, PartOutcome, RecipientOutcome } from './store.ts';
 
 /** The recipient outcome a chunk state gives the rows that follow it. */
+/** What a row that follows its chunk holds (migration 0003). */
+const FOLLOW: Omit<PartWrite, 'transactionNumber'> = { outcome: 'pending', code: null, detail: null };
+
 export const CHUNK_OUTCOME: Readonly<Record<ChunkState, RecipientOutcome>> = {
   pending: 'pending',
   inflight: 'pending',
@@ -138,6 +141,21 @@ export function planChunkResult(
   const cleared = state !== result.state;
   const code = cleared ? null : (result.errorCode ?? null);
   const message = cleared ? null : (result.errorMessage ?? null);
+  // In an accepted chunk (final: it never changes again), a group that reads as the chunk would
+  // (sent, the chunk's code and message, and a transaction number the chunk's report shows: the
+  // chunk has none, or the same) follows the chunk rather than keeping an outcome of its own:
+  // counting the file then reads its chunks, not its rows (an email service numbers each
+  // recipient, so the rows of every email chunk answered in full are such a group).
+  const chunkTn = result.transactionNumber ?? null;
+  for (const group of groups.values())
+    if (
+      state === 'accepted' &&
+      group.write.outcome === CHUNK_OUTCOME[state] &&
+      group.write.code === code &&
+      group.write.detail === message &&
+      (chunkTn === null || group.transactionNumbers.every((tn) => tn === null || tn === chunkTn))
+    )
+      group.write = FOLLOW;
   return {
     byIds: [...groups.values()],
     whole: whole && {

@@ -26,12 +26,13 @@ describe('a chunk result, settled by the delivery reports already in', () => {
     const p = plan(mixed, (part) => part === doubt);
     expect(p.state).toBe('accepted');
     expect([p.code, p.message]).toEqual([null, null]);
-    // Both parts now write `sent` without a code: one write, each row its own transaction number.
+    // Both parts now read as the accepted chunk (sent, no code): one write, each row its own
+    // transaction number, and the rows follow the chunk rather than keeping an outcome.
     expect(p.byIds).toEqual([
       {
         messageIds: ['a1', 'a2', 'b1', 'b2'],
         transactionNumbers: ['T1', 'T1', null, null],
-        write: { outcome: 'sent', code: null, detail: null },
+        write: { outcome: 'pending', code: null, detail: null },
       },
     ]);
   });
@@ -72,6 +73,46 @@ describe('a chunk result, settled by the delivery reports already in', () => {
       () => false,
     );
     expect(other.whole).toMatchObject({ follows: false, write: { transactionNumber: 'T9' } });
+  });
+});
+
+describe('rows that follow an accepted chunk', () => {
+  const sent = (ids: string[], tn: string): PartOutcome => ({
+    messageIds: ids,
+    outcome: 'sent',
+    transactionNumber: tn,
+  });
+
+  it('an email chunk answered in full (each recipient its own number): its rows follow the chunk, their numbers kept', () => {
+    const result: ChunkResult = {
+      state: 'accepted',
+      attempts: 1,
+      parts: [sent(['e1'], 'M1'), sent(['e2'], 'M2')],
+    };
+    expect(plan(result, () => false).byIds).toEqual([
+      {
+        messageIds: ['e1', 'e2'],
+        transactionNumbers: ['M1', 'M2'],
+        write: { outcome: 'pending', code: null, detail: null },
+      },
+    ]);
+  });
+
+  it('not when the chunk says something else: a rejection beside them (the chunk has its code), or its own other number', () => {
+    const mixed: ChunkResult = {
+      state: 'accepted',
+      attempts: 1,
+      errorCode: 'INVALID_RECIPIENT',
+      parts: [sent(['e1'], 'M1'), { messageIds: ['e2'], outcome: 'rejected', code: 'INVALID_RECIPIENT' }],
+    };
+    expect(plan(mixed, () => false).byIds.map((g) => g.write.outcome)).toEqual(['sent', 'rejected']);
+    const split: ChunkResult = {
+      state: 'accepted',
+      attempts: 2,
+      transactionNumber: 'T1',
+      parts: [sent(['a1'], 'T1'), sent(['a2'], 'T2')],
+    };
+    expect(plan(split, () => false).byIds.map((g) => g.write.outcome)).toEqual(['sent']);
   });
 });
 
