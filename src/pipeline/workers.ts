@@ -2,12 +2,10 @@
 // its heartbeat and the files it holds, and each account's send budget (its pace after 429s
 // and 5xx, its requests in flight across all workers).
 import type { BudgetView } from '../service/budget.ts';
-import type { Store, WorkerRecord } from '../store/store.ts';
+import { type Store, WORKER_SILENT_MS, type WorkerRecord } from '../store/store.ts';
 
 /** How often a `dropline run` says it is alive. */
 export const HEARTBEAT_MS = 5000;
-/** A worker silent this long is shown dead: its files are taken over once their leases expire. */
-export const WORKER_SILENT_MS = 3 * HEARTBEAT_MS;
 
 export type WorkerStatus = 'alive' | 'dead' | 'stopped';
 

@@ -242,6 +242,14 @@ export interface FileMtMessage {
 
 export type FileContent = FileEmail | FileWhatsApp | FileMtMessage;
 
+/**
+ * A worker silent this long (three missed heartbeats of a `dropline run`) is dead: its files
+ * are taken over once their leases expire, and its send permits stop holding their account's
+ * concurrency at once (a killed worker's would otherwise hold it until their leases end). A
+ * process that never beats (`dropline send`) keeps its permits to their lease's end.
+ */
+export const WORKER_SILENT_MS = 15_000;
+
 /** One shared attachment of an email file, as the service takes it (spec 2.8). */
 export interface FileAttachment {
   name: string;

@@ -10,7 +10,7 @@ import {
   GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
-import type { ChunkState, RecipientOutcome } from '../store.ts';
+import { type ChunkState, type RecipientOutcome, WORKER_SILENT_MS } from '../store.ts';
 
 /** A statement with named parameters compiled to PostgreSQL's $n. */
 export interface Statement {
@@ -886,11 +886,19 @@ export const LOCK_BUDGET = statement(
   `SELECT set_config('synchronous_commit', 'off', true) FROM send_budgets WHERE account_key = :key FOR UPDATE`,
 );
 
+/**
+ * A permit that holds its account's concurrency: its lease runs, and its worker is not silent
+ * past WORKER_SILENT_MS (killed). `at` is the clock in milliseconds.
+ */
+const LIVE_PERMIT = (at: string) => `p.lease_until > ${at} AND NOT EXISTS (
+  SELECT 1 FROM workers w WHERE w.worker_id = p.owner
+    AND w.heartbeat_at < to_timestamp((${at}) / 1000.0) - interval '${WORKER_SILENT_MS} milliseconds')`;
+
 /** The locked budget, with the clock read after the lock and the permits live now. */
 export const READ_BUDGET = statement(
   `SELECT b.*, ${NOW_MS} AS now_ms,
      (SELECT count(*) FROM send_permits p
-      WHERE p.account_key = b.account_key AND p.lease_until > ${NOW_MS}) AS live
+      WHERE p.account_key = b.account_key AND ${LIVE_PERMIT(NOW_MS)}) AS live
    FROM send_budgets b WHERE b.account_key = :key`,
 );
 
@@ -907,7 +915,7 @@ export const UPDATE_BUDGET = statement(
 
 /** A permit granted: expired ones of the account cleared, the new one recorded, the budget moved. */
 export const GRANT_PERMIT = statement(
-  `WITH gone AS (DELETE FROM send_permits WHERE account_key = :key AND lease_until <= :now_ms),
+  `WITH gone AS (DELETE FROM send_permits p WHERE p.account_key = :key AND NOT (${LIVE_PERMIT(':now_ms::float8')})),
         permit AS (INSERT INTO send_permits (permit_id, account_key, owner, lease_until)
                    VALUES (:permit_id, :key, :owner, :lease_until))
    UPDATE send_budgets SET next_at = :next_at WHERE account_key = :key`,
@@ -922,7 +930,7 @@ export const RELEASE_PERMIT = statement(
 export const SEND_BUDGETS = statement(
   `SELECT b.*, ${NOW_MS} AS now_ms,
      (SELECT count(*) FROM send_permits p
-      WHERE p.account_key = b.account_key AND p.lease_until > ${NOW_MS}) AS live
+      WHERE p.account_key = b.account_key AND ${LIVE_PERMIT(NOW_MS)}) AS live
    FROM send_budgets b ORDER BY b.account`,
 );
 

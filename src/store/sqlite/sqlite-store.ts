@@ -100,6 +100,7 @@ import {
   type Store,
   type StoreGauges,
   UNKNOWN_DELIVERY,
+  WORKER_SILENT_MS,
   type WorkerInfo,
   type WorkerRecord,
 } from '../store.ts';
@@ -374,7 +375,11 @@ export class SqliteStore implements Store {
       const now = Date.parse(this.now());
       const key = account.key;
       const row = this.budgetRow(account);
-      this.stmt('DELETE FROM send_permits WHERE account_key = ? AND lease_until <= ?').run(key, now);
+      // Expired, or held by a worker silent past WORKER_SILENT_MS (killed): they no longer count.
+      this.stmt(
+        `DELETE FROM send_permits WHERE account_key = ? AND (lease_until <= ? OR owner IN
+           (SELECT worker_id FROM workers WHERE heartbeat_at < ?))`,
+      ).run(key, now, new Date(now - WORKER_SILENT_MS).toISOString());
       const live = num(this.stmt('SELECT count(*) AS n FROM send_permits WHERE account_key = ?').get(key)!.n);
       const { state, answer } = decidePermit(toBudget(row), now, live, req);
       if (state) this.stmt(UPDATE_BUDGET).run({ key, ...budgetColumns(state) });
@@ -408,10 +413,11 @@ export class SqliteStore implements Store {
     const now = Date.parse(this.now());
     return this.stmt(
       `SELECT b.*, (SELECT count(*) FROM send_permits p WHERE p.account_key = b.account_key
-                     AND p.lease_until > ?) AS live
+                     AND p.lease_until > ? AND p.owner NOT IN
+                       (SELECT worker_id FROM workers WHERE heartbeat_at < ?)) AS live
        FROM send_budgets b ORDER BY b.account`,
     )
-      .all(now)
+      .all(now, new Date(now - WORKER_SILENT_MS).toISOString())
       .map((r) => budgetView(str(r.account), toBudget(r), now, num(r.live)));
   }
 

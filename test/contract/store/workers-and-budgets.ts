@@ -2,7 +2,7 @@
 // workers' heartbeats, with the file each holds and whom it was taken over from.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { PermitRequest } from '../../../src/service/budget.ts';
-import type { Store } from '../../../src/store/store.ts';
+import { type Store, WORKER_SILENT_MS } from '../../../src/store/store.ts';
 import { type ContractContext, newFile, T0 } from './helpers.ts';
 
 const ACCOUNT = { key: 'k-default', name: 'default' };
@@ -42,6 +42,29 @@ export function workersAndBudgets(t: ContractContext): void {
       expect((await store.takeSendPermit(ACCOUNT, permit())).granted).toBe(false);
       const views = await store.sendBudgets();
       expect(views.find((v) => v.account === 'default')).toMatchObject({ pace: 1, inFlight: 2 });
+    });
+
+    it('a worker silent past WORKER_SILENT_MS (killed) frees its permits before their lease ends; a process without heartbeats keeps its own', async () => {
+      const worker = (workerId: string) => ({ workerId, host: 'h', pid: 1, version: 'test' });
+      await store.heartbeat(worker('w1'));
+      await store.heartbeat(worker('w2'));
+      const long = { concurrency: 2, leaseMs: 120_000 };
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'w1' }))).granted).toBe(true);
+      // `dropline send`: no heartbeat, its permit counts until its lease ends.
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'send-process' }))).granted).toBe(
+        true,
+      );
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'w2' }))).granted).toBe(false);
+      // w1 is killed: its heartbeat stops; w2 goes on beating.
+      t.h.clock.advance(WORKER_SILENT_MS - 1000);
+      await store.heartbeat(worker('w2'));
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'w2' }))).granted).toBe(false);
+      t.h.clock.advance(2000);
+      await store.heartbeat(worker('w2'));
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'w2' }))).granted).toBe(true);
+      expect((await store.sendBudgets()).find((v) => v.account === 'default')).toMatchObject({ inFlight: 2 });
+      // w2's own permit, its heartbeat fresh, still counts.
+      expect((await store.takeSendPermit(ACCOUNT, permit({ ...long, owner: 'w3' }))).granted).toBe(false);
     });
 
     it('the rate: grants spaced by destinations / rate on the store clock, across workers', async () => {
