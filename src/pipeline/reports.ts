@@ -44,6 +44,10 @@ export interface Manifest {
   cost: FileCost | null;
   /** An email file's shared attachments (attachments/<name>/ beside the inbox); null: none. */
   attachments: { name: string; bytes: number }[] | null;
+  /** The channel the file is sent on (its source's, or its `#! channel:`); sms until it is read. */
+  channel: 'sms' | 'rcs' | 'email' | 'whatsapp';
+  /** An sms file sent as flash SMS (`#! flash: true`). */
+  flash: boolean;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -88,6 +92,8 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     scheduledUntil: file.state === 'scheduled' ? file.scheduledUntil : null,
     cost: file.cost,
     attachments: (file.content?.channel === 'email' && file.content.attachments) || null,
+    channel: file.content?.channel ?? 'sms',
+    flash: file.content?.channel === 'sms' && file.content.flash === true,
   };
 }
 

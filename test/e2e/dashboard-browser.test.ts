@@ -127,6 +127,8 @@ describe('campaigns', () => {
     const numbers = await row.locator('.numbers').textContent();
     expect(numbers).toContain(`${dropped.counts.delivered.toLocaleString('en-US')} delivered`);
     expect(numbers).toContain(`${dropped.counts.records.toLocaleString('en-US')} read`);
+    // Its source and the channel it goes out on.
+    expect(await row.locator('.source').textContent()).toBe('local · SMS');
     // Search narrows the list.
     await h.dropFile('otra.txt', personalizedFile(5, 82).content);
     await page.locator('a.file', { hasText: 'otra.txt' }).waitFor();

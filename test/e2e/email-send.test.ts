@@ -50,6 +50,7 @@ it('an email file is sent 50 recipients a request, each once with its fields, an
   const r = await h.cli(['send', path, '--json']);
   const m = JSON.parse(r.stdout) as Manifest;
   expect(m.state).toBe('completed');
+  expect([m.channel, m.flash]).toEqual(['email', false]);
   expect(m.counts).toMatchObject({
     records: 122,
     valid: 120,

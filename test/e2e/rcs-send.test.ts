@@ -53,6 +53,7 @@ it('an RCS file: /mtmessage requests with Channel RCS, each recipient once, repo
   const r = await h.cli(['send', path, '--wait', '--json']);
   const m = JSON.parse(r.stdout) as Manifest;
   expect(m.state).toBe('completed');
+  expect(m.channel).toBe('rcs');
   expect(m.counts).toMatchObject({ valid: 30, submitted: 30, delivered: 30, pendingDelivery: 0 });
   expect(mtRequests(h).length).toBeGreaterThan(0);
   expect(h.sandbox.requests.filter((q) => q.endpoint === '/mtmessage/massive')).toEqual([]);
@@ -70,6 +71,7 @@ it('an sms file with `#! flash: true` goes through /mtmessage with FlashSMS; the
   await writeFile(path, `#! flash: true\nCorte de servicio programado hoy 14:00\n${list.join('\n')}\n`);
   const m = JSON.parse((await h.cli(['send', path, '--wait', '--json'])).stdout) as Manifest;
   expect(m.state).toBe('completed');
+  expect([m.channel, m.flash]).toEqual(['sms', true]);
   expect(m.counts).toMatchObject({ valid: 12, submitted: 12, delivered: 12 });
   expect(mtRequests(h).length).toBeGreaterThan(0);
   expect(h.sandbox.requests.filter((q) => q.endpoint === '/mtmessage/massive')).toEqual([]);

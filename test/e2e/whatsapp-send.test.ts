@@ -63,6 +63,7 @@ it('a WhatsApp file is sent one request a recipient, each once with its paramete
   const path = await invoices(h.dir);
   const m = JSON.parse((await h.cli(['send', path, '--json'])).stdout) as Manifest;
   expect(m.state).toBe('completed');
+  expect(m.channel).toBe('whatsapp');
   expect(m.counts).toMatchObject({
     records: 27,
     valid: 25,

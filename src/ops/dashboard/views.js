@@ -282,11 +282,17 @@ function fileRow(m, speed) {
       { class: 'title' },
       h('strong', { class: 'name' }, m.name),
       h('code', {}, m.fileId),
-      h('span', { class: 'source' }, m.source),
+      h('span', { class: 'source' }, `${m.source} · ${channelName(m)}`),
     ),
     h('div', { class: 'status' }, badge(m.state), h('span', { class: 'why' }, why(m))),
     h('div', { class: 'progress' }, progressBar(m), numbers(m, speed)),
   );
+}
+
+/** The channel a campaign goes out on, as the service names it (the same in both languages). */
+function channelName(m) {
+  const name = { sms: 'SMS', rcs: 'RCS', email: 'Email', whatsapp: 'WhatsApp' }[m.channel] ?? 'SMS';
+  return m.flash ? `${name} flash` : name;
 }
 
 // ---- one campaign ---------------------------------------------------------------------
@@ -379,7 +385,7 @@ function renderHead(el, m, speed) {
       'p',
       { class: 'meta' },
       h('code', {}, m.fileId),
-      ` · ${m.source}`,
+      ` · ${m.source} · ${channelName(m)}`,
       m.worker ? ` · ${t('file.worker', { worker: m.worker })}` : '',
     ),
     h('p', { class: 'status' }, badge(m.state), h('span', { class: 'why' }, why(m))),
