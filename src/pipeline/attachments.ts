@@ -31,6 +31,15 @@ export async function readAttachments(source: Source, fileName: string): Promise
   const folder = attachmentsFolder(fileName);
   try {
     const files = await source.listFolder(folder);
+    // A link (or FIFO…) in an attachment's place is never followed: the file is refused, as a
+    // link in the inbox is, rather than sent without an attachment its sender meant.
+    const odd = files.find((f) => f.kind !== 'file');
+    if (odd)
+      return {
+        ok: false,
+        reason: 'NOT_A_REGULAR_FILE',
+        message: `${folder}/${odd.name} is ${odd.kind === 'link' ? 'a symbolic link' : 'not a regular file'}: links are never followed; put the file itself there`,
+      };
     if (files.length > MAX_ATTACHMENTS)
       return {
         ok: false,

@@ -146,12 +146,14 @@ export class LocalSource implements Source {
     }
     const found = await Promise.all(
       dirents
-        .filter((d) => d.isFile() && isFolderFileName(d.name))
+        .filter((d) => !d.isDirectory() && isFolderFileName(d.name))
         .map(async (d): Promise<FolderFile | null> => {
           try {
             // lstat: the name may have been replaced (by a link…) since readdir.
             const st = await lstat(join(abs, d.name));
-            return st.isFile() ? { name: d.name, size: st.size } : null;
+            if (st.isDirectory()) return null;
+            if (st.isFile()) return { name: d.name, size: st.size, kind: 'file' };
+            return { name: d.name, size: 0, kind: st.isSymbolicLink() ? 'link' : 'other' };
           } catch (err) {
             // Removed or renamed since readdir: not in the folder any more.
             if (errCode(err) === 'ENOENT') return null;

@@ -273,7 +273,7 @@ export class S3Source implements Source {
         const name = o.Key?.slice(folder.length) ?? '';
         // '': the folder's own marker (`attachments/x/`, as consoles make them).
         if (name === '' || name.includes('/') || !isFolderFileName(name)) continue;
-        out.push({ name, size: o.Size ?? 0 });
+        out.push({ name, size: o.Size ?? 0, kind: 'file' });
       }
     return out.sort(byName);
   }

@@ -310,9 +310,14 @@ export class SftpSource implements Source {
       if (sftpCode(err) === NO_SUCH_FILE) return [];
       throw this.#readError('list', path, err);
     }
+    // The server tells each entry's type without following it (readdir's attrs are lstat's).
     return entries
-      .filter(({ filename, attrs }) => (attrs.mode & S_IFMT) === S_IFREG && isFolderFileName(filename))
-      .map(({ filename, attrs }) => ({ name: filename, size: attrs.size }))
+      .filter(({ filename, attrs }) => (attrs.mode & S_IFMT) !== S_IFDIR && isFolderFileName(filename))
+      .map(({ filename, attrs }): FolderFile => {
+        const type = attrs.mode & S_IFMT;
+        if (type === S_IFREG) return { name: filename, size: attrs.size, kind: 'file' };
+        return { name: filename, size: 0, kind: type === S_IFLNK ? 'link' : 'other' };
+      })
       .sort(byName);
   }
 

@@ -52,11 +52,12 @@ export interface Source {
    */
   stat(path: string): Promise<SourceStat | null>;
   /**
-   * The regular files directly in a folder of the source (relative to its root, e.g.
+   * The files directly in a folder of the source (relative to its root, e.g.
    * `attachments/facturas`), sorted by name; [] when the folder does not exist (S3: no key
-   * under the prefix). Sub-folders, symbolic links, FIFOs… are left out (never followed), as
-   * are names starting with `.` or `~` and upload temporaries (.part, .tmp, .filepart,
-   * .partial, .crdownload). Each with its size in bytes.
+   * under the prefix). Regular files with their size in bytes; symbolic links and FIFOs,
+   * sockets, devices named as such (`kind`), never followed. Sub-folders are left out, as are
+   * names starting with `.` or `~` and upload temporaries (.part, .tmp, .filepart, .partial,
+   * .crdownload).
    *
    * Neither the folder nor any folder on the way to it is followed: a symbolic link at `path`
    * or above it is a SourceFileError NOT_A_REGULAR_FILE, one the login may not read
@@ -84,11 +85,16 @@ export interface ListOptions {
   ignored?: (name: string, why: string) => void;
 }
 
-/** One regular file of a folder, as listFolder gives it. */
+/**
+ * One entry of a folder, as listFolder gives it: a regular file with its size, or a symbolic
+ * link or FIFO, socket, device (`other`, size 0) in a file's place, named so that the caller
+ * can say so; never followed or opened.
+ */
 export interface FolderFile {
   name: string;
-  /** Bytes. */
+  /** Bytes (0 for a link or other). */
   size: number;
+  kind: 'file' | 'link' | 'other';
 }
 
 /** What an inbox entry is, as the listing sees it. */

@@ -278,9 +278,14 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
           'with space.docx',
           'ñandú.png',
         ]);
-        for (const f of listed) expect(f).toEqual({ name: f.name, size: Buffer.byteLength(files[f.name]!) });
-        expect(await source.listFolder('attachments/facturas/sub')).toEqual([{ name: 'deep.pdf', size: 4 }]);
-        expect(await source.listFolder('attachments')).toEqual([{ name: 'other.pdf', size: 5 }]);
+        for (const f of listed)
+          expect(f).toEqual({ name: f.name, size: Buffer.byteLength(files[f.name]!), kind: 'file' });
+        expect(await source.listFolder('attachments/facturas/sub')).toEqual([
+          { name: 'deep.pdf', size: 4, kind: 'file' },
+        ]);
+        expect(await source.listFolder('attachments')).toEqual([
+          { name: 'other.pdf', size: 5, kind: 'file' },
+        ]);
       });
 
       it('a folder that does not exist (or is empty, or is a file) is []', async () => {
@@ -313,12 +318,14 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
         await h.put('attachments/f/sub/inner.pdf', 'x');
         await h.put('attachments/f/folder.pdf/inner.pdf', 'x');
         await h.put('attachments/f/keep.pdf', 'keep');
-        expect(await source.listFolder('attachments/f')).toEqual([{ name: 'keep.pdf', size: 4 }]);
+        expect(await source.listFolder('attachments/f')).toEqual([
+          { name: 'keep.pdf', size: 4, kind: 'file' },
+        ]);
       });
 
       // S3 has no links or FIFOs: the cases exist where the backend has them.
       if (name !== 's3') {
-        it('leaves out symbolic links (to files, folders, outside the root, dangling) and FIFOs', async () => {
+        it('names symbolic links (to files, folders, outside the root, dangling) and FIFOs as such, never followed', async () => {
           const link = h.symlink;
           const fifo = h.fifo;
           if (!link || !fifo) throw new Error(`the ${name} harness must make symlinks and FIFOs`);
@@ -329,7 +336,15 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
           await link('attachments/f/outside.pdf', '/etc/passwd');
           await link('attachments/f/folder-link', '../g');
           await fifo('attachments/f/pipe.pdf');
-          expect(await source.listFolder('attachments/f')).toEqual([{ name: 'real.pdf', size: 4 }]);
+          // Named for what they are, never followed (folder-link, a link to a folder, too).
+          expect(await source.listFolder('attachments/f')).toEqual([
+            { name: 'dangling.pdf', size: 0, kind: 'link' },
+            { name: 'folder-link', size: 0, kind: 'link' },
+            { name: 'link.pdf', size: 0, kind: 'link' },
+            { name: 'outside.pdf', size: 0, kind: 'link' },
+            { name: 'pipe.pdf', size: 0, kind: 'other' },
+            { name: 'real.pdf', size: 4, kind: 'file' },
+          ]);
         });
 
         it('never follows a symbolic link at the folder itself: NOT_A_REGULAR_FILE', async () => {
@@ -344,7 +359,9 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
               reason: 'NOT_A_REGULAR_FILE',
               message: expect.stringContaining('symbolic link'),
             });
-          expect(await source.listFolder('attachments/g')).toEqual([{ name: 'elsewhere.pdf', size: 9 }]);
+          expect(await source.listFolder('attachments/g')).toEqual([
+            { name: 'elsewhere.pdf', size: 9, kind: 'file' },
+          ]);
         });
 
         it('never follows a symbolic link on the way to the folder either (attachments itself a link)', async () => {

@@ -1,7 +1,8 @@
 // Issue 15, an email file's shared attachments: the files of `attachments/<file base name>/`
 // beside the inbox are read with the file, kept with it, and sent to every recipient; more
-// than 10 files or more than 8 MB reject the file before anything is sent.
-import { mkdir, writeFile } from 'node:fs/promises';
+// than 10 files or more than 8 MB, or a link in an attachment's place, reject the file before
+// anything is sent.
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
@@ -84,5 +85,18 @@ it('more than 8 MB in all: rejected ATTACHMENTS_TOO_LARGE, nothing sent', async 
   expect(m.state).toBe('rejected');
   expect(m.rejection?.code).toBe('ATTACHMENTS_TOO_LARGE');
   expect(m.rejection?.message).toContain('8000001 bytes');
+  expect(await emailLedger(h.sandbox.url)).toEqual([]);
+});
+
+it("a symbolic link in an attachment's place: rejected NOT_A_REGULAR_FILE naming it, nothing sent (never sent without it)", async () => {
+  h = await harness();
+  await attachments(h, { 'terminos.txt': Buffer.from('Términos') });
+  const outside = join(h.dir, 'secreto.pdf');
+  await writeFile(outside, 'no es para enviar');
+  await symlink(outside, join(h.drop, 'attachments', 'facturas-enero', 'factura.pdf'));
+  const m = JSON.parse((await h.cli(['send', await invoices(h.dir), '--json'])).stdout) as Manifest;
+  expect(m.state).toBe('rejected');
+  expect(m.rejection?.code).toBe('NOT_A_REGULAR_FILE');
+  expect(m.rejection?.message).toContain('attachments/facturas-enero/factura.pdf is a symbolic link');
   expect(await emailLedger(h.sandbox.url)).toEqual([]);
 });
