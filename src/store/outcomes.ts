@@ -12,10 +12,10 @@
 
 import type { ChunkResult, ChunkState, PartOutcome, RecipientOutcome } from './store.ts';
 
-/** The recipient outcome a chunk state gives the rows that follow it. */
 /** What a row that follows its chunk holds (migration 0003). */
 const FOLLOW: Omit<PartWrite, 'transactionNumber'> = { outcome: 'pending', code: null, detail: null };
 
+/** The recipient outcome a chunk state gives the rows that follow it. */
 export const CHUNK_OUTCOME: Readonly<Record<ChunkState, RecipientOutcome>> = {
   pending: 'pending',
   inflight: 'pending',
