@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
-import { describeError, type HttpAnswer, headerOf, postOnce, RETRYABLE_STATUS } from './http.ts';
+import { describeError, type HttpAnswer, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
 import {
   type AccountHealth,
   MONITORING_ENDPOINTS,
@@ -27,7 +27,6 @@ import {
   monitoringData,
   withoutSecrets,
 } from './monitoring.ts';
-import { redactUrl } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,
@@ -239,20 +238,12 @@ export class ServiceClient extends EventEmitter {
 
   constructor(opts: ServiceClientOptions) {
     super();
-    let url: URL;
-    try {
-      url = new URL(opts.baseUrl);
-    } catch {
-      throw new DroplineError('DROPLINE_ERR_CONFIG', `api.baseUrl is not a URL: ${redactUrl(opts.baseUrl)}`);
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'api.baseUrl must start with https:// or http://');
-    }
+    const host = serviceHost(opts.baseUrl, 'api.baseUrl');
     const concurrency = opts.concurrency ?? 4;
     const timeout = opts.timeoutMs ?? 30_000;
     this.#headersTimeout = opts.headersTimeoutMs ?? timeout;
     this.#bodyTimeout = opts.bodyTimeoutMs ?? timeout;
-    this.#pool = new Pool(url.origin, {
+    this.#pool = new Pool(host.origin, {
       connections: opts.connections ?? concurrency + 1,
       pipelining: 1,
       connectTimeout: opts.connectTimeoutMs ?? 10_000,
@@ -260,7 +251,7 @@ export class ServiceClient extends EventEmitter {
       bodyTimeout: this.#bodyTimeout,
       keepAliveTimeout: opts.keepAliveTimeoutMs ?? 4_000,
     });
-    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#basePath = host.basePath;
     this.#basic = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
     this.#notify = { notifyUrl: opts.notifyUrl, notifyContentType: opts.notifyContentType };
     this.#dispatcher = new Dispatcher({

@@ -17,7 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
-import { describeError, headerOf, postOnce, RETRYABLE_STATUS } from './http.ts';
+import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
 
 /** Spec 8: recipients a request. */
@@ -112,24 +112,17 @@ export class EmailClient {
   readonly #random: () => number;
 
   constructor(opts: EmailClientOptions) {
-    let url: URL;
-    try {
-      url = new URL(opts.baseUrl);
-    } catch {
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'the email baseUrl is not a URL');
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:')
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'the email baseUrl must start with https:// or http://');
+    const host = serviceHost(opts.baseUrl, 'the email baseUrl');
     this.#concurrency = opts.concurrency ?? 4;
     this.#timeout = opts.timeoutMs ?? 30_000;
-    this.#pool = new Pool(url.origin, {
+    this.#pool = new Pool(host.origin, {
       connections: this.#concurrency + 1,
       pipelining: 1,
       headersTimeout: this.#timeout,
       bodyTimeout: this.#timeout,
       keepAliveTimeout: 4_000,
     });
-    this.#basePath = url.pathname.replace(/\/+$/, '');
+    this.#basePath = host.basePath;
     this.#apiKey = opts.apiKey;
     this.#retry = {
       baseMs: opts.retry?.baseMs ?? 5_000,

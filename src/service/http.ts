@@ -2,7 +2,24 @@
 // even when its body broke off), or no answer, and then whether the request was written
 // (in doubt) or never left (safe to send again). Shared by the SMS client and the email client.
 import type { Dispatcher, Pool } from 'undici';
-import { redactText } from './redact.ts';
+import { DroplineError } from '../errors.ts';
+import { redactText, redactUrl } from './redact.ts';
+
+/**
+ * A service host from its configured URL (`what` names the setting): the origin a Pool dials
+ * and the path before the endpoints'. Not a URL, or not http(s): DROPLINE_ERR_CONFIG.
+ */
+export function serviceHost(baseUrl: string, what: string): { origin: string; basePath: string } {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `${what} is not a URL: ${redactUrl(baseUrl)}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `${what} must start with https:// or http://`);
+  return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+}
 
 export type HttpAnswer =
   | {

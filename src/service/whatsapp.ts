@@ -13,9 +13,9 @@
 //   without an answer is in doubt, never sent again here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { DroplineError, type ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../errors.ts';
 import type { EmailOutcome } from './email.ts';
-import { describeError, headerOf, postOnce, RETRYABLE_STATUS } from './http.ts';
+import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf, transactionNumberOf } from './wire.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -54,26 +54,16 @@ export class WhatsAppClient {
   readonly #random: () => number;
 
   constructor(opts: WhatsAppClientOptions) {
-    let url: URL;
-    try {
-      url = new URL(opts.baseUrl);
-    } catch {
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'the WhatsApp baseUrl is not a URL');
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:')
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        'the WhatsApp baseUrl must start with https:// or http://',
-      );
+    const host = serviceHost(opts.baseUrl, 'the WhatsApp baseUrl');
     this.#timeout = opts.timeoutMs ?? 30_000;
-    this.#pool = new Pool(url.origin, {
+    this.#pool = new Pool(host.origin, {
       connections: opts.connections ?? 8,
       pipelining: 1,
       headersTimeout: this.#timeout,
       bodyTimeout: this.#timeout,
       keepAliveTimeout: 4_000,
     });
-    this.#path = `${url.pathname.replace(/\/+$/, '')}${WHATSAPP_PATH}`;
+    this.#path = `${host.basePath}${WHATSAPP_PATH}`;
     this.#authorization = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
     this.#retry = {
       baseMs: opts.retry?.baseMs ?? 5_000,
