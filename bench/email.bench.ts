@@ -7,11 +7,11 @@
 // of each pair alternating); the sandbox is reset before each run and its email ledger checked
 // after it: every recipient accepted once, in 2,000 requests of 50.
 // `EMAIL_BENCH_LINES` (default 100000) and `EMAIL_BENCH_ROUNDS` (default 5) shrink it.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { FROM, generateEmail, HTML } from './email-drop.ts';
-import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { cli, cpuOf, SEMI_SPACE, sandboxJson, startSandboxProcess } from './sandbox-process.ts';
 import { type Timed, timed } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -28,18 +28,6 @@ const API_KEY = 'demo-email-key';
 interface Run extends Timed {
   /** The sandbox process's CPU seconds during the run. */
   sandboxCpu: number;
-}
-
-/** User + system CPU seconds of a process so far (Linux /proc; NaN elsewhere). */
-function cpuOf(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 (1-based), in clock ticks (100 a second on Linux).
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 function workdir(dir: string, sandboxUrl: string): string {
@@ -65,12 +53,6 @@ function workdir(dir: string, sandboxUrl: string): string {
     }),
   );
   return dir;
-}
-
-async function sandboxJson<T>(url: string, path: string, method = 'GET'): Promise<T> {
-  const res = await fetch(`${url}${path}`, { method });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status}`);
-  return (await res.json()) as T;
 }
 
 /** After a run from a reset sandbox: every recipient accepted once, in requests of 50. */

@@ -2,6 +2,8 @@
 // (resolved once it prints where it listens) and `dropline run` (once it says it runs), both
 // with the bin's young-generation flag; and a free loopback port for their servers.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -55,5 +57,37 @@ export function freePort(): Promise<number> {
       const addr = srv.address();
       srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
     });
+  });
+}
+
+/** User + system CPU seconds of a process so far (Linux /proc; NaN elsewhere). */
+export function cpuOf(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 (1-based), in clock ticks (100 a second on Linux).
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * A call to the sandbox's test surface on a connection of its own: a kept-alive one left idle
+ * through a 15 s run can be closed by the sandbox (keepAliveTimeout 5 s) just as it is reused.
+ */
+export function sandboxJson<T>(url: string, path: string, method = 'GET'): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}${path}`, { method, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('error', reject);
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`${method} ${path}: ${res.statusCode}`));
+        else resolve(JSON.parse(Buffer.concat(parts).toString('utf8')) as T);
+      });
+    });
+    req.on('error', reject);
+    req.end();
   });
 }

@@ -3,7 +3,7 @@
 // "WhatsApp"), a working directory whose WhatsApp account has the given rate and concurrency,
 // and how the achieved rate is read from the sandbox's own request timestamps.
 import { once } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The sandbox's demo account sends WhatsApp from this number, with this 2-parameter template. */
@@ -92,16 +92,4 @@ export function achievedRate(at: readonly number[]): Achieved {
     whole: (last * 1000) / (t[last]! - t[0]!),
     span: (t[n - 1]! - t[0]!) / 1000,
   };
-}
-
-/** User + system CPU seconds of a process so far (Linux /proc; NaN elsewhere). */
-export function cpuOf(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 (1-based), in clock ticks (100 a second on Linux).
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }

@@ -11,16 +11,14 @@
 // `WHATSAPP_BENCH_ROUNDS` (default 5) change it; `WHATSAPP_BENCH_CONCURRENCY` the account's
 // chunks in flight (default 4, api.concurrency's default).
 import { mkdirSync } from 'node:fs';
-import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { cli, cpuOf, SEMI_SPACE, sandboxJson, startSandboxProcess } from './sandbox-process.ts';
 import { type Timed, timed } from './send-run.ts';
 import {
   type Achieved,
   achievedRate,
   CHUNK,
-  cpuOf,
   generateWhatsApp,
   SOURCE,
   TEMPLATE,
@@ -45,26 +43,6 @@ interface Run extends Timed, Achieved {
   sandboxCpu: number;
   /** The most messages the sandbox accepted within any one second. */
   peak: number;
-}
-
-/**
- * A call to the sandbox's test surface on a connection of its own: a kept-alive one left idle
- * through a 15 s run can be closed by the sandbox (keepAliveTimeout 5 s) just as it is reused.
- */
-function sandboxJson<T>(url: string, path: string, method = 'GET'): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method, agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('error', reject);
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`${method} ${path}: ${res.statusCode}`));
-        else resolve(JSON.parse(Buffer.concat(parts).toString('utf8')) as T);
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 async function runOnce(url: string, pid: number | undefined, file: string, rate: number, lines: number) {
