@@ -10,76 +10,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toJson, toText } from '../../src/cli/commands/validate.ts';
 import { makeNumberRules } from '../../src/format/numbers.ts';
-import {
-  type ReadItem,
-  type ReadOptions,
-  type ReadSummary,
-  type RecipientItem,
-  readDropFile,
-  refuseOtherChannel,
-  type SkippedItem,
-  type WarningItem,
-} from '../../src/format/reader.ts';
+import { type ReadOptions, type ReadSummary, refuseOtherChannel } from '../../src/format/reader.ts';
 import { loadSuppressionList } from '../../src/format/suppression.ts';
+import { counts, problems, type Read, read, rejection } from '../helpers/read-drop.ts';
 
-const CO = makeNumberRules();
 const ROOT = join(import.meta.dirname, '..', '..');
 
-interface Read {
-  summary: ReadSummary;
-  items: ReadItem[];
-  recipients: RecipientItem[];
-  skipped: SkippedItem[];
-  warnings: WarningItem[];
-}
-
-async function readOnce(bytes: Uint8Array, options: Partial<ReadOptions>, chunk: number): Promise<Read> {
-  const open = () =>
-    (async function* () {
-      for (let i = 0; i < bytes.length; i += chunk) yield bytes.subarray(i, i + chunk);
-    })();
-  const items: ReadItem[] = [];
-  let summary: ReadSummary | null = null;
-  for await (const batch of readDropFile(open, { name: 'drop.txt', numberRules: CO, ...options })) {
-    for (const item of batch) {
-      if (item.kind === 'summary') summary = item;
-      else items.push(item);
-    }
-  }
-  expect(summary).not.toBeNull();
-  return {
-    summary: summary!,
-    items,
-    recipients: items.filter((i): i is RecipientItem => i.kind === 'recipient'),
-    skipped: items.filter((i): i is SkippedItem => i.kind !== 'recipient' && i.kind !== 'warning'),
-    warnings: items.filter((i): i is WarningItem => i.kind === 'warning'),
-  };
-}
-
-/** Reads whole, then in 1- and 7-byte chunks, and expects the same. */
-async function read(text: string | string[], options: Partial<ReadOptions> = {}): Promise<Read> {
-  const bytes = new TextEncoder().encode(Array.isArray(text) ? `${text.join('\n')}\n` : text);
-  const whole = await readOnce(bytes, options, bytes.length || 1);
-  for (const chunk of [1, 7]) expect(await readOnce(bytes, options, chunk)).toEqual(whole);
-  // Without items (validate), the same summary.
-  expect((await readOnce(bytes, { ...options, items: false }, bytes.length || 1)).summary).toEqual(
-    whole.summary,
-  );
-  return whole;
-}
+const CO = makeNumberRules();
 
 /** [line, sent number, text] of every recipient. */
 const sent = (r: Read) => r.recipients.map((x) => [x.line, x.number, x.text]);
-/** [line, code] of every record or number not sent. */
-const problems = (r: Read) => r.skipped.map((s) => [s.line, s.code]);
-const rejection = (r: Read) => r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
-const counts = (s: ReadSummary) => ({
-  records: s.records,
-  valid: s.valid,
-  invalid: s.invalid,
-  duplicates: s.duplicates,
-  suppressed: s.suppressed,
-});
 
 const RCS = { channel: 'rcs' } as const;
 const LONG = 'x'.repeat(501);

@@ -7,67 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeNumberRules } from '../../src/format/numbers.ts';
-import {
-  type ReadItem,
-  type ReadOptions,
-  type ReadSummary,
-  type RecipientItem,
-  readDropFile,
-  type SkippedItem,
-} from '../../src/format/reader.ts';
 import { loadSuppressionList } from '../../src/format/suppression.ts';
+import { counts, problems, type Read, read, rejection } from '../helpers/read-drop.ts';
 
 const CO = makeNumberRules();
 
-interface Read {
-  summary: ReadSummary;
-  recipients: RecipientItem[];
-  skipped: SkippedItem[];
-  warnings: ReadItem[];
-}
-
-async function readOnce(bytes: Uint8Array, options: Partial<ReadOptions>, chunk: number): Promise<Read> {
-  const open = () =>
-    (async function* () {
-      for (let i = 0; i < bytes.length; i += chunk) yield bytes.subarray(i, i + chunk);
-    })();
-  const items: ReadItem[] = [];
-  let summary: ReadSummary | null = null;
-  for await (const batch of readDropFile(open, { name: 'drop.txt', numberRules: CO, ...options })) {
-    for (const item of batch) {
-      if (item.kind === 'summary') summary = item;
-      else items.push(item);
-    }
-  }
-  expect(summary).not.toBeNull();
-  return {
-    summary: summary!,
-    recipients: items.filter((i): i is RecipientItem => i.kind === 'recipient'),
-    skipped: items.filter((i): i is SkippedItem => i.kind !== 'recipient' && i.kind !== 'warning'),
-    warnings: items.filter((i) => i.kind === 'warning'),
-  };
-}
-
-/** Reads whole, then in 1- and 7-byte chunks, and expects the same. */
-async function read(text: string | string[], options: Partial<ReadOptions> = {}): Promise<Read> {
-  const bytes = new TextEncoder().encode(Array.isArray(text) ? `${text.join('\n')}\n` : text);
-  const whole = await readOnce(bytes, options, bytes.length || 1);
-  for (const chunk of [1, 7]) expect(await readOnce(bytes, options, chunk)).toEqual(whole);
-  return whole;
-}
-
 /** [line, sent number, parameters] of every recipient. */
 const sent = (r: Read) => r.recipients.map((x) => [x.line, x.number, JSON.parse(x.text) as string[]]);
-/** [line, code] of every record or number not sent. */
-const problems = (r: Read) => r.skipped.map((s) => [s.line, s.code]);
-const rejection = (r: Read) => r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
-const counts = (s: ReadSummary) => ({
-  records: s.records,
-  valid: s.valid,
-  invalid: s.invalid,
-  duplicates: s.duplicates,
-  suppressed: s.suppressed,
-});
 
 const WA = { channel: 'whatsapp', whatsapp: { templateId: 'factura' } } as const;
 
