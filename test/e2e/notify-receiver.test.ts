@@ -101,6 +101,20 @@ function body(over: Record<string, unknown> = {}): string {
   });
 }
 
+/** A sandbox account's access token (POST /token, grant password). */
+async function login(sandboxUrl: string, username: string, password: string): Promise<string> {
+  const auth = await request(`${sandboxUrl}/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ grant_type: 'password' }),
+    dispatcher: agent,
+  });
+  return ((await auth.body.json()) as { access_token: string }).access_token;
+}
+
 async function post(url: string, text: string, token: string | null = TOKEN) {
   const u = new URL(url);
   if (token !== null) u.searchParams.set('token', token);
@@ -445,16 +459,7 @@ describe('with the sandbox delivering (503-only retries)', () => {
     // 10/20/30/40/50 s × 0.001: the retry schedule in tens of milliseconds.
     const sandbox = await startSandbox({ timeScale: 0.001, deliveryDelayMs: 1000 });
     try {
-      const auth = await request(`${sandbox.url}/token`, {
-        method: 'POST',
-        headers: {
-          authorization: `Basic ${Buffer.from('demo:demo').toString('base64')}`,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({ grant_type: 'password' }),
-        dispatcher: agent,
-      });
-      const { access_token } = (await auth.body.json()) as { access_token: string };
+      const access_token = await login(sandbox.url, 'demo', 'demo');
       const notifyUrl = `${receiver.url}?token=${encodeURIComponent(TOKEN)}`;
       const sent = await request(`${sandbox.url}/mtmessage/massive`, {
         method: 'POST',
@@ -810,16 +815,7 @@ describe.each(['sqlite', 'postgres'] as const)(
         accounts: [{ username: 'rcs', password: 'rcs', webhook: { url: `${r.url}?token=${TOKEN}` } }],
       });
       try {
-        const auth = await request(`${sandbox.url}/token`, {
-          method: 'POST',
-          headers: {
-            authorization: `Basic ${Buffer.from('rcs:rcs').toString('base64')}`,
-            'content-type': 'application/json',
-          },
-          body: JSON.stringify({ grant_type: 'password' }),
-          dispatcher: agent,
-        });
-        const { access_token } = (await auth.body.json()) as { access_token: string };
+        const access_token = await login(sandbox.url, 'rcs', 'rcs');
         const sent = await request(`${sandbox.url}/mtmessage`, {
           method: 'POST',
           headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
