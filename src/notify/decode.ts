@@ -9,6 +9,7 @@
 // costs nothing and loses nothing), and one bad element rejects the whole body so a retry can
 // never record half of it. Reasons name the field by path and never echo a value: the value may
 // be a phone number.
+import { isChunkSeq } from '../store/message-ids.ts';
 import type { DeliveryEvent } from '../store/store.ts';
 
 export type DecodeResult =
@@ -77,9 +78,6 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
   };
 }
 
-/** The largest chunk seq a store holds (a 32-bit integer column on PostgreSQL). */
-const MAX_SEQ = 2 ** 31 - 1;
-
 /** The chunk a report's callbackData names: dropline's POST /mtmessage requests (docs/notify.md). */
 export interface ChunkRef {
   readonly fileId: string;
@@ -104,7 +102,7 @@ export function chunkOf(callbackData: string | null): ChunkRef | null {
   if (!isObject(value)) return null;
   const { f, c } = value;
   if (typeof f !== 'string' || f === '' || f.includes('\0')) return null;
-  if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0 || c > MAX_SEQ) return null;
+  if (!isChunkSeq(c)) return null;
   return { fileId: f, seq: c };
 }
 

@@ -68,3 +68,11 @@ export function parseGenerated(fileId: string, messageId: string): { line: numbe
 export function sentForm(to: string): string {
   return to.replace(/\D/g, '');
 }
+
+/** The largest chunk seq the chunks tables hold (an integer column); a larger one names no chunk. */
+export const MAX_SEQ = 2 ** 31 - 1;
+
+/** A chunk seq that can name a chunk: an integer from 0 to MAX_SEQ (anything else, none). */
+export function isChunkSeq(seq: unknown): seq is number {
+  return typeof seq === 'number' && Number.isInteger(seq) && seq >= 0 && seq <= MAX_SEQ;
+}

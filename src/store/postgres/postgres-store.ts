@@ -44,7 +44,15 @@ import {
   WORKERS_SHOWN_MS,
   workerColumns,
 } from '../mapping.ts';
-import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
+import {
+  idRange,
+  isChunkSeq,
+  MAX_FILE_NO,
+  parseGenerated,
+  SPAN,
+  sentForm,
+  storedMessageId,
+} from '../message-ids.ts';
 import {
   abandonedChunkState,
   CHUNK_OUTCOME,
@@ -114,7 +122,6 @@ export interface PostgresStoreOptions {
 
 const DEFAULT_PAGE = 2000;
 /** The largest chunk seq (chunks.seq is an integer). */
-const MAX_SEQ = 2 ** 31 - 1;
 /** File numbers remembered by an instance (recordDeliveries). */
 const FILE_NO_CACHE = 10_000;
 
@@ -995,7 +1002,7 @@ export class PostgresStore implements Store {
     const out = new Map<string, string>();
     // A seq an integer column cannot hold names no chunk, and would fail the read (a report's
     // batch with it). Text parameters cannot hold NUL.
-    if (numbers.length === 0 || !Number.isInteger(seq) || seq < 0 || seq > MAX_SEQ) return out;
+    if (numbers.length === 0 || !isChunkSeq(seq)) return out;
     if (fileId.includes('\0')) return out;
     const rows = await this.arrays(
       `reading the messageIds of chunk ${seq} of ${fileId}`,

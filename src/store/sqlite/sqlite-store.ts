@@ -48,7 +48,15 @@ import {
   WORKERS_SHOWN_MS,
   workerColumns,
 } from '../mapping.ts';
-import { idRange, MAX_FILE_NO, parseGenerated, SPAN, sentForm, storedMessageId } from '../message-ids.ts';
+import {
+  idRange,
+  isChunkSeq,
+  MAX_FILE_NO,
+  parseGenerated,
+  SPAN,
+  sentForm,
+  storedMessageId,
+} from '../message-ids.ts';
 import type { Migration } from '../migrations.ts';
 import {
   abandonedChunkState,
@@ -167,7 +175,6 @@ function changes(r: { changes: number | bigint }): number {
 }
 
 /** The largest chunk seq (a 32-bit integer, as on PostgreSQL). */
-const MAX_SEQ = 2 ** 31 - 1;
 
 const ACTIVE = JSON.stringify(DUPLICATE_ACTIVE_STATES);
 const RECENT = JSON.stringify(DUPLICATE_RECENT_STATES);
@@ -997,7 +1004,7 @@ export class SqliteStore implements Store {
   ): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     // A seq the chunks table cannot hold names no chunk (and, on PostgreSQL, would fail the read).
-    if (numbers.length === 0 || !Number.isInteger(seq) || seq < 0 || seq > MAX_SEQ) return out;
+    if (numbers.length === 0 || !isChunkSeq(seq)) return out;
     const { lo, hi } = this.span(fileId, seq);
     if (lo > hi) return out;
     // The chunk's span (a range scan of its rows), then its numbers; '' (no messageId) reads NULL.
