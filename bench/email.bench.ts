@@ -11,8 +11,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { FROM, generateEmail, HTML } from './email-drop.ts';
-import { cli, cpuOf, SEMI_SPACE, sandboxJson, startSandboxProcess } from './sandbox-process.ts';
-import { type Timed, timed } from './send-run.ts';
+import { cli, SEMI_SPACE, sandboxJson, startSandboxProcess, timedBeside } from './sandbox-process.ts';
+import type { Timed } from './send-run.ts';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
@@ -90,25 +90,22 @@ export default async function emailBench(): Promise<string> {
   try {
     const runFloor = async () => {
       await sandboxJson(sandbox.url, '/_sandbox/reset', 'POST');
-      const cpu0 = cpuOf(pid);
-      const t = timed(
+      const t = timedBeside(
         [join(root, 'bench', 'floor-email.ts'), file, sandbox.url, String(IN_FLIGHT), API_KEY],
         root,
+        pid,
       );
-      const sandboxCpu = cpuOf(pid) - cpu0;
       const { posted, accepted } = JSON.parse(t.stdout) as { posted: number; accepted: number };
       if (accepted !== LINES)
         throw new Error(`the floor: ${accepted} of ${LINES} accepted (${posted} requests)`);
       await verify(sandbox.url, 'the floor');
-      floors.push({ ...t, sandboxCpu });
+      floors.push(t);
     };
     const runDropline = async () => {
       await sandboxJson(sandbox.url, '/_sandbox/reset', 'POST');
       // A fresh store each round: the same content again would be DUPLICATE_FILE.
       const work = workdir(join(out, 'email-dropline'), sandbox.url);
-      const cpu0 = cpuOf(pid);
-      const t = timed([SEMI_SPACE, cli, 'send', '--json', file], work);
-      const sandboxCpu = cpuOf(pid) - cpu0;
+      const t = timedBeside([SEMI_SPACE, cli, 'send', '--json', file], work, pid);
       const m = JSON.parse(t.stdout) as {
         state: string;
         counts: { valid: number; chunks: number; submitted: number; accepted: number };
@@ -120,7 +117,7 @@ export default async function emailBench(): Promise<string> {
       )
         throw new Error(`dropline: ${m.state}, ${JSON.stringify(m.counts)}`);
       await verify(sandbox.url, 'dropline');
-      droplines.push({ ...t, sandboxCpu });
+      droplines.push(t);
     };
     for (let round = 0; round < ROUNDS; round++) {
       process.stderr.write(`email: round ${round + 1} of ${ROUNDS}\n`);

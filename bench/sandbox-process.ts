@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { type Timed, timed } from './send-run.ts';
 
 export const SEMI_SPACE = '--max-semi-space-size=16';
 export const cli = join(import.meta.dirname, '..', 'bin', 'dropline.js');
@@ -90,4 +91,15 @@ export function sandboxJson<T>(url: string, path: string, method = 'GET'): Promi
     req.on('error', reject);
     req.end();
   });
+}
+
+/** timed(), with the CPU seconds the sandbox process `pid` spent meanwhile. */
+export function timedBeside(
+  args: string[],
+  cwd: string,
+  pid: number | undefined,
+): Timed & { sandboxCpu: number } {
+  const cpu0 = cpuOf(pid);
+  const t = timed(args, cwd);
+  return { ...t, sandboxCpu: cpuOf(pid) - cpu0 };
 }

@@ -13,8 +13,8 @@
 import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { cli, cpuOf, SEMI_SPACE, sandboxJson, startSandboxProcess } from './sandbox-process.ts';
-import { type Timed, timed } from './send-run.ts';
+import { cli, SEMI_SPACE, sandboxJson, startSandboxProcess, timedBeside } from './sandbox-process.ts';
+import type { Timed } from './send-run.ts';
 import {
   type Achieved,
   achievedRate,
@@ -54,9 +54,7 @@ async function runOnce(url: string, pid: number | undefined, file: string, rate:
     ratePerSecond: rate,
     concurrency: CONCURRENCY,
   });
-  const cpu0 = cpuOf(pid);
-  const t = timed([SEMI_SPACE, cli, 'send', '--json', file], work);
-  const sandboxCpu = cpuOf(pid) - cpu0;
+  const t = timedBeside([SEMI_SPACE, cli, 'send', '--json', file], work, pid);
   const m = JSON.parse(t.stdout) as {
     state: string;
     counts: { valid: number; chunks: number; submitted: number; accepted: number };
@@ -96,7 +94,7 @@ async function runOnce(url: string, pid: number | undefined, file: string, rate:
     '/_sandbox/rates',
   );
   const peak = rates.accounts['whatsapp:demo']?.peakPerSecond ?? Number.NaN;
-  return { ...t, ...achievedRate(sends.map((r) => r.at)), sandboxCpu, peak } satisfies Run;
+  return { ...t, ...achievedRate(sends.map((r) => r.at)), peak } satisfies Run;
 }
 
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
