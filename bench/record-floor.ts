@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../src/store/index.ts';
 import type { RecipientInsert } from '../src/store/store.ts';
+import { benchRecipient } from './send-run.ts';
 
 const lines = Number(process.argv[2] ?? 1_000_000);
 const dir = mkdtempSync(join(tmpdir(), 'dropline-record-floor-'));
@@ -23,15 +24,16 @@ try {
   const started = performance.now();
   let batch: RecipientInsert[] = [];
   for (let i = 0; i < lines; i++) {
+    const { number, text } = benchRecipient(i);
     batch.push({
       idx: i + 1,
       line: i + 1,
       k: 0,
-      number: `573${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`,
+      number,
       value: null,
       messageId: null,
       generatedMessageId: true,
-      text: `Hola cliente ${i}, su factura de este mes ya esta disponible en la app.`,
+      text,
       chunkSeq: Math.floor(i / 1000) + 1,
       outcome: 'pending',
       code: null,

@@ -8,6 +8,14 @@ import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 
+/** The i-th recipient of the generated files: its number, and its text in a personalized one. */
+export function benchRecipient(i: number): { number: string; text: string } {
+  return {
+    number: `573${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`,
+    text: `Hola cliente ${i}, su factura de este mes ya esta disponible en la app.`,
+  };
+}
+
 /** A drop file of `lines` recipients (kept between runs: the same file for every bench). */
 export async function generate(path: string, kind: 'bulk' | 'personalized', lines: number): Promise<void> {
   if (existsSync(path)) return;
@@ -16,11 +24,8 @@ export async function generate(path: string, kind: 'bulk' | 'personalized', line
     ws.write('Recordatorio: su factura vence el viernes. Responda SALIR para no recibir mas.\n');
   let buf = '';
   for (let i = 0; i < lines; i++) {
-    const n = `573${String((i * 7919 + 12_345) % 1e9).padStart(9, '0')}`;
-    buf +=
-      kind === 'bulk'
-        ? `${n}\n`
-        : `${n};Hola cliente ${i}, su factura de este mes ya esta disponible en la app.\n`;
+    const r = benchRecipient(i);
+    buf += kind === 'bulk' ? `${r.number}\n` : `${r.number};${r.text}\n`;
     if (buf.length > 1 << 20) {
       if (!ws.write(buf)) await once(ws, 'drain');
       buf = '';
