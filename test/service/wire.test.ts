@@ -10,6 +10,7 @@ import {
   parseRetryAfter,
   parseTokenResponse,
   partDestinations,
+  partMessages,
   subPart,
   wholePart,
 } from '../../src/service/wire.ts';
@@ -110,6 +111,53 @@ describe('wire', () => {
       })),
     });
     expect(massiveBody(wholePart(chunk), notify).equals(Buffer.from(expected))).toBe(true);
+  });
+
+  it('the body is the bytes of JSON.stringify of the whole for a chunk of many messages and of one', () => {
+    // 150 messages (written 64 to a string), then one message of 1000 destinations (a bulk chunk).
+    const many: PlannedChunk = {
+      chunkId: 'c',
+      bulkId: 'b',
+      messages: Array.from({ length: 150 }, (_, i) => ({
+        text: `Hola ${i}, ñ "${i}"`,
+        destinations: Array.from({ length: (i % 3) + 1 }, (_, j) => ({
+          to: `5730000${String(i).padStart(3, '0')}${j}0`,
+          messageId: `m${i}-${j}`,
+        })),
+      })),
+    };
+    const bulk: PlannedChunk = {
+      chunkId: 'c',
+      bulkId: 'b',
+      messages: [
+        {
+          text: 'Recordatorio',
+          destinations: Array.from({ length: 1000 }, (_, i) => ({
+            to: `57300${String(i).padStart(7, '0')}`,
+            messageId: `m${i}`,
+          })),
+        },
+      ],
+    };
+    const notify = { notifyUrl: 'https://h/n?token=t' };
+    for (const chunk of [many, bulk]) {
+      const expected = JSON.stringify({
+        bulkId: 'b',
+        messages: chunk.messages.map((m) => ({
+          destinations: m.destinations,
+          text: m.text,
+          notifyUrl: notify.notifyUrl,
+        })),
+      });
+      expect(massiveBody(wholePart(chunk), notify).toString()).toBe(expected);
+    }
+    // A part that starts and ends inside messages.
+    const part = subPart(wholePart(many), 5, 250);
+    const expected = JSON.stringify({
+      bulkId: 'b',
+      messages: partMessages(part).map((m) => ({ destinations: m.destinations, text: m.text })),
+    });
+    expect(massiveBody(part, {}).toString()).toBe(expected);
   });
 
   it('refuses callbackData above 200 characters', () => {
