@@ -27,6 +27,7 @@ import {
   monitoringData,
   withoutSecrets,
 } from './monitoring.ts';
+import { querySecrets, secretsOf } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,
@@ -235,6 +236,8 @@ export class ServiceClient extends EventEmitter {
   readonly #headersTimeout: number;
   readonly #bodyTimeout: number;
   readonly #closing = new AbortController();
+  /** What the requests carry that no reason may show (a service may echo a request back). */
+  readonly #secrets: readonly string[];
 
   constructor(opts: ServiceClientOptions) {
     super();
@@ -252,8 +255,10 @@ export class ServiceClient extends EventEmitter {
       keepAliveTimeout: opts.keepAliveTimeoutMs ?? 4_000,
     });
     this.#basePath = host.basePath;
-    this.#basic = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
+    const credentials = Buffer.from(`${opts.username}:${opts.password}`).toString('base64');
+    this.#basic = `Basic ${credentials}`;
     this.#notify = { notifyUrl: opts.notifyUrl, notifyContentType: opts.notifyContentType };
+    this.#secrets = secretsOf([opts.password, credentials, ...querySecrets(opts.notifyUrl)]);
     this.#dispatcher = new Dispatcher({
       budget: opts.budget ?? new MemoryBudget(),
       owner: opts.owner ?? `pid-${process.pid}`,
@@ -369,7 +374,7 @@ export class ServiceClient extends EventEmitter {
           continue;
         }
         if (status < 200 || status >= 300)
-          error = `HTTP ${status}${renewed && status === 401 ? ' (after renewing the token)' : ''}: ${reasonOf(data, status)}`;
+          error = `HTTP ${status}${renewed && status === 401 ? ' (after renewing the token)' : ''}: ${reasonOf(data, status, [...this.#secrets, ...used])}`;
         break;
       }
     } catch (err) {
@@ -581,7 +586,10 @@ export class ServiceClient extends EventEmitter {
           attempts,
         });
       }
-      const reason = reasonOf(parseBody(answer.text, headerOf(answer.headers, 'content-type')), status);
+      const reason = reasonOf(parseBody(answer.text, headerOf(answer.headers, 'content-type')), status, [
+        ...this.#secrets,
+        token,
+      ]);
       if (status === 400) {
         if (size > 1) {
           observe('bisect', { error: reason });
@@ -742,7 +750,11 @@ export class ServiceClient extends EventEmitter {
           if (token) return { kind: 'ok', token };
           return { kind: 'unavailable', reason: `HTTP ${status} without an access_token` };
         }
-        reason = reasonOf(parsed, status);
+        reason = reasonOf(
+          parsed,
+          status,
+          grant.grant === 'refresh_token' ? [...this.#secrets, grant.refreshToken] : this.#secrets,
+        );
         this.#publishToken({ grant: grant.grant, attempt: tries, status, latencyMs, error: reason });
         if (status === 400 || status === 401) return { kind: 'refused', status, reason };
         if (status === 403) return { kind: 'forbidden', reason };

@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
+import { secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
 
 /** Spec 8: recipients a request. */
@@ -110,6 +111,8 @@ export class EmailClient {
   readonly #maxBody: number;
   readonly #concurrency: number;
   readonly #random: () => number;
+  /** The key, which no reason may show. */
+  readonly #secrets: readonly string[];
 
   constructor(opts: EmailClientOptions) {
     const host = serviceHost(opts.baseUrl, 'the email baseUrl');
@@ -124,6 +127,7 @@ export class EmailClient {
     });
     this.#basePath = host.basePath;
     this.#apiKey = opts.apiKey;
+    this.#secrets = secretsOf([opts.apiKey]);
     this.#retry = {
       baseMs: opts.retry?.baseMs ?? 5_000,
       maxMs: opts.retry?.maxMs ?? 60_000,
@@ -191,17 +195,17 @@ export class EmailClient {
     if (res.statusCode === 401)
       throw new DroplineError(
         'DROPLINE_ERR_SERVICE_AUTH',
-        `GET /email/v1/templates: 401 ${reason(body, 401)}`,
+        `GET /email/v1/templates: 401 ${reason(body, 401, this.#secrets)}`,
       );
     if (res.statusCode === 403)
       throw new DroplineError(
         'DROPLINE_ERR_SERVICE_FORBIDDEN',
-        `GET /email/v1/templates: 403 ${reason(body, 403)}`,
+        `GET /email/v1/templates: 403 ${reason(body, 403, this.#secrets)}`,
       );
     if (res.statusCode < 200 || res.statusCode > 299)
       throw new DroplineError(
         'DROPLINE_ERR_SERVICE_FAILED',
-        `GET /email/v1/templates: HTTP ${res.statusCode} ${reason(body, res.statusCode)}`,
+        `GET /email/v1/templates: HTTP ${res.statusCode} ${reason(body, res.statusCode, this.#secrets)}`,
       );
     return templateIds(body);
   }
@@ -265,7 +269,7 @@ export class EmailClient {
             answers,
           );
         }
-        why = `HTTP ${status}: ${reason(parsed, status)}`;
+        why = `HTTP ${status}: ${reason(parsed, status, this.#secrets)}`;
         if (status === 401 || status === 403) {
           send.refused = {
             code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
@@ -330,8 +334,9 @@ function inDoubt(why: string): EmailOutcome {
   return { kind: 'in_doubt', reason: why };
 }
 
-function reason(body: unknown, status: number): string {
-  return reasonOf(body, status).slice(0, REASON_MAX);
+/** `secrets`: the key (a service may echo the request's headers back). */
+function reason(body: unknown, status: number, secrets: readonly string[]): string {
+  return reasonOf(body, status, secrets).slice(0, REASON_MAX);
 }
 
 function requestBody(content: EmailContent, recipients: readonly EmailRecipient[]): Record<string, unknown> {

@@ -4,7 +4,7 @@
 // Pure, like wire.ts: the requests themselves are ServiceClient.monitoring() (client.ts), with
 // the account's own token and pool, and no send permit (monitoring is not a send).
 
-import { redactText } from './redact.ts';
+import { redactText, scrubSecrets } from './redact.ts';
 
 export type MonitoringName = 'platformmonitory' | 'effectivitybyclient' | 'msgmtclient';
 
@@ -73,12 +73,14 @@ export function monitoringData(body: Buffer, contentType: string | undefined, co
 export function withoutSecrets(value: unknown, secrets: readonly string[]): unknown {
   const live = secrets.filter((s) => s.length > 0);
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return redactText(scrub(v, live));
+    if (typeof v === 'string') return redactText(scrubSecrets(v, live));
     if (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) >= 1e7 && Math.abs(v) < 1e15)
       return redactText(String(v));
     if (Array.isArray(v)) return v.map(walk);
     if (typeof v === 'object' && v !== null)
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [redactText(scrub(k, live)), walk(x)]));
+      return Object.fromEntries(
+        Object.entries(v).map(([k, x]) => [redactText(scrubSecrets(k, live)), walk(x)]),
+      );
     return v;
   };
   return walk(value);
@@ -87,14 +89,8 @@ export function withoutSecrets(value: unknown, secrets: readonly string[]): unkn
 /** An error line fit for the dashboard: URL query strings and phone numbers masked, no token. */
 export function maskError(text: string, secrets: readonly string[]): string {
   // The token first: masking digit runs would change a token that holds some.
-  const masked = scrub(redactText(scrub(text, secrets)), secrets);
+  const masked = scrubSecrets(redactText(scrubSecrets(text, secrets)), secrets);
   return masked.length > 500 ? `${masked.slice(0, 497)}...` : masked;
-}
-
-function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length > 0) out = out.replaceAll(s, '<redacted>');
-  return out;
 }
 
 /** Anything that checks an account's monitoring endpoints (a ServiceClient). */

@@ -29,6 +29,35 @@ export function redactText(text: string): string {
 }
 
 /**
+ * `text` without any of `secrets`, each replaced by `<redacted>`: what a service answered may
+ * echo what it was sent (an Authorization header, a password, the notifyUrl's token in any
+ * escaping), and only removing them by value catches every form.
+ */
+export function scrubSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s.length > 0) out = out.replaceAll(s, '<redacted>');
+  return out;
+}
+
+/** Secrets this short are not scrubbed: replacing them would garble every reason that holds them. */
+const MIN_SECRET = 6;
+
+/** The secrets worth scrubbing: the empty and the very short ones left out. */
+export function secretsOf(values: readonly string[]): string[] {
+  return values.filter((v) => v.length >= MIN_SECRET);
+}
+
+/** The values of a URL's query string (the notify token), to be scrubbed by value. */
+export function querySecrets(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  try {
+    return [...new URL(url).searchParams.values()].filter((v) => v.length > 0);
+  } catch {
+    return [];
+  }
+}
+
+/**
  * A service URL fit to show: userinfo (`user:password@`) becomes `***@` and the query string
  * goes, as in redactUrl; the fragment is dropped.
  */

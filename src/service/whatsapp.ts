@@ -16,6 +16,7 @@ import { Pool } from 'undici';
 import type { ErrorCode } from '../errors.ts';
 import type { EmailOutcome } from './email.ts';
 import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
+import { secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf, transactionNumberOf } from './wire.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -49,6 +50,8 @@ export class WhatsAppClient {
   readonly #pool: Pool;
   readonly #path: string;
   readonly #authorization: string;
+  /** The credentials, which no reason may show (a service may echo the request's headers back). */
+  readonly #secrets: readonly string[];
   readonly #timeout: number;
   readonly #retry: { baseMs: number; maxMs: number; maxAttempts: number };
   readonly #random: () => number;
@@ -64,7 +67,9 @@ export class WhatsAppClient {
       keepAliveTimeout: 4_000,
     });
     this.#path = `${host.basePath}${WHATSAPP_PATH}`;
-    this.#authorization = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
+    const credentials = Buffer.from(`${opts.username}:${opts.password}`).toString('base64');
+    this.#authorization = `Basic ${credentials}`;
+    this.#secrets = secretsOf([opts.password, credentials]);
     this.#retry = {
       baseMs: opts.retry?.baseMs ?? 5_000,
       maxMs: opts.retry?.maxMs ?? 60_000,
@@ -128,7 +133,7 @@ export class WhatsAppClient {
         // Received: the transaction number, when the body (not shown by the spec) carries one.
         if (status >= 200 && status < 300)
           return { kind: 'accepted', messageId: transactionNumberOf(parsed) };
-        why = `HTTP ${status}: ${reasonOf(parsed, status).slice(0, 200)}`;
+        why = `HTTP ${status}: ${reasonOf(parsed, status, this.#secrets).slice(0, 200)}`;
         if (status === 401 || status === 403) {
           run.refused = {
             code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',

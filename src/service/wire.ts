@@ -1,7 +1,7 @@
 // DTO ⇄ domain for the messaging service (service-interface.md 2.1, 2.2, 2.4). Pure: no I/O,
 // no clock; every function here is a value in, value out.
 import { DroplineError } from '../errors.ts';
-import { redactText } from './redact.ts';
+import { redactText, scrubSecrets } from './redact.ts';
 
 /** Exactly these two keys: massiveBody writes a list of them with JSON.stringify. */
 export interface Destination {
@@ -278,8 +278,11 @@ export function transactionNumberOf(body: unknown): string | null {
 
 const REASON_KEYS = ['message', 'Message', 'MessageText', 'error_description', 'reason', 'error', 'detail'];
 
-/** A human-readable reason out of an error answer, masked and at most 500 characters. */
-export function reasonOf(body: unknown, status: number): string {
+/**
+ * A human-readable reason out of an error answer, masked and at most 500 characters, without
+ * any of `secrets` (what the request carried: a service may echo it back).
+ */
+export function reasonOf(body: unknown, status: number, secrets: readonly string[] = []): string {
   let reason: string | null = null;
   if (typeof body === 'string') reason = body.trim();
   else if (typeof body === 'object' && body !== null) {
@@ -294,7 +297,8 @@ export function reasonOf(body: unknown, status: number): string {
     reason ??= JSON.stringify(body);
   }
   if (!reason) reason = `HTTP ${status} without a body`;
-  const masked = redactText(reason);
+  // The secrets first, and again after: masking digit runs would change a secret holding some.
+  const masked = scrubSecrets(redactText(scrubSecrets(reason, secrets)), secrets);
   return masked.length > 500 ? `${masked.slice(0, 497)}...` : masked;
 }
 
