@@ -43,7 +43,12 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUr
     try {
       parsed = new URL(url);
     } catch {
-      throw new DroplineError('DROPLINE_ERR_CONFIG', `store: ${redactStoreUrl(url)} is not a valid URL`);
+      // Not quoted: what does not parse cannot be redacted reliably (an unencoded space in the
+      // password, a password given as a query parameter).
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `store: the ${url.startsWith('postgresql:') ? 'postgresql' : 'postgres'}:// URL is not a valid URL (the port must be a number; a password holding @ : / ? # or a space must be percent-encoded)`,
+      );
     }
     const schema = parsed.searchParams.get('schema');
     if (schema !== null) checkSchemaName(schema);
@@ -60,13 +65,18 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUr
 /** A URL's credentials up to the last `@` of the URL: a password may hold `/`, `:` or `@` itself. */
 const CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s@]*(?:@[^\s@]*)*)@/gi;
 
+/** A PostgreSQL URL's query string (libpq takes `?password=`). */
+const PG_QUERY = /\b(postgres(?:ql)?:\/\/[^\s?#]*)\?[^\s#]*/gi;
+
 /**
- * `postgres://app:s3cret@db/x` → `postgres://app:***@db/x`, for every URL in a text (a store
- * URL in a message, a driver's error quoting one): fit for a log or an error.
+ * `postgres://app:s3cret@db/x?password=p` → `postgres://app:***@db/x?***`, for every URL in a
+ * text (a store URL in a message, a driver's error quoting one): fit for a log or an error.
  */
 export function redactStoreUrl(text: string): string {
-  return text.replace(CREDENTIALS, (_all, scheme: string, userinfo: string) => {
-    const colon = userinfo.indexOf(':');
-    return colon < 0 ? `${scheme}${userinfo}@` : `${scheme}${userinfo.slice(0, colon)}:***@`;
-  });
+  return text
+    .replace(CREDENTIALS, (_all, scheme: string, userinfo: string) => {
+      const colon = userinfo.indexOf(':');
+      return colon < 0 ? `${scheme}${userinfo}@` : `${scheme}${userinfo.slice(0, colon)}:***@`;
+    })
+    .replace(PG_QUERY, '$1?***');
 }

@@ -493,16 +493,24 @@ describe('openStore', () => {
       'mysql://u:secret@host/db',
       'sqlite:',
       'postgres://u:secret@host/db?schema=Bad-Name',
+      // Not URLs: a port that is no number, a password with an unencoded space, the password
+      // given as a query parameter (libpq takes one).
+      'postgres://u@127.0.0.1:notaport/db?password=secret',
+      'postgres://u:sec ret@db:notaport/db',
     ]) {
       const err = await openStore(url).then(
         () => null,
         (e: unknown) => e,
       );
       expect(err, url).toMatchObject({ code: 'DROPLINE_ERR_CONFIG' });
-      expect((err as Error).message, url).not.toMatch(/secret|sec\/ret/);
+      expect((err as Error).message, url).not.toMatch(/secret|sec\/ret|sec ret/);
     }
+    // The query string goes too: libpq takes `?password=`.
     expect(redactStoreUrl('postgres://app:s3cret@db.example:5432/x?schema=y')).toBe(
-      'postgres://app:***@db.example:5432/x?schema=y',
+      'postgres://app:***@db.example:5432/x?***',
+    );
+    expect(redactStoreUrl('at postgres://app@db/x?password=s3cret (refused)')).toBe(
+      'at postgres://app@db/x?*** (refused)',
     );
     expect(redactStoreUrl('connect to postgres://app:p@ss:w/rd@db/x failed; postgres://app@db/y')).toBe(
       'connect to postgres://app:***@db/x failed; postgres://app@db/y',
