@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log.ts';
 import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
 import { type Manifest, manifestOf } from '../pipeline/reports.ts';
+import { querySecrets, redactText, scrubSecrets, secretsOf } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
 export type AlertEvent = Config['alerts'][number]['events'][number];
@@ -69,8 +70,25 @@ function slackText(p: Payload): string {
   return `dropline: ${f.name} ${f.state}${why}: ${c.records} records, ${c.valid} valid, ${c.submitted} submitted, ${c.delivered} delivered`;
 }
 
+/**
+ * Where alerts[i] is posted: `https://user:pass@hook/…` is sent as Basic authentication
+ * (fetch refuses a URL holding credentials), and `secrets` are what no log line may show (the
+ * password, the query string's values).
+ */
+function endpointOf(raw: string): { url: string; authorization: string | null; secrets: string[] } {
+  const u = new URL(raw);
+  const password = decodeURIComponent(u.password);
+  const secrets = secretsOf([password, u.password, ...querySecrets(raw)]);
+  if (u.username === '' && u.password === '') return { url: raw, authorization: null, secrets };
+  const credentials = Buffer.from(`${decodeURIComponent(u.username)}:${password}`).toString('base64');
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), authorization: `Basic ${credentials}`, secrets: [...secrets, credentials] };
+}
+
 export function startAlerts(options: AlertOptions): Alerts {
   const log = options.logger;
+  const endpoints = options.alerts.map((a) => endpointOf(a.url));
   const retry = options.retry ?? { baseMs: 1000, maxMs: 60_000, tries: 6 };
   const stopping = new AbortController();
   const queues = options.alerts.map(() => ({ size: 0, chain: Promise.resolve() }));
@@ -92,11 +110,13 @@ export function startAlerts(options: AlertOptions): Alerts {
     };
     const secret = options.secrets[i] ?? null;
     if (secret) headers['x-dropline-signature'] = signature(secret, body);
-    const where = new URL(target.url).host;
+    const endpoint = endpoints[i]!;
+    if (endpoint.authorization) headers.authorization = endpoint.authorization;
+    const where = new URL(endpoint.url).host;
     let last = '';
     for (let attempt = 1; attempt <= retry.tries && !stopping.signal.aborted; attempt++) {
       try {
-        const res = await fetch(target.url, {
+        const res = await fetch(endpoint.url, {
           method: 'POST',
           headers,
           body,
@@ -112,7 +132,8 @@ export function startAlerts(options: AlertOptions): Alerts {
         // Refused for good (a wrong URL, a bad signature): trying again changes nothing.
         if (res.status < 500 && res.status !== 408 && res.status !== 429) break;
       } catch (err) {
-        last = (err as Error).message;
+        // Node's own message may quote the URL.
+        last = scrubSecrets(redactText((err as Error).message), endpoint.secrets);
       }
       await sleep(Math.min(retry.baseMs * 2 ** (attempt - 1), retry.maxMs), undefined, {
         signal: stopping.signal,

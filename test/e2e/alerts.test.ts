@@ -5,6 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { startAlerts } from '../../src/ops/alerts.ts';
@@ -157,6 +158,57 @@ describe('source-down', () => {
     } finally {
       await alerts.close();
       await new Promise((r) => local.server.close(r));
+    }
+  });
+});
+
+describe('a webhook URL with credentials', () => {
+  /** A source-down alert to `url`: what the receiver got, and every log line meanwhile. */
+  async function alertTo(url: string, tries: number): Promise<string[]> {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const alerts = startAlerts({
+      alerts: [{ url, events: ['source-down'], format: 'json', sourceDownAfterMs: 0 }],
+      secrets: [null],
+      store: {} as Store,
+      logger,
+      retry: { baseMs: 10, maxMs: 10, tries },
+    });
+    try {
+      alerts.sourceListed('s3-partner', 'connect ECONNREFUSED');
+      alerts.sourceListed('s3-partner', 'connect ECONNREFUSED');
+      await waitFor('the alert ended', () => lines.some((l) => /alert (not )?delivered/.test(l)));
+    } finally {
+      await alerts.close();
+    }
+    return lines;
+  }
+
+  it('user:password@ is sent as Basic authentication, the query string as it is', async () => {
+    const local = await hookReceiver();
+    const password = randomBytes(9).toString('hex');
+    try {
+      const lines = await alertTo(`${local.url.replace('//', `//hook:${password}@`)}/in?key=abc123`, 1);
+      expect(local.got).toHaveLength(1);
+      expect(local.got[0]!.path).toBe('/in?key=abc123');
+      expect(local.got[0]!.headers.authorization).toBe(
+        `Basic ${Buffer.from(`hook:${password}`).toString('base64')}`,
+      );
+      expect(lines.join('')).not.toContain(password);
+    } finally {
+      await new Promise((r) => local.server.close(r));
+    }
+  });
+
+  it('not delivered: no log line shows the password or the query string', async () => {
+    const password = randomBytes(9).toString('hex');
+    const key = randomBytes(9).toString('hex');
+    const lines = await alertTo(`http://hook:${password}@127.0.0.1:${await freePort()}/in?key=${key}`, 2);
+    const failed = lines.find((l) => l.includes('alert not delivered'));
+    expect(failed).toBeDefined();
+    for (const l of lines) {
+      expect(l).not.toContain(password);
+      expect(l).not.toContain(key);
     }
   });
 });
