@@ -96,4 +96,19 @@ describe('dropline sandbox', () => {
     expect(await run(['--allow-ip', '10.0.0.0/33']).exit).toBe(2);
     expect(await run(['--allow-ip', ',']).exit).toBe(2);
   });
+
+  it('an accounts file that is not JSON: exit 2 with where it breaks, never its passwords', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dropline-sandbox-'));
+    const accounts = join(dir, 'accounts.json');
+    // The password's quotes forgotten: V8's own message would quote the text around it.
+    writeFileSync(accounts, '{"acme": Zq7secretpw}\n');
+    const { child, exit } = run(['--accounts', accounts]);
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    expect(await exit).toBe(2);
+    expect(stderr).toMatch(/DROPLINE_ERR_CONFIG: .*--accounts .*not valid JSON/);
+    expect(stderr).not.toMatch(/Zq7|secretpw/);
+  });
 });
