@@ -78,8 +78,12 @@ export class LocalSource implements Source {
         if (!st.isFile()) continue;
         out.push({ name: d.name, path: `inbox/${d.name}`, size: st.size, mtimeMs: st.mtimeMs });
       } catch (err) {
-        // Claimed or deleted between readdir and stat: not in the inbox any more.
         if (errCode(err) !== 'ENOENT') throw err;
+        // readdir gave the name with U+FFFD for bytes that are not UTF-8 (a Latin-1 "ñ"), so
+        // that name opens nothing: said, or the file would wait in the inbox unseen.
+        if (d.name.includes('\uFFFD'))
+          options.ignored?.(d.name, 'its name is not valid UTF-8 (written by a Latin-1 tool?): rename it');
+        // Else claimed or deleted between readdir and stat: not in the inbox any more.
       }
     }
     return out;

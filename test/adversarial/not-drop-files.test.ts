@@ -3,10 +3,12 @@
 // and `.done` markers are normal traffic and ignored without a word.
 
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalSource } from '../../src/sources/local-source.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
@@ -56,6 +58,31 @@ describe('not drop files in a local inbox (the real daemon)', () => {
     expect(JSON.stringify(await h.files())).not.toContain('elsewhere');
     expect(await readFile(join(h.dir, 'elsewhere.txt'), 'utf8')).toBe(campaign(2));
   }, 60_000);
+});
+
+describe('a name that is not UTF-8 in a local inbox', () => {
+  it('is named in the listing with its reason, not passed over in silence', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'dropline-names-'));
+    const source = new LocalSource({ name: 'local', path: root });
+    await source.start();
+    try {
+      const inbox = join(root, 'inbox');
+      await writeFile(join(inbox, 'ok.txt'), campaign(1));
+      // "campaña.txt" as Latin-1 writes it (a Windows client, a zip tool): not UTF-8.
+      const latin1 = Buffer.concat([
+        Buffer.from(`${inbox}/campa`),
+        Buffer.from([0xf1]),
+        Buffer.from('a.txt'),
+      ]);
+      await writeFile(latin1, campaign(2));
+      const ignored = await ignoredBy(source);
+      expect(Object.values(ignored)).toHaveLength(1);
+      expect(Object.values(ignored)[0]).toContain('not valid UTF-8');
+    } finally {
+      await source.close();
+      await rm(root, { recursive: true, force: true });
+    }
+  });
 });
 
 async function ignoredBy(source: Source): Promise<Record<string, string>> {
