@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/service/client.ts';
 import { EmailClient } from '../../src/service/email.ts';
+import { WhatsAppClient } from '../../src/service/whatsapp.ts';
 import { makeChunk } from './helpers.ts';
 
 const secret = (what: string) => `${what}-${randomBytes(12).toString('hex')}`;
@@ -98,6 +99,17 @@ describe('a service that echoes the request into its error answers', () => {
     const outcome = result.parts[0]!.outcome;
     expect(outcome.kind).toBe('rejected');
     expectClean((outcome as { reason: string }).reason, [ACCESS_TOKEN, NOTIFY_TOKEN]);
+  });
+
+  it('WhatsApp: refused (401), the reason shows neither the password nor the Basic credentials', async () => {
+    const url = await startEchoing(() => 401);
+    const whatsapp = new WhatsAppClient({ baseUrl: url, username: USER, password: PASSWORD });
+    closing.push(whatsapp);
+    const { outcomes } = await whatsapp.send([
+      { source: '573001112233', destination: '573004445566', templateId: 'factura', parameters: ['a'] },
+    ]);
+    expect(outcomes[0]!.kind).toBe('unauthorized');
+    expectClean((outcomes[0] as { reason: string }).reason, [PASSWORD, basicOf(PASSWORD)]);
   });
 
   it('email: a refused key is not in the reason', async () => {
