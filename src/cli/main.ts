@@ -15,6 +15,10 @@ const USAGE_CODES = new Set<string>([
   'DROPLINE_ERR_UNKNOWN_FILE',
 ]);
 
+function printError(err: DroplineError): void {
+  process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = new Command('dropline')
     .description('Drop-folder SMS campaigns for the messaging service')
@@ -24,7 +28,22 @@ export async function main(argv: string[]): Promise<number> {
       'configuration file (default $DROPLINE_CONFIG, else ./dropline.config.json when present)',
     )
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(s),
+      // Commander's own parse errors (unknown command or option, missing or extra argument,
+      // an option value its parser refused) said like every other usage error: code and
+      // hint. Its "Did you mean …?" goes on the same line. Help and --version are not errors.
+      outputError: (s) =>
+        printError(
+          new DroplineError(
+            'DROPLINE_ERR_USAGE',
+            s
+              .replace(/^error: /, '')
+              .trim()
+              .replace(/\s*\n\s*/g, ' '),
+          ),
+        ),
+    });
   let exitCode = 0;
   registerCommands(program, (code) => {
     exitCode = code;
@@ -53,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? 0 : 2;
     }
     if (err instanceof DroplineError) {
-      process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
+      printError(err);
       return USAGE_CODES.has(err.code) ? 2 : 1;
     }
     process.stderr.write(`dropline: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
+import { makeNumberRules } from '../format/numbers.ts';
 import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
@@ -47,13 +48,63 @@ function readSecretFile(path: string, key: string): string {
   }
 }
 
+/** What an errno code means for a path dropline could not use, in words. */
+const ERRNO_WORDS: Readonly<Record<string, string>> = {
+  ENOTDIR: 'a path in it is a file, not a folder',
+  EEXIST: 'it is a file, not a folder',
+  EISDIR: 'it is a folder',
+  ENOENT: 'its folder does not exist',
+  EACCES: 'permission denied',
+  EPERM: 'not permitted',
+  EROFS: 'a read-only file system',
+  ENOSPC: 'no space left on the device',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'the name is too long',
+};
+
+/** Why a file system call failed, in words with its code: "it is a folder (EISDIR)". */
+export function errnoInWords(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words = code === undefined ? undefined : ERRNO_WORDS[code];
+  return words ? `${words} (${code})` : (code ?? (err as Error).message);
+}
+
+/**
+ * A failure to create, read or write something in the store's folder (the folder itself, its
+ * notify-token) as the error a user can act on: a permission or a read-only file system means
+ * the store cannot be written; anything else, that the store setting cannot be used.
+ */
+export function storeFolderError(action: string, path: string, err: unknown): DroplineError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const readonly = code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
+  return new DroplineError(
+    readonly ? 'DROPLINE_ERR_STORE_READONLY' : 'DROPLINE_ERR_STORE',
+    `cannot ${action} ${path}: ${errnoInWords(err)}`,
+    { cause: err },
+  );
+}
+
 /** The notify token of the embedded default: generated once, kept beside the store. */
 function localNotifyToken(stateDir: string): string {
   const path = resolve(stateDir, 'notify-token');
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  mkdirSync(stateDir, { recursive: true });
+  if (existsSync(path)) {
+    try {
+      return readFileSync(path, 'utf8').trim();
+    } catch (err) {
+      throw storeFolderError('read', path, err);
+    }
+  }
+  try {
+    mkdirSync(stateDir, { recursive: true });
+  } catch (err) {
+    throw storeFolderError('create the folder', stateDir, err);
+  }
   const token = randomBytes(24).toString('base64url');
-  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  try {
+    writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  } catch (err) {
+    throw storeFolderError('write', path, err);
+  }
   return token;
 }
 
@@ -71,8 +122,26 @@ export function parseConfig(raw: unknown): Config {
     if (names.has(s.name))
       throw new DroplineError('DROPLINE_ERR_CONFIG', `sources: the name "${s.name}" is used twice`);
     names.add(s.name);
+    // The rules the pipeline makes of them at ingest, made once here: a bad code stops the
+    // start instead of leaving every file of the source stuck in `validating`.
+    const key = `sources.${s.name}`;
+    try {
+      makeNumberRules(s.defaultCountry);
+    } catch (err) {
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.defaultCountry: ${withoutLabel(err)}`);
+    }
+    try {
+      makeNumberRules('CO', s.allowedCountries);
+    } catch (err) {
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.allowedCountries: ${withoutLabel(err)}`);
+    }
   }
   return config;
+}
+
+/** makeNumberRules' message without its `default country: ` label (the key replaces it). */
+function withoutLabel(err: unknown): string {
+  return (err as Error).message.replace(/^[a-z ]+: /, '');
 }
 
 export interface ReadConfigOptions {

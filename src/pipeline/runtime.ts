@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { type LoadedConfig, splitListen } from '../config/load.ts';
+import { type LoadedConfig, splitListen, storeFolderError } from '../config/load.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
@@ -132,7 +132,11 @@ async function assemble(
   const { config } = loaded;
   const logger = options.logger;
   const stateDir = stateDirOf(loaded);
-  mkdirSync(stateDir, { recursive: true });
+  try {
+    mkdirSync(stateDir, { recursive: true });
+  } catch (err) {
+    throw storeFolderError('create the folder', stateDir, err);
+  }
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 
   const store = await openStore(config.store, {

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.ts';
 import { sqliteMigrations as loadMigrations } from '../../src/store/sqlite/connection.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import { freePort } from '../helpers/pipeline-harness.ts';
+import { BIN, freePort } from '../helpers/pipeline-harness.ts';
 import { BOUND_MS, runDaemon } from '../helpers/run-daemon.ts';
 
 describe('dropline run: start-up errors end the process at once', () => {
@@ -21,6 +22,8 @@ describe('dropline run: start-up errors end the process at once', () => {
     heldPort = (held.address() as { port: number }).port;
     await writeFile(join(dir, 'a-file'), 'not a folder\n');
     await mkdir(join(dir, 'drop'), { recursive: true });
+    // A store folder whose notify-token is a folder, not the token file.
+    await mkdir(join(dir, 'token-folder', 'notify-token'), { recursive: true });
   });
   afterAll(async () => {
     held.close();
@@ -110,6 +113,52 @@ describe('dropline run: start-up errors end the process at once', () => {
       },
       /DROPLINE_ERR_CONFIG: .*privateKeyPath/,
     ],
+    [
+      'a store under a regular file',
+      (c) => {
+        c.store = `sqlite:${join(dir, 'a-file')}/x/state.db`;
+      },
+      /DROPLINE_ERR_STORE: .*a-file\/x.*a file, not a folder/,
+    ],
+    [
+      'a store under a regular file, the notify token generated',
+      (c) => {
+        c.store = `sqlite:${join(dir, 'a-file')}/x/state.db`;
+        delete (c.notify as Record<string, unknown>).token;
+      },
+      /DROPLINE_ERR_STORE: .*a-file\/x.*a file, not a folder/,
+    ],
+    [
+      'a notify-token that is a folder',
+      (c) => {
+        c.store = `sqlite:${join(dir, 'token-folder', 'state.db')}`;
+        delete (c.notify as Record<string, unknown>).token;
+      },
+      /DROPLINE_ERR_STORE: .*notify-token.*a folder/,
+    ],
+    [
+      "a source's unknown defaultCountry",
+      (c) => {
+        c.sources = [{ name: 'local', type: 'local', path: join(dir, 'drop'), defaultCountry: 'XX' }];
+      },
+      /DROPLINE_ERR_CONFIG: .*sources\.local\.defaultCountry: "XX"/,
+    ],
+    [
+      "a source's unknown allowedCountries",
+      (c) => {
+        c.sources = [
+          { name: 'local', type: 'local', path: join(dir, 'drop'), allowedCountries: ['CO', 'ZZ'] },
+        ];
+      },
+      /DROPLINE_ERR_CONFIG: .*sources\.local\.allowedCountries: "ZZ"/,
+    ],
+    [
+      "a source's empty allowedCountries",
+      (c) => {
+        c.sources = [{ name: 'local', type: 'local', path: join(dir, 'drop'), allowedCountries: [] }];
+      },
+      /DROPLINE_ERR_CONFIG: .*sources\.local\.allowedCountries: the list is empty/,
+    ],
   ];
 
   it.each(cases)('%s', async (_name, edit, code) => {
@@ -121,6 +170,27 @@ describe('dropline run: start-up errors end the process at once', () => {
     expect(ended.stderr).toMatch(code);
     expect(ended.stderr).not.toMatch(/unexpected error/);
     expect(ended.stdout).not.toMatch(/dropline is running/);
+  });
+
+  it('dropline status with a store under a regular file: DROPLINE_ERR_STORE, no stack trace', async () => {
+    const config = await base();
+    config.store = `sqlite:${join(dir, 'a-file')}/x/state.db`;
+    delete (config.notify as Record<string, unknown>).token;
+    const path = join(dir, 'status-config.json');
+    await writeFile(path, JSON.stringify(config));
+    const r = await new Promise<{ code: number; stderr: string }>((done) => {
+      execFile(
+        process.execPath,
+        [BIN, '--config', path, 'status'],
+        { cwd: dir, timeout: BOUND_MS },
+        (err, _out, stderr) =>
+          done({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+      );
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/DROPLINE_ERR_STORE: .*a-file\/x/);
+    expect(r.stderr).toContain(ERRORS.DROPLINE_ERR_STORE.hint);
+    expect(r.stderr).not.toMatch(/unexpected error/);
   });
 
   it('a store whose schema is newer than this dropline: DROPLINE_ERR_STORE_SCHEMA with its hint', async () => {

@@ -1,8 +1,10 @@
 // status, report, retry, pause, resume, cancel: acting on files the store knows.
 
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
+import { errnoInWords } from '../../config/load.ts';
 import { DroplineError } from '../../errors.ts';
 import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
 import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
@@ -58,6 +60,19 @@ async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
   return m;
 }
 
+/** `report --out <path>` opened for writing, or a usage error saying why it cannot be. */
+async function openOut(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, 'w');
+  } catch (err) {
+    throw outError(path, err);
+  }
+}
+
+function outError(path: string, err: unknown): DroplineError {
+  return new DroplineError('DROPLINE_ERR_USAGE', `--out ${path}: ${errnoInWords(err)}`, { cause: err });
+}
+
 export function registerFileCommands(program: Command, setExit: SetExit): void {
   program
     .command('status')
@@ -108,15 +123,22 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
             'DROPLINE_ERR_PRUNED',
             `${fileId}: its recipients were removed by retention on ${m.prunedAt}; dropline status ${fileId} shows its counts`,
           );
-        const out = opts.out ? createWriteStream(opts.out) : process.stdout;
-        const includeText = rt.loaded.config.report.includeText;
-        for await (const chunk of reportCsv(rt.store, fileId, { includeText })) {
-          if (!out.write(chunk)) await once(out, 'drain');
+        const rows = reportCsv(rt.store, fileId, { includeText: rt.loaded.config.report.includeText });
+        if (opts.out === undefined) {
+          for await (const chunk of rows) {
+            if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
+          }
+          return;
         }
-        if (opts.out) {
-          out.end();
-          await once(out, 'finish');
-        }
+        // --out is opened once the fileId is known to have a report: a mistyped fileId must
+        // not empty a report.csv that is already there.
+        const out = opts.out;
+        const fh = await openOut(out);
+        // Through pipeline: a write that fails (a full disk) ends the copy and closes the file
+        // with its error, never an unhandled 'error' event.
+        await pipeline(rows, fh.createWriteStream()).catch((err: NodeJS.ErrnoException) => {
+          throw err.syscall === undefined ? err : outError(out, err);
+        });
       });
       setExit(0);
     });

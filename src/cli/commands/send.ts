@@ -1,4 +1,5 @@
 // `dropline send <file> [--wait] [--force]`: one file through the whole pipeline now.
+import type { Stats } from 'node:fs';
 import { copyFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -47,6 +48,15 @@ async function sendWhenDue(rt: Runtime, fileId: string): Promise<void> {
   }
 }
 
+/** What a path that is not a regular file is instead, for the message. */
+function kindOf(info: Stats): string {
+  if (info.isDirectory()) return 'a folder';
+  if (info.isCharacterDevice() || info.isBlockDevice()) return 'a device';
+  if (info.isFIFO()) return 'a FIFO';
+  if (info.isSocket()) return 'a socket';
+  return 'something else';
+}
+
 export function registerSend(program: Command, setExit: SetExit): void {
   program
     .command('send')
@@ -63,8 +73,15 @@ export function registerSend(program: Command, setExit: SetExit): void {
     )
     .option('--json', 'print the manifest as JSON')
     .action(async (path: string, opts: SendOptions, cmd: Command) => {
-      const info = await stat(path).catch(() => null);
-      if (!info?.isFile()) throw new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: no such file`);
+      const info = await stat(path).catch((err: NodeJS.ErrnoException) => {
+        const why = err.code === 'ENOENT' ? 'no such file' : (err.code ?? err.message);
+        throw new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: ${why}`);
+      });
+      if (!info.isFile())
+        throw new DroplineError(
+          'DROPLINE_ERR_FILE_UNREADABLE',
+          `${path}: ${kindOf(info)}, not a regular file`,
+        );
       const name = basename(path);
       if (!isDropFileName(name))
         throw new DroplineError('DROPLINE_ERR_USAGE', `${name}: a drop file name ends in .txt`);

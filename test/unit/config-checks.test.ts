@@ -1,0 +1,69 @@
+// What loading the configuration checks before anything runs: a source's country codes (an
+// unknown one would leave every file stuck in `validating`) and the store's folder.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../../src/config/load.ts';
+import { DroplineError, type ErrorCode } from '../../src/errors.ts';
+
+let dir: string | null = null;
+afterEach(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = null;
+});
+
+function errorOf(fn: () => unknown, code: ErrorCode = 'DROPLINE_ERR_CONFIG'): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(DroplineError);
+    expect((err as DroplineError).code).toBe(code);
+    return (err as Error).message;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+const source = (extra: Record<string, unknown>) => ({
+  sources: [
+    { name: 'ok', type: 'local', path: './ok' },
+    { name: 'partner', type: 'local', path: './partner', ...extra },
+  ],
+});
+
+describe("a source's country codes", () => {
+  it('known codes are accepted, in any case', () => {
+    const config = parseConfig(source({ defaultCountry: 'mx', allowedCountries: ['CO', 'us'] }));
+    expect(config.sources[1]?.defaultCountry).toBe('mx');
+  });
+
+  it('an unknown defaultCountry names the key and what is allowed', () => {
+    expect(errorOf(() => parseConfig(source({ defaultCountry: 'XX' })))).toMatch(
+      /sources\.partner\.defaultCountry: "XX" is not an ISO 3166 alpha-2 country code \(e\.g\. CO, MX, US\)/,
+    );
+  });
+
+  it('an unknown code in allowedCountries names the key and the code', () => {
+    expect(errorOf(() => parseConfig(source({ allowedCountries: ['CO', 'ZZ'] })))).toMatch(
+      /sources\.partner\.allowedCountries: "ZZ" is not an ISO 3166 alpha-2 country code/,
+    );
+  });
+
+  it('an empty allowedCountries is refused (it would reject every number)', () => {
+    expect(errorOf(() => parseConfig(source({ allowedCountries: [] })))).toMatch(
+      /sources\.partner\.allowedCountries: the list is empty/,
+    );
+  });
+});
+
+describe("the store's folder", () => {
+  it('under a regular file: DROPLINE_ERR_STORE naming the path, not a raw ENOTDIR', () => {
+    dir = mkdtempSync(join(tmpdir(), 'dropline-config-'));
+    writeFileSync(join(dir, 'a-file'), 'not a folder\n');
+    const path = join(dir, 'dropline.config.json');
+    writeFileSync(path, JSON.stringify({ store: `sqlite:${join(dir, 'a-file', 'x', 'state.db')}` }));
+    expect(errorOf(() => loadConfig({ path, env: {} }), 'DROPLINE_ERR_STORE')).toMatch(
+      /a-file\/x.*a path in it is a file, not a folder \(ENOTDIR\)/,
+    );
+  });
+});
