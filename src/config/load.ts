@@ -6,6 +6,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
+import { jsonProblem } from './json-problem.ts';
 import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
@@ -188,12 +189,10 @@ function readConfigText(options: ReadConfigOptions): { config: Config; path: str
     );
   }
   try {
-    raw = JSON.parse(text);
+    // A byte-order mark (what some Windows editors write first) is not JSON, nor meant as text.
+    raw = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
   } catch (err) {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      `${candidate} is not valid JSON: ${(err as Error).message}`,
-    );
+    throw new DroplineError('DROPLINE_ERR_CONFIG', `${candidate} is not valid JSON: ${jsonProblem(err)}`);
   }
   return { config: parseConfig(raw), path };
 }
@@ -204,11 +203,13 @@ export function loadConfig(
   const env = options.env ?? process.env;
   const { config, path } = readConfigFile({ ...options, pinHostKeys: true });
 
+  const written = config.api.passwordFile
+    ? readSecretFile(config.api.passwordFile, 'api.passwordFile')
+    : config.api.password;
+  // Empty is unset, in the environment and the file alike.
   const apiPassword =
-    env.DROPLINE_API_PASSWORD ??
-    (config.api.passwordFile
-      ? readSecretFile(config.api.passwordFile, 'api.passwordFile')
-      : config.api.password) ??
+    (env.DROPLINE_API_PASSWORD || undefined) ??
+    (written || undefined) ??
     (config.api.baseUrl === 'sandbox' ? 'demo' : undefined);
   if (apiPassword === undefined) {
     throw new DroplineError(

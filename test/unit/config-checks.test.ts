@@ -67,3 +67,36 @@ describe("the store's folder", () => {
     );
   });
 });
+
+describe('the configuration file itself', () => {
+  function configFile(text: string): string {
+    dir = mkdtempSync(join(tmpdir(), 'dropline-config-'));
+    const path = join(dir, 'dropline.config.json');
+    writeFileSync(path, text);
+    return path;
+  }
+
+  it('not JSON: says where, and never quotes the text (a password written without its quotes)', () => {
+    const path = configFile('{\n  "api": { "baseUrl": "https://api.example", "password": Zq7secretpw }\n}\n');
+    const message = errorOf(() => loadConfig({ path, env: {} }));
+    expect(message).toMatch(/is not valid JSON/);
+    expect(message).not.toMatch(/Zq7|secretpw/);
+    const comma = configFile('{\n  "api": { "baseUrl": "https://api.example", },\n}\n');
+    expect(errorOf(() => loadConfig({ path: comma, env: {} }))).toMatch(/at line 2, column \d+/);
+  });
+
+  it('a byte-order mark at the start (a Windows editor) is read as the JSON it precedes', () => {
+    const path = configFile(
+      `\uFEFF${JSON.stringify({ api: { baseUrl: 'sandbox' }, store: 'sqlite::memory:' })}`,
+    );
+    expect(loadConfig({ path, env: {} }).config.api.baseUrl).toBe('sandbox');
+  });
+
+  it('an empty api.password for a real service is refused as a missing one', () => {
+    const path = configFile(JSON.stringify({ api: { baseUrl: 'https://api.example', password: '' } }));
+    expect(errorOf(() => loadConfig({ path, env: {} }))).toMatch(/api\.password: required/);
+    const set = configFile(JSON.stringify({ api: { baseUrl: 'https://api.example', password: 'pw' } }));
+    // An empty DROPLINE_API_PASSWORD is unset: the file's password is used.
+    expect(loadConfig({ path: set, env: { DROPLINE_API_PASSWORD: '' } }).secrets.apiPassword).toBe('pw');
+  });
+});
