@@ -77,13 +77,22 @@ function slackText(p: Payload): string {
  */
 function endpointOf(raw: string): { url: string; authorization: string | null; secrets: string[] } {
   const u = new URL(raw);
-  const password = decodeURIComponent(u.password);
+  const password = decoded(u.password);
   const secrets = secretsOf([password, u.password, ...querySecrets(raw)]);
   if (u.username === '' && u.password === '') return { url: raw, authorization: null, secrets };
-  const credentials = Buffer.from(`${decodeURIComponent(u.username)}:${password}`).toString('base64');
+  const credentials = Buffer.from(`${decoded(u.username)}:${password}`).toString('base64');
   u.username = '';
   u.password = '';
   return { url: u.toString(), authorization: `Basic ${credentials}`, secrets: [...secrets, credentials] };
+}
+
+/** A percent-encoded part of a URL as meant; as written when it is not valid encoding (`%zz`). */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 export function startAlerts(options: AlertOptions): Alerts {

@@ -200,6 +200,18 @@ describe('a webhook URL with credentials', () => {
     }
   });
 
+  it('a password that is not valid percent-encoding (%zz) is sent as written', async () => {
+    const local = await hookReceiver();
+    try {
+      await alertTo(`${local.url.replace('//', '//hook:p%zz@')}/in`, 1);
+      expect(local.got[0]!.headers.authorization).toBe(
+        `Basic ${Buffer.from('hook:p%zz').toString('base64')}`,
+      );
+    } finally {
+      await new Promise((r) => local.server.close(r));
+    }
+  });
+
   it('not delivered: no log line shows the password or the query string', async () => {
     const password = randomBytes(9).toString('hex');
     const key = randomBytes(9).toString('hex');
