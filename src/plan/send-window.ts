@@ -75,9 +75,12 @@ export function windowProblem(spec: WindowSpec): string | null {
     if (to <= from) return `rules[${i}]: to (${r.to}) must be after from (${r.from})`;
     if (r.days.length === 0) return `rules[${i}]: days names at least one day`;
   }
-  for (const d of spec.closed ?? [])
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(d) || Number.isNaN(Date.parse(`${d}T00:00:00Z`)))
+  for (const d of spec.closed ?? []) {
+    // Date.parse takes 2026-02-30 (as March 2): the day must read back as written.
+    const at = Date.parse(`${d}T00:00:00Z`);
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(d) || Number.isNaN(at) || new Date(at).toISOString().slice(0, 10) !== d)
       return `closed: "${d}" is not a date (YYYY-MM-DD)`;
+  }
   return null;
 }
 

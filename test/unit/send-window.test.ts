@@ -102,6 +102,14 @@ describe('custom windows', () => {
     expect(
       windowProblem({ timezone: 'UTC', rules: COLOMBIA_COMMERCIAL.rules, closed: ['24/12/2026'] }),
     ).toMatch(/not a date/);
+    // A day no calendar has: it would never close anything.
+    for (const day of ['2026-02-30', '2026-04-31', '2027-02-29'])
+      expect(windowProblem({ timezone: 'UTC', rules: COLOMBIA_COMMERCIAL.rules, closed: [day] })).toMatch(
+        /not a date/,
+      );
+    expect(
+      windowProblem({ timezone: 'UTC', rules: COLOMBIA_COMMERCIAL.rules, closed: ['2028-02-29'] }),
+    ).toBeNull();
     expect(() => new SendWindow({ timezone: 'UTC', rules: [] })).toThrow(/sendWindow/);
     expect(windowProblem(COLOMBIA_COMMERCIAL)).toBeNull();
   });
