@@ -5,22 +5,22 @@ import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
-const REDACT = [
+const SECRET_KEYS = [
   'password',
+  'passphrase',
   'token',
   'accessToken',
   'refreshToken',
   'authorization',
   'notifyUrl',
-  '*.password',
-  '*.token',
-  '*.accessToken',
-  '*.refreshToken',
-  '*.authorization',
-  '*.notifyUrl',
+  'apiKey',
+  'secret',
+  'secretAccessKey',
   'secrets',
-  '*.secrets',
+  '["x-api-key"]',
 ];
+// At the top and one level down (an `err` or `config` object logged whole).
+const REDACT = SECRET_KEYS.flatMap((k) => [k, k.startsWith('[') ? `*${k}` : `*.${k}`]);
 
 export function createLogger(options: { level?: string; name?: string } = {}): Logger {
   return pino(

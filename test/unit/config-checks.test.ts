@@ -69,10 +69,11 @@ describe("the store's folder", () => {
 });
 
 describe('the configuration file itself', () => {
+  /** `text` in a fresh folder; `{store}` becomes a store there (its notify-token goes beside it). */
   function configFile(text: string): string {
     dir = mkdtempSync(join(tmpdir(), 'dropline-config-'));
     const path = join(dir, 'dropline.config.json');
-    writeFileSync(path, text);
+    writeFileSync(path, text.replace('{store}', `sqlite:${join(dir, 'state.db')}`));
     return path;
   }
 
@@ -86,16 +87,16 @@ describe('the configuration file itself', () => {
   });
 
   it('a byte-order mark at the start (a Windows editor) is read as the JSON it precedes', () => {
-    const path = configFile(
-      `\uFEFF${JSON.stringify({ api: { baseUrl: 'sandbox' }, store: 'sqlite::memory:' })}`,
-    );
+    const path = configFile(`\uFEFF${JSON.stringify({ api: { baseUrl: 'sandbox' }, store: '{store}' })}`);
     expect(loadConfig({ path, env: {} }).config.api.baseUrl).toBe('sandbox');
   });
 
   it('an empty api.password for a real service is refused as a missing one', () => {
     const path = configFile(JSON.stringify({ api: { baseUrl: 'https://api.example', password: '' } }));
     expect(errorOf(() => loadConfig({ path, env: {} }))).toMatch(/api\.password: required/);
-    const set = configFile(JSON.stringify({ api: { baseUrl: 'https://api.example', password: 'pw' } }));
+    const set = configFile(
+      JSON.stringify({ api: { baseUrl: 'https://api.example', password: 'pw' }, store: '{store}' }),
+    );
     // An empty DROPLINE_API_PASSWORD is unset: the file's password is used.
     expect(loadConfig({ path: set, env: { DROPLINE_API_PASSWORD: '' } }).secrets.apiPassword).toBe('pw');
   });
