@@ -33,8 +33,19 @@ export interface LoadedConfig {
   notifyUrl: string;
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const key = issue.path.length > 0 ? issue.path.join('.') : '(root)';
+function describeIssue(issue: z.core.$ZodIssue, under: readonly PropertyKey[] = []): string {
+  const path = [...under, ...issue.path];
+  const key = path.length > 0 ? path.join('.') : '(root)';
+  if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+    // Zod says only "Invalid input" of a value no option takes. The option that got furthest
+    // into the value says what is wrong in it; when none got past the value itself, what each
+    // option expects is what is allowed.
+    const depth = (issues: readonly z.core.$ZodIssue[]) => Math.max(0, ...issues.map((i) => i.path.length));
+    const furthest = issue.errors.reduce((a, b) => (depth(b) > depth(a) ? b : a));
+    if (depth(furthest) > 0 && furthest[0]) return describeIssue(furthest[0], path);
+    const expected = issue.errors.map((issues) => (issues[0]?.message ?? '').replace(/^Invalid input: /, ''));
+    return `${key}: ${[...new Set(expected)].join('; or ')}`;
+  }
   return `${key}: ${issue.message}`;
 }
 
@@ -112,7 +123,7 @@ function localNotifyToken(stateDir: string): string {
 export function parseConfig(raw: unknown): Config {
   const result = configSchema.safeParse(raw);
   if (!result.success) {
-    throw new DroplineError('DROPLINE_ERR_CONFIG', result.error.issues.map(describeIssue).join('; '));
+    throw new DroplineError('DROPLINE_ERR_CONFIG', result.error.issues.map((i) => describeIssue(i)).join('; '));
   }
   const config = result.data;
   // Decided on what was written: `store` has a default the parsed config cannot tell apart.

@@ -101,3 +101,32 @@ describe('the configuration file itself', () => {
     expect(loadConfig({ path: set, env: { DROPLINE_API_PASSWORD: '' } }).secrets.apiPassword).toBe('pw');
   });
 });
+
+describe('a value that fits none of the forms a key takes', () => {
+  it.each([
+    [
+      'a window name',
+      { sendWindow: 'colombia' },
+      /sendWindow: expected "colombia-commercial"; or expected object/,
+    ],
+    [
+      'a day of a rule',
+      { sendWindow: { timezone: 'UTC', rules: [{ days: ['funday'], from: '07:00', to: '19:00' }] } },
+      /sendWindow\.rules\.0\.days\.0: .*expected one of "sun"\|"mon"/,
+    ],
+    [
+      'a directive name',
+      { sources: [{ name: 'a', type: 'local', path: './a', allowDirectives: ['nope'] }] },
+      /sources\.0\.allowDirectives\.0: .*expected one of "message"/,
+    ],
+    [
+      'neither true, false nor a list',
+      { sources: [{ name: 'a', type: 'local', path: './a', allowDirectives: 'yes' }] },
+      /allowDirectives: expected boolean, received string; or expected array/,
+    ],
+  ])('%s: names the key and what is allowed, never a bare "Invalid input"', (_name, raw, message) => {
+    const said = errorOf(() => parseConfig(raw));
+    expect(said).toMatch(message);
+    expect(said).not.toMatch(/: Invalid input$/);
+  });
+});
