@@ -56,10 +56,15 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): StoreUr
     const connectionString = parsed.toString();
     return { kind: 'postgres', connectionString, schema };
   }
-  throw new DroplineError(
-    'DROPLINE_ERR_CONFIG',
-    `store: "${url.split(':')[0]}:…" is not a store; use sqlite:<path> or postgres://…`,
-  );
+  // Only the scheme is quoted: what follows it may hold a password.
+  const colon = url.indexOf(':');
+  const what =
+    url.trim() === ''
+      ? 'is empty'
+      : colon < 0
+        ? `"${url}" names no kind of store`
+        : `"${url.slice(0, colon)}:…" is not a store`;
+  throw new DroplineError('DROPLINE_ERR_CONFIG', `store: ${what}; use sqlite:<path> or postgres://…`);
 }
 
 /** A URL's credentials up to the last `@` of the URL: a password may hold `/`, `:` or `@` itself. */

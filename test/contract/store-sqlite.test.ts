@@ -505,6 +505,12 @@ describe('openStore', () => {
       expect(err, url).toMatchObject({ code: 'DROPLINE_ERR_CONFIG' });
       expect((err as Error).message, url).not.toMatch(/secret|sec\/ret|sec ret/);
     }
+    for (const [url, said] of [
+      ['foo', /store: "foo" names no kind of store; use sqlite:<path>/],
+      ['', /store: is empty; use sqlite:<path>/],
+      ['mysql://u:secret@host/db', /store: "mysql:…" is not a store/],
+    ] as const)
+      expect(() => parseStoreUrl(url)).toThrow(said);
     // The query string goes too: libpq takes `?password=`.
     expect(redactStoreUrl('postgres://app:s3cret@db.example:5432/x?schema=y')).toBe(
       'postgres://app:***@db.example:5432/x?***',
