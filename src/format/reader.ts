@@ -1696,7 +1696,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       finishRecord(p.startLine, joined, parsed);
       return;
     }
-    abandonPending('a quoted field is never closed');
+    // Whether or not it closes later: no record may outgrow the limit (FORMAT.md 3).
+    abandonPending(`a quoted field is not closed within ${maxLine} characters (the line-length limit)`);
   };
 
   /** FORMAT.md 3: a quote never closed is an error for its record; parsing resumes at the next line. */

@@ -522,6 +522,15 @@ describe('FORMAT 2: LINE_TOO_LONG, processing continues with the next line', () 
     ]);
     expect(sent(r)).toEqual([[3, '573151112233', 'Tres']]);
   });
+
+  it('a quote closed only past the line-length limit: MALFORMED_QUOTE says so, not "never closed"', async () => {
+    const long = Array.from({ length: 5 }, () => 'b'.repeat(40)).join('\n');
+    const r = await read(`3001234567;"${long}"\n3151112233;Tres\n`, { maxLineLength: 100 });
+    const quote = r.summary.errors.find((e) => e.code === 'MALFORMED_QUOTE');
+    expect(quote?.line).toBe(1);
+    expect(quote?.message).toMatch(/not closed within 100 characters/);
+    expect(sent(r).at(-1)).toEqual([6, '573151112233', 'Tres']);
+  });
 });
 
 describe('FORMAT 2: line numbers are the 1-based physical line where the record starts', () => {
