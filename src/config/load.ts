@@ -123,7 +123,10 @@ function localNotifyToken(stateDir: string): string {
 export function parseConfig(raw: unknown): Config {
   const result = configSchema.safeParse(raw);
   if (!result.success) {
-    throw new DroplineError('DROPLINE_ERR_CONFIG', result.error.issues.map((i) => describeIssue(i)).join('; '));
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      result.error.issues.map((i) => describeIssue(i)).join('; '),
+    );
   }
   const config = result.data;
   // Decided on what was written: `store` has a default the parsed config cannot tell apart.
