@@ -217,14 +217,16 @@ export function loadConfig(
   const env = options.env ?? process.env;
   const { config, path } = readConfigFile({ ...options, pinHostKeys: true });
 
-  const written = config.api.passwordFile
-    ? readSecretFile(config.api.passwordFile, 'api.passwordFile')
-    : config.api.password;
-  // Empty is unset, in the environment and the file alike.
+  // The environment wins (the file is not even read then); empty is unset, there and in the file.
+  const written = (): string | undefined => {
+    const file = config.api.passwordFile;
+    if (!file) return config.api.password;
+    const password = readSecretFile(file, 'api.passwordFile');
+    if (password === '') throw new DroplineError('DROPLINE_ERR_CONFIG', `api.passwordFile: ${file} is empty`);
+    return password;
+  };
   const apiPassword =
-    (env.DROPLINE_API_PASSWORD || undefined) ??
-    (written || undefined) ??
-    (config.api.baseUrl === 'sandbox' ? 'demo' : undefined);
+    env.DROPLINE_API_PASSWORD || written() || (config.api.baseUrl === 'sandbox' ? 'demo' : undefined);
   if (apiPassword === undefined) {
     throw new DroplineError(
       'DROPLINE_ERR_CONFIG',

@@ -97,6 +97,26 @@ describe('the configuration file itself', () => {
     const set = configFile(
       JSON.stringify({ api: { baseUrl: 'https://api.example', password: 'pw' }, store: '{store}' }),
     );
+    // DROPLINE_API_PASSWORD wins: a password file is then not read at all (here it is missing).
+    const viaFile = configFile(
+      JSON.stringify({
+        api: { baseUrl: 'https://api.example', passwordFile: join(tmpdir(), 'no-such-pw') },
+        store: '{store}',
+      }),
+    );
+    expect(
+      loadConfig({ path: viaFile, env: { DROPLINE_API_PASSWORD: 'from-env' } }).secrets.apiPassword,
+    ).toBe('from-env');
+    const earlier = dir!;
+    const emptyFile = join(earlier, 'empty-pw');
+    writeFileSync(emptyFile, '\n');
+    const empty = configFile(
+      JSON.stringify({ api: { baseUrl: 'https://api.example', passwordFile: emptyFile } }),
+    );
+    expect(errorOf(() => loadConfig({ path: empty, env: {} }))).toMatch(
+      /api\.passwordFile: .*empty-pw is empty/,
+    );
+    rmSync(earlier, { recursive: true, force: true });
     // An empty DROPLINE_API_PASSWORD is unset: the file's password is used.
     expect(loadConfig({ path: set, env: { DROPLINE_API_PASSWORD: '' } }).secrets.apiPassword).toBe('pw');
   });
