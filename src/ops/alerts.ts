@@ -11,7 +11,7 @@ import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log.ts';
 import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
 import { type Manifest, manifestOf } from '../pipeline/reports.ts';
-import { querySecrets, redactText, scrubSecrets, secretsOf } from '../service/redact.ts';
+import { querySecrets, redactSecrets, secretsOf } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
 export type AlertEvent = Config['alerts'][number]['events'][number];
@@ -142,7 +142,7 @@ export function startAlerts(options: AlertOptions): Alerts {
         if (res.status < 500 && res.status !== 408 && res.status !== 429) break;
       } catch (err) {
         // Node's own message may quote the URL.
-        last = scrubSecrets(redactText((err as Error).message), endpoint.secrets);
+        last = redactSecrets((err as Error).message, endpoint.secrets);
       }
       await sleep(Math.min(retry.baseMs * 2 ** (attempt - 1), retry.maxMs), undefined, {
         signal: stopping.signal,

@@ -567,7 +567,7 @@ export class ServiceClient extends EventEmitter {
         // request, its reason said once for every recipient (not bisected: it is the
         // account's or the text's, rarely one device's, which dropline validated). A 200
         // without a Status may have been either: in doubt, for the reports to settle.
-        const mt = via ? mtMessageAnswer(parsed) : null;
+        const mt = via ? mtMessageAnswer(parsed, [...this.#secrets, token]) : null;
         if (mt?.kind === 'rejected') {
           observe('rejected', { error: mt.reason });
           return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, mt.reason);

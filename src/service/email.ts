@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
-import { secretsOf } from './redact.ts';
+import { redactSecrets, secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
 
 /** Spec 8: recipients a request. */
@@ -267,6 +267,7 @@ export class EmailClient {
             parsed,
             group.map((i) => recipients[i]!.recipient),
             answers,
+            this.#secrets,
           );
         }
         why = `HTTP ${status}: ${reason(parsed, status, this.#secrets)}`;
@@ -359,12 +360,21 @@ function requestBody(content: EmailContent, recipients: readonly EmailRecipient[
 const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /** The 202's statuses, one per recipient of the request (`sent`, in payload order). */
-function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnswer[]): EmailOutcome[] {
+function outcomesOf(
+  parsed: unknown,
+  sent: readonly string[],
+  answers: EmailAnswer[],
+  /** The key, kept out of every reason (a service may echo the request's headers). */
+  secrets: readonly string[],
+): EmailOutcome[] {
   const body = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
   const errors = Array.isArray(body.errors)
     ? body.errors.map((e) => {
         const o = (typeof e === 'object' && e !== null ? e : {}) as Record<string, unknown>;
-        return { code: text(o.code) ?? 'ERROR', message: (text(o.message) ?? '').slice(0, REASON_MAX) };
+        return {
+          code: text(o.code) ?? 'ERROR',
+          message: redactSecrets(text(o.message) ?? '', secrets, REASON_MAX),
+        };
       })
     : [];
   const overallStatus = text(body.overallStatus);
@@ -405,10 +415,9 @@ function outcomesOf(parsed: unknown, sent: readonly string[], answers: EmailAnsw
       return {
         kind: 'rejected',
         code: fromRequest ? first.code : (own ?? 'REJECTED'),
-        reason: (fromRequest ? first.message : (text(entry.reason) ?? first?.message ?? '')).slice(
-          0,
-          REASON_MAX,
-        ),
+        reason: fromRequest
+          ? first.message
+          : redactSecrets(text(entry.reason) ?? first?.message ?? '', secrets, REASON_MAX),
         request,
       };
     }

@@ -4,7 +4,7 @@
 // Pure, like wire.ts: the requests themselves are ServiceClient.monitoring() (client.ts), with
 // the account's own token and pool, and no send permit (monitoring is not a send).
 
-import { redactText, scrubSecrets } from './redact.ts';
+import { redactSecrets, redactText, scrubSecrets } from './redact.ts';
 
 export type MonitoringName = 'platformmonitory' | 'effectivitybyclient' | 'msgmtclient';
 
@@ -88,9 +88,7 @@ export function withoutSecrets(value: unknown, secrets: readonly string[]): unkn
 
 /** An error line fit for the dashboard: URL query strings and phone numbers masked, no token. */
 export function maskError(text: string, secrets: readonly string[]): string {
-  // The token first: masking digit runs would change a token that holds some.
-  const masked = scrubSecrets(redactText(scrubSecrets(text, secrets)), secrets);
-  return masked.length > 500 ? `${masked.slice(0, 497)}...` : masked;
+  return redactSecrets(text, secrets);
 }
 
 /** Anything that checks an account's monitoring endpoints (a ServiceClient). */

@@ -42,19 +42,54 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
 /** Secrets this short are not scrubbed: replacing them would garble every reason that holds them. */
 const MIN_SECRET = 6;
 
-/** The secrets worth scrubbing: the empty and the very short ones left out. */
+/**
+ * The secrets worth scrubbing (the empty and the very short ones left out), each also as JSON
+ * writes it inside a string (a quote or backslash escaped, and `/` as `\/` as PHP does): a
+ * service echoing a request in its JSON answer shows them so.
+ */
 export function secretsOf(values: readonly string[]): string[] {
-  return values.filter((v) => v.length >= MIN_SECRET);
+  const out = new Set<string>();
+  for (const v of values) {
+    if (v.length < MIN_SECRET) continue;
+    const json = JSON.stringify(v).slice(1, -1);
+    for (const form of [v, json, json.replaceAll('/', '\\/')]) out.add(form);
+  }
+  return [...out];
 }
 
-/** The values of a URL's query string (the notify token), to be scrubbed by value. */
+/**
+ * `text` fit to keep and show: without `secrets`, phone numbers and URL query strings masked,
+ * at most `max` characters. The secrets go first, and again after: masking digit runs would
+ * change a secret that holds some, which would then no longer match.
+ */
+export function redactSecrets(text: string, secrets: readonly string[], max = 500): string {
+  const out = scrubSecrets(redactText(scrubSecrets(text, secrets)), secrets);
+  return out.length > max ? `${out.slice(0, max - 3)}...` : out;
+}
+
+/**
+ * The values of a URL's query string (the notify token), to be scrubbed by value: each as
+ * written in the URL (percent-encoded, as it is sent) and decoded (as a service may echo it).
+ */
 export function querySecrets(url: string | undefined): string[] {
-  if (url === undefined) return [];
-  try {
-    return [...new URL(url).searchParams.values()].filter((v) => v.length > 0);
-  } catch {
-    return [];
+  const q = url?.indexOf('?') ?? -1;
+  if (url === undefined || q < 0) return [];
+  const out: string[] = [];
+  for (const pair of url
+    .slice(q + 1)
+    .split('#')[0]!
+    .split('&')) {
+    const raw = pair.slice(pair.indexOf('=') + 1);
+    if (raw === '') continue;
+    out.push(raw);
+    try {
+      const decoded = decodeURIComponent(raw.replaceAll('+', ' '));
+      if (decoded !== raw) out.push(decoded);
+    } catch {
+      // Not valid percent-encoding: only as written.
+    }
   }
+  return out;
 }
 
 /**

@@ -1,7 +1,7 @@
 // DTO ⇄ domain for the messaging service (service-interface.md 2.1, 2.2, 2.4). Pure: no I/O,
 // no clock; every function here is a value in, value out.
 import { DroplineError } from '../errors.ts';
-import { redactText, scrubSecrets } from './redact.ts';
+import { redactSecrets } from './redact.ts';
 
 /** Exactly these two keys: massiveBody writes a list of them with JSON.stringify. */
 export interface Destination {
@@ -193,6 +193,8 @@ export function mtMessageBody(part: ChunkPart, via: MtMessageVia): Buffer {
  */
 export function mtMessageAnswer(
   body: unknown,
+  /** What the request carried, kept out of the reason (reasonOf). */
+  secrets: readonly string[],
 ): { kind: 'accepted' } | { kind: 'rejected'; reason: string } | { kind: 'unclear' } {
   if (typeof body !== 'object' || body === null) return { kind: 'unclear' };
   const { Status, MessageText } = body as { Status?: unknown; MessageText?: unknown };
@@ -200,7 +202,7 @@ export function mtMessageAnswer(
   if (Status !== 1 && Status !== '1') return { kind: 'unclear' };
   const reason =
     typeof MessageText === 'string' && MessageText.trim() !== '' ? MessageText.trim() : 'Status 1';
-  return { kind: 'rejected', reason: redactText(reason).slice(0, 500) };
+  return { kind: 'rejected', reason: redactSecrets(reason, secrets) };
 }
 
 // ---- token (2.1, 2.2) ----
@@ -282,7 +284,7 @@ const REASON_KEYS = ['message', 'Message', 'MessageText', 'error_description', '
  * A human-readable reason out of an error answer, masked and at most 500 characters, without
  * any of `secrets` (what the request carried: a service may echo it back).
  */
-export function reasonOf(body: unknown, status: number, secrets: readonly string[] = []): string {
+export function reasonOf(body: unknown, status: number, secrets: readonly string[]): string {
   let reason: string | null = null;
   if (typeof body === 'string') reason = body.trim();
   else if (typeof body === 'object' && body !== null) {
@@ -296,10 +298,7 @@ export function reasonOf(body: unknown, status: number, secrets: readonly string
     }
     reason ??= JSON.stringify(body);
   }
-  if (!reason) reason = `HTTP ${status} without a body`;
-  // The secrets first, and again after: masking digit runs would change a secret holding some.
-  const masked = scrubSecrets(redactText(scrubSecrets(reason, secrets)), secrets);
-  return masked.length > 500 ? `${masked.slice(0, 497)}...` : masked;
+  return redactSecrets(reason || `HTTP ${status} without a body`, secrets);
 }
 
 /** Retry-After as milliseconds from `now`: delta-seconds (fractions allowed) or an HTTP date. */

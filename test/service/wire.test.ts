@@ -143,8 +143,9 @@ describe('wire', () => {
     for (const chunk of [many, bulk]) {
       const expected = JSON.stringify({
         bulkId: 'b',
+        // The wire format spelt out: each destination exactly {to, messageId}, in that order.
         messages: chunk.messages.map((m) => ({
-          destinations: m.destinations,
+          destinations: m.destinations.map((d) => ({ to: d.to, messageId: d.messageId })),
           text: m.text,
           notifyUrl: notify.notifyUrl,
         })),
@@ -155,7 +156,10 @@ describe('wire', () => {
     const part = subPart(wholePart(many), 5, 250);
     const expected = JSON.stringify({
       bulkId: 'b',
-      messages: partMessages(part).map((m) => ({ destinations: m.destinations, text: m.text })),
+      messages: partMessages(part).map((m) => ({
+        destinations: m.destinations.map((d) => ({ to: d.to, messageId: d.messageId })),
+        text: m.text,
+      })),
     });
     expect(massiveBody(part, {}).toString()).toBe(expected);
   });
@@ -221,17 +225,23 @@ describe('wire', () => {
     });
 
     it('Status 0 accepted, Status 1 a rejection with its reason, anything else unclear (in doubt)', () => {
-      expect(mtMessageAnswer({ Status: 1, MessageText: 'RCS is not enabled for this account' })).toEqual({
+      expect(mtMessageAnswer({ Status: 1, MessageText: 'RCS is not enabled for this account' }, [])).toEqual({
         kind: 'rejected',
         reason: 'RCS is not enabled for this account',
       });
-      expect(mtMessageAnswer({ Status: '1', MessageText: '' })).toEqual({
+      expect(mtMessageAnswer({ Status: '1', MessageText: '' }, [])).toEqual({
         kind: 'rejected',
         reason: 'Status 1',
       });
-      expect(mtMessageAnswer({ Status: 0, TransactionNumber: '1' })).toEqual({ kind: 'accepted' });
-      expect(mtMessageAnswer({ TransactionNumber: '1' })).toEqual({ kind: 'unclear' });
-      expect(mtMessageAnswer(null)).toEqual({ kind: 'unclear' });
+      expect(mtMessageAnswer({ Status: 0, TransactionNumber: '1' }, [])).toEqual({ kind: 'accepted' });
+      expect(mtMessageAnswer({ TransactionNumber: '1' }, [])).toEqual({ kind: 'unclear' });
+      expect(mtMessageAnswer(null, [])).toEqual({ kind: 'unclear' });
+      // A reason echoing the request's bearer token (12345678901 digits inside) keeps none of it.
+      const token = 'tok-12345678901-xyz';
+      expect(mtMessageAnswer({ Status: 1, MessageText: `Bearer ${token} refused` }, [token])).toEqual({
+        kind: 'rejected',
+        reason: 'Bearer <redacted> refused',
+      });
     });
   });
 });
