@@ -6,7 +6,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
-import { jsonProblem } from './json-problem.ts';
+import { jsonProblem, withoutBom } from './json-problem.ts';
 import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
@@ -202,11 +202,15 @@ function readConfigText(options: ReadConfigOptions): { config: Config; path: str
       `cannot read ${candidate}${via} (${(err as NodeJS.ErrnoException).code})`,
     );
   }
+  // A byte-order mark (what some Windows editors write first) is not JSON, nor meant as text.
+  const body = withoutBom(text);
   try {
-    // A byte-order mark (what some Windows editors write first) is not JSON, nor meant as text.
-    raw = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
+    raw = JSON.parse(body);
   } catch (err) {
-    throw new DroplineError('DROPLINE_ERR_CONFIG', `${candidate} is not valid JSON: ${jsonProblem(err)}`);
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      `${candidate} is not valid JSON: ${jsonProblem(err, body)}`,
+    );
   }
   return { config: parseConfig(raw), path };
 }

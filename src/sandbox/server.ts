@@ -6,7 +6,7 @@ import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, BlockList, isIP } from 'node:net';
-import { jsonProblem } from '../config/json-problem.ts';
+import { jsonProblem, withoutBom } from '../config/json-problem.ts';
 import { redactUrl } from '../service/redact.ts';
 import {
   type Account,
@@ -111,12 +111,13 @@ export interface Sandbox {
  * `emailSenderDomains` (docs/sandbox.md, "Email").
  */
 export function readAccountsFile(path: string): Account[] {
+  const text = withoutBom(readFileSync(path, 'utf8'));
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
+    raw = JSON.parse(text);
   } catch (err) {
-    // A read error says what it is; a parse error's own message would quote the passwords.
-    throw err instanceof SyntaxError ? new Error(`not valid JSON: ${jsonProblem(err)}`) : err;
+    // Its own message would quote the passwords.
+    throw new Error(`not valid JSON: ${jsonProblem(err, text)}`);
   }
   const list = Array.isArray(raw)
     ? raw

@@ -108,7 +108,7 @@ describe('dropline sandbox', () => {
       stderr += c.toString();
     });
     expect(await exit).toBe(2);
-    expect(stderr).toMatch(/DROPLINE_ERR_CONFIG: .*--accounts .*not valid JSON/);
+    expect(stderr).toMatch(/DROPLINE_ERR_CONFIG: .*--accounts .*not valid JSON: .* at line 1, column 10/);
     expect(stderr).not.toMatch(/Zq7|secretpw/);
   });
 });

@@ -80,7 +80,7 @@ describe('the configuration file itself', () => {
   it('not JSON: says where, and never quotes the text (a password written without its quotes)', () => {
     const path = configFile('{\n  "api": { "baseUrl": "https://api.example", "password": Zq7secretpw }\n}\n');
     const message = errorOf(() => loadConfig({ path, env: {} }));
-    expect(message).toMatch(/is not valid JSON/);
+    expect(message).toMatch(/is not valid JSON: an unexpected character .* at line 2, column 58$/);
     expect(message).not.toMatch(/Zq7|secretpw/);
     const comma = configFile('{\n  "api": { "baseUrl": "https://api.example", },\n}\n');
     expect(errorOf(() => loadConfig({ path: comma, env: {} }))).toMatch(/at line 2, column \d+/);
