@@ -37,12 +37,13 @@ function describeIssue(issue: z.core.$ZodIssue, under: readonly PropertyKey[] = 
   const path = [...under, ...issue.path];
   const key = path.length > 0 ? path.join('.') : '(root)';
   if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-    // Zod says only "Invalid input" of a value no option takes. The option that got furthest
-    // into the value says what is wrong in it; when none got past the value itself, what each
-    // option expects is what is allowed.
-    const depth = (issues: readonly z.core.$ZodIssue[]) => Math.max(0, ...issues.map((i) => i.path.length));
-    const furthest = issue.errors.reduce((a, b) => (depth(b) > depth(a) ? b : a));
-    if (depth(furthest) > 0 && furthest[0]) return describeIssue(furthest[0], path);
+    // Zod says only "Invalid input" of a value no option takes. The issue that reached
+    // deepest into the value says what is wrong in it; when none got past the value itself,
+    // what each option expects is what is allowed.
+    const deepest = issue.errors
+      .flat()
+      .reduce<z.core.$ZodIssue | null>((a, b) => (a === null || b.path.length > a.path.length ? b : a), null);
+    if (deepest && deepest.path.length > 0) return describeIssue(deepest, path);
     const expected = issue.errors.map((issues) => (issues[0]?.message ?? '').replace(/^Invalid input: /, ''));
     return `${key}: ${[...new Set(expected)].join('; or ')}`;
   }

@@ -1704,7 +1704,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const abandonPending = (message = 'a quoted field is never closed'): void => {
     const p = pending!;
     pending = null;
-    if (mode === 'message') noMessage('the quoted message is never closed');
+    if (mode === 'message') noMessage(message.replace('a quoted field', 'the quoted message'));
     recordError(p.startLine, 'MALFORMED_QUOTE', message, p.lines[0]!.text.slice(0, 40));
     for (let i = 1; i < p.lines.length; i++) {
       const l = p.lines[i]!;

@@ -661,6 +661,13 @@ describe('FORMAT 3: MALFORMED_QUOTE resynchronises at the next line', () => {
     expect(r.summary.rejection?.code).toBe('NO_MESSAGE');
     expect(problems(r)[0]).toEqual([1, 'MALFORMED_QUOTE']);
   });
+
+  it('a bulk message whose quote outgrows the line-length limit: NO_MESSAGE says so', async () => {
+    const long = Array.from({ length: 4 }, () => 'a'.repeat(40)).join('\n');
+    const r = await read(`"${long}"\n3001234567\n`, { maxLineLength: 100 });
+    expect(r.summary.rejection?.code).toBe('NO_MESSAGE');
+    expect(r.summary.rejection?.message).toMatch(/quoted message is not closed within 100 characters/);
+  });
 });
 
 describe('FORMAT 4.1: personalized without a header', () => {

@@ -135,9 +135,15 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
         const out = opts.out;
         const fh = await openOut(out);
         // Through pipeline: a write that fails (a full disk) ends the copy and closes the file
-        // with its error, never an unhandled 'error' event.
-        await pipeline(rows, fh.createWriteStream()).catch((err: NodeJS.ErrnoException) => {
-          throw err.syscall === undefined ? err : outError(out, err);
+        // with its error, never an unhandled 'error' event. Only the file's own errors are
+        // --out's: one of the store's while reading the rows stays the store's.
+        const file = fh.createWriteStream();
+        let failed: unknown = null;
+        file.once('error', (err) => {
+          failed = err;
+        });
+        await pipeline(rows, file).catch((err: unknown) => {
+          throw err === failed ? outError(out, err) : err;
         });
       });
       setExit(0);
