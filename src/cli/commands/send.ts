@@ -3,6 +3,7 @@ import type { Stats } from 'node:fs';
 import { copyFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { errnoInWords } from '../../config/load.ts';
 import { DroplineError } from '../../errors.ts';
 import type { Receiver } from '../../notify/receiver.ts';
 import { manifestOf } from '../../pipeline/reports.ts';
@@ -74,7 +75,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
     .option('--json', 'print the manifest as JSON')
     .action(async (path: string, opts: SendOptions, cmd: Command) => {
       const info = await stat(path).catch((err: NodeJS.ErrnoException) => {
-        const why = err.code === 'ENOENT' ? 'no such file' : (err.code ?? err.message);
+        const why = err.code === 'ENOENT' ? 'no such file' : errnoInWords(err);
         throw new DroplineError('DROPLINE_ERR_FILE_UNREADABLE', `${path}: ${why}`);
       });
       if (!info.isFile())
