@@ -23,11 +23,10 @@ import {
   MONITORING_TIMEOUT_MS,
   type MonitoringEndpoint,
   type MonitoringName,
-  maskError,
   monitoringData,
   withoutSecrets,
 } from './monitoring.ts';
-import { querySecrets, secretsOf } from './redact.ts';
+import { querySecrets, redactSecrets, secretsOf } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,
@@ -394,7 +393,7 @@ export class ServiceClient extends EventEmitter {
       ms: Math.round(performance.now() - started),
       // A failed answer's body says why in `error`: nothing else of it is shown.
       data: error === null ? data : null,
-      error: error === null ? null : maskError(error, used),
+      error: error === null ? null : redactSecrets(error, used),
     };
   }
 

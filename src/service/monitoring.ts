@@ -4,7 +4,7 @@
 // Pure, like wire.ts: the requests themselves are ServiceClient.monitoring() (client.ts), with
 // the account's own token and pool, and no send permit (monitoring is not a send).
 
-import { redactSecrets, redactText, scrubSecrets } from './redact.ts';
+import { redactText, scrubSecrets } from './redact.ts';
 
 export type MonitoringName = 'platformmonitory' | 'effectivitybyclient' | 'msgmtclient';
 
@@ -84,11 +84,6 @@ export function withoutSecrets(value: unknown, secrets: readonly string[]): unkn
     return v;
   };
   return walk(value);
-}
-
-/** An error line fit for the dashboard: URL query strings and phone numbers masked, no token. */
-export function maskError(text: string, secrets: readonly string[]): string {
-  return redactSecrets(text, secrets);
 }
 
 /** Anything that checks an account's monitoring endpoints (a ServiceClient). */
