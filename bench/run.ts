@@ -6,6 +6,11 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 
 const dir = import.meta.dirname;
+// Every benchmarked process runs as users run dropline (bin/dropline.js enables the compile
+// cache): its TypeScript comes from the cache. Without it, the preloaded bench/peak-rss.ts
+// and the floors' own .ts files load Node's type stripper, ~20 MB and 30–60 ms in every
+// measured process, dropline's and the floors' alike (docs/performance.md).
+process.env.NODE_COMPILE_CACHE ??= join(dir, 'out', 'compile-cache');
 const docPath = join(dir, '..', 'docs', 'benchmarks.md');
 const wanted = process.argv.slice(2);
 const names = readdirSync(dir)
