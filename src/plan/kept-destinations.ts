@@ -5,6 +5,7 @@
 // kept chunk only when no opt-out or contact limit may hold one back), in row order, the
 // file's message on each (the first row's text is the file's message, the others none).
 // ~16 bytes a recipient, up to `limit` recipients: later chunks are read back.
+import { sentValue } from '../format/numbers.ts';
 import type { ChunkDestination } from '../store/store.ts';
 import { messageIdFor } from './ids.ts';
 
@@ -33,7 +34,8 @@ export class KeptDestinations {
    */
   add(number: string, line: number, k: number, messageId: string | null, seq: number): boolean {
     if (messageId !== null || k < 1) return false;
-    const value = plainValue(number);
+    // String(value) gives the number back: digits, at most 15, no leading 0.
+    const value = number.charCodeAt(0) === 48 ? -1 : sentValue(number);
     if (value < 0) return false;
     // Chunks are runs of recipients, seqs 1, 2, 3… (ChunkPlanner).
     if (seq === this.#starts.length + 1) this.#starts.push(this.#length);
@@ -78,17 +80,4 @@ export class KeptDestinations {
     ks.set(this.#ks);
     this.#ks = ks;
   }
-}
-
-/** The value of a number whose String() gives it back (1 to 15 digits, no leading 0); else -1. */
-function plainValue(number: string): number {
-  const n = number.length;
-  if (n === 0 || n > 15 || number.charCodeAt(0) === 48) return -1;
-  let v = 0;
-  for (let i = 0; i < n; i++) {
-    const c = number.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return -1;
-    v = v * 10 + c;
-  }
-  return v;
 }
