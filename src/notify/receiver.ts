@@ -329,8 +329,9 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
           );
         }
         if (result.orphans > 0 && log.isLevelEnabled('debug')) {
+          // A messageId may be the operator's own, a number as well: masked like one.
           for (const e of recorded)
-            log.debug({ messageId: e.messageId, to: maskNumber(e.to) }, 'notify: report');
+            log.debug({ messageId: redactText(e.messageId), to: maskNumber(e.to) }, 'notify: report');
         }
         settled();
         if (result.fileIds.length > 0 && options.onDelivered) {
