@@ -54,10 +54,13 @@ import {
   compileTemplate,
   joinTemplate,
   mergeTemplate,
+  placeholderKey,
   type Template,
   type TemplateColumns,
+  TWINS_HINT,
   templateColumns,
   templateValues,
+  twinsProblem,
 } from './template.ts';
 import { transliterate, transliteratedSegmentsOf, transliterationReadsText } from './transliterate.ts';
 import { numberedColumns, splitParameters } from './whatsapp.ts';
@@ -128,6 +131,12 @@ export const DEFAULTS = {
   maxFileBytes: 2 * 1024 ** 3,
   maxListed: 1000,
 } as const;
+
+/**
+ * The largest line-length limit a setting may ask for (1 MiB, in characters): a line is held
+ * in memory up to the limit, so this keeps the reader's memory bounded (docs/configuration.md).
+ */
+export const MAX_LINE_LENGTH = 1024 * 1024;
 
 /** How many templates (distinct `{{…}}` messages) the summary lists with an example. */
 export const TEMPLATES_LISTED = 20;
@@ -949,7 +958,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       t = compileTemplate(text, columns);
       templates.set(text, t);
     }
-    if (t.problem !== null) reject('UNKNOWN_PLACEHOLDER', `line ${line}: ${t.problem}`);
+    if (t.problem !== null) reject('UNKNOWN_PLACEHOLDER', `line ${line}: ${t.problem}`, t.hint ?? undefined);
     return t;
   };
 
@@ -1496,7 +1505,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         );
       const t = compileTemplate(parts[p]!, cols);
       if (t.problem !== null)
-        reject('UNKNOWN_PLACEHOLDER', `line ${directive.line}: parameter ${p + 1}: ${t.problem}`);
+        reject(
+          'UNKNOWN_PLACEHOLDER',
+          `line ${directive.line}: parameter ${p + 1}: ${t.problem}`,
+          t.hint ?? undefined,
+        );
       out.push(t);
     }
     return out;
@@ -1585,7 +1598,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     for (const [what, source, line] of parts) {
       const t = compileTemplate(source, columns);
       if (t.problem !== null)
-        reject('UNKNOWN_PLACEHOLDER', `${line === undefined ? '' : `line ${line}: `}${what}: ${t.problem}`);
+        reject(
+          'UNKNOWN_PLACEHOLDER',
+          `${line === undefined ? '' : `line ${line}: `}${what}: ${t.problem}`,
+          t.hint ?? undefined,
+        );
       if (t.placeholders > 0) {
         if (emailTemplates.length === 0 && source === subject) emailSubjectMerged = true;
         emailTemplates.push(t);
@@ -1604,7 +1621,23 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       else if (i !== 0 && MESSAGE_ID_COLUMNS.has(n) && idCol < 0) idCol = i;
     });
     // A WhatsApp file's `#! message:` may name any column, a message column too.
-    columns = templateColumns(summary.columns, whatsapp ? -1 : messageCol);
+    columns = templateColumns(summary.columns, whatsapp ? -1 : messageCol, lineNo);
+    // A column read by its name must be the only one of that name (docs/format.md); the
+    // number (or address) is the first column whatever its name.
+    const roles: [number, string][] = [
+      // A WhatsApp file's message column is refused as such (whatsappHeader).
+      [whatsapp ? -1 : messageCol, 'message'],
+      [idCol, 'messageId'],
+    ];
+    for (const [col, role] of roles) {
+      const twins = col < 0 ? null : twinsProblem(columns, placeholderKey(summary.columns[col]!));
+      if (twins !== null)
+        reject(
+          'UNKNOWN_PLACEHOLDER',
+          `line ${lineNo}: the ${role} column is ambiguous: ${twins}`,
+          TWINS_HINT,
+        );
+    }
     if (email) {
       emailContent();
       return;
@@ -1617,7 +1650,11 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     if (directive) {
       fileTemplate = compileTemplate(directive.template, columns);
       if (fileTemplate.problem !== null)
-        reject('UNKNOWN_PLACEHOLDER', `line ${directive.line}: ${fileTemplate.problem}`);
+        reject(
+          'UNKNOWN_PLACEHOLDER',
+          `line ${directive.line}: ${fileTemplate.problem}`,
+          fileTemplate.hint ?? undefined,
+        );
     }
   };
 
@@ -1634,7 +1671,18 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
         return;
       }
       if (mode === 'start') startFile(text, lineNo);
-      if (mode === 'message') noMessage('the message record is longer than the line-length limit');
+      if (mode === 'message') {
+        // The bulk message itself (FORMAT.md 2, 4.2; docs/format.md): no recipient record, and
+        // nothing can be sent without it, so the whole file is rejected with the line's code.
+        mode = 'records';
+        bulkMessage = NO_TEXT;
+        reject(
+          'LINE_TOO_LONG',
+          `line ${lineNo}: the message is longer than ${maxLine} characters (the line-length limit)`,
+          `shorten the message to at most ${maxLine} characters, or raise the line-length limit (validate --max-line-length, at most ${MAX_LINE_LENGTH})`,
+        );
+        return;
+      }
       flushTrailer();
       recordError(lineNo, 'LINE_TOO_LONG', `the line is longer than ${maxLine} characters`, text);
       return;

@@ -16,19 +16,40 @@ export function placeholderKey(name: string): string {
 export interface TemplateColumns {
   /** placeholderKey(column name) → the column's index; the leftmost column wins a name. */
   readonly index: ReadonlyMap<string, number>;
+  /** The names two or more columns have (placeholderKey) → those columns: a placeholder naming one is ambiguous. */
+  readonly twins: ReadonlyMap<string, readonly number[]>;
   /** The header's names as written (trimmed), for messages. */
   readonly names: readonly string[];
   /** The message column: a placeholder may not name it (-1 when there is none). */
   readonly messageCol: number;
+  /** The header's line, for messages (0: not known). */
+  readonly line: number;
 }
 
-export function templateColumns(names: readonly string[], messageCol: number): TemplateColumns {
+export function templateColumns(names: readonly string[], messageCol: number, line = 0): TemplateColumns {
   const index = new Map<string, number>();
+  const twins = new Map<string, number[]>();
   names.forEach((name, i) => {
     const key = placeholderKey(name);
-    if (key.length > 0 && !index.has(key)) index.set(key, i);
+    if (key.length === 0) return;
+    const first = index.get(key);
+    if (first === undefined) index.set(key, i);
+    else twins.set(key, [...(twins.get(key) ?? [first]), i]);
   });
-  return { index, names, messageCol };
+  return { index, twins, names, messageCol, line };
+}
+
+/** Hint for a name that two columns share (UNKNOWN_PLACEHOLDER). */
+export const TWINS_HINT =
+  'rename one of the columns that share the name (names are compared ignoring case, accents and spaces)';
+
+/** `the header on line 1 has 2 columns of that name: `nombre` (column 2), `Nombre` (column 3)`; null: one. */
+export function twinsProblem(columns: TemplateColumns, key: string): string | null {
+  const cols = columns.twins.get(key);
+  if (cols === undefined) return null;
+  const where = columns.line > 0 ? `the header on line ${columns.line}` : 'the header';
+  const list = cols.map((c) => `\`${columns.names[c]}\` (column ${c + 1})`).join(', ');
+  return `${where} has ${cols.length} columns of that name: ${list}`;
 }
 
 export interface Template {
@@ -42,8 +63,10 @@ export interface Template {
   readonly written: readonly string[];
   /** Placeholders in the text, known or not (0: a plain text, maybe with `{{{{`). */
   readonly placeholders: number;
-  /** The first placeholder that names no column, or a `{{` never closed, described; else null. */
+  /** The first placeholder that names no column (or two), or a `{{` never closed, described; else null. */
   readonly problem: string | null;
+  /** The problem's hint when UNKNOWN_PLACEHOLDER's own does not fit (a name two columns share); else null. */
+  readonly hint: string | null;
   /**
    * What segment counting reads of each literal part, and their non-GSM characters together
    * (segments.ts countJoined): a merged text is counted from these and its values alone.
@@ -72,6 +95,7 @@ export function compileTemplate(source: string, columns: TemplateColumns | null)
   const written: string[] = [];
   let placeholders = 0;
   let problem: string | null = null;
+  let hint: string | null = null;
   let literal = '';
   let i = 0;
   for (;;) {
@@ -96,7 +120,8 @@ export function compileTemplate(source: string, columns: TemplateColumns | null)
     const placeholder = source.slice(open, close + 2);
     placeholders++;
     i = close + 2;
-    const col = columns?.index.get(placeholderKey(name));
+    const key = placeholderKey(name);
+    const col = columns?.index.get(key);
     if (columns === null) {
       problem ??= `${placeholder} names no column: the file has no header line (placeholders need a headed personalized file)`;
     } else if (col === undefined) {
@@ -104,6 +129,13 @@ export function compileTemplate(source: string, columns: TemplateColumns | null)
     } else if (col === columns.messageCol) {
       problem ??= `${placeholder} names the message column itself (columns: ${columnList(columns)})`;
     } else {
+      // A name two columns share: ambiguous. Merged with the leftmost so the rest of the file
+      // reads as usual; the file is rejected.
+      const shared: string | null = problem === null ? twinsProblem(columns, key) : null;
+      if (shared !== null) {
+        problem = `${placeholder} is ambiguous: ${shared}`;
+        hint = TWINS_HINT;
+      }
       literals.push(literal);
       literal = '';
       cols.push(col);
@@ -120,6 +152,7 @@ export function compileTemplate(source: string, columns: TemplateColumns | null)
     written,
     placeholders,
     problem,
+    hint,
     literalStats: literalStats(literals),
     literalHash: literals.map(hashPiece),
   };

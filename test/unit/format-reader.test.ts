@@ -2005,3 +2005,61 @@ describe('email files (FORMAT.md 8.3)', () => {
     expect(sent(back)).toEqual([[2, '573001234567', 'Hola']]);
   });
 });
+
+describe('a bulk message longer than the line-length limit (FORMAT 2, 4.2)', () => {
+  it('rejects the file LINE_TOO_LONG naming the limit and advising to shorten the message; the message is no invalid recipient', async () => {
+    const r = await read(`Hola ${'a'.repeat(200)}\n3001234567\n3109876543;3151112233\n`, {
+      maxLineLength: 100,
+    });
+    const rejection = r.summary.rejection;
+    expect(rejection?.code).toBe('LINE_TOO_LONG');
+    expect(rejection?.message).toMatch(/^line 1: .*message.* longer than 100 characters/);
+    expect(rejection?.hint).toMatch(/shorten the message/);
+    expect(rejection?.hint).toMatch(/--max-line-length/);
+    expect(rejection?.hint).not.toBe(REASONS.NO_MESSAGE.hint);
+    // Its recipients are read for the counts; the message line is none of them.
+    expect(problems(r)).toEqual([]);
+    expect(counts(r.summary)).toEqual({ records: 2, valid: 3, invalid: 0, duplicates: 0, suppressed: 0 });
+    expect(r.summary.errors).toEqual([]);
+  });
+});
+
+describe('FORMAT 8.2: two header columns with the same name (docs/format.md)', () => {
+  it('a placeholder naming two columns rejects the file UNKNOWN_PLACEHOLDER naming the header line, the name and a hint to rename one', async () => {
+    const r = await read('numero;nombre;Nombre;mensaje\n3001234567;Ana;Beto;Hola {{nombre}}\n');
+    const rejection = r.summary.rejection;
+    expect(r.summary.accepted).toBe(false);
+    expect(rejection?.code).toBe('UNKNOWN_PLACEHOLDER');
+    expect(rejection?.message).toMatch(/header on line 1/);
+    expect(rejection?.message).toContain('{{nombre}}');
+    expect(rejection?.message).toContain('`nombre` (column 2)');
+    expect(rejection?.message).toContain('`Nombre` (column 3)');
+    expect(rejection?.hint).toMatch(/rename one/);
+  });
+
+  it('names compared without accents or spaces, in `#! message:` too', async () => {
+    const r = await read(
+      '#! message: Hola {{primer nombre}}\nnumero;Primer Nombre;PrimerNómbre\n3001234567;Ana;Beto\n',
+    );
+    expect(r.summary.rejection?.code).toBe('UNKNOWN_PLACEHOLDER');
+    expect(r.summary.rejection?.message).toMatch(/header on line 2/);
+    expect(r.summary.rejection?.hint).toMatch(/rename one/);
+  });
+
+  it('a duplicated messageId column is ambiguous too; the number is the first column whatever its name', async () => {
+    const r = await read('numero;mensaje;id;ID\n3001234567;Hola;A-1;B-1\n');
+    expect(r.summary.rejection?.code).toBe('UNKNOWN_PLACEHOLDER');
+    expect(r.summary.rejection?.message).toMatch(/^line 1: the messageId column/);
+    expect(r.summary.rejection?.message).toContain('`ID` (column 4)');
+    expect(r.summary.rejection?.hint).toMatch(/rename one/);
+    const number = await read('Número;mensaje;numero\n3001234567;Hola;3109876543\n');
+    expect(number.summary.accepted).toBe(true);
+    expect(sent(number)).toEqual([[2, '573001234567', 'Hola']]);
+  });
+
+  it('a duplicate no placeholder uses (and not the number, message or messageId column) is accepted as before', async () => {
+    const r = await read('numero;nombre;Nombre;mensaje\n3001234567;Ana;Beto;Hola a todos\n');
+    expect(r.summary.accepted).toBe(true);
+    expect(sent(r)).toEqual([[2, '573001234567', 'Hola a todos']]);
+  });
+});

@@ -26,9 +26,12 @@ describe('placeholder names', () => {
     }
   });
 
-  it('the leftmost of two columns with the same name wins', () => {
-    const t = compileTemplate('{{NOMBRE}}', templateColumns(['numero', 'Nombre', 'nombre'], -1));
-    expect(mergeTemplate(t, ['3001234567', 'Ana', 'Otra'], [])).toBe('Ana');
+  it('a placeholder naming two columns of the same name is a problem (the file is rejected)', () => {
+    const t = compileTemplate('{{NOMBRE}}', templateColumns(['numero', 'Nombre', 'nombre'], -1, 1));
+    expect(t.problem).toBe(
+      '{{NOMBRE}} is ambiguous: the header on line 1 has 2 columns of that name: `Nombre` (column 2), `nombre` (column 3)',
+    );
+    expect(t.hint).toMatch(/rename one/);
   });
 });
 

@@ -16,6 +16,7 @@ import { makeNumberRules } from '../../format/numbers.ts';
 import {
   DEFAULTS,
   type EmailContentOptions,
+  MAX_LINE_LENGTH,
   type ReadSummary,
   readDropFile,
   refuseOtherChannel,
@@ -404,9 +405,10 @@ function ratio(value: string): number {
   return n;
 }
 
-function positiveInt(value: string): number {
+function lineLength(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a positive integer is allowed');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_LINE_LENGTH)
+    throw new InvalidArgumentError(`a positive integer up to ${MAX_LINE_LENGTH} (1 MiB) is allowed`);
   return n;
 }
 
@@ -530,7 +532,12 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       '--suppression-list <path>',
       'opted-out numbers, one per line: a file, s3://bucket/key or <sourceName>:<path> (instead of the configured lists)',
     )
-    .option('--max-line-length <chars>', 'longest physical line', positiveInt, DEFAULTS.maxLineLength)
+    .option(
+      '--max-line-length <chars>',
+      `longest physical line, in characters (at most ${MAX_LINE_LENGTH}, 1 MiB)`,
+      lineLength,
+      DEFAULTS.maxLineLength,
+    )
     .addOption(
       new Option(
         '--transliterate <mode>',
