@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
+import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { jsonProblem, withoutBom } from './json-problem.ts';
@@ -59,42 +60,6 @@ function readSecretFile(path: string, key: string): string {
       `${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`,
     );
   }
-}
-
-/** What an errno code means for a path dropline could not use, in words. */
-const ERRNO_WORDS: Readonly<Record<string, string>> = {
-  ENOTDIR: 'a path in it is a file, not a folder',
-  EEXIST: 'it is a file, not a folder',
-  EISDIR: 'it is a folder',
-  ENOENT: 'its folder does not exist',
-  EACCES: 'permission denied',
-  EPERM: 'not permitted',
-  EROFS: 'a read-only file system',
-  ENOSPC: 'no space left on the device',
-  ELOOP: 'too many symbolic links',
-  ENAMETOOLONG: 'the name is too long',
-};
-
-/** Why a file system call failed, in words with its code: "it is a folder (EISDIR)". */
-export function errnoInWords(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  const words = code === undefined ? undefined : ERRNO_WORDS[code];
-  return words ? `${words} (${code})` : (code ?? (err as Error).message);
-}
-
-/**
- * A failure to create, read or write something in the store's folder (the folder itself, its
- * notify-token) as the error a user can act on: a permission or a read-only file system means
- * the store cannot be written; anything else, that the store setting cannot be used.
- */
-export function storeFolderError(action: string, path: string, err: unknown): DroplineError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const readonly = code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
-  return new DroplineError(
-    readonly ? 'DROPLINE_ERR_STORE_READONLY' : 'DROPLINE_ERR_STORE',
-    `cannot ${action} ${path}: ${errnoInWords(err)}`,
-    { cause: err },
-  );
 }
 
 /** The notify token of the embedded default: generated once, kept beside the store. */

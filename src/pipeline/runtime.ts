@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { type LoadedConfig, splitListen, storeFolderError } from '../config/load.ts';
+import { type LoadedConfig, splitListen } from '../config/load.ts';
+import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';

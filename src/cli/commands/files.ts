@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { type FileHandle, open } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { errnoInWords } from '../../config/load.ts';
+import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
 import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
 import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';

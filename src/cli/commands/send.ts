@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { copyFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { errnoInWords } from '../../config/load.ts';
+import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
 import type { Receiver } from '../../notify/receiver.ts';
 import { manifestOf } from '../../pipeline/reports.ts';
