@@ -57,7 +57,20 @@ export function signature(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
+/**
+ * Text as Slack shows it literally: `&`, `<` and `>` escaped, as Slack asks of any text it did
+ * not write, so a file's name or its rejection (from whoever dropped the file) can never be
+ * `<!channel>`, a mention or a link of theirs.
+ */
+function slackEscaped(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+}
+
 function slackText(p: Payload): string {
+  return slackEscaped(plainText(p));
+}
+
+function plainText(p: Payload): string {
   if (p.source)
     return `dropline: source ${p.source.name} unreachable since ${p.source.downSince}: ${p.source.error}`;
   const f = p.file!;

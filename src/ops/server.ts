@@ -70,7 +70,29 @@ function answer(res: ServerResponse, a: Answer): void {
   send(res, a.status, a.body);
 }
 
-async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks: Record<string, string> }> {
+/**
+ * A check's answer serves every probe made while it runs and for READINESS_FRESH_MS after it
+ * began: /readyz is open to anyone, and each check writes to the store and asks every source
+ * (an S3 HEAD, an SFTP stat): a flood of probes must not become a flood of those.
+ */
+const READINESS_FRESH_MS = 1000;
+
+type Readiness = { ready: boolean; checks: Record<string, string> };
+
+function sharedReadiness(options: OpsOptions): () => Promise<Readiness> {
+  let last: { at: number; checks: Promise<Record<string, string>> } | null = null;
+  return async () => {
+    const now = Date.now();
+    if (!last || now - last.at >= READINESS_FRESH_MS) last = { at: now, checks: backendChecks(options) };
+    const checks = { ...(await last.checks) };
+    // The watchdog's word costs nothing: always the latest.
+    if (options.work) checks.work = options.work() ?? 'ok';
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  };
+}
+
+/** The store's and every source's answer (never rejects: a failure is its check's text). */
+async function backendChecks(options: OpsOptions): Promise<Record<string, string>> {
   const checks: Record<string, string> = {};
   const probe = async (name: string, fn: () => Promise<void>) => {
     let timer: NodeJS.Timeout | undefined;
@@ -94,8 +116,7 @@ async function readiness(options: OpsOptions): Promise<{ ready: boolean; checks:
     probe('store', () => options.store.ping()),
     ...[...options.sources].map(([name, source]) => probe(`source:${name}`, () => source.ping())),
   ]);
-  if (options.work) checks.work = options.work() ?? 'ok';
-  return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  return checks;
 }
 
 /** Files per page of /api/files: each costs a manifest, so a page stays small. */
@@ -228,6 +249,7 @@ interface Guard {
 async function route(
   options: OpsOptions,
   guard: Guard,
+  readiness: () => Promise<Readiness>,
   health: (() => Promise<ServiceHealth[]>) | null,
   req: IncomingMessage,
   res: ServerResponse,
@@ -239,7 +261,7 @@ async function route(
   if (req.method === 'GET') {
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
-      const r = await readiness(options);
+      const r = await readiness();
       // Open to probes; the checks name files and backends' errors: only with the token.
       const shown = guard.token === null || accessOf(req, guard) !== null ? r : { ready: r.ready };
       return send(res, r.ready ? 200 : 503, shown);
@@ -377,8 +399,9 @@ export async function startOpsServer(options: OpsOptions): Promise<OpsServer> {
     loopbackHost: isLoopbackHost(host) ? host : null,
   };
   const health = options.control ? cachedHealth(() => options.control!.serviceHealth()) : null;
+  const readiness = sharedReadiness(options);
   const server = createServer((req, res) => {
-    route(options, guard, health, req, res).catch((err: unknown) => {
+    route(options, guard, readiness, health, req, res).catch((err: unknown) => {
       options.logger.error(
         { err: (err as Error).message, path: req.url?.split('?')[0] },
         'ops request failed',

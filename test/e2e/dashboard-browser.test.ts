@@ -294,3 +294,25 @@ describe('service health and small screens', () => {
     await shot(page, 'campaign-phone.png');
   });
 });
+
+describe('hostile input', () => {
+  it('a file named as markup, and a campaign link with a broken fileId, are shown as text', async () => {
+    const hostile = '<img src=x onerror=globalThis.injected=1>"\'<script>.txt';
+    await h.dropFile(hostile, personalizedFile(3, 84).content);
+    const m = await h.waitForState(hostile, 'completed');
+    const page = await open();
+    await logIn(page);
+    const row = page.locator(`a.file[data-file-id="${m.fileId}"]`);
+    await expect.poll(() => row.locator('.name').textContent()).toBe(hostile);
+    await row.click();
+    await expect.poll(() => page.locator('.file-head h1').textContent()).toBe(hostile);
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { injected?: number }).injected)).toBeUndefined();
+    // A link cut in the middle of an escape (`%E0%A4%A`): the page says there is no such file,
+    // rather than stay blank with an error.
+    await page.goto(`${h.opsUrl}/#/file/%E0%A4%A`);
+    await expect.poll(() => page.locator('.file-head').textContent()).toBe('No file %E0%A4%A.');
+    // The 404 of that fileId, as the browser reports any 4xx.
+    expect(problems.splice(0)).toEqual([expect.stringContaining('404')]);
+  });
+});

@@ -33,6 +33,15 @@ function showLogin() {
   stop = loginView(view, () => void render());
 }
 
+/** The fileId of a `#/file/…` link; a link cut inside an escape (`%E0%A4%A`) as it is written. */
+function fileIdOf(encoded) {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 /** Which render is the latest: one that awaited while another began gives up. */
 let rendering = 0;
 
@@ -57,8 +66,7 @@ async function render() {
       'current',
       hash === a.getAttribute('href') || (a.getAttribute('href') === '#/' && hash.startsWith('#/file/')),
     );
-  if (hash.startsWith('#/file/'))
-    stop = fileView(view, decodeURIComponent(hash.slice('#/file/'.length)), meta);
+  if (hash.startsWith('#/file/')) stop = fileView(view, fileIdOf(hash.slice('#/file/'.length)), meta);
   else if (hash === '#/check') stop = checkView(view, meta);
   else if (hash === '#/health') stop = healthView(view);
   else stop = listView(view, meta);
