@@ -2,16 +2,25 @@
 import type { Config } from './schema.ts';
 import { parseListenAddress } from './schema.ts';
 
-/** Shorter than this, a notify token can be guessed by whoever can reach the receiver. */
+/** Shorter than this, a notify (or ops) token can be guessed by whoever can reach its server. */
 export const MIN_NOTIFY_TOKEN_LENGTH = 16;
 
 const EVERY_INTERFACE = new Set(['0.0.0.0', '::']);
 
-export function startupWarnings(config: Config, secrets: { notifyToken: string }): string[] {
+export function startupWarnings(
+  config: Config,
+  secrets: { notifyToken: string; opsToken?: string | undefined },
+): string[] {
   const warnings: string[] = [];
   if (secrets.notifyToken.length < MIN_NOTIFY_TOKEN_LENGTH) {
     warnings.push(
       `notify.token has ${secrets.notifyToken.length} characters: use at least ${MIN_NOTIFY_TOKEN_LENGTH} (e.g. openssl rand -base64 24); whoever guesses it can post delivery reports`,
+    );
+  }
+  // The ops server does not slow down wrong tokens: its length is the defence.
+  if (secrets.opsToken !== undefined && secrets.opsToken.length < MIN_NOTIFY_TOKEN_LENGTH) {
+    warnings.push(
+      `ops.token has ${secrets.opsToken.length} characters: use at least ${MIN_NOTIFY_TOKEN_LENGTH} (e.g. openssl rand -base64 24); whoever guesses it can see every campaign and pause or cancel them`,
     );
   }
   const ops = parseListenAddress(config.ops.listen);

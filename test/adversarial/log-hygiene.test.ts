@@ -115,7 +115,7 @@ describe('the daemon log', () => {
 });
 
 describe('startupWarnings', () => {
-  const secrets = (token: string) => ({ apiPassword: 'x', notifyToken: token });
+  const secrets = (token: string): { notifyToken: string; opsToken?: string } => ({ notifyToken: token });
   it('names a notify token under 16 characters and ops on every interface', () => {
     const warnings = startupWarnings(
       parseConfig({ ops: { listen: '0.0.0.0:8080', token: 'o'.repeat(32) } }),
@@ -126,5 +126,16 @@ describe('startupWarnings', () => {
   });
   it('is silent for a loopback ops server and a long token', () => {
     expect(startupWarnings(parseConfig({}), secrets('a'.repeat(32)))).toEqual([]);
+    expect(
+      startupWarnings(parseConfig({}), { ...secrets('a'.repeat(32)), opsToken: 'p'.repeat(16) }),
+    ).toEqual([]);
+  });
+  it('names an ops token under 16 characters: /login and the Bearer check can be tried without end', () => {
+    const warnings = startupWarnings(parseConfig({ ops: { token: 'x' } }), {
+      ...secrets('a'.repeat(32)),
+      opsToken: 'x',
+    });
+    expect(warnings.join('\n')).toMatch(/ops\.token has 1 characters: use at least 16/);
+    expect(warnings.join('\n')).not.toMatch(/"x"|'x'/);
   });
 });
