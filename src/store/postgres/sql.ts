@@ -10,7 +10,7 @@ import {
   GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
-import { type ChunkState, type RecipientOutcome, WORKER_SILENT_MS } from '../store.ts';
+import { type ChunkState, DELIVERED, type RecipientOutcome, WORKER_SILENT_MS } from '../store.ts';
 
 /** A statement with named parameters compiled to PostgreSQL's $n. */
 export interface Statement {
@@ -649,7 +649,9 @@ export const LOCK_CHUNKS = statement(
   'SELECT seq, state FROM chunks WHERE file_id = :file_id AND seq = ANY(:seqs::int[]) ORDER BY seq FOR UPDATE',
 );
 
-const DELIVERY_SET = `status = t.status, sms_count = coalesce(t.sms_count, r.sms_count),
+/** A recipient delivered stays delivered (sqlite/sql.ts DELIVERY_SET says why). */
+const DELIVERY_SET = `status = CASE WHEN r.status = '${DELIVERED}' THEN r.status ELSE t.status END,
+  sms_count = coalesce(t.sms_count, r.sms_count),
   transaction_number = coalesce(r.transaction_number, t.tn), updated_at = ${NOW}`;
 
 /** Reports onto recipients by generated messageId; returns [key, chunk_seq, outcome, code]. */

@@ -4,13 +4,16 @@
 
 import type { SQLInputValue } from 'node:sqlite';
 import { patchColumns } from '../mapping.ts';
-import type { FilePatch } from '../store.ts';
+import { DELIVERED, type FilePatch } from '../store.ts';
 
 /**
  * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
  * transactionNumber, to) for a generated messageId, (messageId, NULL, status, …) for an own one.
+ * A recipient delivered stays delivered: another of its sends (a resend after doubt) reported
+ * failed, in whatever order the reports come (spec 6 rule 7), does not undo it.
  */
-export const DELIVERY_SET = `SET status = v.column3, sms_count = coalesce(v.column4, sms_count),
+export const DELIVERY_SET = `SET status = CASE WHEN status = '${DELIVERED}' THEN status ELSE v.column3 END,
+     sms_count = coalesce(v.column4, sms_count),
      transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
 
 /** The SQL form of readMessageId for matching a list of messageIds (:fid is the fileId). */

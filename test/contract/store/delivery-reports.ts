@@ -50,6 +50,28 @@ export function deliveryReports(t: ContractContext): void {
       }
     }
 
+    it('a recipient delivered stays delivered: a failure reported later for another of its sends (a resend after doubt) does not undo it', async () => {
+      await submitted('f1', 4, 4);
+      // m1 sent twice (T1, then a resend T9): its handset got T9's; T1's failure arrives last
+      // (the service does not keep the order of its reports, spec 6 rule 7).
+      await store.recordDeliveries([event('f1', 'm1', { transactionNumber: 'T9' })]);
+      await store.recordDeliveries([event('f1', 'm1', { transactionNumber: 'T1', status: 'NO_SUCCESS' })]);
+      // m2: the failure first, then the delivery.
+      await store.recordDeliveries([event('f1', 'm2', { transactionNumber: 'T1', status: 'NO_SUCCESS' })]);
+      await store.recordDeliveries([event('f1', 'm2', { transactionNumber: 'T9' })]);
+      // m3: failed only.
+      await store.recordDeliveries([event('f1', 'm3', { transactionNumber: 'T1', status: 'NO_SUCCESS' })]);
+      const counts = await store.counts('f1');
+      expect(counts.delivered).toBe(2);
+      expect(counts.undelivered).toBe(1);
+      const status = new Map((await collect(store.recipients('f1'))).map((r) => [r.messageId, r.status]));
+      expect([status.get('m1'), status.get('m2'), status.get('m3')]).toEqual([
+        DELIVERED,
+        DELIVERED,
+        'NO_SUCCESS',
+      ]);
+    });
+
     it('a report naming a line or part beyond any file is an orphan beside the good ones, never a failed batch', async () => {
       await submitted('f1', 4, 4);
       const d = await store.recordDeliveries([
@@ -174,16 +196,17 @@ export function deliveryReports(t: ContractContext): void {
       const events = rows.map((r) =>
         event('f1', r.messageId!, {
           to: r.number!,
-          status: r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
+          status: r.idx === 1 || r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
           smsCount: 1 + (r.idx % 2),
         }),
       );
       const orphans = [event('f1', 'f1-9998'), event('f1', 'nobody'), event('f1', '')];
-      // Row 1 reported twice in one statement's piece, under two transactions: the later status wins.
+      // Row 1 reported twice in one statement's piece, under two transactions: the later status
+      // wins (two failures; a delivery would stay, whatever came after it).
       const again = event('f1', 'f1-2', {
         transactionNumber: 'tx-again',
         to: rows[0]!.number!,
-        status: 'NO_SUCCESS',
+        status: 'EXPIRED',
         smsCount: 2,
       });
       const batch = [
@@ -204,7 +227,7 @@ export function deliveryReports(t: ContractContext): void {
       expect(read).toEqual(
         rows.map((r) => [
           r.messageId,
-          r.idx === 1 || r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
+          r.idx === 1 ? 'EXPIRED' : r.idx % 3 === 0 ? 'NO_SUCCESS' : DELIVERED,
           1 + (r.idx % 2),
         ]),
       );
