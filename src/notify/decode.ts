@@ -10,7 +10,7 @@
 // never record half of it. Reasons name the field by path and never echo a value: the value may
 // be a phone number.
 import { isChunkSeq } from '../store/message-ids.ts';
-import type { DeliveryEvent } from '../store/store.ts';
+import { type DeliveryEvent, PENDING_DELIVERY } from '../store/store.ts';
 
 export type DecodeResult =
   | { readonly ok: true; readonly events: DeliveryEvent[] }
@@ -18,6 +18,14 @@ export type DecodeResult =
 
 /** More elements than this in one body is not a status notification. */
 export const MAX_RESULTS = 1000;
+
+/**
+ * transactionNumber and `to` longer than this are no transaction number (28 digits) or phone
+ * number: refused (400, final) rather than passed to the store, where they are the idempotency
+ * key and would fail the whole group's commit on PostgreSQL (an index row holds at most 2704
+ * bytes): a 503 for the good reports committed with it, and for it, retried for nothing.
+ */
+export const MAX_KEY_LENGTH = 256;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -60,12 +68,18 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
   if (!isObject(value)) return `${at} must be an object`;
   const transactionNumber = key(value.transactionNumber);
   if (transactionNumber === undefined) return `${at}.transactionNumber is required text`;
+  if (transactionNumber.length > MAX_KEY_LENGTH)
+    return `${at}.transactionNumber is longer than ${MAX_KEY_LENGTH} characters`;
   const to = key(value.to);
   if (to === undefined) return `${at}.to is required text`;
+  if (to.length > MAX_KEY_LENGTH) return `${at}.to is longer than ${MAX_KEY_LENGTH} characters`;
   const status = value.status;
   if (!isObject(status)) return `${at}.status is required and must be an object`;
   const name = typeof status.name === 'string' ? noNul(status.name).trim() : '';
   if (name === '') return `${at}.status.name is required text`;
+  // `pending` is dropline's "no report yet" (every other name is final): recorded, it would
+  // turn a recipient already reported back into one without a report, out of the counts.
+  if (name === PENDING_DELIVERY) return `${at}.status.name is not a delivery status`;
   return {
     transactionNumber,
     to,
@@ -127,11 +141,20 @@ function optionalText(value: unknown): string | null {
   return null;
 }
 
-/** 2.6: text; POST /mtmessage sends "the object converted to JSON text", which a sender might not do. */
+/**
+ * 2.6: text; POST /mtmessage sends "the object converted to JSON text", which a sender might not
+ * do. A value nested too deep to write back as text (JSON.parse reads ~64 KiB of `[` that
+ * JSON.stringify overflows the stack on) is unknown, not a thrown error: that would crash the
+ * process from the request's end handler.
+ */
 function callbackData(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;
   if (typeof value === 'string') return noNul(value);
-  return JSON.stringify(value);
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return null;
+  }
 }
 
 /** A segment count: a non-negative integer, as a number or as digits; anything else is unknown. */

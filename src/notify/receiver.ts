@@ -123,7 +123,7 @@ export const COMMIT_CHANNEL = 'dropline:notify:commit';
 const commitChannel = diagnosticsChannel.channel(COMMIT_CHANNEL);
 
 export interface CommitEvent {
-  /** Reports of the batch by delivery status (repeats included). */
+  /** Reports of the batch by delivery status (repeats included; bounded names, see metricStatus). */
   readonly statuses: Readonly<Record<string, number>>;
   /** Each request's time from arrival to its answer, ms. */
   readonly lagsMs: readonly number[];
@@ -145,6 +145,12 @@ const OK_BODY = '{"status":"ok"}';
 const UNAVAILABLE_BODY = '{"status":"unavailable","reason":"the report could not be recorded yet"}';
 const BUSY_BODY = '{"status":"unavailable","reason":"too many reports waiting"}';
 const FULL_BODY = '{"status":"unavailable","reason":"too many connections"}';
+
+/** Distinct status names /metrics shows (NO_SUCCESS, DELIVERED_TO_HANDSET and a few more). */
+const METRIC_STATUSES = 32;
+/** A status name as a label: capitals and underscores, so never a number. */
+const STATUS_NAME = /^[A-Z][A-Z_]{0,63}$/;
+const OTHER_STATUS = 'OTHER';
 
 /** How often a store that stays away is mentioned again. */
 const AWAY_REMINDER_MS = 60_000;
@@ -210,6 +216,24 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   /** Since when commits fail because the store cannot be reached, and how many did. */
   let away: { since: number; saidAt: number; failed: number } | null = null;
   let evicted = 0;
+  /**
+   * Status names published for /metrics, where each is a label value kept for the life of the
+   * process: a sender's made-up names (one per report, a number in one) must not grow it
+   * without bound. The first METRIC_STATUSES names shaped like one are shown as they are;
+   * anything else is OTHER_STATUS.
+   */
+  const metricStatuses = new Set<string>();
+  const metricStatus = (name: string): string => {
+    if (metricStatuses.has(name)) return name;
+    if (metricStatuses.size >= METRIC_STATUSES || !STATUS_NAME.test(name)) return OTHER_STATUS;
+    metricStatuses.add(name);
+    return name;
+  };
+  /** Requests refused for their token, by case: when the last was logged, and how many since. */
+  const refusals: Record<'missing token' | 'wrong token', { saidAt: number | null; unsaid: number }> = {
+    'missing token': { saidAt: null, unsaid: 0 },
+    'wrong token': { saidAt: null, unsaid: 0 },
+  };
 
   const reply = (res: ServerResponse, status: number, body: string, close = false): void => {
     stats.answered[status] = (stats.answered[status] ?? 0) + 1;
@@ -306,7 +330,10 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         if (commitChannel.hasSubscribers) {
           const now = performance.now();
           const statuses: Record<string, number> = {};
-          for (const e of events) statuses[e.status] = (statuses[e.status] ?? 0) + 1;
+          for (const e of events) {
+            const name = metricStatus(e.status);
+            statuses[name] = (statuses[name] ?? 0) + 1;
+          }
           commitChannel.publish({
             statuses,
             lagsMs: batch.map((w) => now - w.at),
@@ -417,11 +444,26 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     }
     const given = q === -1 ? null : tokenOf(url.slice(q + 1));
     if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
-      log.warn(
-        // Not under a key named token: the logger redacts those, and this says which case it was.
-        { remote: req.socket.remoteAddress, reason: given === null ? 'missing token' : 'wrong token' },
-        'notify: refused',
-      );
+      // Anyone can send these (the port is public): each case is said at once the first time (a
+      // service with a wrong token shows), then at most once each AWAY_REMINDER_MS with the
+      // count since, not a line per request an attacker sends.
+      const reason = given === null ? 'missing token' : 'wrong token';
+      const seen = refusals[reason];
+      const at = Date.now();
+      if (seen.saidAt !== null && at - seen.saidAt < AWAY_REMINDER_MS) seen.unsaid++;
+      else {
+        log.warn(
+          // Not under a key named token: the logger redacts those, and this says which case it was.
+          {
+            remote: req.socket.remoteAddress,
+            reason,
+            ...(seen.unsaid > 0 ? { refusedSince: seen.unsaid } : {}),
+          },
+          'notify: refused',
+        );
+        seen.saidAt = at;
+        seen.unsaid = 0;
+      }
       return reply(res, 401, '{"status":"unauthorized"}', refuse);
     }
     if (conn?.overflow) return reply(res, 503, FULL_BODY, true);
