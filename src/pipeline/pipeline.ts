@@ -17,7 +17,6 @@ import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
-import { KeptDestinations } from '../plan/kept-destinations.ts';
 import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { ChunkSendResult } from '../service/channel-account.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
@@ -30,7 +29,6 @@ import { mapLimited } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
   type ChunkDestination,
-  type ChunkRecord,
   type ChunkResult,
   type ChunkState,
   type FileContent,
@@ -89,8 +87,6 @@ export interface PipelineOptions {
   /** The opt-out lists (SuppressionLists): asked before each file is read, whether they changed. */
   suppression?: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
   now?: () => Date;
-  /** Recipients of a bulk file kept for its first send (KEPT_RECIPIENTS; tests set 0 or a few). */
-  keptRecipients?: number;
 }
 
 /** The states in which a worker drives a file (holding its lease). */
@@ -115,12 +111,7 @@ export class LeaseLost extends Error {
 /** A lease this worker holds while it works on a file. */
 interface Held {
   lost: boolean;
-  /** A bulk file's chunks as this drive's ingest planned them, for their first send (kept-destinations.ts). */
-  kept?: KeptDestinations;
 }
-
-/** Recipients of a bulk file kept for its first send (~16 bytes each): 16 MB. */
-const KEPT_RECIPIENTS = 1 << 20;
 
 /** A file whose drive failed is started again (by any worker) this long after. */
 const DRIVE_RETRY_MS = 2000;
@@ -154,7 +145,6 @@ export class Pipeline {
   private readonly owner: string;
   private readonly suppression: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
   private readonly now: () => Date;
-  private readonly keptRecipients: number;
   private readonly rules = new Map<string, NumberRules>();
   /** The files this process works on now, under their lease: never two works on one file at once. */
   private readonly held = new Map<string, Held>();
@@ -185,7 +175,6 @@ export class Pipeline {
     this.owner = options.owner;
     this.suppression = options.suppression ?? null;
     this.now = options.now ?? (() => new Date());
-    this.keptRecipients = options.keptRecipients ?? KEPT_RECIPIENTS;
   }
 
   /**
@@ -449,6 +438,7 @@ export class Pipeline {
     } finally {
       clearInterval(renew);
       this.held.delete(fileId);
+      // The file's message, cached for its sends: read again by the next drive if need be.
       this.bulkTexts.delete(fileId);
       if (taken && !lease.lost) {
         // A failed drive keeps the lease a little while, so that neither this worker nor
@@ -865,8 +855,6 @@ export class Pipeline {
       return;
     }
     const seen = { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0 };
-    // A bulk file's destinations, kept for its first send (not for a scheduled one: it may wait hours).
-    let kept: KeptDestinations | null = new KeptDestinations(file.fileId, this.keptRecipients);
     let readShownAt = Date.now();
     const claimed = file;
     const sniffed = this.sniffs.get(file.sha256);
@@ -909,8 +897,6 @@ export class Pipeline {
               // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
               const text = item.k === 0 ? item.text : bulkTextStored ? null : item.text;
               if (item.k > 0) bulkTextStored = true;
-              const chunkSeq = planner.place(item.number);
-              if (kept && !kept.add(item.number, item.line, item.k, item.messageId, chunkSeq)) kept = null;
               rows.push({
                 idx: ++idx,
                 line: item.line,
@@ -920,7 +906,7 @@ export class Pipeline {
                 messageId: item.messageId,
                 generatedMessageId: item.messageId === null,
                 text,
-                chunkSeq,
+                chunkSeq: planner.place(item.number),
                 outcome: 'pending',
                 code: null,
                 detail: null,
@@ -1059,11 +1045,7 @@ export class Pipeline {
         sendAt,
         ...this.scheduledPatch({ source: file.source, sendAt }, start),
       });
-    else {
-      await this.transition(file.fileId, 'sending', ['validating'], { ...patch, sendAt });
-      const lease = this.held.get(file.fileId);
-      if (kept && summary.layout === 'bulk' && lease) lease.kept = kept;
-    }
+    else await this.transition(file.fileId, 'sending', ['validating'], { ...patch, sendAt });
     // The manifest only: every row of the report would still say pending. Its counts are
     // known without counting a million rows: nothing of the file was sent yet (sending
     // starts after validating, and clearRecipients wiped any earlier attempt).
@@ -1191,13 +1173,7 @@ export class Pipeline {
     // The next chunk's destinations are read while this one is sent (a read: its rows change
     // only under this worker's lease, and it still goes inflight before its request).
     const ahead = new Map<number, Promise<ChunkDestination[]>>();
-    // A bulk file this drive has just read: a chunk never sent is what its ingest planned,
-    // unless recipients may be held back since (opt-outs, the contact limit).
-    const ingested = holding || !sms ? undefined : lease?.kept;
-    const destinations = async (chunk: ChunkRecord): Promise<ChunkDestination[]> => {
-      const seq = chunk.seq;
-      const planned = chunk.attempts === 0 ? ingested?.destinations(seq) : null;
-      if (planned) return planned;
+    const destinations = async (seq: number): Promise<ChunkDestination[]> => {
       // Opted out since the read, or contacted already today: left out of the request.
       if (holding) {
         const held = await this.store.holdBack(fileId, seq, holding(this.now()));
@@ -1209,7 +1185,7 @@ export class Pipeline {
     const readAhead = (): void => {
       const next = pending[0];
       if (!next || ahead.has(next.seq) || stop) return;
-      const read = destinations(next);
+      const read = destinations(next.seq);
       read.catch(() => {});
       ahead.set(next.seq, read);
     };
@@ -1284,7 +1260,7 @@ export class Pipeline {
             stop = true;
             return;
           }
-          const read = ahead.get(chunk.seq) ?? destinations(chunk);
+          const read = ahead.get(chunk.seq) ?? destinations(chunk.seq);
           ahead.delete(chunk.seq);
           const rows = await read;
           readAhead();

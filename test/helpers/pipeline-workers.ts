@@ -44,8 +44,6 @@ export interface WorkerOptions {
   wrapClient?: (client: ServiceClient) => ServiceClient;
   /** The worker's clock, its store's and its pipeline's (send windows, contact-limit days). */
   now?: () => Date;
-  /** PipelineOptions.keptRecipients (a bulk file's recipients kept for its first send). */
-  keptRecipients?: number;
 }
 
 export class Workers {
@@ -204,7 +202,6 @@ export class Workers {
       logger,
       owner: `worker-${name}`,
       ...(options.now ? { now: options.now } : {}),
-      ...(options.keptRecipients !== undefined ? { keptRecipients: options.keptRecipients } : {}),
     });
     worker = { name, store, pipeline, source, client: realClient, reportWrites, logs, clockAheadMs: 0 };
     this.all.push(worker);
