@@ -1,4 +1,5 @@
 import { localInstant } from '../plan/send-window.ts';
+import { redactText } from '../service/redact.ts';
 
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the
@@ -153,8 +154,10 @@ export function readDirective(
   /** The time zone of `sendAt`'s local form: the send window's. */
   timezone = 'America/Bogota',
 ): void {
+  // The message quotes what was written, and is shown on pages and in the manifest: a phone
+  // number in it (`#! priority: 573001234567`) is masked as pages mask numbers.
   const fail: (why: string) => never = (why) => {
-    throw new DirectiveError(`line ${line}: ${why}`);
+    throw new DirectiveError(`line ${line}: ${redactText(why)}`);
   };
   const body = text.slice(2);
   const colon = body.indexOf(':');

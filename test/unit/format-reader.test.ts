@@ -2063,3 +2063,21 @@ describe('FORMAT 8.2: two header columns with the same name (docs/format.md)', (
     expect(sent(r)).toEqual([[2, '573001234567', 'Hola a todos']]);
   });
 });
+
+describe('a directive value quoted in its BAD_DIRECTIVE message (shown on the dashboard and in the manifest)', () => {
+  it('has any phone number in it masked, as pages mask numbers', async () => {
+    for (const directive of [
+      '#! expect: n573001234567',
+      '#! priority: 573001234567',
+      '#! sendAt: +573001234567',
+      '#! 573001234567: x',
+    ]) {
+      const r = await read(`${directive}\n3001234567;Hola\n`);
+      const message = r.summary.rejection?.message ?? '';
+      expect(r.summary.rejection?.code, directive).toBe('BAD_DIRECTIVE');
+      expect(message, directive).not.toMatch(/573001234567/);
+      expect(message, directive).toMatch(/57300\*\*\*\*567/);
+      expect(message, directive).toMatch(/^line 1: /);
+    }
+  });
+});
