@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/notify/receiver.ts';
 import { createMetrics } from '../../src/ops/metrics.ts';
 import { openStore } from '../../src/store/index.ts';
-import type { RecipientInsert, Store } from '../../src/store/store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { registerSentFile } from '../helpers/sent-file.ts';
 import { type TestStore, testStore } from '../helpers/test-store.ts';
 
 const TOKEN = 'h0stile-t0ken';
@@ -63,39 +64,8 @@ async function statusOf(messageId: string): Promise<string | undefined> {
 }
 
 /** A file in `sending` with N recipients m-1…m-N, all sent in chunk 1. */
-async function registerFile(): Promise<void> {
-  await store.registerFile({
-    fileId: FILE,
-    source: 'local',
-    name: `${FILE}.txt`,
-    path: `processing/${FILE}.txt`,
-    sha256: FILE,
-    bytes: 100,
-    state: 'sending',
-  });
-  const rows: RecipientInsert[] = Array.from({ length: N }, (_, i) => ({
-    idx: i + 1,
-    line: i + 1,
-    k: 0,
-    number: numberOf(i + 1),
-    value: numberOf(i + 1),
-    messageId: `m-${i + 1}`,
-    text: 'hola',
-    chunkSeq: 1,
-    outcome: 'pending',
-    code: null,
-    detail: null,
-    smsCount: 1,
-  }));
-  await store.insertRecipients(FILE, rows);
-  await store.insertChunks(FILE, [{ seq: 1, size: N }]);
-  await store.setChunkState(FILE, 1, 'inflight', ['pending']);
-  await store.recordChunkResult(FILE, 1, {
-    state: 'accepted',
-    attempts: 1,
-    transactionNumber: '2000000000000000000000000000',
-    parts: [{ messageIds: rows.map((r) => r.messageId!), outcome: 'sent' }],
-  });
+function registerFile(): Promise<void> {
+  return registerSentFile(store, FILE, N, numberOf, '2000000000000000000000000000');
 }
 
 beforeAll(async () => {

@@ -11,6 +11,7 @@ import { type Receiver, type ReceiverOptions, startReceiver } from '../../src/no
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { DeliveryEvent, DeliveryResult, RecipientInsert, Store } from '../../src/store/store.ts';
+import { registerSentFile } from '../helpers/sent-file.ts';
 import { type TestStore, testStore } from '../helpers/test-store.ts';
 
 const TOKEN = 'r3ceiver-t0ken';
@@ -136,39 +137,14 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, ti
 }
 
 /** A file in `sending` with `n` recipients m-1…m-n, all sent in chunk 1. */
-async function registerFile(fileId: string, n: number): Promise<void> {
-  await store.registerFile({
+function registerFile(fileId: string, n: number): Promise<void> {
+  return registerSentFile(
+    store,
     fileId,
-    source: 'local',
-    name: `${fileId}.txt`,
-    path: `processing/${fileId}.txt`,
-    sha256: fileId,
-    bytes: 100,
-    state: 'sending',
-  });
-  const rows: RecipientInsert[] = Array.from({ length: n }, (_, i) => ({
-    idx: i + 1,
-    line: i + 1,
-    k: 0,
-    number: `5730010${String(i + 1).padStart(5, '0')}`,
-    value: `5730010${String(i + 1).padStart(5, '0')}`,
-    messageId: `m-${i + 1}`,
-    text: 'hola',
-    chunkSeq: 1,
-    outcome: 'pending',
-    code: null,
-    detail: null,
-    smsCount: 1,
-  }));
-  await store.insertRecipients(fileId, rows);
-  await store.insertChunks(fileId, [{ seq: 1, size: n }]);
-  await store.setChunkState(fileId, 1, 'inflight', ['pending']);
-  await store.recordChunkResult(fileId, 1, {
-    state: 'accepted',
-    attempts: 1,
-    transactionNumber: '1000000000000000000000000001',
-    parts: [{ messageIds: rows.map((r) => r.messageId!), outcome: 'sent' }],
-  });
+    n,
+    (i) => `5730010${String(i).padStart(5, '0')}`,
+    '1000000000000000000000000001',
+  );
 }
 
 const statusOf = async (fileId: string) =>
