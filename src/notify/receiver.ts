@@ -40,6 +40,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
 import { parseListenAddress } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
+import { RepeatGate } from '../log.ts';
 import { maskNumber, redactText } from '../service/redact.ts';
 import { sentForm } from '../store/message-ids.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
@@ -229,11 +230,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     metricStatuses.add(name);
     return name;
   };
-  /** Requests refused for their token, by case: when the last was logged, and how many since. */
-  const refusals: Record<'missing token' | 'wrong token', { saidAt: number | null; unsaid: number }> = {
-    'missing token': { saidAt: null, unsaid: 0 },
-    'wrong token': { saidAt: null, unsaid: 0 },
-  };
+  /** Requests refused for their token: each case logged once a minute at most, with the count since. */
+  const refusals = new RepeatGate(AWAY_REMINDER_MS);
 
   const reply = (res: ServerResponse, status: number, body: string, close = false): void => {
     stats.answered[status] = (stats.answered[status] ?? 0) + 1;
@@ -448,22 +446,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       // service with a wrong token shows), then at most once each AWAY_REMINDER_MS with the
       // count since, not a line per request an attacker sends.
       const reason = given === null ? 'missing token' : 'wrong token';
-      const seen = refusals[reason];
-      const at = Date.now();
-      if (seen.saidAt !== null && at - seen.saidAt < AWAY_REMINDER_MS) seen.unsaid++;
-      else {
+      const { log: shown, repeated } = refusals.pass(reason, reason);
+      if (shown)
         log.warn(
           // Not under a key named token: the logger redacts those, and this says which case it was.
-          {
-            remote: req.socket.remoteAddress,
-            reason,
-            ...(seen.unsaid > 0 ? { refusedSince: seen.unsaid } : {}),
-          },
+          { remote: req.socket.remoteAddress, reason, ...(repeated > 0 ? { refusedSince: repeated } : {}) },
           'notify: refused',
         );
-        seen.saidAt = at;
-        seen.unsaid = 0;
-      }
       return reply(res, 401, '{"status":"unauthorized"}', refuse);
     }
     if (conn?.overflow) return reply(res, 503, FULL_BODY, true);
