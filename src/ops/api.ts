@@ -291,13 +291,20 @@ function tooLarge(limit: number): Answer {
 const HEALTH_TTL_MS = 15_000;
 
 export function cachedHealth(read: () => Promise<ServiceHealth[]>): () => Promise<ServiceHealth[]> {
-  let last: { at: number; value: Promise<ServiceHealth[]> } | null = null;
+  return sharedFor(HEALTH_TTL_MS, read);
+}
+
+/**
+ * `read` asked at most once every `ttlMs`: every call in between shares its answer (a promise,
+ * so calls made while it runs wait for the same one). A failed read is not kept.
+ */
+export function sharedFor<T>(ttlMs: number, read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | null = null;
   return () => {
     const now = Date.now();
-    if (!last || now - last.at > HEALTH_TTL_MS) {
+    if (!last || now - last.at >= ttlMs) {
       const value = read();
       last = { at: now, value };
-      // A failed read is not kept.
       value.catch(() => {
         if (last?.value === value) last = null;
       });

@@ -22,6 +22,7 @@ import {
   fileActivity,
   type OpsControl,
   sendReport,
+  sharedFor,
   validateUpload,
 } from './api.ts';
 import { asset } from './assets.ts';
@@ -80,11 +81,9 @@ const READINESS_FRESH_MS = 1000;
 type Readiness = { ready: boolean; checks: Record<string, string> };
 
 function sharedReadiness(options: OpsOptions): () => Promise<Readiness> {
-  let last: { at: number; checks: Promise<Record<string, string>> } | null = null;
+  const backends = sharedFor(READINESS_FRESH_MS, () => backendChecks(options));
   return async () => {
-    const now = Date.now();
-    if (!last || now - last.at >= READINESS_FRESH_MS) last = { at: now, checks: backendChecks(options) };
-    const checks = { ...(await last.checks) };
+    const checks = { ...(await backends()) };
     // The watchdog's word costs nothing: always the latest.
     if (options.work) checks.work = options.work() ?? 'ok';
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
