@@ -6,10 +6,10 @@
 // Float64Array grouped by a hash (HashedNumbers): about 11 bytes a number with its index
 // and filter, where a Set of strings costs ~100.
 
-import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { DroplineError } from '../errors.ts';
 import { fmix32 } from './dedupe.ts';
+import { readFileChunks } from './file-chunks.ts';
 import { makeNumberRules, type NumberRules, normalizeNumber, sentValue } from './numbers.ts';
 
 export interface SuppressionList {
@@ -43,9 +43,9 @@ function valueHash(v: number): number {
 
 /**
  * The numbers grouped by a hash of their value: bucket b holds values[starts[b]] up to
- * values[starts[b + 1]], each value once, about two a bucket. In front of them, a bit filter
- * (eight bits a number, two of them set in one 32-bit word) answers most numbers that are
- * not on the list, most of those asked, with one read in a table eight times smaller
+ * values[starts[b + 1]], each value once, two to four a bucket. In front of them, a bit
+ * filter (eight bits a number, two of them set in one 32-bit word) answers most numbers that
+ * are not on the list, most of those asked, with one read in a table eight times smaller
  * than the list; the others read one bucket, one or two cache lines. A binary search
  * over a million numbers takes twenty steps, most of them cache misses.
  */
@@ -56,19 +56,13 @@ class HashedNumbers implements SuppressionList {
   readonly #filter: Int32Array;
   readonly #filterMask: number;
   readonly invalid: number;
-  constructor(values: Float64Array, starts: Uint32Array, shift: number, invalid: number) {
+  constructor(values: Float64Array, starts: Uint32Array, shift: number, filter: Int32Array, invalid: number) {
     this.#values = values;
     this.#starts = starts;
     this.#shift = shift;
+    this.#filter = filter;
+    this.#filterMask = filter.length - 1;
     this.invalid = invalid;
-    let words = 1;
-    while (words * 4 < values.length) words *= 2;
-    this.#filter = new Int32Array(words);
-    this.#filterMask = words - 1;
-    for (let i = 0; i < values.length; i++) {
-      const h = valueHash(values[i]!);
-      this.#filter[h & this.#filterMask]! |= filterBits(h);
-    }
   }
   get size(): number {
     return this.#values.length;
@@ -122,24 +116,32 @@ function filterBits(h: number): number {
 const SMALL_BUCKET = 16;
 
 /**
- * HashedNumbers from the `count` first values (duplicates allowed): about two values a
- * bucket, the bucket count a power of two (4 bytes of index a bucket).
+ * HashedNumbers from the `count` first values (duplicates allowed): two to four values a
+ * bucket, the bucket count a power of two (4 bytes of index a bucket). Each value's hash is
+ * taken once, for its bucket and its filter bits.
  */
 function hashNumbers(input: Float64Array, count: number, invalid: number): HashedNumbers {
   let bits = 1;
-  while (bits < 30 && 2 ** (bits + 1) <= count) bits++;
+  while (bits < 30 && 2 ** (bits + 2) <= count) bits++;
   const shift = 32 - bits;
   const buckets = 2 ** bits;
   const starts = new Uint32Array(buckets + 1);
-  for (let i = 0; i < count; i++) starts[(valueHash(input[i]!) >>> shift) + 1]!++;
+  let words = 1;
+  while (words * 4 < count) words *= 2;
+  const filter = new Int32Array(words);
+  const mask = words - 1;
+  const hashes = new Int32Array(count);
+  for (let i = 0; i < count; i++) {
+    const h = valueHash(input[i]!);
+    hashes[i] = h;
+    starts[(h >>> shift) + 1]!++;
+    filter[h & mask]! |= filterBits(h);
+  }
   for (let b = 0; b < buckets; b++) starts[b + 1]! += starts[b]!;
   // Scatter: `next` is where each bucket's next value goes.
   const next = starts.slice(0, buckets);
   const grouped = new Float64Array(count);
-  for (let i = 0; i < count; i++) {
-    const v = input[i]!;
-    grouped[next[valueHash(v) >>> shift]!++] = v;
-  }
+  for (let i = 0; i < count; i++) grouped[next[hashes[i]! >>> shift]!++] = input[i]!;
   // Each value once, compacted in place: bucket b moves down to its new start.
   let n = 0;
   for (let b = 0; b < buckets; b++) {
@@ -165,7 +167,7 @@ function hashNumbers(input: Float64Array, count: number, invalid: number): Hashe
     }
   }
   starts[buckets] = n;
-  return new HashedNumbers(n === count ? grouped : grouped.slice(0, n), starts, shift, invalid);
+  return new HashedNumbers(n === count ? grouped : grouped.slice(0, n), starts, shift, filter, invalid);
 }
 
 class Collector {
@@ -232,9 +234,161 @@ function encodingOf(head: Uint8Array): string {
   return 'utf-8';
 }
 
+function hasUtf8Bom(head: Uint8Array): boolean {
+  return head.length >= 3 && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf;
+}
+
 function fail(what: string, err: unknown): DroplineError {
   const reason = err instanceof Error ? err.message : String(err);
   return new DroplineError('DROPLINE_ERR_SUPPRESSION_LIST', `${what}: ${reason}`, { cause: err });
+}
+
+const LF = 10;
+const CR = 13;
+/** A UTF-16 code unit takes at most three bytes of UTF-8: a line of more bytes is too long unread. */
+const MAX_LINE_BYTES = 3 * MAX_LINE;
+const POW10 = [1, 10, 100, 1000];
+
+/**
+ * Splits UTF-8 bytes into lines (LF, CRLF or CR) for the Collector, however the chunks are
+ * cut. A line of digits and the formatting normalizeNumber removes (space - . ( )) is read
+ * from its bytes alone (Collector.simple): most lines of most lists, never made strings.
+ * Any other line is decoded and read by Collector.line.
+ */
+class ListLines {
+  readonly #out: Collector;
+  readonly #decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  // The line being read: its digits so far, the first nine as `high` and the next three as
+  // `low` (integers: a double's multiply-add chain cost ~2x here), and whether it is simple.
+  #digits = 0;
+  #high = 0;
+  #low = 0;
+  #simple = true;
+  /** The bytes of a line begun in an earlier chunk (up to MAX_LINE_BYTES). */
+  #carry: Uint8Array[] = [];
+  #carried = 0;
+  /** The line being read has more than MAX_LINE_BYTES: skipped, counted at its end. */
+  #overlong = false;
+  #firstByte = -1;
+  #lastWasCr = false;
+
+  constructor(out: Collector) {
+    this.#out = out;
+  }
+
+  push(bytes: Uint8Array): void {
+    let i = 0;
+    if (this.#lastWasCr && bytes.length > 0) {
+      this.#lastWasCr = false;
+      if (bytes[0] === LF) i = 1; // the LF of a CRLF split across chunks
+    }
+    let start = i;
+    let digits = this.#digits;
+    let high = this.#high;
+    let low = this.#low;
+    let simple = this.#simple;
+    for (; i < bytes.length; i++) {
+      const c = bytes[i]!;
+      const d = c - 48;
+      if (d >= 0 && d <= 9) {
+        if (digits < 9) high = high * 10 + d;
+        else if (digits < 12) low = low * 10 + d;
+        digits++;
+        continue;
+      }
+      if (c !== LF && c !== CR) {
+        // space - . ( ): formatting, as normalizeNumber reads it
+        if (c !== 32 && c !== 45 && c !== 46 && c !== 40 && c !== 41) simple = false;
+        continue;
+      }
+      this.#end(bytes, start, i, digits, high, low, simple);
+      if (c === CR) {
+        if (i + 1 < bytes.length) {
+          if (bytes[i + 1] === LF) i++;
+        } else this.#lastWasCr = true;
+      }
+      start = i + 1;
+      digits = 0;
+      high = 0;
+      low = 0;
+      simple = true;
+    }
+    this.#digits = digits;
+    this.#high = high;
+    this.#low = low;
+    this.#simple = simple;
+    if (start < bytes.length) this.#keep(bytes.subarray(start));
+  }
+
+  /** The end of the input: its last line, if it has no line break. */
+  end(): void {
+    if (this.#carried > 0 || this.#overlong)
+      this.#end(new Uint8Array(0), 0, 0, this.#digits, this.#high, this.#low, this.#simple);
+  }
+
+  /** A line begun in this chunk, to be ended in a later one. */
+  #keep(part: Uint8Array): void {
+    if (this.#overlong) return;
+    if (this.#carried === 0) this.#firstByte = part[0]!;
+    this.#carried += part.length;
+    if (this.#carried > MAX_LINE_BYTES) {
+      this.#overlong = true;
+      this.#carry = [];
+      return;
+    }
+    // A copy: the stream may reuse its buffer.
+    this.#carry.push(new Uint8Array(part));
+  }
+
+  /** The line bytes[start, end), after whatever of it earlier chunks held. */
+  #end(
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    digits: number,
+    high: number,
+    low: number,
+    simple: boolean,
+  ): void {
+    const out = this.#out;
+    // A simple line is ASCII: a byte a code unit.
+    const length = this.#carried + (end - start);
+    if (this.#overlong || length > MAX_LINE_BYTES || (simple && length > MAX_LINE)) {
+      const firstByte = this.#carried > 0 || this.#overlong ? this.#firstByte : bytes[start];
+      this.#reset();
+      // Too long to be a number: invalid, unless it is a comment (it starts with #).
+      if (firstByte !== HASH) out.invalid++;
+      return;
+    }
+    if (simple && (digits === 10 || digits === 12)) {
+      // high holds the first nine digits, low the rest.
+      const rest = digits - 9;
+      if (out.simple(digits, high * POW10[rest]! + low, Math.floor(high / 1_000_000))) {
+        this.#reset();
+        return;
+      }
+    }
+    let line: Uint8Array;
+    if (this.#carried === 0) line = bytes.subarray(start, end);
+    else {
+      this.#carry.push(bytes.subarray(start, end));
+      line = Buffer.concat(this.#carry);
+    }
+    this.#reset();
+    const text = this.#decoder.decode(line);
+    // Counted in UTF-16 code units, as the limit is.
+    if (text.length > MAX_LINE) {
+      if (text.charCodeAt(0) !== HASH) out.invalid++;
+      return;
+    }
+    out.line(text);
+  }
+
+  #reset(): void {
+    if (this.#carried > 0) this.#carry = [];
+    this.#carried = 0;
+    this.#overlong = false;
+  }
 }
 
 /**
@@ -252,99 +406,43 @@ export async function readSuppressionList(
   what = 'suppression list',
 ): Promise<SuppressionList> {
   const out = new Collector(rules);
-  // Chosen on the first two bytes (a BOM); the decoder drops the BOM itself (ignoreBOM false).
-  let decoder: TextDecoder | null = null;
+  const lines = new ListLines(out);
+  // Chosen on the first bytes (a BOM). A UTF-16 list (rare: a spreadsheet's "Unicode
+  // text") is decoded and encoded again as UTF-8, the lines' one form.
+  let started = false;
+  let utf16 = null as TextDecoder | null;
+  const utf8 = new TextEncoder();
   let head: Uint8Array | null = null;
-  let carry = '';
-  let overlong = false;
-  /** The first character of the overlong line being skipped. */
-  let overlongFirst = 0;
-  let lastWasCr = false;
-  const take = (text: string): void => {
-    let start = 0;
-    let i = 0;
-    if (lastWasCr && text.charCodeAt(0) === 10) start = i = 1; // the LF of a CRLF split across chunks
-    if (text.length > 0) lastWasCr = false;
-    // What Collector.simple needs of the line being read, gathered on the way to its end,
-    // so that most lines are never cut out of the chunk as strings of their own.
-    let digits = 0;
-    let value = 0;
-    let head = 0;
-    let simple = true;
-    for (; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c >= 48 && c <= 57) {
-        if (digits < 12) value = value * 10 + (c - 48);
-        if (digits < 3) head = head * 10 + (c - 48);
-        digits++;
-        continue;
-      }
-      if (c !== 10 && c !== 13) {
-        // space - . ( ): formatting, as normalizeNumber reads it
-        if (c !== 32 && c !== 45 && c !== 46 && c !== 40 && c !== 41) simple = false;
-        continue;
-      }
-      if (overlong || carry.length + (i - start) > MAX_LINE) {
-        // Too long to be a number, whether it came in one chunk or several: invalid, unless
-        // it is a comment (it starts with #).
-        const first = overlong
-          ? overlongFirst
-          : carry.length > 0
-            ? carry.charCodeAt(0)
-            : text.charCodeAt(start);
-        if (first !== HASH) out.invalid++;
-        overlong = false;
-        carry = '';
-      } else if (carry === '' && simple && out.simple(digits, value, head)) {
-        // taken
-      } else {
-        out.line(carry + text.slice(start, i));
-        carry = '';
-      }
-      if (c === 13) {
-        if (i + 1 < text.length) {
-          if (text.charCodeAt(i + 1) === 10) i++;
-        } else {
-          lastWasCr = true;
-        }
-      }
-      start = i + 1;
-      digits = 0;
-      value = 0;
-      head = 0;
-      simple = true;
-    }
-    if (!overlong) {
-      carry += text.slice(start);
-      if (carry.length > MAX_LINE) {
-        overlong = true;
-        overlongFirst = carry.charCodeAt(0);
-        carry = '';
-      }
-    }
+  const take = (chunk: Uint8Array): void => {
+    if (utf16 === null) lines.push(chunk);
+    else lines.push(utf8.encode(utf16.decode(chunk, { stream: true })));
+  };
+  const start = (bytes: Uint8Array): void => {
+    started = true;
+    const encoding = encodingOf(bytes);
+    if (encoding !== 'utf-8') {
+      utf16 = new TextDecoder(encoding); // it drops the BOM itself (ignoreBOM false)
+      take(bytes);
+    } else take(hasUtf8Bom(bytes) ? bytes.subarray(3) : bytes);
   };
   try {
     for await (const chunk of bytes) {
-      if (decoder === null) {
-        // A stream may hand over its first bytes one at a time: two are needed for the BOM.
-        const got: Uint8Array = head ? Buffer.concat([head, chunk]) : chunk;
-        if (got.length < 2) {
-          head = got;
-          continue;
-        }
-        head = null;
-        decoder = new TextDecoder(encodingOf(got));
-        take(decoder.decode(got, { stream: true }));
+      if (started) {
+        take(chunk);
         continue;
       }
-      take(decoder.decode(chunk, { stream: true }));
+      // A stream may hand over its first bytes one at a time: three tell the BOM.
+      const got: Uint8Array = head ? Buffer.concat([head, chunk]) : chunk;
+      if (got.length < 3)
+        head = new Uint8Array(got); // a copy: the stream may reuse its buffer
+      else {
+        head = null;
+        start(got);
+      }
     }
-    if (decoder === null) decoder = new TextDecoder('utf-8');
-    const rest = (head ? decoder.decode(head, { stream: true }) : '') + decoder.decode();
-    take(rest);
-    if (overlong) {
-      if (overlongFirst !== HASH) out.invalid++;
-    } else out.line(carry);
+    if (head) start(head);
+    if (utf16 !== null) lines.push(utf8.encode(utf16.decode()));
+    lines.end();
   } catch (err) {
     throw fail(what, err);
   }
@@ -377,5 +475,5 @@ export async function loadSuppressionList(
   } catch (err) {
     throw fail(path, err);
   }
-  return readSuppressionList(createReadStream(path, { highWaterMark: 256 * 1024 }), rules, path);
+  return readSuppressionList(readFileChunks(path), rules, path);
 }

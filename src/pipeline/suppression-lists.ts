@@ -18,12 +18,12 @@
 //   by several sources (or by a source and the global setting) with the same country is read
 //   and kept once. While a list is read again its old copy is still in use: at most two.
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { lstat, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { GetObjectCommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { Config } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
+import { readFileChunks } from '../format/file-chunks.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { readSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
@@ -228,7 +228,8 @@ class LocalFileBackend implements Backend {
     return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
   }
   open(): AsyncIterable<Uint8Array> {
-    return createReadStream(this.#path, { highWaterMark: READ_CHUNK });
+    // Two reused buffers: a stream's new buffer a chunk waits for the garbage collector.
+    return readFileChunks(this.#path, READ_CHUNK);
   }
 }
 
@@ -640,13 +641,16 @@ export class SuppressionLists {
     } catch (err) {
       throw listError(what, err);
     }
-    const hash = createHash('sha256');
-    const list = await readSuppressionList(hashing(entry.backend.open(), hash), entry.rules, what);
+    // The bytes' hash tells the next check of an unsettled version whether they changed
+    // (above); a settled version is never hashed again, and a list is ~10 ms a million numbers.
+    const hash = version.settled ? null : createHash('sha256');
+    const bytes = entry.backend.open();
+    const list = await readSuppressionList(hash ? hashing(bytes, hash) : bytes, entry.rules, what);
     entry.checkedAt = this.#now();
     entry.list = list;
     entry.version = version.id;
     entry.settled = version.settled;
-    entry.hash = `sha256:${hash.digest('hex')}`;
+    entry.hash = hash ? `sha256:${hash.digest('hex')}` : null;
     entry.loadedAt = this.#now();
   }
 

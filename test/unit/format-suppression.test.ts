@@ -113,12 +113,13 @@ describe('FORMAT 5 suppression list (SUPPRESSED): one number per line, same norm
       expect([list.size, list.invalid, list.has('573001234567')]).toEqual([1, 1, false]);
       expect(list.has('573109876543')).toBe(true);
     }
-    // A comment is skipped however long, and however cut.
+    // A comment is skipped however long, and however cut: after the file's BOM too.
     const comment = `# ${'x'.repeat(3000)}\n3001234567\n# ${'y'.repeat(3000)}`;
-    for (const size of [1, 512, comment.length]) {
-      const list = await readSuppressionList(pieces(Buffer.from(comment), size));
-      expect([list.size, list.invalid]).toEqual([1, 0]);
-    }
+    for (const text of [comment, `\ufeff${comment}`, `\ufeff# ${'ñ'.repeat(1500)}\n3001234567`])
+      for (const size of [1, 2, 512, text.length]) {
+        const list = await readSuppressionList(pieces(Buffer.from(text), size));
+        expect([list.size, list.invalid], `${text.slice(0, 3)}… in ${size}-byte chunks`).toEqual([1, 0]);
+      }
   });
 
   it('an empty file is an empty list', async () => {
@@ -182,6 +183,31 @@ describe('readSuppressionList: any byte stream (an S3 object, a file on a source
     expect(list.size).toBe(4);
     for (const n of expected) expect(list.has(n), n).toBe(true);
   });
+
+  it.each([1, 2, 5, 64])(
+    'a stream that reuses one buffer for every chunk (as a local file is read), %i bytes at a time',
+    async (size) => {
+      // Each chunk overwrites the last: whatever the reader keeps of a line begun in one
+      // chunk (or of a first chunk shorter than a BOM) must be its own copy.
+      async function* reused(bytes: Buffer): AsyncGenerator<Uint8Array> {
+        const buffer = Buffer.alloc(size); // a Buffer, as fs gives: its slice() is a view
+        for (let i = 0; i < bytes.length; i += size) {
+          const n = Math.min(size, bytes.length - i);
+          buffer.set(bytes.subarray(i, i + n));
+          yield buffer.subarray(0, n);
+        }
+        buffer.fill(0x39); // '9': a reader holding a view would now read other numbers
+      }
+      for (const bytes of [
+        Buffer.from(text, 'utf8'),
+        Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text.slice(1), 'utf16le')]),
+      ]) {
+        const list = await readSuppressionList(reused(bytes));
+        expect([list.size, list.invalid]).toEqual([4, 0]);
+        for (const n of expected) expect(list.has(n), n).toBe(true);
+      }
+    },
+  );
 
   it('an empty stream, and one byte: an empty list', async () => {
     expect((await readSuppressionList(pieces(Buffer.alloc(0), 1))).size).toBe(0);
