@@ -14,7 +14,7 @@
 //   check.
 // - One check of a list runs at a time; a caller that arrives while one runs waits for the
 //   next one (started after it arrived), so a file that starts right after a change sees it.
-// - Memory: 8 bytes a number (a sorted Float64Array, src/format/suppression.ts); a list used
+// - Memory: ~11 bytes a number (src/format/suppression.ts's HashedNumbers); a list used
 //   by several sources (or by a source and the global setting) with the same country is read
 //   and kept once. While a list is read again its old copy is still in use: at most two.
 import { createHash, type Hash } from 'node:crypto';
