@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { AccountConfig, Config, EmailAccountConfig, SourceConfig } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
-import { type ByteChunks, type Sniff, Sniffer } from '../../format/decode.ts';
+import { type ByteChunks, estimateLines, type Sniff, Sniffer } from '../../format/decode.ts';
 import type { AllowDirectives, Channel } from '../../format/directives.ts';
 import { refuseUnknownTemplate } from '../../format/email.ts';
 import { readFileChunks } from '../../format/file-chunks.ts';
@@ -75,10 +75,7 @@ async function guess(path: string, size: number): Promise<Sniff | null> {
     const head = Buffer.alloc(Math.min(size, 256 * 1024));
     const { bytesRead } = await fh.read(head, 0, head.length, 0);
     if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) return null;
-    let lines = 1;
-    for (let i = head.indexOf(10); i !== -1 && i < bytesRead; i = head.indexOf(10, i + 1)) lines++;
-    const lineEstimate =
-      bytesRead >= size ? lines : Math.ceil(((lines * size) / Math.max(bytesRead, 1)) * 1.05);
+    const lineEstimate = estimateLines(head.subarray(0, bytesRead), size);
     return { bytes: size, encoding: 'utf-8', binary: false, lineEstimate, sha256: null, tooLarge: false };
   } finally {
     await fh.close();
@@ -179,7 +176,12 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       const likely = await guess(path, info.size);
       let sniffed: Sniff;
       if (likely && info.size <= (opts.sniffInlineBytes ?? SNIFF_INLINE_BYTES)) {
-        const sniffer = new Sniffer({ hash: true, maxBytes: maxFileBytes });
+        // The lines are not counted again: the guess's estimate sized the duplicate index.
+        const sniffer = new Sniffer({
+          hash: true,
+          maxBytes: maxFileBytes,
+          lineEstimate: likely.lineEstimate,
+        });
         const chunks = readFileChunks(path)[Symbol.asyncIterator]();
         try {
           summary = await read(likely, () => sniffedChunks(chunks, sniffer));
