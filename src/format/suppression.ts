@@ -8,7 +8,7 @@
 
 import { open } from 'node:fs/promises';
 import { DroplineError } from '../errors.ts';
-import { fmix32 } from './dedupe.ts';
+import { fmix32, zeroed } from './dedupe.ts';
 import { readFileChunks } from './file-chunks.ts';
 import { makeNumberRules, type NumberRules, normalizeNumber, sentValue } from './numbers.ts';
 
@@ -125,10 +125,11 @@ function hashNumbers(input: Float64Array, count: number, invalid: number): Hashe
   while (bits < 30 && 2 ** (bits + 2) <= count) bits++;
   const shift = 32 - bits;
   const buckets = 2 ** bits;
-  const starts = new Uint32Array(buckets + 1);
+  // Both are read before they are written (a count, a bit set): written first (zeroed).
+  const starts = zeroed(buckets + 1);
   let words = 1;
   while (words * 4 < count) words *= 2;
-  const filter = new Int32Array(words);
+  const filter = new Int32Array(zeroed(words).buffer);
   const mask = words - 1;
   const hashes = new Int32Array(count);
   for (let i = 0; i < count; i++) {
