@@ -60,6 +60,7 @@ import {
   TWINS_HINT,
   templateColumns,
   templateValues,
+  trimText,
   twinsProblem,
 } from './template.ts';
 import { transliterate, transliteratedSegmentsOf, transliterationReadsText } from './transliterate.ts';
@@ -967,12 +968,16 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   };
 
   /** The first record that used a template gives its example (summary.templates): not yet given. */
+  /** The template listed last: most records of a file use the one before them (no Set lookup). */
+  let lastListed: Template | null = null;
   const wantsExample = (t: Template): boolean =>
+    t !== lastListed &&
     summary.templates.length < TEMPLATES_LISTED &&
     !listedTemplates.has(t.source) &&
     (t.placeholders > 0 || t === fileTemplate);
 
   const addExample = (t: Template, line: number, text: string): void => {
+    lastListed = t;
     listedTemplates.add(t.source);
     summary.templates.push({ line, template: t.source, example: text });
   };
@@ -1008,7 +1013,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     fields: readonly string[] | null,
   ): Message => {
     let template: Template | null = null;
-    if (fileTemplate !== null && raw.trim().length === 0) {
+    if (fileTemplate !== null && trimText(raw).length === 0) {
       template = fileTemplate;
       quoted = false;
     } else if (raw.includes('{{')) template = templateOf(raw, line);

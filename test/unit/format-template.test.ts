@@ -7,11 +7,38 @@ import {
   mergeTemplate,
   placeholderKey,
   templateColumns,
+  trimText,
 } from '../../src/format/template.ts';
 
 const COLUMNS = templateColumns(['Número', 'Primer Nombre', 'Ciudad', 'Mensaje', 'nombre'], 3);
 const merge = (source: string, fields: string[], quoted: boolean[] = []) =>
   mergeTemplate(compileTemplate(source, COLUMNS), fields, quoted);
+
+describe('trimText', () => {
+  it('is String.prototype.trim, whatever the ends (white space, line terminators, BOM, NBSP, none)', () => {
+    const ends = fc.constantFrom(
+      '',
+      ' ',
+      '\t',
+      '\n',
+      '\u00a0',
+      '\ufeff',
+      '\u2028',
+      '\u3000',
+      'a',
+      '~',
+      '!',
+      'ñ',
+    );
+    fc.assert(
+      fc.property(ends, fc.string({ unit: 'binary', maxLength: 20 }), ends, (a, middle, b) => {
+        const s = a + middle + b;
+        expect(trimText(s)).toBe(s.trim());
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
 
 describe('placeholder names', () => {
   it('compare like header names, and ignore every space', () => {
