@@ -159,6 +159,9 @@ export function scanText(s: string): number {
   return finish(h1, h2, n);
 }
 
+/** The duplicate index is written 2^12 slots at a time (32 or 48 KiB) before they are read. */
+const REGION_SHIFT = 12;
+
 /**
  * A new array of `n` zeros, written once. A large typed array is fresh memory that the
  * kernel maps on first touch; a page first *read* (touch(), or `a[i] |= x`) is mapped to
@@ -185,6 +188,12 @@ export function zeroed(n: number): Uint32Array {
  */
 export class FingerprintTable {
   private slots: Uint32Array;
+  /**
+   * A flag a region of REGION slots: written (zero-filled). The table is written a region at
+   * a time, when a probe first reaches it, never read first (see zeroed): its memory is taken
+   * as keys arrive, so an estimate far above the keys (a file of blank lines) costs none.
+   */
+  private written: Uint8Array;
   private capacity: number;
   private count = 0;
   /** Words a slot: 3 with lines, 2 without. */
@@ -194,7 +203,8 @@ export class FingerprintTable {
   constructor(expected: number, lines = true) {
     this.width = lines ? 3 : 2;
     this.capacity = Math.max(1024, Math.ceil(expected / MAX_LOAD) + 1);
-    this.slots = zeroed(this.capacity * this.width);
+    this.slots = new Uint32Array(this.capacity * this.width);
+    this.written = new Uint8Array((this.capacity >>> REGION_SHIFT) + 1);
   }
 
   get size(): number {
@@ -213,7 +223,9 @@ export class FingerprintTable {
     hi >>>= 0;
     lo >>>= 0;
     this.reserve(1);
-    return this.addAt(this.slotOf(hi, lo), hi, lo, line);
+    const start = this.slotOf(hi, lo);
+    this.prepare(start);
+    return this.addAt(start, hi, lo, line);
   }
 
   /** Makes room for `n` more keys now, so that slotOf stays valid across the next n adds. */
@@ -221,10 +233,32 @@ export class FingerprintTable {
     while (this.count + n > this.capacity * MAX_LOAD) this.grow();
   }
 
-  /** Where the probe for a key (unsigned halves) starts. */
+  /** The slot where the probe for a key (unsigned halves) starts. */
   slotOf(hi: number, lo: number): number {
     if (this.width === 2 && (hi | lo) === 0) lo = 1;
-    return (fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity) * this.width;
+    return fmix32(lo ^ Math.imul(hi, 0x9e3779b1)) % this.capacity;
+  }
+
+  /** Writes the region of `slot` unless it is written already. */
+  private prepare(slot: number): void {
+    const region = slot >>> REGION_SHIFT;
+    if (this.written[region] === 1) return;
+    const width = this.width;
+    const to = Math.min(this.capacity, (region + 1) << REGION_SHIFT);
+    this.slots.fill(0, (region << REGION_SHIFT) * width, to * width);
+    this.written[region] = 1;
+  }
+
+  /** A probe reached `slot`, the first of a region (or the end): the slot it goes on at, written. */
+  private enter(slot: number): number {
+    const s = slot === this.capacity ? 0 : slot;
+    this.prepare(s);
+    return s;
+  }
+
+  /** The first slot after the region of `slot`. */
+  private regionEnd(slot: number): number {
+    return Math.min(this.capacity, ((slot >>> REGION_SHIFT) + 1) << REGION_SHIFT);
   }
 
   /**
@@ -233,24 +267,26 @@ export class FingerprintTable {
    * of keys the table is far larger than the cache; one add at a time waits for each miss
    * (~200 ns here), a batch of 64 overlaps them (~100 ns a key).
    */
-  touch(slots: Uint32Array, n: number): void {
+  touch(starts: Uint32Array, n: number): void {
     const table = this.slots;
+    const width = this.width;
+    for (let i = 0; i < n; i++) this.prepare(starts[i]!);
     let sum = 0;
-    for (let i = 0; i < n; i++) sum += table[slots[i]!]!;
+    for (let i = 0; i < n; i++) sum += table[starts[i]! * width]!;
     this.touched ^= sum; // kept, so that the loads are not optimised away
   }
 
   private touched = 0;
 
-  /** add() with the probe's start from slotOf (after reserve). */
+  /** add() with the probe's start from slotOf, its region written (after reserve, touch). */
   addAt(start: number, hi: number, lo: number, line: number): number {
     const slots = this.slots;
-    const end = slots.length;
-    const width = this.width;
-    let i = start;
-    if (width === 2) {
+    let s = start;
+    let end = this.regionEnd(s);
+    if (this.width === 2) {
       if ((hi | lo) === 0) lo = 1;
       for (;;) {
+        const i = s * 2;
         const a = slots[i]!;
         const b = slots[i + 1]!;
         if ((a | b) === 0) {
@@ -260,11 +296,14 @@ export class FingerprintTable {
           return 0;
         }
         if (a === hi && b === lo) return 1;
-        i += 2;
-        if (i === end) i = 0;
+        if (++s === end) {
+          s = this.enter(s);
+          end = this.regionEnd(s);
+        }
       }
     }
     for (;;) {
+      const i = s * 3;
       const seen = slots[i + 2]!;
       if (seen === EMPTY) {
         slots[i] = hi;
@@ -274,20 +313,29 @@ export class FingerprintTable {
         return 0;
       }
       if (slots[i] === hi && slots[i + 1] === lo) return seen;
-      i += 3;
-      if (i === end) i = 0;
+      if (++s === end) {
+        s = this.enter(s);
+        end = this.regionEnd(s);
+      }
     }
   }
 
   private grow(): void {
     const old = this.slots;
+    const oldWritten = this.written;
     const width = this.width;
     this.capacity *= 2;
-    this.slots = zeroed(this.capacity * width);
+    this.slots = new Uint32Array(this.capacity * width);
+    this.written = new Uint8Array((this.capacity >>> REGION_SHIFT) + 1);
     this.count = 0;
-    for (let i = 0; i < old.length; i += width) {
-      const taken = width === 2 ? (old[i]! | old[i + 1]!) !== 0 : old[i + 2] !== EMPTY;
-      if (taken) this.add(old[i]!, old[i + 1]!, width === 2 ? 1 : old[i + 2]!);
+    // Only the regions written hold keys (the others were never read: not read now either).
+    for (let r = 0; r < oldWritten.length; r++) {
+      if (oldWritten[r] === 0) continue;
+      const to = Math.min(old.length, ((r + 1) << REGION_SHIFT) * width);
+      for (let i = (r << REGION_SHIFT) * width; i < to; i += width) {
+        const taken = width === 2 ? (old[i]! | old[i + 1]!) !== 0 : old[i + 2] !== EMPTY;
+        if (taken) this.add(old[i]!, old[i + 1]!, width === 2 ? 1 : old[i + 2]!);
+      }
     }
   }
 }

@@ -64,6 +64,39 @@ describe('FORMAT 6: duplicate index', () => {
     expect(table.size).toBe(50_000);
   });
 
+  it('probes that run across the regions written as keys arrive, and wrap at the end, lose no key', () => {
+    // The table is written (zero-filled) 4096 slots at a time, when a probe first reaches a
+    // region. Keys that all start at one slot just before a region's end (or the table's)
+    // run on into the next region; a key that starts there later must find them, not
+    // write its region over them.
+    for (const lines of [true, false]) {
+      const table = new FingerprintTable(10_000, lines);
+      const capacity = Math.ceil(10_000 / 0.8) + 1;
+      /** Keys (0, x) whose probe starts at `slot`. */
+      const startingAt = (slot: number, n: number): number[] => {
+        const found: number[] = [];
+        for (let x = 1; found.length < n; x++) if (table.slotOf(0, x) === slot) found.push(x);
+        return found;
+      };
+      const runs = [...startingAt(4090, 20), ...startingAt(capacity - 3, 20)];
+      runs.forEach((x, i) => {
+        expect(table.add(0, x, i + 1)).toBe(0);
+      });
+      // Keys that start inside the regions those probes ran into: slots 4096… and 0….
+      const later = [...startingAt(4100, 3), ...startingAt(2, 3)];
+      later.forEach((x, i) => {
+        expect(table.add(0, x, 100 + i)).toBe(0);
+      });
+      runs.forEach((x, i) => {
+        expect(table.add(0, x, 999), `key ${x}`).toBe(lines ? i + 1 : 1);
+      });
+      later.forEach((x, i) => {
+        expect(table.add(0, x, 999)).toBe(lines ? 100 + i : 1);
+      });
+      expect(table.size).toBe(runs.length + later.length);
+    }
+  });
+
   it('without lines: the same keys seen as with them (answered 1), in two thirds of the bytes, growing too', () => {
     const rand = prng(0xd0b1e);
     const withLines = new FingerprintTable(1);
