@@ -192,13 +192,15 @@ class UnionList implements SuppressionList {
 interface Version {
   id: string;
   settled: boolean;
+  /** The list's size when the version tells it: its numbers' array is made that large at once. */
+  bytes?: number;
 }
 
 /** Timestamps closer to now than this may not change on a rewrite (FAT, SMB: 2 s). */
 const RACY_MS = 2000;
 
-function timeVersion(id: string, mtimeMs: number): Version {
-  return { id, settled: Date.now() - mtimeMs >= RACY_MS };
+function timeVersion(id: string, mtimeMs: number, bytes?: number): Version {
+  return { id, settled: Date.now() - mtimeMs >= RACY_MS, ...(bytes !== undefined ? { bytes } : {}) };
 }
 
 /** How one list is reached: a cheap version (a stat, a HEAD), and its bytes. */
@@ -225,7 +227,7 @@ class LocalFileBackend implements Backend {
     // Links followed: a mounted ConfigMap or a deploy swaps a link to a new file.
     const st = await stat(this.#path);
     if (!st.isFile()) throw new Error(`${this.#path} is not a regular file`);
-    return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
+    return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs, st.size);
   }
   open(): AsyncIterable<Uint8Array> {
     // Two reused buffers: a stream's new buffer a chunk waits for the garbage collector.
@@ -323,7 +325,7 @@ class SourceFileBackend implements Backend {
       // followed, as the source refuses to read a link (O_NOFOLLOW).
       const st = await lstat(join(source.root, ...this.#path.split('/')));
       if (!st.isFile()) throw new Error(`${source.name}: ${this.#path} is not a regular file`);
-      return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs);
+      return timeVersion(`${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`, st.mtimeMs, st.size);
     }
     // One lstat on SFTP, one HEAD on S3, through the source's own connection or client.
     const st = await source.stat(this.#path);
@@ -645,7 +647,12 @@ export class SuppressionLists {
     // (above); a settled version is never hashed again, and a list is ~10 ms a million numbers.
     const hash = version.settled ? null : createHash('sha256');
     const bytes = entry.backend.open();
-    const list = await readSuppressionList(hash ? hashing(bytes, hash) : bytes, entry.rules, what);
+    const list = await readSuppressionList(
+      hash ? hashing(bytes, hash) : bytes,
+      entry.rules,
+      what,
+      version.bytes,
+    );
     entry.checkedAt = this.#now();
     entry.list = list;
     entry.version = version.id;

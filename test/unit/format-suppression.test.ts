@@ -209,6 +209,20 @@ describe('readSuppressionList: any byte stream (an S3 object, a file on a source
     },
   );
 
+  it('the size hint (the room made for the numbers at once) changes nothing, right or wrong', async () => {
+    const many = Array.from({ length: 5000 }, (_, i) => `30${String(10_000_000 + i)}`).join('\n');
+    for (const size of [undefined, 0, 1, many.length, 10 * many.length]) {
+      const list = await readSuppressionList(
+        pieces(Buffer.from(many), 4096),
+        makeNumberRules(),
+        'list',
+        size,
+      );
+      expect([list.size, list.invalid], `size ${size}`).toEqual([5000, 0]);
+      expect(list.has('573010000000') && list.has('573010004999')).toBe(true);
+    }
+  });
+
   it('an empty stream, and one byte: an empty list', async () => {
     expect((await readSuppressionList(pieces(Buffer.alloc(0), 1))).size).toBe(0);
     const one = await readSuppressionList(pieces(Buffer.from('3'), 1));
