@@ -250,9 +250,10 @@ async function headVersion(client: S3Client, bucket: string, key: string): Promi
   const { HeadObjectCommand } = await s3Module();
   try {
     const res = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    if (res.ETag) return { id: `etag:${res.ETag}`, settled: true };
+    const bytes = res.ContentLength;
+    if (res.ETag) return { id: `etag:${res.ETag}`, settled: true, ...(bytes !== undefined ? { bytes } : {}) };
     const mtimeMs = res.LastModified?.getTime() ?? 0;
-    return timeVersion(`${res.ContentLength ?? 0}:${mtimeMs}`, mtimeMs);
+    return timeVersion(`${bytes ?? 0}:${mtimeMs}`, mtimeMs, bytes);
   } catch (err) {
     throw new Error(`s3://${bucket}/${key}: ${await describeS3(err)}`, { cause: err });
   }
@@ -330,8 +331,8 @@ class SourceFileBackend implements Backend {
     // One lstat on SFTP, one HEAD on S3, through the source's own connection or client.
     const st = await source.stat(this.#path);
     if (st === null) throw new Error(`${source.name}: ${this.#path} does not exist`);
-    if (st.etag) return { id: `etag:${st.etag}`, settled: true };
-    return timeVersion(`${st.size}:${st.mtimeMs}`, st.mtimeMs);
+    if (st.etag) return { id: `etag:${st.etag}`, settled: true, bytes: st.size };
+    return timeVersion(`${st.size}:${st.mtimeMs}`, st.mtimeMs, st.size);
   }
   open(): AsyncIterable<Uint8Array> {
     return this.#source.open(this.#path);
