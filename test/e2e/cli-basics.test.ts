@@ -1,14 +1,14 @@
 // What a new user trips over first (issue 10 item 22): `dropline --version`, a clear message
 // and exit 2 on a Node.js too old to run dropline (not a raw ERR_UNKNOWN_FILE_EXTENSION), and
 // DROPLINE_CONFIG naming the configuration (a container's `docker run … status`).
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIN_NODE, nodeSupported } from '../../bin/supported-node.js';
-import { BIN, PipelineHarness, REPO } from '../helpers/pipeline-harness.ts';
+import { REPO, runCli } from '../helpers/cli.ts';
+import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 
 interface Run {
   code: number;
@@ -16,26 +16,17 @@ interface Run {
   stderr: string;
 }
 
-function run(
+const run = (
   node: string,
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      node,
-      [BIN, ...args],
-      {
-        cwd: options.cwd ?? REPO,
-        env: { ...process.env, DROPLINE_CONFIG: '', ...options.env },
-        timeout: 20_000,
-      },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-      },
-    );
+): Promise<Run> =>
+  runCli(args, {
+    node,
+    cwd: options.cwd ?? REPO,
+    env: { DROPLINE_CONFIG: '', ...options.env },
+    timeout: 20_000,
   });
-}
 
 const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 

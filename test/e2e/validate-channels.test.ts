@@ -2,30 +2,20 @@
 // WhatsApp source (issue 15): the source's channel and content apply, and an email file's
 // templateId is checked against the account's stored templates (GET /email/v1/templates) as
 // the daemon checks it. Real processes, a real config file, the sandbox on loopback.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { BIN } from '../helpers/pipeline-harness.ts';
+import { runCli } from '../helpers/cli.ts';
 import { closedPort } from '../service/helpers.ts';
 
 let dir = '';
 let config = '';
 let sandbox: Sandbox;
 
-function validate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, 'validate', '--config', config, ...args],
-      { cwd: dir, env: { ...process.env, DROPLINE_CONFIG: '' } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
-}
+const validate = (...args: string[]) =>
+  runCli(['validate', '--config', config, ...args], { cwd: dir, env: { DROPLINE_CONFIG: '' } });
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dropline-validate-channels-'));

@@ -1,15 +1,13 @@
 // `dropline validate` as a real process (CONTRACT.md "validate --json output", issue 2):
 // exit 0 accepted, 1 rejected, 2 usage error or unreadable file.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REASONS } from '../../src/errors.ts';
+import { REPO as ROOT, runCli } from '../helpers/cli.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'dropline.js');
 const SAMPLES = join(ROOT, 'samples');
 
 interface Run {
@@ -18,19 +16,7 @@ interface Run {
   stderr: string;
 }
 
-function dropline(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const dropline = (...args: string[]): Promise<Run> => runCli(args, { env: { NO_COLOR: '1' } });
 
 interface Issue {
   line: number;

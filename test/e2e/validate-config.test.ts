@@ -2,12 +2,11 @@
 // configuration, the source's maxInvalidRatio, allowedCountries, layout and defaultCountry and
 // the suppression list apply (`--source NAME`, default the first source); explicit flags
 // still override. Real processes, a real config file.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/pipeline-harness.ts';
+import { runCli } from '../helpers/cli.ts';
 
 interface Run {
   code: number;
@@ -19,18 +18,8 @@ let dir = '';
 let configPath = '';
 let file = '';
 
-function dropline(args: string[], options: { cwd?: string } = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: options.cwd ?? dir, env: { ...process.env, DROPLINE_CONFIG: '' } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const dropline = (args: string[], options: { cwd?: string } = {}): Promise<Run> =>
+  runCli(args, { cwd: options.cwd ?? dir, env: { DROPLINE_CONFIG: '' } });
 
 interface Summary {
   layout: string;

@@ -1,25 +1,9 @@
 // `validate --max-line-length` is capped: the reader holds a line in memory up to the limit,
 // so an unbounded value would lift its memory bound (docs/configuration.md).
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'dropline.js');
-
-function dropline(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const dropline = (...args: string[]) => runCli(args, { env: { NO_COLOR: '1' } });
 
 describe('validate --max-line-length has a maximum (1 MiB)', () => {
   it.each(['1048577', '9999999999'])('%s is a usage error naming the maximum', async (value) => {

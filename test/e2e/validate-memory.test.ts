@@ -1,30 +1,23 @@
 // `dropline validate` parses a file while it sniffs it, so its duplicate index is sized from
 // the file's head alone: a head unlike the rest (256 KB of blank lines before the records)
 // must not size it for far more recipients than the file holds.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO, runCli } from '../helpers/cli.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'dropline.js');
-const PEAK_RSS = join(ROOT, 'bench', 'peak-rss.ts');
+const PEAK_RSS = join(REPO, 'bench', 'peak-rss.ts');
 
 /** validate --json as a process: its summary and its peak RSS (MiB). */
-function validate(path: string): Promise<{ summary: { records: number; valid: number }; rssMiB: number }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', PEAK_RSS, BIN, 'validate', '--json', path],
-      { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const rss = /peak-rss-kib (\d+)/.exec(stderr);
-        if ((err && err.code !== 1) || !rss) reject(new Error(`validate failed: ${err?.message}\n${stderr}`));
-        else resolve({ summary: JSON.parse(stdout), rssMiB: Number(rss[1]) / 1024 });
-      },
-    );
-  });
+async function validate(
+  path: string,
+): Promise<{ summary: { records: number; valid: number }; rssMiB: number }> {
+  const run = await runCli(['validate', '--json', path], { nodeArgs: ['--import', PEAK_RSS] });
+  const rss = /peak-rss-kib (\d+)/.exec(run.stderr);
+  if ((run.code !== 0 && run.code !== 1) || !rss)
+    throw new Error(`validate failed (${run.code}):\n${run.stderr}`);
+  return { summary: JSON.parse(run.stdout), rssMiB: Number(rss[1]) / 1024 };
 }
 
 let dir: string;

@@ -1,14 +1,13 @@
 // `dropline validate` with an opt-out list on an SFTP source whose host key is pinned by
 // `hostKeyFile` (not `hostKeySha256`): validate reads the configuration as the daemon does,
 // the key file read into the fingerprint, and reads the list through a real sshd.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type SftpClient from 'ssh2-sftp-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readConfigFile } from '../../src/config/load.ts';
-import { BIN } from '../helpers/pipeline-harness.ts';
+import { runCli } from '../helpers/cli.ts';
 import { type Sshd, sftpPut, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const skip = sshdUnavailable();
@@ -20,18 +19,8 @@ interface Run {
   stderr: string;
 }
 
-function dropline(args: string[], cwd: string): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd, env: { ...process.env, DROPLINE_CONFIG: '' } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const dropline = (args: string[], cwd: string): Promise<Run> =>
+  runCli(args, { cwd, env: { DROPLINE_CONFIG: '' } });
 
 describe.skipIf(skip !== null)('validate: an opt-out list on an SFTP source pinned by hostKeyFile', () => {
   let sshd: Sshd;

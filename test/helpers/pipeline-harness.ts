@@ -5,17 +5,17 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { ChunkRecord, FileRecord } from '../../src/store/store.ts';
+import { BIN, REPO } from './cli.ts';
 import { type TestStore, testStore } from './test-store.ts';
 
-export const REPO = resolve(import.meta.dirname, '../..');
-export const BIN = join(REPO, 'bin/dropline.js');
+export { BIN, REPO };
 
 /** A port nothing listens on now (listen on 0, close, reuse). */
 export async function freePort(): Promise<number> {
