@@ -35,7 +35,7 @@ import {
   normaliseHeaderName,
 } from './layout.ts';
 import { LineSplitter } from './lines.ts';
-import { type NumberResult, type NumberRules, normalizeNumber, sentValue } from './numbers.ts';
+import { type NumberResult, type NumberRules, normalizeNumber } from './numbers.ts';
 import {
   detectSeparator,
   hasSeparatorOrQuote,
@@ -809,7 +809,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       staged.keyHi[i] = hashString(result.number, 0x811c9dc5);
       staged.keyLo[i] = hashString(result.number, 0x01234567);
       staged.values[i] = 0;
-    } else staged.values[i] = sentValue(result.number);
+    } else staged.values[i] = result.value;
     staged.hashes[i] = hash;
     staged.lines[i] = line;
     staged.ks[i] = k;
@@ -1157,7 +1157,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       msg = { ...NO_TEXT, text, empty: false };
       hash = hashString(text) || 1;
     }
-    recipient(line, k, raw, { ok: true, number: r.address, country: '' }, msg, id, hash);
+    // An address has no numeric value: its key is two hashes of it (recipient).
+    recipient(line, k, raw, { ok: true, number: r.address, country: '', value: -1 }, msg, id, hash);
   };
 
   /**

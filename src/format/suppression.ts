@@ -204,7 +204,7 @@ class Collector {
       this.invalid++;
       return;
     }
-    this.push(sentValue(r.number));
+    this.push(r.value);
   }
   /**
    * A line of digits and the formatting normalizeNumber removes (space - . ( )), nothing

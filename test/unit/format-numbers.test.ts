@@ -6,7 +6,7 @@ import { makeNumberRules, normalizeNumber } from '../../src/format/numbers.ts';
 const CO = makeNumberRules();
 
 function ok(number: string, country: string): NumberResult {
-  return { ok: true, number, country };
+  return { ok: true, number, country, value: Number(number) };
 }
 
 function norm(raw: string, rules = CO): NumberResult {
@@ -276,6 +276,7 @@ describe('FORMAT 5 properties', () => {
           if (r.ok) {
             expect(r.number).toMatch(/^[1-9]\d{9,14}$/);
             expect(r.country).toMatch(/^([A-Z]{2}|001)$/);
+            expect(r.value).toBe(Number(r.number));
           }
         }
       }),
@@ -298,6 +299,36 @@ describe('FORMAT 5 properties', () => {
         },
       ),
     );
+  });
+
+  // Bare digits (most numbers of most files) take a shorter path than formatted ones; a
+  // space in front sends the same digits through the general one.
+  it('bare digits get the answer the general path gives them, any default country', () => {
+    const digits = fc
+      .array(fc.constantFrom('0', '1', '3', '5', '7', '9'), { minLength: 8, maxLength: 14 })
+      .map((a) => a.join(''));
+    const mobiles = fc.oneof(
+      fc.stringMatching(/^3\d{9}$/),
+      fc.stringMatching(/^573\d{9}$/),
+      fc.stringMatching(/^57\d{10}$/),
+    );
+    fc.assert(
+      fc.property(fc.oneof(digits, mobiles), (raw) => {
+        for (const rules of [coRules, mxRules])
+          expect(normalizeNumber(raw, rules)).toEqual(normalizeNumber(` ${raw}`, rules));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(norm('3001234567')).toEqual(ok('573001234567', 'CO'));
+    expect(norm('573001234567')).toEqual(ok('573001234567', 'CO'));
+    expect(normalizeNumber('573001234567', mxRules)).toEqual({
+      ok: false,
+      code: 'COUNTRY_NOT_ALLOWED',
+      number: '573001234567',
+      country: 'CO',
+    });
+    expect(norm('2001234567')).toEqual({ ok: false, code: 'INVALID_NUMBER' });
+    expect(norm('563001234567')).not.toEqual(ok('563001234567', 'CO'));
   });
 
   it('the sent form of an ok result normalises to itself', () => {
