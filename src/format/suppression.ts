@@ -260,6 +260,8 @@ const CR = 13;
 /** A UTF-16 code unit takes at most three bytes of UTF-8: a line of more bytes is too long unread. */
 const MAX_LINE_BYTES = 3 * MAX_LINE;
 const POW10 = [1, 10, 100, 1000];
+/** The longest line (with its line break) ListLines matches others against. */
+const MAX_PATTERN = 32;
 
 /**
  * Splits UTF-8 bytes into lines (LF, CRLF or CR) for the Collector, however the chunks are
@@ -283,6 +285,18 @@ class ListLines {
   #overlong = false;
   #firstByte = -1;
   #lastWasCr = false;
+  /**
+   * The last simple line read whole from one chunk, with its LF or CRLF (#learn): the lines
+   * after it are most often laid out the same (one export, one format), and #alike reads those
+   * by matching it, no byte classified. `#patternLength` 0: none yet.
+   */
+  readonly #pattern = new Uint8Array(MAX_PATTERN);
+  #patternLength = 0;
+  /** Where its digits are, and its other bytes (formatting, the line break). */
+  readonly #digitAt = new Int32Array(12);
+  #patternDigits = 0;
+  readonly #otherAt = new Int32Array(MAX_PATTERN);
+  #patternOthers = 0;
 
   constructor(out: Collector) {
     this.#out = out;
@@ -294,6 +308,8 @@ class ListLines {
       this.#lastWasCr = false;
       if (bytes[0] === LF) i = 1; // the LF of a CRLF split across chunks
     }
+    // At a line's start (nothing carried from the chunk before): the lines laid out alike.
+    if (this.#patternLength > 0 && this.#carried === 0 && !this.#overlong) i = this.#alike(bytes, i);
     let start = i;
     let digits = this.#digits;
     let high = this.#high;
@@ -324,12 +340,80 @@ class ListLines {
       high = 0;
       low = 0;
       simple = true;
+      if (this.#patternLength > 0) {
+        start = this.#alike(bytes, start);
+        i = start - 1;
+      }
     }
     this.#digits = digits;
     this.#high = high;
     this.#low = low;
     this.#simple = simple;
     if (start < bytes.length) this.#keep(bytes.subarray(start));
+  }
+
+  /**
+   * Reads the lines from `i` on that are laid out as #pattern (the same bytes where it has
+   * no digit, a digit where it has one), as the loop in push would read them: the same
+   * digits, the same simple line. Returns where the first other line starts.
+   */
+  #alike(bytes: Uint8Array, i: number): number {
+    const pattern = this.#pattern;
+    const length = this.#patternLength;
+    const digitAt = this.#digitAt;
+    const otherAt = this.#otherAt;
+    const others = this.#patternOthers;
+    const digits = this.#patternDigits;
+    const rest = digits - 9;
+    const scale = POW10[rest]!;
+    const out = this.#out;
+    for (; i + length <= bytes.length; i += length) {
+      // Its line break first: a line of another length fails here.
+      if (bytes[i + length - 1] !== LF) break;
+      let differ = 0;
+      for (let j = 0; j < others; j++) differ |= bytes[i + otherAt[j]!]! ^ pattern[otherAt[j]!]!;
+      // d | (9 - d) is negative when d is not a digit.
+      let notDigit = 0;
+      let high = 0;
+      for (let j = 0; j < 9; j++) {
+        const d = bytes[i + digitAt[j]!]! - 48;
+        notDigit |= d | (9 - d);
+        high = high * 10 + d;
+      }
+      let low = 0;
+      for (let j = 9; j < digits; j++) {
+        const d = bytes[i + digitAt[j]!]! - 48;
+        notDigit |= d | (9 - d);
+        low = low * 10 + d;
+      }
+      if (differ !== 0 || notDigit < 0) break;
+      if (!out.simple(digits, high * scale + low, Math.floor(high / 1_000_000))) break;
+    }
+    return i;
+  }
+
+  /**
+   * A simple line of `digits` digits read whole from this chunk, bytes[start, end), `end` its
+   * line break: the pattern #alike matches, when the break is LF or CRLF and the line short.
+   */
+  #learn(bytes: Uint8Array, start: number, end: number, digits: number): void {
+    let length = end - start + 1;
+    if (bytes[end] === CR) {
+      if (end + 1 >= bytes.length || bytes[end + 1] !== LF) return;
+      length++;
+    }
+    if (length > MAX_PATTERN) return;
+    let d = 0;
+    let o = 0;
+    for (let k = 0; k < length; k++) {
+      const c = bytes[start + k]!;
+      this.#pattern[k] = c;
+      if (c >= 48 && c <= 57) this.#digitAt[d++] = k;
+      else this.#otherAt[o++] = k;
+    }
+    this.#patternLength = length;
+    this.#patternDigits = digits;
+    this.#patternOthers = o;
   }
 
   /** The end of the input: its last line, if it has no line break. */
@@ -376,6 +460,7 @@ class ListLines {
       // high holds the first nine digits, low the rest.
       const rest = digits - 9;
       if (out.simple(digits, high * POW10[rest]! + low, Math.floor(high / 1_000_000))) {
+        if (this.#carried === 0 && end < bytes.length) this.#learn(bytes, start, end, digits);
         this.#reset();
         return;
       }

@@ -515,6 +515,45 @@ describe('readSuppressionList fast paths against normalizeNumber, line by line',
     await checkList(lines.join('\r\n') + '\r\n', makeNumberRules('GB'), rand, 'all the lines, GB');
   });
 
+  // A list is most often one export, every line laid out the same: such lines are read by
+  // matching the line before (ListLines #alike). Runs of one layout, each line of them
+  // possibly changed in one byte (a letter, a comment, a digit's place, another head).
+  it('runs of lines laid out alike, and lines that nearly match them', async () => {
+    const rand = prng(0xa11e);
+    const layouts: ((d: string) => string)[] = [
+      (d) => d,
+      (d) => `${d.slice(0, 2)} ${d.slice(2)}`,
+      (d) => `${d.slice(0, 3)}-${d.slice(3, 6)}-${d.slice(6)}`,
+      (d) => `(${d.slice(0, 3)}) ${d.slice(3, 6)}.${d.slice(6)}`,
+      (d) => ` ${d} `,
+    ];
+    const swaps = ['x', '#', ' ', '-', 'é', '\u0663', '+', '\t', '0', '9'];
+    for (let run = 0; run < 60; run++) {
+      let text = '';
+      for (let r = 0, runs = 1 + Math.floor(rand() * 4); r < runs; r++) {
+        const layout = pick(rand, layouts);
+        const head = pick(rand, ['3', '573', '574', '576', '3', '573']);
+        const size = head.length === 1 ? 10 : 12;
+        const end = pick(rand, ['\n', '\n', '\r\n', '\r']);
+        for (let i = 0, n = 1 + Math.floor(rand() * 30); i < n; i++) {
+          let l = layout(head + digits(rand, size - head.length));
+          if (rand() < 0.15) {
+            const at = Math.floor(rand() * l.length);
+            l = l.slice(0, at) + pick(rand, swaps) + l.slice(at + 1);
+          }
+          text += l + end;
+        }
+      }
+      for (const country of ['CO', 'MX'])
+        await checkList(
+          text,
+          makeNumberRules(country),
+          rand,
+          `${country} run ${run}: ${JSON.stringify(text)}`,
+        );
+    }
+  });
+
   it('a line split across chunks, and a CRLF split across chunks, go the slow way to the same list', async () => {
     const rand = prng(13);
     const text = '3001234567\r\n573109876543\r\n(315) 111-2233\r\n';
