@@ -126,6 +126,23 @@ describe('FORMAT 6: duplicate index', () => {
   });
 });
 
+describe('FingerprintTable.slotOf', () => {
+  it('is a slot of the table, and reaches its far end, whatever its size', () => {
+    const rand = prng(0x5107);
+    for (const expected of [1, 1000, 12_345, 1_000_000, 5_000_000]) {
+      const table = new FingerprintTable(expected, false);
+      const capacity = table.bytes / 8;
+      let highest = 0;
+      for (let i = 0; i < 20_000; i++) {
+        const slot = table.slotOf(Math.floor(rand() * 2 ** 32), Math.floor(rand() * 2 ** 32));
+        expect(Number.isInteger(slot) && slot >= 0 && slot < capacity, `${slot} of ${capacity}`).toBe(true);
+        highest = Math.max(highest, slot);
+      }
+      expect(highest, `capacity ${capacity}`).toBeGreaterThan(capacity * 0.99);
+    }
+  });
+});
+
 describe('RecipientIndex.addBatch', () => {
   it('answers as add() one by one would, duplicates inside one batch included', () => {
     const one = new RecipientIndex(16);
