@@ -29,6 +29,7 @@ export default defineConfig({
     pool: 'forks',
     // One PostgreSQL cluster for the run (test/helpers/postgres.ts); each test its own schema.
     globalSetup: ['test/helpers/postgres-global-setup.ts'],
+    setupFiles: ['test/helpers/byte-check.ts'],
     projects: [
       { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
       {

@@ -4,7 +4,7 @@
 // because the Windows-1252 fallback applies to the whole file when any byte is not UTF-8,
 // and that byte may be the last one. The same pass finds NUL bytes, the size and the line
 // count (which sizes the duplicate index).
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import { createHash, type Hash } from 'node:crypto';
 
 export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
@@ -178,7 +178,6 @@ export async function sniff(
 /** A UTF-8 BOM (EF BB BF) read as Windows-1252. */
 const UTF8_BOM_AS_1252 = '\u00ef\u00bb\u00bf';
 
-/** Decodes byte chunks as `encoding` into text chunks; a BOM is dropped. */
 /**
  * Bytes decoded at a time. The text of one piece stays under V8's large-object size
  * (~128 KiB), so it dies young; whole 256 KiB reads decoded at once became large objects
@@ -187,7 +186,24 @@ const UTF8_BOM_AS_1252 = '\u00ef\u00bb\u00bf';
  */
 const DECODE_PIECE = 32 * 1024;
 
-export async function* decodeText(chunks: ByteChunks, encoding: TextEncoding): AsyncGenerator<string> {
+/**
+ * The bytes of the text decodeText yielded last when they are that text exactly, a byte a
+ * code unit (ASCII, nothing of a character carried from the bytes before): what reads the
+ * text may read a part of it from the bytes instead, at the same index, until decodeText is
+ * resumed (the bytes may be reused after). null otherwise.
+ */
+export interface TextBytes {
+  bytes: Uint8Array | null;
+}
+
+/** Decodes byte chunks as `encoding` into text chunks; a BOM is dropped. */
+export async function* decodeText(
+  chunks: ByteChunks,
+  encoding: TextEncoding,
+  view: TextBytes = { bytes: null },
+): AsyncGenerator<string> {
+  // UTF-8 and Windows-1252 read ASCII as ASCII, a byte a character.
+  const ascii = encoding === 'utf-8' || encoding === 'windows-1252';
   // WHATWG TextDecoder strips the BOM of its own encoding (ignoreBOM false). A file that
   // starts with a UTF-8 BOM but has a byte that is not UTF-8 further on is read as
   // Windows-1252 (FORMAT.md 2): its BOM is dropped too, not read as "ï»¿" (docs/format.md).
@@ -204,9 +220,13 @@ export async function* decodeText(chunks: ByteChunks, encoding: TextEncoding): A
         text = strip(head);
         head = null;
       }
-      if (text.length > 0) yield text;
+      if (text.length === 0) continue;
+      // The same length: nothing of an earlier piece's last character came out with it.
+      view.bytes = ascii && text.length === chunk.length && isAscii(chunk) ? chunk : null;
+      yield text;
     }
   }
+  view.bytes = null;
   const rest = head === null ? decoder.decode() : strip(head + decoder.decode());
   if (rest.length > 0) yield rest;
 }

@@ -83,7 +83,18 @@ export const joinedScan = { valuesPlain: false };
  * cons string, flattened into a new string when read whole) and without reading the
  * literals again. Whether the values are plain GSM goes to joinedScan.
  */
-export function hashJoined(literals: readonly HashPiece[], values: readonly string[], n: number): number {
+export function hashJoined(
+  literals: readonly HashPiece[],
+  values: readonly string[],
+  n: number,
+  /**
+   * The bytes the values were read from, when they are ASCII (a byte a code unit; see
+   * TextBytes), and where each value starts in them (`at[k]`, -1: read the string). Bytes
+   * are read ~2.5x faster than a string's code units, a slice's above all.
+   */
+  bytes: Uint8Array | null = null,
+  at: Int32Array | null = null,
+): number {
   const first = literals[0]!;
   let h1 = first.h1;
   let h2 = first.h2;
@@ -94,6 +105,24 @@ export function hashJoined(literals: readonly HashPiece[], values: readonly stri
     const len = s.length;
     total += len;
     let i = 0;
+    const o = bytes === null ? -1 : at![k]!;
+    if (o >= 0) {
+      const b8 = bytes!;
+      for (; i + 1 < len; i += 2) {
+        const a = b8[o + i]!;
+        const b = b8[o + i + 1]!;
+        bad |= (PLAIN[a]! & PLAIN[b]!) ^ 1;
+        h1 = (Math.imul(h1, B1_SQ) + Math.imul(a, B1) + b) | 0;
+        h2 = (Math.imul(h2, B2_SQ) + Math.imul(a, B2) + b) | 0;
+      }
+      if (i < len) {
+        const a = b8[o + i]!;
+        bad |= PLAIN[a]! ^ 1;
+        h1 = (Math.imul(h1, B1) + a) | 0;
+        h2 = (Math.imul(h2, B2) + a) | 0;
+      }
+      i = len;
+    }
     for (; i + 1 < len; i += 2) {
       const a = s.charCodeAt(i);
       const b = s.charCodeAt(i + 1);
@@ -113,15 +142,31 @@ export function hashJoined(literals: readonly HashPiece[], values: readonly stri
     total += lit.length;
   }
   joinedScan.valuesPlain = bad === 0;
-  return finish(h1, h2, total);
+  const h = finish(h1, h2, total);
+  if (byteCheck.on && bytes !== null) checkBytes(hashJoined(literals, values, n), bad === 0, h, 'hashJoined');
+  return h;
+}
+
+/**
+ * Tests turn this on: every hash read from bytes is compared with the same hash read from
+ * the strings, and a difference throws (a value's place in the bytes was wrong).
+ */
+export const byteCheck = { on: false, checked: 0 };
+
+function checkBytes(want: number, plain: boolean, got: number, what: string): void {
+  byteCheck.checked++;
+  const wantPlain = what === 'hashJoined' ? joinedScan.valuesPlain : textScan.plain;
+  if (want !== got || wantPlain !== plain)
+    throw new Error(`${what}: the bytes gave ${got} (plain ${plain}), the text ${want} (plain ${wantPlain})`);
 }
 
 function finish(h1: number, h2: number, length: number): number {
   return fmix32(h1 ^ fmix32(h2 ^ length));
 }
 
-// The characters of segments.ts's isPlainGsm (LF, space to Z, _, a to z).
-const PLAIN = new Uint8Array(128);
+// The characters of segments.ts's isPlainGsm (LF, space to Z, _, a to z). A byte of any
+// value may be looked up (bytes are ASCII when read, but a table read out of bounds costs).
+const PLAIN = new Uint8Array(256);
 PLAIN[10] = 1;
 PLAIN[95] = 1;
 for (let c = 32; c <= 90; c++) PLAIN[c] = 1;
@@ -157,6 +202,36 @@ export function scanText(s: string): number {
   }
   textScan.plain = bad === 0;
   return finish(h1, h2, n);
+}
+
+/**
+ * scanText(text), read from `bytes` at `at` where the text is, byte for byte (ASCII: see
+ * TextBytes), when `bytes` is given and `at` is not -1: ~2.5x faster than reading the string.
+ */
+export function scanTextAt(text: string, bytes: Uint8Array | null, at: number): number {
+  if (bytes === null || at < 0) return scanText(text);
+  let h1 = 0;
+  let h2 = 0;
+  const n = text.length;
+  let bad = 0;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    const a = bytes[at + i]!;
+    const b = bytes[at + i + 1]!;
+    bad |= (PLAIN[a]! & PLAIN[b]!) ^ 1;
+    h1 = (Math.imul(h1, B1_SQ) + Math.imul(a, B1) + b) | 0;
+    h2 = (Math.imul(h2, B2_SQ) + Math.imul(a, B2) + b) | 0;
+  }
+  if (i < n) {
+    const a = bytes[at + i]!;
+    bad |= PLAIN[a]! ^ 1;
+    h1 = (Math.imul(h1, B1) + a) | 0;
+    h2 = (Math.imul(h2, B2) + a) | 0;
+  }
+  const h = finish(h1, h2, n);
+  if (byteCheck.on) checkBytes(scanText(text), bad === 0, h, 'scanTextAt');
+  textScan.plain = bad === 0;
+  return h;
 }
 
 /** The duplicate index is written 2^12 slots at a time (32 or 48 KiB) before they are read. */

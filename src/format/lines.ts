@@ -16,6 +16,11 @@ export class LineSplitter {
   private longPrefix: string | null = null;
   /** The previous chunk ended with CR: an LF at the start of the next one belongs to it. */
   private pendingCR = false;
+  /**
+   * While the sink runs: where its line starts in the text pushed last, or -1 when the line
+   * began in an earlier push (or is too long, or is the end's).
+   */
+  lineAt = -1;
 
   constructor(maxLength: number, sink: LineSink) {
     this.maxLength = maxLength;
@@ -39,6 +44,7 @@ export class LineSplitter {
         if (cr === -1) break;
         brk = cr;
       } else brk = cr === -1 || lf < cr ? lf : cr;
+      this.lineAt = this.carry.length > 0 || this.longPrefix !== null ? -1 : start;
       this.emit(s.slice(start, brk));
       if (brk === cr) {
         if (brk + 1 === n) {
@@ -51,6 +57,7 @@ export class LineSplitter {
   }
 
   end(): void {
+    this.lineAt = -1;
     if (this.carry.length > 0 || this.longPrefix !== null) this.emit('');
   }
 

@@ -49,6 +49,8 @@ export interface PersonalizedFields {
   message: string;
   /** The message was quoted: its line breaks are kept. */
   quoted: boolean;
+  /** Where the message starts in the record's text, or -1 when it is not a part of it (quoted). */
+  at: number;
 }
 
 /**
@@ -70,17 +72,17 @@ export function parsePersonalized(s: string, sep: string | null): Parsed<Persona
     i = j === -1 ? s.length : j;
   }
   const m = i + 1;
-  if (m >= s.length) return { number, message: '', quoted: false };
+  if (m >= s.length) return { number, message: '', quoted: false, at: -1 };
   if (s.charCodeAt(m) === QUOTE) {
     const q = scanQuoted(s, m);
     if (q === OPEN) return OPEN;
     const after = skipSpaces(s, q.end);
     if (after < s.length && !(s[after] === sep && skipSpaces(s, after + 1) === s.length)) return MALFORMED;
-    return { number, message: q.value, quoted: true };
+    return { number, message: q.value, quoted: true, at: -1 };
   }
   let end = s.length;
   if (sep !== null && s.endsWith(sep) && end - 1 >= m) end--;
-  return { number, message: s.slice(m, end), quoted: false };
+  return { number, message: s.slice(m, end), quoted: false, at: m };
 }
 
 /**
@@ -89,7 +91,14 @@ export function parsePersonalized(s: string, sep: string | null): Parsed<Persona
  * when given, is the array the fields are written to and returned (reused by the reader
  * from record to record: one array fewer per record).
  */
-export function parseCsv(s: string, sep: string, quoted?: boolean[], out?: string[]): Parsed<string[]> {
+export function parseCsv(
+  s: string,
+  sep: string,
+  quoted?: boolean[],
+  out?: string[],
+  /** Filled with where each field starts in `s` (-1: a quoted field, not a part of s). */
+  starts?: number[],
+): Parsed<string[]> {
   const fields = out ?? [];
   let k = 0;
   let i = 0;
@@ -102,6 +111,7 @@ export function parseCsv(s: string, sep: string, quoted?: boolean[], out?: strin
       if (q === OPEN) return OPEN;
       fields[k] = q.value;
       if (quoted) quoted[k] = true;
+      if (starts) starts[k] = -1;
       k++;
       i = skipSpaces(s, q.end);
       if (i < n && s[i] !== sep) return MALFORMED;
@@ -109,6 +119,7 @@ export function parseCsv(s: string, sep: string, quoted?: boolean[], out?: strin
       const j = s.indexOf(sep, i);
       fields[k] = j === -1 ? s.slice(i) : s.slice(i, j);
       if (quoted) quoted[k] = false;
+      if (starts) starts[k] = i;
       k++;
       i = j === -1 ? n : j;
     }
@@ -117,6 +128,7 @@ export function parseCsv(s: string, sep: string, quoted?: boolean[], out?: strin
       if (i < n) continue;
       fields[k] = '';
       if (quoted) quoted[k] = false;
+      if (starts) starts[k] = -1;
       k++;
     }
     if (fields.length !== k) fields.length = k;

@@ -196,6 +196,14 @@ export function templateValues(
   fields: readonly string[],
   quoted: readonly boolean[],
   values: string[],
+  /**
+   * With `starts` (parseCsv's: where each field starts in the record's text) and `base`
+   * (where that text starts in the bytes it was read from): `at[k]` gets where values[k] is
+   * in those bytes, -1 when it is not there as it is (quoted, or trimmed).
+   */
+  starts: readonly number[] | null = null,
+  base = -1,
+  at: Int32Array | null = null,
 ): number {
   const cols = template.cols;
   for (let k = 0; k < cols.length; k++) {
@@ -204,7 +212,9 @@ export function templateValues(
     if (value === undefined) return k;
     const trimmed = trimText(value);
     if (trimmed.length === 0) return k;
-    values[k] = quoted[c] === true ? value : trimmed;
+    const asIs = quoted[c] !== true;
+    values[k] = asIs ? trimmed : value;
+    if (at !== null) at[k] = asIs && trimmed === value && base >= 0 ? base + starts![c]! : -1;
   }
   return -1;
 }
