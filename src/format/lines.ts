@@ -18,7 +18,7 @@ export class LineSplitter {
   private pendingCR = false;
   /**
    * While the sink runs: where its line starts in the text pushed last, or -1 when the line
-   * began in an earlier push (or is too long, or is the end's).
+   * began in an earlier push (its start carried), or is the end's.
    */
   lineAt = -1;
 

@@ -359,7 +359,7 @@ function prepareMessage(
 ): PreparedMessage {
   let warnings = 0;
   let text = quoted ? raw : raw.trim();
-  // Trimmed at its start, the text is no longer where raw is (at its end it still is).
+  // A trimmed text is read from its string (the bytes hold raw, spaces and all).
   let hash = hashText ? scanTextAt(text, text.length === raw.length ? bytes : null, at) || 1 : 0;
   let plain = hashText ? textScan.plain : isPlainGsm(text);
   if (!plain && CONTROL.test(text)) {
