@@ -664,15 +664,15 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
   const csvStarts: number[] = [];
   /** Where each inserted value is in recordBytes (-1: not there as it is). */
   let insertedAt = new Int32Array(4);
-  // The bytes of the record being read, when its text is them exactly (ASCII, its line read
-  // whole from the last text decoded: TextBytes), and where its text starts in them: texts
-  // are hashed from the bytes (dedupe.ts scanTextAt, hashJoined), ~2.5x faster than from
-  // the strings. null for any other record (a quoted record of several lines, a held trailer).
+  // recordBytes: the bytes of the record being read, when its text is them exactly (ASCII,
+  // its line read whole from the last text decoded: TextBytes), the text starting at lineAt:
+  // texts are hashed from the bytes (dedupe.ts scanTextAt, hashJoined), ~2.5x faster than
+  // from the strings. null for any other record (a quoted record of several lines, a held
+  // trailer).
   const textBytes: TextBytes = { bytes: null };
   /** Where the line the splitter gives onLine starts in textBytes (-1: not there whole). */
   let lineAt = -1;
   let recordBytes: Uint8Array | null = null;
-  let recordAt = -1;
   let heldTrailer: { text: string; lineNo: number; count: number | null } | null = null;
   const directivesSeen = new Set<string>();
 
@@ -1062,7 +1062,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
     if (insertedAt.length < template.cols.length) insertedAt = new Int32Array(template.cols.length);
     // A headed record's values may be read from its bytes (csvStarts is its fields').
-    const base = fields !== null && recordBytes !== null ? recordAt : -1;
+    const base = fields !== null && recordBytes !== null ? lineAt : -1;
     const missing = templateValues(template, fields ?? [], csvQuoted, inserted, csvStarts, base, insertedAt);
     if (missing >= 0) {
       current.msg = null;
@@ -1149,7 +1149,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     messageAt: number,
   ): void => {
     summary.records++;
-    const at = recordBytes !== null && messageAt >= 0 ? recordAt + messageAt : -1;
+    const at = recordBytes !== null && messageAt >= 0 ? lineAt + messageAt : -1;
     const message = recordMessage(line, rawMessage, quoted, fields, at);
     const { msg, missing } = message;
     if (!idAccepted(line, id)) return;
@@ -1778,10 +1778,8 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
       pending = { startLine: lineNo, lines: [{ text, lineNo, tooLong: false }], length: text.length };
       return;
     }
-    if (lineAt >= 0) {
-      recordBytes = textBytes.bytes;
-      recordAt = lineAt;
-    }
+    // A record of this one line: its text is where the line is.
+    if (lineAt >= 0) recordBytes = textBytes.bytes;
     finishRecord(lineNo, text, parsed);
     recordBytes = null;
   };
