@@ -2,11 +2,12 @@
 // service host; every POST /mtmessage/massive body is serialised once per part and reused across
 // retries, so a resend is byte-identical.
 //
-// Retry policy in one place (docs/service.md):
+// Retry policy in one place (docs/service.md; what each status means: answerDecision in http.ts):
 // - a request that never left (refused, connect timeout, reset before the body was written) and
-//   500/502/503/504 are retried with exponential backoff and jitter, at most `maxAttempts` tries;
-// - once the body may have reached the service (written, then reset or timed out) the part is
-//   `in_doubt` and never resent here: the service has no idempotency key (DESIGN-NOTES 1);
+//   500/503 are retried with exponential backoff and jitter, at most `maxAttempts` tries;
+// - once the body may have reached the service (written, then reset or timed out, or a
+//   gateway's 502/504) the part is `in_doubt` and never resent here: the service has no
+//   idempotency key (DESIGN-NOTES 1);
 // - 400 bisects until the offending destinations are isolated, 413 halves, 429 waits Retry-After,
 //   401 renews the token once, 403 stops and reports the service's message.
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -15,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
-import { describeError, type HttpAnswer, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
+import { answerDecision, describeError, type HttpAnswer, headerOf, postOnce, serviceHost } from './http.ts';
 import {
   type AccountHealth,
   MONITORING_ENDPOINTS,
@@ -515,9 +516,14 @@ export class ServiceClient extends EventEmitter {
           error: extra?.error,
           delayMs: extra?.delayMs,
         });
+      /** The body may have reached the service: the part is never sent again by the client. */
+      const inDoubt = (status: number | null, why: string): PartResult[] => {
+        observe('in_doubt', { error: why });
+        return failure('in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT', status, why);
+      };
       /**
-       * 5xx answers and requests that never left are retried with back-off until
-       * maxAttempts: null means go again, else the part's failure.
+       * Answers the service declined (500, 503) and requests that never left are retried with
+       * back-off until maxAttempts: null means go again, else the part's failure.
        */
       const backOff = async (
         status: number | null,
@@ -538,15 +544,7 @@ export class ServiceClient extends EventEmitter {
 
       if (!answer.ok) {
         const reason = describeError(answer.error);
-        if (answer.written) {
-          observe('in_doubt', { error: reason });
-          return failure(
-            'in_doubt',
-            'DROPLINE_ERR_SERVICE_IN_DOUBT',
-            null,
-            `${reason} after the request was sent`,
-          );
-        }
+        if (answer.written) return inDoubt(null, `${reason} after the request was sent`);
         const gaveUp = await backOff(
           null,
           reason,
@@ -558,7 +556,8 @@ export class ServiceClient extends EventEmitter {
       }
 
       const { status } = answer;
-      if (status >= 200 && status < 300) {
+      const decision = answerDecision(status, answer.written);
+      if (decision === 'accepted') {
         const parsed = answer.bodyError
           ? null
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
@@ -571,11 +570,8 @@ export class ServiceClient extends EventEmitter {
           observe('rejected', { error: mt.reason });
           return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, mt.reason);
         }
-        if (mt?.kind === 'unclear') {
-          const why = `HTTP ${status} without the Status of POST /mtmessage`;
-          observe('in_doubt', { error: why });
-          return failure('in_doubt', 'DROPLINE_ERR_SERVICE_IN_DOUBT', status, why);
-        }
+        if (mt?.kind === 'unclear')
+          return inDoubt(status, `HTTP ${status} without the Status of POST /mtmessage`);
         observe('accepted');
         return result({
           kind: 'accepted',
@@ -589,84 +585,97 @@ export class ServiceClient extends EventEmitter {
         ...this.#secrets,
         token,
       ]);
-      if (status === 400) {
-        if (size > 1) {
-          observe('bisect', { error: reason });
-          return this.#halves(part, signal, flow);
+      switch (decision) {
+        case 'bad_request':
+          if (size > 1) {
+            observe('bisect', { error: reason });
+            return this.#halves(part, signal, flow);
+          }
+          observe('rejected', { error: reason });
+          return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, reason);
+        case 'too_large':
+          if (size > 1) {
+            observe('split', { error: reason });
+            return this.#halves(part, signal, flow);
+          }
+          observe('failed', { error: reason });
+          return failure('failed', 'DROPLINE_ERR_SERVICE_TOO_LARGE', status, reason);
+        case 'unauthorized':
+          this.#tokens.invalidate(token);
+          // A renewed token may be refused because another worker renewed it again meanwhile
+          // (the service keeps one token an account): only renewals refused MAX_REAUTHS times
+          // in a row are an authentication error.
+          if (reauths === MAX_REAUTHS) {
+            observe('unauthorized', { error: reason });
+            return failure(
+              'unauthorized',
+              'DROPLINE_ERR_SERVICE_AUTH',
+              status,
+              `a renewed token was refused too (401, ${MAX_REAUTHS} renewals): ${reason}`,
+            );
+          }
+          reauths++;
+          observe('reauth', { error: reason });
+          continue;
+        case 'forbidden':
+          observe('forbidden', { error: reason });
+          return failure('forbidden', 'DROPLINE_ERR_SERVICE_FORBIDDEN', status, reason);
+        case 'rate_limited': {
+          rateLimited++;
+          if (rateLimited > this.#retry.maxRateLimited) {
+            observe('failed', { error: reason });
+            return failure('failed', 'DROPLINE_ERR_SERVICE_RATE_LIMITED', status, reason, true);
+          }
+          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+          const delayMs = Math.min(
+            hinted ?? backoffDelay(rateLimited, this.#backoff, this.#random()),
+            this.#retry.maxRetryAfterMs,
+          );
+          // A rate limit is the account's, not this request's: every worker holds its sends
+          // and the account's pace is lowered.
+          this.#dispatcher.slowDown({ reason: `HTTP 429: ${reason}`, retryAfterMs: delayMs });
+          observe('rate_limited', { error: reason, delayMs });
+          if (!(await this.#wait(delayMs, signal))) {
+            return failure(
+              'failed',
+              'DROPLINE_ERR_SERVICE_RATE_LIMITED',
+              status,
+              `${reason}; stopped before retrying`,
+              true,
+            );
+          }
+          continue;
         }
-        observe('rejected', { error: reason });
-        return failure('rejected', 'DROPLINE_ERR_SERVICE_REJECTED', status, reason);
-      }
-      if (status === 413) {
-        if (size > 1) {
-          observe('split', { error: reason });
-          return this.#halves(part, signal, flow);
-        }
-        observe('failed', { error: reason });
-        return failure('failed', 'DROPLINE_ERR_SERVICE_TOO_LARGE', status, reason);
-      }
-      if (status === 401) {
-        this.#tokens.invalidate(token);
-        // A renewed token may be refused because another worker renewed it again meanwhile
-        // (the service keeps one token an account): only renewals refused MAX_REAUTHS times
-        // in a row are an authentication error.
-        if (reauths === MAX_REAUTHS) {
-          observe('unauthorized', { error: reason });
-          return failure(
-            'unauthorized',
-            'DROPLINE_ERR_SERVICE_AUTH',
+        case 'retry': {
+          // The service struggling: the whole account sends slower for a while.
+          this.#dispatcher.slowDown({ reason: `HTTP ${status}: ${reason}` });
+          const gaveUp = await backOff(
             status,
-            `a renewed token was refused too (401, ${MAX_REAUTHS} renewals): ${reason}`,
+            reason,
+            (n) => `HTTP ${status} (${n} tries): ${reason}`,
+            `HTTP ${status}; stopped before retrying`,
+          );
+          if (gaveUp) return gaveUp;
+          continue;
+        }
+        case 'in_doubt': {
+          // A gateway's answer (502, 504…): the backend may have the request. The same path
+          // as a reset after writing; the account slows down as for any service trouble.
+          this.#dispatcher.slowDown({ reason: `HTTP ${status}: ${reason}` });
+          return inDoubt(
+            status,
+            `HTTP ${status} after the request was sent (a gateway's answer: the service may have taken it): ${reason}`,
           );
         }
-        reauths++;
-        observe('reauth', { error: reason });
-        continue;
-      }
-      if (status === 403) {
-        observe('forbidden', { error: reason });
-        return failure('forbidden', 'DROPLINE_ERR_SERVICE_FORBIDDEN', status, reason);
-      }
-      if (status === 429) {
-        rateLimited++;
-        if (rateLimited > this.#retry.maxRateLimited) {
+        default:
           observe('failed', { error: reason });
-          return failure('failed', 'DROPLINE_ERR_SERVICE_RATE_LIMITED', status, reason, true);
-        }
-        const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-        const delayMs = Math.min(
-          hinted ?? backoffDelay(rateLimited, this.#backoff, this.#random()),
-          this.#retry.maxRetryAfterMs,
-        );
-        // A rate limit is the account's, not this request's: every worker holds its sends
-        // and the account's pace is lowered.
-        this.#dispatcher.slowDown({ reason: `HTTP 429: ${reason}`, retryAfterMs: delayMs });
-        observe('rate_limited', { error: reason, delayMs });
-        if (!(await this.#wait(delayMs, signal))) {
           return failure(
             'failed',
-            'DROPLINE_ERR_SERVICE_RATE_LIMITED',
+            'DROPLINE_ERR_SERVICE_FAILED',
             status,
-            `${reason}; stopped before retrying`,
-            true,
+            `unexpected HTTP ${status}: ${reason}`,
           );
-        }
-        continue;
       }
-      if (RETRYABLE_STATUS.has(status)) {
-        // The service struggling: the whole account sends slower for a while.
-        this.#dispatcher.slowDown({ reason: `HTTP ${status}: ${reason}` });
-        const gaveUp = await backOff(
-          status,
-          reason,
-          (n) => `HTTP ${status} (${n} tries): ${reason}`,
-          `HTTP ${status}; stopped before retrying`,
-        );
-        if (gaveUp) return gaveUp;
-        continue;
-      }
-      observe('failed', { error: reason });
-      return failure('failed', 'DROPLINE_ERR_SERVICE_FAILED', status, `unexpected HTTP ${status}: ${reason}`);
     }
   }
 
@@ -769,7 +778,10 @@ export class ServiceClient extends EventEmitter {
             break;
           continue;
         }
-        if (!RETRYABLE_STATUS.has(status))
+        // A login is safe to repeat even when it may have been processed (below): an answer
+        // in doubt is retried as one the service declined.
+        const decision = answerDecision(status, answer.written);
+        if (decision !== 'retry' && decision !== 'in_doubt')
           return { kind: 'unavailable', reason: `unexpected HTTP ${status}: ${reason}` };
         lastReason = `HTTP ${status}: ${reason}`;
       } else {

@@ -17,7 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { DroplineError, type ErrorCode } from '../errors.ts';
-import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
+import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
 import { redactSecrets, secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
 
@@ -258,10 +258,11 @@ export class EmailClient {
         if (answer.written) return group.map(() => inDoubt(`${why} after the request was sent`));
       } else {
         const { status } = answer;
+        const decision = answerDecision(status, answer.written);
         const parsed = answer.bodyError
           ? null
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
-        if (status >= 200 && status < 300) {
+        if (decision === 'accepted') {
           if (answer.bodyError) return group.map(() => inDoubt(`HTTP ${status} whose body broke off`));
           return outcomesOf(
             parsed,
@@ -271,27 +272,37 @@ export class EmailClient {
           );
         }
         why = `HTTP ${status}: ${reason(parsed, status, this.#secrets)}`;
-        if (status === 401 || status === 403) {
-          send.refused = {
-            code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
-            why: `the account was refused (${why})`,
-          };
-          const kind = status === 401 ? 'unauthorized' : 'forbidden';
-          return group.map(() => ({ kind, reason: why }));
+        switch (decision) {
+          case 'unauthorized':
+          case 'forbidden': {
+            send.refused = {
+              code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
+              why: `the account was refused (${why})`,
+            };
+            const kind = decision;
+            return group.map(() => ({ kind, reason: why }));
+          }
+          // The structure was refused (the same for halves: no bisection).
+          case 'bad_request':
+            return group.map(() => ({
+              kind: 'rejected',
+              code: 'DROPLINE_ERR_SERVICE_REJECTED',
+              reason: why,
+            }));
+          case 'too_large':
+            if (group.length > 1) return this.#halves(send, group);
+            return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];
+          case 'rate_limited': {
+            // At most retry.maxMs: the chunk holds the account's permit meanwhile.
+            const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+            retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
+            break;
+          }
+          case 'in_doubt':
+            return group.map(() => inDoubt(`${why}, a gateway's answer after the request was sent`));
+          case 'failed':
+            return group.map(() => failed('DROPLINE_ERR_SERVICE_FAILED', why, false));
         }
-        // The structure was refused (the same for halves: no bisection).
-        if (status === 400)
-          return group.map(() => ({ kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why }));
-        if (status === 413) {
-          if (group.length > 1) return this.#halves(send, group);
-          return [failed('DROPLINE_ERR_SERVICE_TOO_LARGE', why, false)];
-        }
-        if (status === 429) {
-          // At most retry.maxMs: the chunk holds the account's permit meanwhile.
-          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-          retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
-        } else if (!RETRYABLE_STATUS.has(status))
-          return group.map(() => failed('DROPLINE_ERR_SERVICE_FAILED', why, false));
       }
       if (tries >= this.#retry.maxAttempts)
         return group.map(() => failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `${why} (${tries} tries)`, true));

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { ErrorCode } from '../errors.ts';
 import type { EmailOutcome } from './email.ts';
-import { describeError, headerOf, postOnce, RETRYABLE_STATUS, serviceHost } from './http.ts';
+import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
 import { secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf, transactionNumberOf } from './wire.ts';
 
@@ -127,26 +127,36 @@ export class WhatsAppClient {
         if (answer.written) return { kind: 'in_doubt', reason: `${why} after the request was sent` };
       } else {
         const { status } = answer;
+        const decision = answerDecision(status, answer.written);
         const parsed = answer.bodyError
           ? null
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
         // Received: the transaction number, when the body (not shown by the spec) carries one.
-        if (status >= 200 && status < 300)
-          return { kind: 'accepted', messageId: transactionNumberOf(parsed) };
+        if (decision === 'accepted') return { kind: 'accepted', messageId: transactionNumberOf(parsed) };
         why = `HTTP ${status}: ${reasonOf(parsed, status, this.#secrets).slice(0, 200)}`;
-        if (status === 401 || status === 403) {
-          run.refused = {
-            code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
-            why: `the account was refused (${why})`,
-          };
-          return { kind: status === 401 ? 'unauthorized' : 'forbidden', reason: why };
+        switch (decision) {
+          case 'unauthorized':
+          case 'forbidden':
+            run.refused = {
+              code: status === 401 ? 'DROPLINE_ERR_SERVICE_AUTH' : 'DROPLINE_ERR_SERVICE_FORBIDDEN',
+              why: `the account was refused (${why})`,
+            };
+            return { kind: decision, reason: why };
+          case 'bad_request':
+            return { kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why };
+          case 'rate_limited': {
+            // At most retry.maxMs: the chunk holds the account's permit meanwhile.
+            const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
+            retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
+            break;
+          }
+          case 'in_doubt':
+            return { kind: 'in_doubt', reason: `${why}, a gateway's answer after the request was sent` };
+          // One message a request: a body too large has nothing to split.
+          case 'too_large':
+          case 'failed':
+            return failed('DROPLINE_ERR_SERVICE_FAILED', why, false);
         }
-        if (status === 400) return { kind: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED', reason: why };
-        if (status === 429) {
-          // At most retry.maxMs: the chunk holds the account's permit meanwhile.
-          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-          retryAfterMs = hinted === null ? null : Math.min(hinted, this.#retry.maxMs);
-        } else if (!RETRYABLE_STATUS.has(status)) return failed('DROPLINE_ERR_SERVICE_FAILED', why, false);
       }
       if (tries >= this.#retry.maxAttempts)
         return failed('DROPLINE_ERR_SERVICE_UNAVAILABLE', `${why} (${tries} tries)`, true);

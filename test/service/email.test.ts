@@ -145,6 +145,18 @@ describe('EmailClient', () => {
     expect((await ledger(s)).entries.some((e) => e.recipient === 'grande@example.com')).toBe(false);
   });
 
+  it.each([502, 504])(
+    '%i (a gateway) after the request was written: each recipient in doubt, sent once',
+    async (status) => {
+      const s = await sandbox();
+      await postJson(`${s.url}/_sandbox/faults`, { email: { [status]: { probability: 1, times: 1 } } });
+      const r = await client(s).send(CONTENT, people(2));
+      expect(r.outcomes.map((o) => o.kind)).toEqual(['in_doubt', 'in_doubt']);
+      expect(r.outcomes[0]!.kind === 'in_doubt' && r.outcomes[0]!.reason).toContain(`HTTP ${status}`);
+      expect((await deliveries(s)).map((d) => d.status)).toEqual([status]);
+    },
+  );
+
   it('5xx are retried with back-off; a request written without an answer is in doubt, not sent again', async () => {
     const s = await sandbox();
     await postJson(`${s.url}/_sandbox/faults`, { email: { '503': { probability: 1, times: 2 } } });

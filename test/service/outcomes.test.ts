@@ -134,8 +134,8 @@ describe('outcomes', () => {
     expect((await ledger()).duplicates).toBe(0);
   });
 
-  it('5xx through every try: failed, retryable, with the last error', async () => {
-    await faults({ massive: { '502': 1 } });
+  it('500/503 through every try: failed, retryable, with the last error', async () => {
+    await faults({ massive: { '503': 1 } });
     const c = client();
     const events: AttemptEvent[] = [];
     c.on('attempt', (e: AttemptEvent) => events.push(e));
@@ -143,7 +143,7 @@ describe('outcomes', () => {
     expect(result.parts[0]!.outcome).toMatchObject({
       kind: 'failed',
       code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-      status: 502,
+      status: 503,
       retryable: true,
       attempts: 4,
     });
@@ -188,6 +188,41 @@ describe('outcomes', () => {
     expect([l.destinations, l.duplicates]).toEqual([4, 0]);
     expect((await massiveRequests()).length).toBe(1);
   });
+
+  it.each([502, 504])(
+    '%i (a gateway) after the body was written: in_doubt, never resent, SMS and RCS alike',
+    async (status) => {
+      const rcs = {
+        channel: 'RCS',
+        flash: false,
+        customMessageId: 'c1',
+        callbackData: { f: 'b1', c: 1 },
+      } as const;
+      await faults({ massive: { [status]: 1 }, mtmessage: { [status]: 1 } });
+      const c = client();
+      const events: AttemptEvent[] = [];
+      c.on('attempt', (e: AttemptEvent) => events.push(e));
+      for (const chunk of [makeChunk(3), { ...makeChunk(3), via: rcs }]) {
+        const result = await c.sendChunk(chunk);
+        expect(result.parts[0]!.outcome).toMatchObject({
+          kind: 'in_doubt',
+          code: 'DROPLINE_ERR_SERVICE_IN_DOUBT',
+          status,
+          retryable: false,
+          attempts: 1,
+        });
+      }
+      expect(events.map((e) => [e.status, e.result, e.written])).toEqual([
+        [status, 'in_doubt', true],
+        [status, 'in_doubt', true],
+      ]);
+      const { requests } = await getJson<{ requests: RequestRecord[] }>(`${sandbox.url}/_sandbox/requests`);
+      expect(requests.filter((r) => r.endpoint !== '/token').map((r) => [r.endpoint, r.status])).toEqual([
+        ['/mtmessage/massive', status],
+        ['/mtmessage', status],
+      ]);
+    },
+  );
 
   it('no answer before the headers timeout: in_doubt', async () => {
     await faults({ massive: { timeout: { probability: 1, times: 1 } } });

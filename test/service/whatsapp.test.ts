@@ -105,6 +105,15 @@ describe('WhatsAppClient', () => {
     expect(await ledger(s)).toEqual([]);
   });
 
+  it.each([502, 504])('%i (a gateway) after the request was written: in doubt, sent once', async (status) => {
+    const s = await sandbox();
+    await postJson(`${s.url}/_sandbox/faults`, { whatsapp: { [status]: { probability: 1, times: 1 } } });
+    const r = await client(s).send(messages(1));
+    expect(r.outcomes[0]).toMatchObject({ kind: 'in_doubt' });
+    expect(r.outcomes[0]!.kind === 'in_doubt' && r.outcomes[0]!.reason).toContain(`HTTP ${status}`);
+    expect(r.requests).toBe(1);
+  });
+
   it('5xx retried with back-off; a request written without an answer is in doubt, not sent again', async () => {
     const s = await sandbox();
     await postJson(`${s.url}/_sandbox/faults`, { whatsapp: { '503': { probability: 1, times: 2 } } });
