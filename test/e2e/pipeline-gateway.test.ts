@@ -63,4 +63,7 @@ it('504 from the gateway after the service took the chunk: the delivery reports 
   const done = await h.waitForState('pasarela.txt', 'completed');
   expect(done.counts).toMatchObject({ submitted: 6, delivered: 6, chunksInDoubt: 0, inDoubt: 0 });
   await sentOnce(h, done, 6);
+  // One request, whose answer (and transaction number) the gateway lost: the reports proved it.
+  const { chunks } = await h.stored(done.fileId);
+  expect(chunks.map((c) => [c.state, c.attempts, c.transactionNumber])).toEqual([['accepted', 1, null]]);
 });
