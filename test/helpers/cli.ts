@@ -20,6 +20,8 @@ export interface CliOptions {
   env?: NodeJS.ProcessEnv;
   /** The node binary (default: this one). */
   node?: string;
+  /** The command's script (default: the repository's bin/dropline.js). */
+  bin?: string;
   /** Node's own flags, before the script (`--import …`). */
   nodeArgs?: readonly string[];
   timeout?: number;
@@ -29,7 +31,7 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
   return new Promise((done) => {
     execFile(
       options.node ?? process.execPath,
-      [...(options.nodeArgs ?? []), BIN, ...args],
+      [...(options.nodeArgs ?? []), options.bin ?? BIN, ...args],
       {
         cwd: options.cwd ?? REPO,
         env: { ...process.env, ...options.env },

@@ -561,8 +561,16 @@ describe('infra/Dockerfile', () => {
     for (const f of froms) expect(f).toMatch(/^node:24(\b|[-.])/);
   });
 
-  it('installs production dependencies with npm ci in the build stage', () => {
-    expect(lines.some((l) => l.startsWith('RUN ') && l.includes('npm ci --omit=dev'))).toBe(true);
+  it('packs the package in a build stage and installs that tarball, not the source tree', () => {
+    const finalStage = lines.slice(lines.findLastIndex((l) => l.startsWith('FROM ')));
+    const buildStages = lines.slice(
+      0,
+      lines.findLastIndex((l) => l.startsWith('FROM ')),
+    );
+    expect(buildStages.some((l) => l.startsWith('RUN ') && l.includes('npm pack'))).toBe(true);
+    const install = finalStage.find((l) => l.startsWith('RUN ') && l.includes('npm install --global'));
+    expect(install).toMatch(/--omit=dev .*\.tgz/);
+    expect(finalStage.filter((l) => l.startsWith('COPY ') && /\bsrc\b|node_modules/.test(l))).toEqual([]);
   });
 
   it('runs as a non-root user, dropline as entry point, the compile cache writable, with a health check', () => {

@@ -25,6 +25,7 @@ import {
   type WhatsAppContentOptions,
 } from '../../format/reader.ts';
 import type { SuppressionList } from '../../format/suppression.ts';
+import { moduleUrl } from '../../module-url.ts';
 import { sendWindowOf } from '../../plan/send-window.ts';
 import type { SetExit } from './index.ts';
 
@@ -34,7 +35,7 @@ function sniffInWorker(path: string, maxBytes: number): Promise<Sniff> {
     // The worker uses the process's compile cache too (bin/dropline.js enables it), or it
     // would strip and compile its modules again: ~35 MB and ~70 ms instead of ~20 and ~35.
     const cache = module.getCompileCacheDir?.();
-    const worker = new Worker(new URL('../../format/sniff-worker.ts', import.meta.url), {
+    const worker = new Worker(moduleUrl('../../format/sniff-worker.ts', import.meta.url), {
       workerData: { path, maxBytes },
       ...(cache ? { env: { ...process.env, NODE_COMPILE_CACHE: cache } } : {}),
     });

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
+import { moduleUrl } from '../../module-url.ts';
 import { foldName } from '../mapping.ts';
 import { loadMigrations, type Migration } from '../migrations.ts';
 
@@ -40,7 +41,7 @@ export function connect(path: string, options: { busyTimeoutMs: number; checkpoi
     let checkpointer: Worker | null = null;
     if (options.checkpointer && path !== ':memory:') {
       db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
-      checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), {
+      checkpointer = new Worker(moduleUrl('./checkpointer.ts', import.meta.url), {
         workerData: { path, everyMs: CHECKPOINT_EVERY_MS },
       });
       checkpointer.unref();
