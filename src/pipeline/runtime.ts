@@ -109,6 +109,41 @@ export interface OpenOptions {
   backgroundCheckpoints?: boolean;
 }
 
+/**
+ * The configuration's store, its folder made and its schema migrated: all that the commands
+ * reading the store (status, workers, report, replies, prune) open, with no source, sandbox
+ * or list.
+ */
+export async function openStateStore(
+  loaded: LoadedConfig,
+  options: { backgroundCheckpoints?: boolean } = {},
+): Promise<Store> {
+  const { config } = loaded;
+  const stateDir = stateDirOf(loaded);
+  try {
+    mkdirSync(stateDir, { recursive: true });
+  } catch (err) {
+    throw storeFolderError('create the folder', stateDir, err);
+  }
+  const store = await openStore(config.store, {
+    backgroundCheckpoints: options.backgroundCheckpoints === true,
+    // PostgreSQL: each request in flight holds up to two connections (its chunk's statement
+    // and its previous result), plus each file's read-ahead, the lease timers, the receiver,
+    // progress and ops.
+    connections:
+      2 * Math.max(config.api.concurrency, ...Object.values(config.accounts).map((a) => a.concurrency ?? 0)) +
+      config.workers.filesInFlight +
+      8,
+  });
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
+  return store;
+}
+
 export async function openRuntime(loaded: LoadedConfig, options: OpenOptions): Promise<Runtime> {
   // Whatever opened so far is closed again when a later step fails: a start-up error must
   // end the process at once, not leave a sandbox or a watcher holding it open.
@@ -133,25 +168,11 @@ async function assemble(
   const { config } = loaded;
   const logger = options.logger;
   const stateDir = stateDirOf(loaded);
-  try {
-    mkdirSync(stateDir, { recursive: true });
-  } catch (err) {
-    throw storeFolderError('create the folder', stateDir, err);
-  }
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-
-  const store = await openStore(config.store, {
+  const store = await openStateStore(loaded, {
     backgroundCheckpoints: options.backgroundCheckpoints === true,
-    // PostgreSQL: each request in flight holds up to two connections (its chunk's statement
-    // and its previous result), plus each file's read-ahead, the lease timers, the receiver,
-    // progress and ops.
-    connections:
-      2 * Math.max(config.api.concurrency, ...Object.values(config.accounts).map((a) => a.concurrency ?? 0)) +
-      config.workers.filesInFlight +
-      8,
   });
   opened.push(() => store.close());
-  await store.migrate();
 
   // Sources and the suppression lists before the sandbox: they fail on configuration
   // mistakes, and nothing that listens should have started when they do.

@@ -30,12 +30,42 @@ function run(args: string[], cwd = REPO): Promise<Run> {
 
 const usageHint = ERRORS.DROPLINE_ERR_USAGE.hint;
 
+describe('--help of the commands that print JSON', () => {
+  it('says what --json prints and that it goes to stdout, for every such command', async () => {
+    const commands = [
+      'validate',
+      'send',
+      'status',
+      'retry',
+      'pause',
+      'resume',
+      'cancel',
+      'workers',
+      'prune',
+      'sandbox',
+    ];
+    for (const command of commands) {
+      const h = await run([command, '--help']);
+      expect(h.code, command).toBe(0);
+      // commander wraps a long description over lines
+      expect(h.stdout.replace(/\s+/g, ' '), command).toMatch(/--json print .+ as JSON on stdout/);
+    }
+  });
+});
+
 describe("commander's own parse errors", () => {
   it.each([
     ['an unknown command', ['frobnicate'], /DROPLINE_ERR_USAGE: .*unknown command 'frobnicate'/],
     ['an unknown option', ['validate', '--bogus', 'x'], /DROPLINE_ERR_USAGE: .*unknown option '--bogus'/],
     ['a missing argument', ['validate'], /DROPLINE_ERR_USAGE: .*missing required argument 'file'/],
     ['too many arguments', ['validate', 'a', 'b'], /DROPLINE_ERR_USAGE: .*too many arguments/],
+    [
+      'a --limit that is not a number',
+      ['status', '--limit', 'abc'],
+      /DROPLINE_ERR_USAGE: .*--limit.*'abc'.*integer/,
+    ],
+    ['a --limit of 0', ['status', '--limit', '0'], /DROPLINE_ERR_USAGE: .*--limit.*integer from 1/],
+    ['a --days that is not a number', ['prune', '--days', 'soon'], /DROPLINE_ERR_USAGE: .*--days.*'soon'/],
   ])('%s: exit 2 with DROPLINE_ERR_USAGE and its hint', async (_name, args, message) => {
     const r = await run(args);
     expect(r.code, r.stderr).toBe(2);

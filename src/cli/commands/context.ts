@@ -7,6 +7,7 @@ import { DroplineError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { OpenOptions, Runtime } from '../../pipeline/runtime.ts';
 import type { Source } from '../../sources/source.ts';
+import type { Store } from '../../store/store.ts';
 
 export async function configOf(cmd: Command): Promise<LoadedConfig> {
   const opts = cmd.optsWithGlobals() as { config?: string };
@@ -35,6 +36,25 @@ export async function withRuntime<T>(
     return await fn(rt);
   } finally {
     await rt.close();
+  }
+}
+
+/**
+ * The store alone, for the commands that only read it or act on its rows (status, workers,
+ * report, replies, prune): no source is opened (no SSH login, no S3 call, no warning when a
+ * partner's site is down), no sandbox started, no list read.
+ */
+export async function withStore<T>(
+  cmd: Command,
+  fn: (store: Store, loaded: LoadedConfig) => Promise<T>,
+): Promise<T> {
+  const loaded = await configOf(cmd);
+  const { openStateStore } = await import('../../pipeline/runtime.ts');
+  const store = await openStateStore(loaded);
+  try {
+    return await fn(store, loaded);
+  } finally {
+    await store.close();
   }
 }
 

@@ -8,10 +8,11 @@ import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
 import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
 import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
-import type { Runtime } from '../../pipeline/runtime.ts';
 import { paceLine } from '../../pipeline/workers.ts';
-import { withRuntime } from './context.ts';
+import type { FileRecord, Store } from '../../store/store.ts';
+import { withRuntime, withStore } from './context.ts';
 import type { SetExit } from './index.ts';
+import { jsonHelp, numberOption } from './options.ts';
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 
@@ -54,10 +55,45 @@ export function printManifest(m: Manifest, json: boolean): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-async function mustManifest(rt: Runtime, fileId: string): Promise<Manifest> {
-  const m = await manifestOf(rt.store, fileId);
+async function mustManifest(store: Store, fileId: string): Promise<Manifest> {
+  const m = await manifestOf(store, fileId);
   if (!m) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
   return m;
+}
+
+/**
+ * The files `status <which>` names: the file of that fileId; else those whose fileId starts
+ * with it, or whose name is it (a name reused day after day names several), newest first.
+ */
+async function filesNamed(store: Store, which: string, limit: number): Promise<FileRecord[]> {
+  const exact = await store.getFile(which);
+  if (exact) return [exact];
+  const folded = which.toLowerCase();
+  const found = await store.listFiles({ search: which, limit: Math.max(limit, 200) });
+  return found.filter((f) => f.fileId.startsWith(which) || f.name.toLowerCase() === folded).slice(0, limit);
+}
+
+/** `status` without a fileId, or with a name or prefix several files share: one line each. */
+async function printList(store: Store, files: readonly FileRecord[], json: boolean): Promise<void> {
+  const counts = await store.countsOf(files.map((f) => f.fileId));
+  const manifests: Manifest[] = files.flatMap((f) => {
+    const c = counts.get(f.fileId);
+    return c ? [buildManifest(f, c)] : [];
+  });
+  if (json) {
+    process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
+    return;
+  }
+  if (manifests.length === 0) process.stdout.write('no files yet\n');
+  // An account slowed down by 429s or 5xx says so (it recovers by itself).
+  for (const a of await store.sendBudgets())
+    if (a.pace < 1 || a.blockedUntil) process.stdout.write(`${paceLine(a)}\n`);
+  for (const m of manifests) {
+    const c = m.counts;
+    process.stdout.write(
+      `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}\n`,
+    );
+  }
 }
 
 /** `report --out <path>` opened for writing, or a usage error saying why it cannot be. */
@@ -76,36 +112,23 @@ function outError(path: string, err: unknown): DroplineError {
 export function registerFileCommands(program: Command, setExit: SetExit): void {
   program
     .command('status')
-    .description('files and their progress')
-    .argument('[fileId]')
-    .option('--json', 'manifests as JSON')
-    .option('--limit <n>', 'newest files shown', '50')
-    .action(async (fileId: string | undefined, opts: { json?: boolean; limit: string }, cmd: Command) => {
-      await withRuntime(cmd, {}, async (rt) => {
-        if (fileId) {
-          printManifest(await mustManifest(rt, fileId), opts.json ?? false);
+    .description(
+      'files and their progress; with a fileId, a fileId prefix or a file name: that file (or the files of that name)',
+    )
+    .argument('[file]', 'a fileId, the start of one, or a file name such as campana.txt')
+    .option('--json', jsonHelp('the manifest (several files: an array of them, newest first)'))
+    .option('--limit <n>', 'newest files shown', numberOption(1, 10_000, true), 50)
+    .action(async (which: string | undefined, opts: { json?: boolean; limit: number }, cmd: Command) => {
+      await withStore(cmd, async (store) => {
+        if (which === undefined) {
+          await printList(store, await store.listFiles({ limit: opts.limit }), opts.json ?? false);
           return;
         }
-        const files = await rt.store.listFiles({ limit: Number(opts.limit) || 50 });
-        const counts = await rt.store.countsOf(files.map((f) => f.fileId));
-        const manifests: Manifest[] = files.flatMap((f) => {
-          const c = counts.get(f.fileId);
-          return c ? [buildManifest(f, c)] : [];
-        });
-        if (opts.json) {
-          process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
-          return;
-        }
-        if (manifests.length === 0) process.stdout.write('no files yet\n');
-        // An account slowed down by 429s or 5xx says so (it recovers by itself).
-        for (const a of await rt.store.sendBudgets())
-          if (a.pace < 1 || a.blockedUntil) process.stdout.write(`${paceLine(a)}\n`);
-        for (const m of manifests) {
-          const c = m.counts;
-          process.stdout.write(
-            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}\n`,
-          );
-        }
+        const files = await filesNamed(store, which, opts.limit);
+        if (files.length === 0) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', which);
+        if (files.length === 1)
+          printManifest(await mustManifest(store, files[0]!.fileId), opts.json ?? false);
+        else await printList(store, files, opts.json ?? false);
       });
       setExit(0);
     });
@@ -116,14 +139,14 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .argument('<fileId>')
     .option('--out <path>', 'write to a file instead of stdout')
     .action(async (fileId: string, opts: { out?: string }, cmd: Command) => {
-      await withRuntime(cmd, {}, async (rt) => {
-        const m = await mustManifest(rt, fileId);
+      await withStore(cmd, async (store, loaded) => {
+        const m = await mustManifest(store, fileId);
         if (m.prunedAt)
           throw new DroplineError(
             'DROPLINE_ERR_PRUNED',
             `${fileId}: its recipients were removed by retention on ${m.prunedAt}; dropline status ${fileId} shows its counts`,
           );
-        const rows = reportCsv(rt.store, fileId, { includeText: rt.loaded.config.report.includeText });
+        const rows = reportCsv(store, fileId, { includeText: loaded.config.report.includeText });
         if (opts.out === undefined) {
           for await (const chunk of rows) {
             if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
@@ -153,10 +176,10 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .command('retry')
     .description('resend only the chunks that failed for good or are held in doubt')
     .argument('<fileId>')
-    .option('--json')
+    .option('--json', jsonHelp('the manifest'))
     .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
       await withRuntime(cmd, {}, async (rt) => {
-        await mustManifest(rt, fileId);
+        await mustManifest(rt.store, fileId);
         // Under the file's lease: a daemon checking it now lets go within moments.
         const requeued = await rt.pipeline.retry(fileId, { waitMs: rt.loaded.config.leaseMs });
         if (requeued === null)
@@ -165,7 +188,7 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
             `${fileId} is being driven by another dropline process; run retry again once it has stopped`,
           );
         if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
-        const m = await mustManifest(rt, fileId);
+        const m = await mustManifest(rt.store, fileId);
         printManifest(m, opts.json ?? false);
         setExit(successState(m.state) ? 0 : 1);
       });
@@ -176,17 +199,17 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
       .command(verb)
       .description(`${verb} a file between chunks`)
       .argument('<fileId>')
-      .option('--json')
+      .option('--json', jsonHelp('the manifest'))
       .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
         await withRuntime(cmd, {}, async (rt) => {
           // The state change is the user's (no lease: it stops a send between chunks); what
           // follows is the lease holder's. When another process drives the file, it drives
           // the resumed file or writes the paused or cancelled one's reports itself.
           await changeFileState(rt.store, rt.logger, fileId, verb, 'by a user');
-          let m = await mustManifest(rt, fileId);
+          let m = await mustManifest(rt.store, fileId);
           if (verb === 'resume') {
             await rt.pipeline.drive(fileId);
-            m = await mustManifest(rt, fileId);
+            m = await mustManifest(rt.store, fileId);
           } else
             await rt.pipeline.rewriteReports(fileId, { waitMs: Math.min(rt.loaded.config.leaseMs, 5000) });
           printManifest(m, opts.json ?? false);

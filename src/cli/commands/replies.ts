@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import { csvCell } from '../../pipeline/reports.ts';
-import { withRuntime } from './context.ts';
+import { withStore } from './context.ts';
 import type { SetExit } from './index.ts';
 
 const PAGE = 5000;
@@ -23,11 +23,11 @@ export function registerReplies(program: Command, setExit: SetExit): void {
           throw new DroplineError('DROPLINE_ERR_USAGE', `--since ${opts.since}: not an ISO-8601 time`);
         since = new Date(t).toISOString();
       }
-      await withRuntime(cmd, {}, async (rt) => {
+      await withStore(cmd, async (store) => {
         const out = process.stdout;
         out.write(`${REPLIES_HEADER}\n`);
         for (let afterId = 0; ; ) {
-          const page = await rt.store.replies({ since, afterId, limit: PAGE });
+          const page = await store.replies({ since, afterId, limit: PAGE });
           if (page.length === 0) break;
           let buf = '';
           for (const r of page)

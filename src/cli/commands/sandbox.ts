@@ -4,22 +4,7 @@ import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import type { SetExit } from './index.ts';
-
-function number(min: number, max: number, integer = false): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (
-      value.trim() === '' ||
-      !Number.isFinite(n) ||
-      n < min ||
-      n > max ||
-      (integer && !Number.isInteger(n))
-    ) {
-      throw new InvalidArgumentError(`expected ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
-    }
-    return n;
-  };
-}
+import { jsonHelp, numberOption as number } from './options.ts';
 
 /** A listen address as Node's `server.listen` takes it: an IP or a name, never empty. */
 function host(value: string): string {
@@ -101,7 +86,7 @@ export function registerSandbox(program: Command, setExit: SetExit): void {
           .filter((v) => v !== ''),
       ],
     )
-    .option('--json', 'print the listening line as JSON')
+    .option('--json', jsonHelp('the listening line'))
     .action(async (flags: SandboxFlags) => {
       const { ipAllowList, readAccountsFile, startSandbox } = await import('../../sandbox/server.ts');
       if (flags.allowIp !== undefined) {

@@ -12,6 +12,7 @@ import { isDropFileName } from '../../sources/source.ts';
 import { commandLogger, localSource, withRuntime } from './context.ts';
 import { printManifest, successState } from './files.ts';
 import type { SetExit } from './index.ts';
+import { jsonHelp } from './options.ts';
 import { ProgressMeter } from './progress.ts';
 
 interface SendOptions {
@@ -72,7 +73,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
       '--source <name>',
       'the local source whose folders and settings to use (default: the first local one)',
     )
-    .option('--json', 'print the manifest as JSON')
+    .option('--json', jsonHelp('the manifest'))
     .action(async (path: string, opts: SendOptions, cmd: Command) => {
       const info = await stat(path).catch((err: NodeJS.ErrnoException) => {
         const why = err.code === 'ENOENT' ? 'no such file' : errnoInWords(err);

@@ -28,6 +28,7 @@ import type { SuppressionList } from '../../format/suppression.ts';
 import { moduleUrl } from '../../module-url.ts';
 import { sendWindowOf } from '../../plan/send-window.ts';
 import type { SetExit } from './index.ts';
+import { jsonHelp } from './options.ts';
 
 /** The sniff pass (with the sha256, ~0.35 s a 100 MB) on a worker thread. */
 function sniffInWorker(path: string, maxBytes: number): Promise<Sniff> {
@@ -517,7 +518,7 @@ export function registerValidate(program: Command, setExit: SetExit): void {
     .command('validate')
     .description('check a drop file against FORMAT.md: nothing is sent, nothing stored')
     .argument('<file>', 'the .txt drop file')
-    .option('--json', 'machine-readable output on stdout')
+    .option('--json', jsonHelp('the result (counts, errors, warnings)'))
     .addOption(new Option('--layout <layout>', 'force the layout').choices(['personalized', 'bulk']))
     .option(
       '--max-invalid-ratio <ratio>',

@@ -1,8 +1,9 @@
 // `dropline workers [--json]`: the workers on this store, their heartbeats and files, and each
 // account's send budget (docs/scaling.md).
 import type { Command } from 'commander';
-import { withRuntime } from './context.ts';
+import { withStore } from './context.ts';
 import type { SetExit } from './index.ts';
+import { jsonHelp } from './options.ts';
 
 export function registerWorkers(program: Command, setExit: SetExit): void {
   program
@@ -10,11 +11,11 @@ export function registerWorkers(program: Command, setExit: SetExit): void {
     .description(
       'the workers heard from in the last day: heartbeats, the files each drives, the accounts’ pace',
     )
-    .option('--json', 'as JSON')
+    .option('--json', jsonHelp('the workers and accounts'))
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      await withRuntime(cmd, {}, async (rt) => {
+      await withStore(cmd, async (store) => {
         const { workersText, workersView } = await import('../../pipeline/workers.ts');
-        const view = await workersView(rt.store);
+        const view = await workersView(store);
         process.stdout.write(opts.json ? `${JSON.stringify(view, null, 2)}\n` : workersText(view));
       });
       setExit(0);
