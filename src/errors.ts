@@ -220,6 +220,12 @@ export const ERRORS = {
     hint: 'check the suppressionList location (a local path, s3://bucket/key or <sourceName>:<path>): a text file, one number per line',
     retryable: false,
   },
+  DROPLINE_ERR_SUPPRESSION_LIST_REFUSED: {
+    message:
+      "the suppression list's new content was refused: it is no list of numbers, or most of its numbers are gone",
+    hint: 'put the list right (plain text, UTF-8 or UTF-16 with BOM, one number per line, not compressed, uploaded whole); the files it applies to wait until then. A list emptied or cut on purpose is taken by a restart',
+    retryable: true,
+  },
   DROPLINE_ERR_SERVICE_AUTH: {
     message: 'the messaging service refused the credentials or the token',
     hint: 'check api.username and api.password; another process logging in with the same account expires this one token',

@@ -28,6 +28,12 @@ export interface SuppressionList {
   readonly invalid: number;
 }
 
+/** A list as read: how many of its lines held a number, too (its distinct numbers are `size`). */
+export interface ReadList extends SuppressionList {
+  /** Lines that held a number, a number written twice counted twice. */
+  readonly numberLines: number;
+}
+
 /**
  * No number line is anywhere near this long; longer lines are counted invalid unread (a
  * comment, starting with #, is skipped however long).
@@ -49,20 +55,29 @@ function valueHash(v: number): number {
  * than the list; the others read one bucket, one or two cache lines. A binary search
  * over a million numbers takes twenty steps, most of them cache misses.
  */
-class HashedNumbers implements SuppressionList {
+class HashedNumbers implements ReadList {
   readonly #values: Float64Array;
   readonly #starts: Uint32Array;
   readonly #shift: number;
   readonly #filter: Int32Array;
   readonly #filterMask: number;
   readonly invalid: number;
-  constructor(values: Float64Array, starts: Uint32Array, shift: number, filter: Int32Array, invalid: number) {
+  readonly numberLines: number;
+  constructor(
+    values: Float64Array,
+    starts: Uint32Array,
+    shift: number,
+    filter: Int32Array,
+    invalid: number,
+    numberLines: number,
+  ) {
     this.#values = values;
     this.#starts = starts;
     this.#shift = shift;
     this.#filter = filter;
     this.#filterMask = filter.length - 1;
     this.invalid = invalid;
+    this.numberLines = numberLines;
   }
   get size(): number {
     return this.#values.length;
@@ -168,7 +183,14 @@ function hashNumbers(input: Float64Array, count: number, invalid: number): Hashe
     }
   }
   starts[buckets] = n;
-  return new HashedNumbers(n === count ? grouped : grouped.slice(0, n), starts, shift, filter, invalid);
+  return new HashedNumbers(
+    n === count ? grouped : grouped.slice(0, n),
+    starts,
+    shift,
+    filter,
+    invalid,
+    count,
+  );
 }
 
 /** A line that holds a number takes at least this many bytes (seven digits and a break). */
@@ -232,7 +254,7 @@ class Collector {
     }
     this.values[this.count++] = value;
   }
-  finish(): SuppressionList {
+  finish(): ReadList {
     const list = hashNumbers(this.values, this.count, this.invalid);
     this.values = new Float64Array(0);
     return list;
@@ -503,7 +525,7 @@ export async function readSuppressionList(
   what = 'suppression list',
   /** The list's size in bytes, when known (a hint: the numbers' array is made once). */
   size?: number,
-): Promise<SuppressionList> {
+): Promise<ReadList> {
   const out = new Collector(rules, size);
   const lines = new ListLines(out);
   // Chosen on the first bytes (a BOM). A UTF-16 list (rare: a spreadsheet's "Unicode

@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log.ts';
 import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
 import { type Manifest, manifestOf } from '../pipeline/reports.ts';
+import { SUPPRESSION_LIST_CHANNEL, type SuppressionListEvent } from '../pipeline/suppression-lists.ts';
 import { querySecrets, redactSecrets, secretsOf } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
@@ -50,6 +51,7 @@ interface Payload {
   at: string;
   file?: Manifest;
   source?: { name: string; downSince: string; error: string };
+  list?: { names: readonly string[]; location: string; reason: string; message: string };
 }
 
 /** `sha256=<hex>`: HMAC-SHA256 of the exact body with the alert's secret (docs/alerts.md). */
@@ -71,6 +73,8 @@ function slackText(p: Payload): string {
 }
 
 function plainText(p: Payload): string {
+  if (p.list)
+    return `dropline: opt-out list ${p.list.names.join(', ')} (${p.list.location}) refused (${p.list.reason}): ${p.list.message}; its files wait`;
   if (p.source)
     return `dropline: source ${p.source.name} unreachable since ${p.source.downSince}: ${p.source.error}`;
   const f = p.file!;
@@ -213,6 +217,15 @@ export function startAlerts(options: AlertOptions): Alerts {
   };
   diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onState);
 
+  // An opt-out list refused (docs/opt-outs.md, "Refused lists"): said once a refusal.
+  const onList = (message: unknown): void => {
+    const e = message as SuppressionListEvent;
+    if (!e.refused || e.reason === null) return;
+    const list = { names: e.names, location: e.location, reason: e.reason, message: e.message };
+    send('suppression-list-refused', async () => ({ event: 'suppression-list-refused', at: e.at, list }));
+  };
+  diagnosticsChannel.subscribe(SUPPRESSION_LIST_CHANNEL, onList);
+
   return {
     sourceListed(source, error) {
       if (error === null) {
@@ -237,6 +250,7 @@ export function startAlerts(options: AlertOptions): Alerts {
     },
     async close() {
       diagnosticsChannel.unsubscribe(FILE_STATE_CHANNEL, onState);
+      diagnosticsChannel.unsubscribe(SUPPRESSION_LIST_CHANNEL, onList);
       stopping.abort();
       await Promise.all(queues.map((q) => q.chain));
     },

@@ -264,6 +264,20 @@ export function createMetrics(store: Store): Metrics {
       for (const l of suppressionLists?.() ?? []) this.inc({ list: l.name }, l.failures);
     },
   });
+  new Gauge({
+    name: 'dropline_suppression_list_refused',
+    help: "1 while an opt-out list's new content is refused and its files wait, `reason` saying why (unparseable, shrank); else 0 (no reason)",
+    labelNames: ['list', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const l of suppressionLists?.() ?? [])
+        this.set(
+          l.refused ? { list: l.name, reason: l.refused.reason } : { list: l.name },
+          l.refused ? 1 : 0,
+        );
+    },
+  });
 
   return {
     registry,

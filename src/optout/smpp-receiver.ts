@@ -5,7 +5,9 @@
 // (or none) leaves the message with the SMSC, which delivers it again. docs/opt-outs.md,
 // "Replies over SMPP".
 
-import type { ConnectionOptions } from 'node:tls';
+import { connect as netConnect, type Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import smpp, { type PDU, type Session } from 'smpp';
 import { maskNumber } from '../service/redact.ts';
 
@@ -69,7 +71,20 @@ export interface SmppReplyReceiverOptions {
   readonly maxInProgress?: number | undefined;
   /** In [0, 1), for the back-off jitter. */
   readonly random?: (() => number) | undefined;
+  /**
+   * The largest PDU read (default SMPP_MAX_PDU_BYTES, what SMPP 3.4 lets a deliver_sm be). A
+   * larger one is skipped unread and answered with an error status, never a dropped connection.
+   */
+  readonly maxPduBytes?: number | undefined;
 }
+
+/**
+ * The largest deliver_sm SMPP 3.4 allows, rounded up: its header (16 octets), every mandatory
+ * field at its longest (348, short_message 254 of them), a message_payload TLV at its 65,535
+ * octets (5.3.2.32) with its 4, and 7.8 KB for other TLVs: 72 KiB. The smpp package reads
+ * 16 KiB at most by default (an 8,200-character UCS-2 reply is 16.4 KB).
+ */
+export const SMPP_MAX_PDU_BYTES = 72 * 1024;
 
 /**
  * idle: not started; connecting: TCP (and TLS) connecting, or the bind asked; bound: receiving;
@@ -94,6 +109,8 @@ export interface ReceiverStats {
   failures: number;
   /** Deliveries answered ESME_RTHROTTLED for want of room. */
   throttled: number;
+  /** PDUs over maxPduBytes, skipped and answered with an error status. */
+  oversize: number;
 }
 
 const S = smpp.errors;
@@ -133,6 +150,93 @@ interface Connection {
   timers: Set<NodeJS.Timeout>;
   /** The enquire_link without an answer yet. */
   probing: boolean;
+  /**
+   * Something went both ways once bound (a delivery acknowledged, an enquire_link answered):
+   * only the end of such a connection starts the back-off again from baseMs. A bind that dies
+   * at once (a server that drops every bind) keeps it growing.
+   */
+  healthy: boolean;
+}
+
+/** deliver_sm and data_sm: answered with their own response; other requests with generic_nack. */
+const DELIVER_SM = 0x00000005;
+const DATA_SM = 0x00000103;
+const HEADER = 16;
+
+/** A PDU's header: its length, command_id and sequence_number. */
+interface PduHeader {
+  length: number;
+  commandId: number;
+  sequence: number;
+}
+
+/**
+ * Between the socket and the smpp package, which refuses a PDU over PDU.maxLength by throwing
+ * and reading no more (a dropped connection, and the SMSC delivering the same PDU first again
+ * on every bind). A PDU over `max` is skipped here as it streams, never held, and its header
+ * handed to `oversize` to be answered; every other byte passes as it came.
+ */
+class PduGate extends Duplex {
+  readonly #socket: Socket;
+  readonly #max: number;
+  readonly #oversize: (header: PduHeader) => void;
+  /** The header of the next PDU, as far as it came. */
+  #head: Buffer = Buffer.alloc(0);
+  /** Bytes of the current PDU still to pass, or (skipping) to drop. */
+  #left = 0;
+  #skipping = false;
+
+  constructor(socket: Socket, max: number, oversize: (header: PduHeader) => void) {
+    super({ allowHalfOpen: false });
+    this.#socket = socket;
+    this.#max = max;
+    this.#oversize = oversize;
+    socket.on('data', (chunk: Buffer) => this.#take(chunk));
+    socket.on('end', () => this.push(null));
+    socket.on('error', (err) => this.destroy(err));
+    socket.on('close', () => this.destroy());
+  }
+
+  #take(chunk: Buffer): void {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.#left > 0) {
+        const n = Math.min(this.#left, chunk.length - i);
+        if (!this.#skipping && !this.push(chunk.subarray(i, i + n))) this.#socket.pause();
+        this.#left -= n;
+        i += n;
+        continue;
+      }
+      const part = chunk.subarray(i, i + HEADER - this.#head.length);
+      this.#head = Buffer.concat([this.#head, part]);
+      i += part.length;
+      if (this.#head.length < HEADER) return;
+      const head = this.#head;
+      this.#head = Buffer.alloc(0);
+      const length = head.readUInt32BE(0);
+      this.#skipping = length > this.#max;
+      // A length under the header's own is the package's to refuse.
+      this.#left = Math.max(0, length - HEADER);
+      if (this.#skipping)
+        this.#oversize({ length, commandId: head.readUInt32BE(4), sequence: head.readUInt32BE(12) });
+      else if (!this.push(head)) this.#socket.pause();
+    }
+  }
+
+  override _read(): void {
+    this.#socket.resume();
+  }
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    this.#socket.write(chunk, done);
+  }
+  override _final(done: () => void): void {
+    this.#socket.end();
+    done();
+  }
+  override _destroy(err: Error | null, done: (err: Error | null) => void): void {
+    this.#socket.destroy();
+    done(err);
+  }
 }
 
 export class SmppReplyReceiver {
@@ -143,6 +247,7 @@ export class SmppReplyReceiver {
   readonly #timeoutMs: number;
   readonly #maxInProgress: number;
   readonly #random: () => number;
+  readonly #maxPduBytes: number;
   #state: ReceiverState = 'idle';
   #conn: Connection | null = null;
   /** Consecutive attempts that did not end in a bind. */
@@ -164,6 +269,7 @@ export class SmppReplyReceiver {
     receipts: 0,
     failures: 0,
     throttled: 0,
+    oversize: 0,
   };
 
   constructor(options: SmppReplyReceiverOptions) {
@@ -176,6 +282,9 @@ export class SmppReplyReceiver {
     this.#timeoutMs = Math.max(1, options.responseTimeoutMs ?? 10_000);
     this.#maxInProgress = Math.max(1, options.maxInProgress ?? 64);
     this.#random = options.random ?? Math.random;
+    this.#maxPduBytes = Math.max(HEADER, options.maxPduBytes ?? SMPP_MAX_PDU_BYTES);
+    // The package's own limit (one for the process) lets through what the gate does.
+    smpp.PDU.maxLength = Math.max(smpp.PDU.maxLength, this.#maxPduBytes);
   }
 
   get state(): ReceiverState {
@@ -257,11 +366,12 @@ export class SmppReplyReceiver {
     this.#setState('connecting');
     this.stats.connections++;
     const tls = this.#o.tls;
-    const session = smpp.connect({
-      host: this.#o.host,
-      port: this.#o.port,
-      ...(tls ? { ...(typeof tls === 'object' ? tls : {}), tls: true } : {}),
-    });
+    const where = { host: this.#o.host, port: this.#o.port };
+    const socket = tls
+      ? tlsConnect({ ...(typeof tls === 'object' ? tls : {}), ...where })
+      : netConnect(where);
+    const gate = new PduGate(socket, this.#maxPduBytes, (h) => this.#onOversize(conn, h));
+    const session = new smpp.Session({ socket: gate });
     const conn: Connection = {
       session,
       bound: false,
@@ -269,6 +379,7 @@ export class SmppReplyReceiver {
       open: false,
       timers: new Set(),
       probing: false,
+      healthy: false,
     };
     this.#conn = conn;
     const fail = (reason: CloseReason): void => {
@@ -283,7 +394,7 @@ export class SmppReplyReceiver {
       fail({ kind: 'error', error: err.code ?? err.message }),
     );
     session.on('close', () => this.#onClose(conn));
-    session.on(tls ? 'secureConnect' : 'connect', () => {
+    socket.once(tls ? 'secureConnect' : 'connect', () => {
       conn.open = true;
       void this.#bind(conn).catch((err: unknown) =>
         fail({ kind: 'error', error: err instanceof Error ? err.message : String(err) }),
@@ -325,7 +436,6 @@ export class SmppReplyReceiver {
         return;
       }
       conn.bound = true;
-      this.#failures = 0;
       this.#lastError = null;
       this.stats.binds++;
       this.#setState('bound');
@@ -343,6 +453,7 @@ export class SmppReplyReceiver {
     conn.probing = true;
     const sent = conn.session.send(new smpp.PDU('enquire_link'), () => {
       conn.probing = false;
+      conn.healthy = true;
     });
     if (!sent) return;
     this.#timer(conn, this.#timeoutMs, () => {
@@ -361,6 +472,7 @@ export class SmppReplyReceiver {
         break;
       case 'enquire_link':
         session.send(pdu.response());
+        if (conn.bound) conn.healthy = true;
         break;
       case 'unbind':
         conn.reason ??= { kind: 'unbound' };
@@ -382,7 +494,8 @@ export class SmppReplyReceiver {
     const receivedAt = new Date().toISOString();
     const answer = (status: number): void => {
       // Closed meanwhile: no answer, the SMSC delivers it again on a later bind.
-      conn.session.send(pdu.response(status === 0 ? {} : { command_status: status }));
+      if (conn.session.send(pdu.response(status === 0 ? {} : { command_status: status })) && status === 0)
+        conn.healthy = true;
     };
     if (!conn.bound || this.#stopping) {
       answer(S.ESME_RX_T_APPN);
@@ -442,6 +555,39 @@ export class SmppReplyReceiver {
     void work.finally(() => this.#inProgress.delete(work));
   }
 
+  /**
+   * A PDU over maxPduBytes, skipped unread: a deliver_sm or data_sm is answered
+   * ESME_RX_P_APPN (a permanent error: the SMSC gives it up rather than delivering it first
+   * again on every bind), any other request generic_nack ESME_RINVCMDLEN; a response is dropped.
+   */
+  #onOversize(conn: Connection, h: PduHeader): void {
+    this.stats.oversize++;
+    const response = (h.commandId & 0x80000000) !== 0;
+    const deliver = h.commandId === DELIVER_SM || h.commandId === DATA_SM;
+    const status: number | null = response ? null : deliver ? S.ESME_RX_P_APPN! : S.ESME_RINVCMDLEN!;
+    if (status !== null) {
+      const command =
+        h.commandId === DELIVER_SM ? 'deliver_sm_resp' : deliver ? 'data_sm_resp' : 'generic_nack';
+      conn.session.send(new smpp.PDU(command, { sequence_number: h.sequence, command_status: status }));
+    }
+    this.#o.logger.error(
+      {
+        host: this.#o.host,
+        port: this.#o.port,
+        bytes: h.length,
+        maxPduBytes: this.#maxPduBytes,
+        commandId: `0x${h.commandId.toString(16).padStart(8, '0')}`,
+        sequence: h.sequence,
+        ...(status === null ? {} : { status: commandStatusName(status), commandStatus: status }),
+      },
+      status === null
+        ? 'SMPP PDU too large: skipped unread'
+        : deliver
+          ? 'SMPP PDU too large: skipped unread and refused for good; the SMSC gives the message up'
+          : 'SMPP PDU too large: skipped unread and answered generic_nack',
+    );
+  }
+
   #onClose(conn: Connection): void {
     for (const t of conn.timers) clearTimeout(t);
     conn.timers.clear();
@@ -455,6 +601,7 @@ export class SmppReplyReceiver {
     this.stats.disconnects++;
     const wasBound = conn.bound || this.#state === 'bound';
     if (reason?.kind === 'refused') this.stats.bindsRefused++;
+    if (conn.healthy) this.#failures = 0;
     const retryInMs = backoffDelay(++this.#failures, this.#baseMs, this.#maxMs, this.#random);
     const where = { host: this.#o.host, port: this.#o.port, systemId: this.#o.systemId, retryInMs };
     if (reason?.kind === 'refused') {

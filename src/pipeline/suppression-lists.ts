@@ -12,12 +12,19 @@
 //   changed is read again and replaces the old copy whole. A list that cannot be read again
 //   keeps its last good copy (a warning, no secret in it) and is tried again at the next
 //   check.
+// - A list read whole whose content is no list of numbers is refused (refusalOf: more than
+//   half its lines are no number, or it holds fewer than half the numbers of the copy in use):
+//   never used as an empty list. The files it applies to wait (forSource throws
+//   DROPLINE_ERR_SUPPRESSION_LIST_REFUSED) until it is put right, the copy read before stays
+//   the copy in use, and an error line and an event on SUPPRESSION_LIST_CHANNEL (the
+//   `suppression-list-refused` alert) say why. docs/opt-outs.md, "Refused lists".
 // - One check of a list runs at a time; a caller that arrives while one runs waits for the
 //   next one (started after it arrived), so a file that starts right after a change sees it.
 // - Memory: ~11 bytes a number (src/format/suppression.ts's HashedNumbers); a list used
 //   by several sources (or by a source and the global setting) with the same country is read
 //   and kept once. While a list is read again its old copy is still in use: at most two.
 import { createHash, type Hash } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { lstat, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { GetObjectCommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
@@ -25,7 +32,7 @@ import type { Config } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { readFileChunks } from '../format/file-chunks.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
-import { readSuppressionList, type SuppressionList } from '../format/suppression.ts';
+import { type ReadList, readSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { redactText } from '../service/redact.ts';
 import type { Source } from '../sources/source.ts';
@@ -56,6 +63,58 @@ export interface SuppressionListInfo {
   lastError: string | null;
   /** Checks (and reloads) that failed since start: the copy read before stayed in use. */
   failures: number;
+  /** While the list's content is refused (its files wait): why, and since when; else null. */
+  refused: { reason: RefusalReason; message: string; since: Date } | null;
+}
+
+/** Why a list's content was refused: most lines no number, or most numbers gone at once. */
+export type RefusalReason = 'unparseable' | 'shrank';
+
+/**
+ * diagnostics_channel: a list refused (`refused` true) or taken again after a refusal (false),
+ * once each (src/ops/alerts.ts sends `suppression-list-refused`).
+ */
+export const SUPPRESSION_LIST_CHANNEL = 'dropline:suppression-lists';
+const listChannel = diagnosticsChannel.channel(SUPPRESSION_LIST_CHANNEL);
+export interface SuppressionListEvent {
+  readonly refused: boolean;
+  /** The configuration keys that name the list. */
+  readonly names: readonly string[];
+  /** Its location as configured (never a secret: credentials are refused there). */
+  readonly location: string;
+  /** null when taken again. */
+  readonly reason: RefusalReason | null;
+  readonly message: string;
+  readonly at: string;
+}
+
+/** Refused when more than this share of a list's lines (blank and comment lines aside) is no number. */
+export const MAX_INVALID_SHARE = 0.5;
+/** Refused when a reload keeps less than this share of the copy in use's numbers. */
+export const MIN_KEPT_SHARE = 0.5;
+
+/**
+ * Why `read` is no list to use (null: it is). More than half its lines no mobile number: a
+ * compressed file, UTF-16 without its BOM, another file. Fewer than half the numbers of
+ * `inUse` (the copy in use; null on a first read, when only the first rule applies): a
+ * truncated upload. An empty list is taken on a first read (nothing says it is wrong).
+ */
+export function refusalOf(
+  read: ReadList,
+  inUse: SuppressionList | null,
+): { reason: RefusalReason; detail: string } | null {
+  const lines = read.numberLines + read.invalid;
+  if (read.invalid > lines * MAX_INVALID_SHARE)
+    return {
+      reason: 'unparseable',
+      detail: `${read.invalid} of its ${lines} lines are no mobile number (more than half): not a list of numbers (compressed, UTF-16 without a BOM, another file?)`,
+    };
+  if (inUse !== null && read.size < inUse.size * MIN_KEPT_SHARE)
+    return {
+      reason: 'shrank',
+      detail: `it holds ${read.size} numbers where the copy in use holds ${inUse.size}: more than half would be gone at once (a truncated upload?)`,
+    };
+  return null;
 }
 
 export interface SuppressionListsOptions {
@@ -213,8 +272,26 @@ function reasonOf(err: unknown): string {
   return redactText(err instanceof Error ? err.message : String(err));
 }
 
+function isRefusal(err: unknown): boolean {
+  return err instanceof DroplineError && err.code === 'DROPLINE_ERR_SUPPRESSION_LIST_REFUSED';
+}
+
+/** What a file that waits for a refused list is told (and the error line says). */
+function refusedError(entry: Loaded): DroplineError {
+  const r = entry.refused!;
+  const kept =
+    entry.list === null
+      ? 'no copy of it was read before'
+      : `the copy read ${entry.loadedAt?.toISOString()} stays the copy in use`;
+  return new DroplineError(
+    'DROPLINE_ERR_SUPPRESSION_LIST_REFUSED',
+    `${entry.what}: refused since ${r.since.toISOString()}: ${r.message}; ${kept}, and the files it applies to wait until it is put right`,
+  );
+}
+
 function listError(what: string, err: unknown): DroplineError {
-  if (err instanceof DroplineError && err.code === 'DROPLINE_ERR_SUPPRESSION_LIST') return err;
+  if (err instanceof DroplineError && (err.code === 'DROPLINE_ERR_SUPPRESSION_LIST' || isRefusal(err)))
+    return err;
   return new DroplineError('DROPLINE_ERR_SUPPRESSION_LIST', `${what}: ${reasonOf(err)}`, { cause: err });
 }
 
@@ -368,6 +445,10 @@ class Loaded {
   checkedAt: Date | null = null;
   lastError: string | null = null;
   failures = 0;
+  refused: { reason: RefusalReason; message: string; since: Date } | null = null;
+  /** The version refused: not read again until it changes (when settled). */
+  refusedVersion: string | null = null;
+  refusedSettled = false;
   warnedAt = 0;
   lateSaidAt = 0;
   #running: Promise<void> | null = null;
@@ -487,7 +568,13 @@ export class SuppressionLists {
    */
   async start(): Promise<void> {
     for (const entry of this.#entries.values()) {
-      await entry.single(() => this.#refresh(entry));
+      try {
+        await entry.single(() => this.#refresh(entry));
+      } catch (err) {
+        // Refused content is no start-up error: the files it applies to wait (forSource).
+        if (isRefusal(err)) continue;
+        throw err;
+      }
       const list = entry.list!;
       this.#log.info(
         { lists: entry.names, location: entry.location, numbers: list.size, invalid: list.invalid },
@@ -517,6 +604,9 @@ export class SuppressionLists {
     if (own && own !== this.#global) entries.push(own);
     if (entries.length === 0) return null;
     if (!this.#stopped) await Promise.all(entries.map((e) => this.#fresh(e)));
+    // Nor against a list whose new content was refused: it waits until the list is put right.
+    const refused = entries.find((e) => e.refused !== null);
+    if (refused) throw refusedError(refused);
     // A file never goes without a list it should be checked against.
     const unread = entries.find((e) => e.list === null);
     if (unread) throw listError(unread.what, new Error(unread.lastError ?? 'not read yet'));
@@ -542,6 +632,7 @@ export class SuppressionLists {
       checkedAt: entry.checkedAt,
       lastError: entry.lastError,
       failures: entry.failures,
+      refused: entry.refused,
     }));
   }
 
@@ -584,8 +675,9 @@ export class SuppressionLists {
     try {
       await this.#refresh(entry);
     } catch (err) {
-      // Stopping (the client of s3:// lists destroyed under a check) is no news.
-      if (this.#stopped) return;
+      // Stopping (the client of s3:// lists destroyed under a check) is no news; a refusal
+      // was said when it was made.
+      if (this.#stopped || isRefusal(err)) return;
       const reason = (err as Error).message;
       const now = Date.now();
       if (reason !== entry.lastError || now - entry.warnedAt >= this.#everyMs) {
@@ -629,15 +721,21 @@ export class SuppressionLists {
     let version: Version;
     try {
       version = await entry.backend.version();
+      if (entry.refused && entry.refusedSettled && version.id === entry.refusedVersion) {
+        entry.checkedAt = this.#now();
+        throw refusedError(entry);
+      }
       if (entry.list !== null && version.id === entry.version) {
         if (entry.settled) {
           entry.checkedAt = this.#now();
+          this.#refuse(entry, null);
           return;
         }
         // A version that cannot tell yet (just written): the bytes do.
         if ((await hashOf(entry.backend.open())) === entry.hash) {
           entry.settled = version.settled;
           entry.checkedAt = this.#now();
+          this.#refuse(entry, null);
           return;
         }
       }
@@ -655,11 +753,55 @@ export class SuppressionLists {
       version.bytes,
     );
     entry.checkedAt = this.#now();
+    const refusal = refusalOf(list, entry.list);
+    if (refusal) {
+      entry.refusedVersion = version.id;
+      entry.refusedSettled = version.settled;
+      this.#refuse(entry, refusal);
+      throw refusedError(entry);
+    }
+    this.#refuse(entry, null);
     entry.list = list;
     entry.version = version.id;
     entry.settled = version.settled;
     entry.hash = hash ? `sha256:${hash.digest('hex')}` : null;
     entry.loadedAt = this.#now();
+  }
+
+  /** The list refused (`refusal`) or taken again (null): said once, when it changes. */
+  #refuse(entry: Loaded, refusal: { reason: RefusalReason; detail: string } | null): void {
+    const was = entry.refused;
+    if (refusal === null) {
+      if (was === null) return;
+      entry.refused = null;
+      entry.refusedVersion = null;
+      this.#log.info(
+        { lists: entry.names, location: entry.location },
+        `suppression list ${entry.what}: taken again after a refusal; its files go on`,
+      );
+      this.#publish(entry, null, 'taken again');
+      return;
+    }
+    if (was?.message === refusal.detail) return;
+    entry.refused = { reason: refusal.reason, message: refusal.detail, since: was?.since ?? this.#now() };
+    const error = refusedError(entry);
+    this.#log.error(
+      { lists: entry.names, location: entry.location, reason: refusal.reason, code: error.code },
+      error.message,
+    );
+    this.#publish(entry, refusal.reason, refusal.detail);
+  }
+
+  #publish(entry: Loaded, reason: RefusalReason | null, message: string): void {
+    if (!listChannel.hasSubscribers) return;
+    listChannel.publish({
+      refused: reason !== null,
+      names: [...entry.names],
+      location: entry.location,
+      reason,
+      message,
+      at: this.#now().toISOString(),
+    } satisfies SuppressionListEvent);
   }
 
   #backendOf(loc: ListLocation, sources: ReadonlyMap<string, Source>, name: string): Backend {
@@ -715,10 +857,10 @@ async function s3UrlClient(extra: S3ClientConfig | undefined): Promise<S3Client>
  * started: nothing is created on it) and closed again. null when there is no list.
  */
 /** What the lists log with: a process logger, or QUIET. */
-type ListLogger = Pick<Logger, 'info' | 'warn'>;
+type ListLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
 
 /** Says nothing, without loading pino (validate reads a list and prints its own answer). */
-const QUIET: ListLogger = { info() {}, warn() {} };
+const QUIET: ListLogger = { info() {}, warn() {}, error() {} };
 
 export async function readListsOnce(options: {
   config: Pick<Config, 'suppressionList' | 'sources'> | null;

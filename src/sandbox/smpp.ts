@@ -48,7 +48,8 @@ export interface ReplyInput {
   readonly receipt?: boolean | undefined;
 }
 
-export type ReplyState = 'queued' | 'inflight' | 'acknowledged';
+/** rejected: answered ESME_RX_P_APPN (a permanent error): the SMSC gives it up, as a real one does. */
+export type ReplyState = 'queued' | 'inflight' | 'acknowledged' | 'rejected';
 
 export interface ReplyView {
   /** The sandbox's id of the message, sent as the receipted_message_id TLV, the same on every delivery. */
@@ -81,6 +82,8 @@ export interface SmppServerView {
   readonly queued: number;
   readonly inflight: number;
   readonly acknowledged: number;
+  /** Replies given up on a permanent error answer (ESME_RX_P_APPN). */
+  readonly rejected: number;
   readonly binds: { readonly accepted: number; readonly refused: number };
   readonly enquireLinks: number;
   readonly sessions: readonly SessionView[];
@@ -141,7 +144,11 @@ interface Conn {
   readonly inflight: Set<Reply>;
 }
 
-const MAX_TEXT = 1600;
+/**
+ * The longest reply: what one message_payload TLV carries (SMPP 3.4 5.3.2.32, at most 65,535
+ * octets), 32,767 UCS-2 characters. A real SMSC may send that much (a user's long reply).
+ */
+const MAX_TEXT = 32_767;
 const MAX_REPLIES_PER_POST = 10_000;
 /** Acknowledged replies kept for GET /_sandbox/replies. */
 const MAX_HISTORY = 100_000;
@@ -165,6 +172,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
   /** Replies not yet acknowledged, in posting order. */
   const pending = new Map<string, Reply>();
   let acknowledged: Reply[] = [];
+  let rejected: Reply[] = [];
   const conns = new Set<Conn>();
   let rotation = 0;
   let bindsAccepted = 0;
@@ -274,6 +282,13 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
       pending.delete(reply.id);
       acknowledged.push(reply);
       if (acknowledged.length > MAX_HISTORY) acknowledged = acknowledged.slice(-MAX_HISTORY);
+    } else if (pdu.command_status === S.ESME_RX_P_APPN) {
+      // A permanent error: given up, never delivered again (a temporary one is retried below).
+      reply.refusals++;
+      reply.state = 'rejected';
+      pending.delete(reply.id);
+      rejected.push(reply);
+      if (rejected.length > MAX_HISTORY) rejected = rejected.slice(-MAX_HISTORY);
     } else {
       reply.refusals++;
       reply.state = 'queued';
@@ -446,6 +461,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
         queued,
         inflight,
         acknowledged: acknowledged.length,
+        rejected: rejected.length,
         binds: { accepted: bindsAccepted, refused: bindsRefused },
         enquireLinks,
         sessions: [...conns].map((c) => ({
@@ -455,7 +471,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
           boundAt: c.boundAt === null ? null : new Date(c.boundAt).toISOString(),
           inflight: c.inflight.size,
         })),
-        replies: [...acknowledged, ...pending.values()].map(view),
+        replies: [...acknowledged, ...rejected, ...pending.values()].map(view),
       };
     },
     drop(how = 'destroy') {
@@ -485,6 +501,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
       for (const c of conns) c.inflight.clear();
       pending.clear();
       acknowledged = [];
+      rejected = [];
       bindsAccepted = 0;
       bindsRefused = 0;
       enquireLinks = 0;

@@ -1,5 +1,6 @@
 import { appendFile, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
@@ -143,6 +144,33 @@ describe('opt-out lists through dropline run', () => {
     expect(h.daemonOutput).toContain('suppression list changed: read again');
     // The credentials came from the environment and never reach a log line.
     expect(h.daemonOutput).not.toContain(S3RVER_CREDENTIALS.secretAccessKey);
+  });
+
+  it('a list replaced by a gzip copy is refused: the file waits, nothing sent, and goes on once it is put right', async () => {
+    const path = join(h.drop, 'lists', 'optout.txt');
+    const good = await readFile(path);
+    await writeFile(path, gzipSync(good));
+    // Not tres.txt's content again (a duplicate file is not sent).
+    await dropInto(h.drop, 'cinco.txt', [D, C, B, A]);
+    // The file was taken and waits: its drive fails on the refusal (said with the code once).
+    await waitFor('cinco.txt waiting for the refused list', () =>
+      h.daemonOutput
+        .split('\n')
+        .some((l) => l.includes('cinco.txt (') && l.includes(' failed') && l.includes('refused since'))
+        ? true
+        : undefined,
+    );
+    expect(h.daemonOutput).toContain('"code":"DROPLINE_ERR_SUPPRESSION_LIST_REFUSED"');
+    // Put right (replaced whole): the file goes on with it, its opted-out numbers held back.
+    await writeFile(`${path}.tmp`, good);
+    await rename(`${path}.tmp`, path);
+    const cinco = await outcomes(h.drop, 'cinco.txt');
+    // A and D on the global list (the test above), B and C on local's own: none sent.
+    expect(cinco.m.counts).toMatchObject({ records: 4, valid: 0, suppressed: 4 });
+    expect(cinco.codes.get(sent(B))).toBe('SUPPRESSED');
+    expect(cinco.codes.get(sent(C))).toBe('SUPPRESSED');
+    expect(await ledgerTo(cinco.m.fileId)).toEqual([]);
+    expect(h.daemonOutput).toContain('taken again after a refusal');
   });
 
   it('dropline validate --source reads the same lists (global + that source its own)', async () => {

@@ -307,6 +307,62 @@ describe('SmppReplyReceiver', () => {
     expect(recorded[0]!.text).toBe(long);
   });
 
+  it('an 8,200-character UCS-2 reply (a 16 KiB PDU) and a SALIR queued after it: both recorded, no reconnection', async () => {
+    const s = await sandbox();
+    const long = `${'á'.repeat(8199)}!`; // á is no GSM 03.38 letter: UCS-2, 16,400 octets
+    await postReplies(s, [
+      { from: FROM, text: long },
+      { from: '573109876543', text: 'SALIR' },
+    ]);
+    const { receiver, recorded } = receiverOf(s);
+    receiver.start();
+    await acknowledged(s, 2);
+    expect(recorded.map((r) => r.text)).toEqual([long, 'SALIR']);
+    expect(receiver.stats.disconnects).toBe(0);
+    expect(receiver.stats.binds).toBe(1);
+  });
+
+  it('a PDU beyond maxPduBytes is answered with an error status and skipped: the SALIR after it is recorded', async () => {
+    const s = await sandbox();
+    await postReplies(s, [
+      { from: FROM, text: 'x'.repeat(5000) },
+      { from: '573109876543', text: 'SALIR' },
+    ]);
+    const { receiver, recorded, logs } = receiverOf(s, { maxPduBytes: 4096 });
+    receiver.start();
+    await waitFor(() => recorded.length === 1, 'the SALIR');
+    expect(recorded[0]!.text).toBe('SALIR');
+    // The server was told for good: the long one is not waiting for another delivery.
+    const view = await waitFor(async () => {
+      const v = await repliesView(s);
+      return v.queued === 0 && v.inflight === 0 ? v : undefined;
+    }, 'nothing left to deliver');
+    expect(view).toMatchObject({ acknowledged: 1, rejected: 1 });
+    expect(view.replies.find((r) => r.state === 'rejected')).toMatchObject({ attempts: 1, refusals: 1 });
+    expect(receiver.stats.disconnects).toBe(0);
+    expect(receiver.stats.oversize).toBe(1);
+    const said = logs.find((l) => l.msg.includes('too large'));
+    expect(said?.level).toBe('error');
+    expect(said?.obj).toMatchObject({ commandStatus: 0x65, maxPduBytes: 4096 });
+  });
+
+  it('keeps its back-off across binds that die at once (no delivery or enquire_link answered)', async () => {
+    const s = await sandbox();
+    const { receiver, logs } = receiverOf(s, { backoff: { baseMs: 20, maxMs: 5000 }, random: () => 0 });
+    receiver.start();
+    for (let bind = 1; bind <= 4; bind++) {
+      await waitFor(() => receiver.connected && receiver.stats.binds === bind, `bind ${bind}`);
+      expect(await dropSmpp(s, 'destroy')).toBe(1);
+    }
+    await waitFor(
+      () => logs.filter((l) => l.msg.startsWith('SMPP connection lost')).length === 4,
+      'four losses',
+    );
+    const waits = logs.filter((l) => l.msg.startsWith('SMPP connection lost')).map((l) => l.obj.retryInMs);
+    // Ceilings 20, 40, 80, 160 ms, the lower half of each (random 0): not 10 ms after every bind.
+    expect(waits).toEqual([10, 20, 40, 80]);
+  });
+
   it('binds over TLS, checking the server certificate', async () => {
     const { key, cert } = testCertificate();
     const s = await sandbox({ tls: { key, cert } });
