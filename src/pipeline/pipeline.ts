@@ -705,6 +705,9 @@ export class Pipeline {
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
+    // Its marker came at the last moment: claimed on the next poll (which consumes the marker),
+    // not rejected with the marker left behind to stand for the next upload of the name.
+    if (cfg.readiness === 'marker' && (await source.exists(`${entry.path}.done`))) return null;
     const r = await this.readForClaim(source, entry, cfg.maxFileBytes);
     if ('refusal' in r) return this.rejectAtClaim(source, entry, r.refusal.reason, r.refusal.message);
     const { sniffed } = r;

@@ -408,14 +408,18 @@ export class S3Source implements Source {
       return false;
     };
     if (etag !== undefined && now.etag !== etag) return newer();
-    try {
-      await this.client.send(
-        new DeleteObjectCommand({ Bucket: this.bucket, Key, ...(etag ? { IfMatch: etag } : {}) }),
+    const remove = (IfMatch: string | undefined) =>
+      this.client.send(
+        new DeleteObjectCommand({ Bucket: this.bucket, Key, ...(IfMatch ? { IfMatch } : {}) }),
       );
+    try {
+      await remove(etag);
     } catch (err) {
       if (statusOf(err) === 412) return newer();
       if (isNotFound(err)) return true;
-      throw err;
+      // A store that refuses the header itself: the HEAD above compared already.
+      if (statusOf(err) !== 501) throw err;
+      await remove(undefined);
     }
     return true;
   }
