@@ -445,7 +445,7 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
       });
     });
 
-    describe('takeMarker (docs/sources.md "readiness")', () => {
+    describe('takeMarker (docs/sources.md "Markers")', () => {
       it('takes a marker out of the inbox and gives its content; the file beside it stays; none there: null', async () => {
         await h.put('inbox/a.txt', '3001234567;hola\n');
         await h.put('inbox/a.txt.done', 'sha256=ABC\r\n');
@@ -477,6 +477,18 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
         expect(await source.exists('inbox/c.txt.done')).toBe(true);
         expect(await source.takeMarker('inbox/c.txt.done')).toBe('next');
       });
+
+      // S3 has no links: the case exists where the backend has them.
+      if (name !== 's3')
+        it('a marker that is a symbolic link is taken, never followed: no content', async () => {
+          const link = h.symlink;
+          if (!link) throw new Error(`the ${name} harness must make symlinks`);
+          await h.put('lists/secret.txt', 'sha256=not-the-partners\n');
+          await link('inbox/l.txt.done', '../lists/secret.txt');
+          expect(await source.takeMarker('inbox/l.txt.done')).toBe('');
+          expect(await source.exists('inbox/l.txt.done')).toBe(false);
+          expect(await readText(source, 'lists/secret.txt')).toBe('sha256=not-the-partners\n');
+        });
 
       it('takers of one marker at once: exactly one gets it', async () => {
         for (let i = 0; i < 5; i++) {
