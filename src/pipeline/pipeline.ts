@@ -511,7 +511,7 @@ export class Pipeline {
         try {
           const r = await this.readForClaim(source, entry, maxBytes);
           // A marker source: the marker goes with the claim, whatever becomes of the file, so
-          // that it never stands for the next upload of the name (docs/sources.md "readiness").
+          // that it never stands for the next upload of the name (docs/sources.md "Markers").
           const marker =
             readiness === 'marker' && entry.path.startsWith('inbox/')
               ? await source.takeMarker(`${entry.path}.done`)
