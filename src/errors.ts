@@ -161,6 +161,11 @@ export const REASONS = {
     message: 'the source requires a trailer line (EOF;<n>) and none came before the time-out',
     hint: 'end the file with EOF;<number of recipient records>',
   },
+  MARKER_MISMATCH: {
+    scope: 'file',
+    message: "the file's `.done` marker holds a sha256 that is not the file's (or not 64 hexadecimal digits)",
+    hint: 'nothing of it was sent: upload the whole file again, then its marker with sha256=<the sha256 of that file> (sha256sum prints it)',
+  },
   DUPLICATE_FILE: {
     scope: 'file',
     message: 'the same content was already completed from this source',

@@ -25,7 +25,7 @@ import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
 import type { EmailAccount } from '../service/email-account.ts';
 import { WHATSAPP_CHUNK_RECIPIENTS, type WhatsAppAccount } from '../service/whatsapp-account.ts';
 import type { MtMessageVia, PlannedChunk } from '../service/wire.ts';
-import { mapLimited } from '../sources/readiness.ts';
+import { mapLimited, markerMismatch } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry, SourceFileError } from '../sources/source.ts';
 import {
   type ChunkDestination,
@@ -496,8 +496,12 @@ export class Pipeline {
     entries: readonly SourceEntry[],
     options: { force?: boolean } = {},
   ): Promise<FileRecord[]> {
-    const maxBytes = this.sourceConfig(source.name).maxFileBytes;
-    type Refused = { entry: SourceEntry; refusal: { reason: FileReasonCode; message: string } };
+    const { maxFileBytes: maxBytes, readiness } = this.sourceConfig(source.name);
+    type Refused = {
+      entry: SourceEntry;
+      refusal: { reason: FileReasonCode; message: string };
+      read?: { sha256: string; bytes: number };
+    };
     // Several files read at once: on SFTP or S3 a claim costs round trips, not bandwidth,
     // and one at a time made a claim of 500 small files wait for 4,000 answers in a row.
     const read = await mapLimited(
@@ -506,7 +510,19 @@ export class Pipeline {
       async (entry): Promise<ReadyFile | Refused | null> => {
         try {
           const r = await this.readForClaim(source, entry, maxBytes);
+          // A marker source: the marker goes with the claim, whatever becomes of the file, so
+          // that it never stands for the next upload of the name (docs/sources.md "Markers").
+          const marker =
+            readiness === 'marker' && entry.path.startsWith('inbox/')
+              ? await source.takeMarker(`${entry.path}.done`)
+              : undefined;
+          // Taken by another worker's claim of the same file: that claim goes on.
+          if (marker === null) return null;
           if ('refusal' in r) return { entry, refusal: r.refusal };
+          const read = { sha256: r.sniffed.sha256!, bytes: r.sniffed.bytes };
+          const mismatch = marker === undefined ? null : markerMismatch(marker, read.sha256);
+          if (mismatch !== null)
+            return { entry, refusal: { reason: 'MARKER_MISMATCH', message: mismatch }, read };
           this.rememberSniff(r.sniffed);
           return { name: entry.name, path: entry.path, sha256: r.sniffed.sha256!, bytes: r.sniffed.bytes };
         } catch (err) {
@@ -545,8 +561,8 @@ export class Pipeline {
       },
     );
     await this.store.setPaths(paths);
-    for (const { entry, refusal } of refused) {
-      const file = await this.rejectUnread(source, entry, refusal.reason, refusal.message);
+    for (const { entry, refusal, read } of refused) {
+      const file = await this.rejectAtClaim(source, entry, refusal.reason, refusal.message, read);
       if (file) files.push(file);
     }
     return files;
@@ -614,24 +630,27 @@ export class Pipeline {
   }
 
   /**
-   * A listed file rejected before a byte of it was read (not a regular file any more,
-   * unreadable): recorded with an empty sha256, moved to failed/ with its errors.csv and
-   * manifest. null when it was recorded before (its move failed): nothing new to say.
+   * A listed file rejected at its claim: before a byte of it was read (not a regular file any
+   * more, unreadable: recorded with an empty sha256), or once read (`read`: its marker does
+   * not match it). Moved to failed/ with its errors.csv and manifest. null when it was
+   * recorded before (its move failed): nothing new to say.
    */
-  private async rejectUnread(
+  private async rejectAtClaim(
     source: Source,
     entry: SourceEntry,
     code: FileReasonCode,
     message: string,
+    read?: { sha256: string; bytes: number },
   ): Promise<FileRecord | null> {
-    const prior = await this.store.countBySha(source.name, '');
+    const sha256 = read?.sha256 ?? '';
+    const prior = await this.store.countBySha(source.name, sha256);
     const { file, created } = await this.store.registerFile({
-      fileId: fileIdFor(source.name, '', prior + 1),
+      fileId: fileIdFor(source.name, sha256, prior + 1),
       source: source.name,
       name: entry.name,
       path: entry.path,
-      sha256: '',
-      bytes: entry.size,
+      sha256,
+      bytes: read?.bytes ?? entry.size,
       state: 'rejected',
       rejection: { code, message },
     });
@@ -686,8 +705,11 @@ export class Pipeline {
    */
   async rejectIncomplete(source: Source, entry: SourceEntry): Promise<FileRecord | null> {
     const cfg = this.sourceConfig(source.name);
+    // Its marker came at the last moment: claimed on the next poll (which consumes the marker),
+    // not rejected with the marker left behind to stand for the next upload of the name.
+    if (cfg.readiness === 'marker' && (await source.exists(`${entry.path}.done`))) return null;
     const r = await this.readForClaim(source, entry, cfg.maxFileBytes);
-    if ('refusal' in r) return this.rejectUnread(source, entry, r.refusal.reason, r.refusal.message);
+    if ('refusal' in r) return this.rejectAtClaim(source, entry, r.refusal.reason, r.refusal.message);
     const { sniffed } = r;
     const sha256 = sniffed.sha256!;
     const prior = await this.store.countBySha(source.name, sha256);

@@ -1,7 +1,18 @@
 // A local folder as a Source: inbox/ processing/ done/ failed/ reports/ under `path`.
 import { randomBytes } from 'node:crypto';
 import { type Dirent, constants as fsConstants, type Stats } from 'node:fs';
-import { type FileHandle, link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import {
+  type FileHandle,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  rm,
+  stat,
+  unlink,
+} from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { watch as chokidarWatch } from 'chokidar';
 import { readHandleChunks } from '../format/file-chunks.ts';
@@ -14,10 +25,12 @@ import {
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
   SourceFileError,
   type SourceStat,
+  takenMarkerPath,
 } from './source.ts';
 
 export interface LocalSourceOptions {
@@ -195,19 +208,21 @@ export class LocalSource implements Source {
     const dst = this.#abs(to);
     if (src === dst) throw new Error(`${this.name}: cannot move ${from} onto itself`);
     // rename(2) silently replaces an existing target; link(2) refuses with EEXIST, so the
-    // "target exists" check and the move are one atomic step.
+    // "target exists" check and the copy of the name are one atomic step.
+    let linked: Stats;
     try {
       await link(src, dst);
+      linked = await lstat(dst);
     } catch (err) {
       const code = errCode(err);
       if (code === 'ENOENT') {
-        if (!(await this.#existsAbs(src))) return false;
+        if ((await lstatOrNull(src)) === null) return false;
         throw err; // the target's folder is missing
       }
       if (code === 'EEXIST') {
-        // A concurrent mover of the same file may have linked it and not yet unlinked the
-        // source: that is "someone else claimed it", not a conflicting target.
-        const [s, d] = await Promise.all([statOrNull(src), statOrNull(dst)]);
+        // A concurrent mover of the same file may have linked it and not yet taken it from
+        // `from`: that is "someone else claimed it", not a conflicting target.
+        const [s, d] = await Promise.all([lstatOrNull(src), lstatOrNull(dst)]);
         if (s === null) return false;
         if (d !== null && s.ino === d.ino && s.dev === d.dev) return false;
         throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`, { cause: err });
@@ -217,29 +232,77 @@ export class LocalSource implements Source {
       }
       throw err;
     }
+    // Then `from` is taken away in one step, under a private dot-name beside the target, and
+    // removed only if it is the file linked (device and inode): an unlink of `from` would
+    // delete a newer upload a partner renamed there meanwhile. Such a newer file is put back.
+    const taken = join(dirname(dst), `.${process.pid}.${randomBytes(6).toString('hex')}.moving`);
     try {
-      await unlink(src);
-      return true;
+      await rename(src, taken);
     } catch (err) {
-      // Two movers both linked (to different targets) and the other unlinked first: it won.
-      if (errCode(err) === 'ENOENT') {
-        await unlink(dst).catch(() => {});
-        return false;
-      }
-      throw err;
+      if (errCode(err) !== 'ENOENT') throw err;
+      // Two movers both linked (to different targets) and the other took it first: it won.
+      await unlink(dst).catch(() => {});
+      return false;
+    }
+    const st = await lstat(taken);
+    if (st.ino === linked.ino && st.dev === linked.dev) {
+      await unlink(taken);
+      return true;
+    }
+    await this.#putBack(taken, src, from);
+    return true;
+  }
+
+  /** A newer file taken from `from` by a move: back at its name, never over a newer one still. */
+  async #putBack(taken: string, src: string, from: string): Promise<void> {
+    try {
+      await link(taken, src);
+      await unlink(taken);
+    } catch (err) {
+      throw new Error(
+        `${this.name}: a newer ${from} came in while it was moved and cannot be put back (${errCode(err) ?? 'error'}): it is kept as ${taken}`,
+        { cause: err },
+      );
     }
   }
 
   /** Filesystems without hard links (FAT, some network mounts): check, then rename. */
   async #moveWithoutLinks(src: string, dst: string, from: string, to: string): Promise<boolean> {
-    if (await this.#existsAbs(dst))
+    if ((await lstatOrNull(dst)) !== null)
       throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`);
     try {
       await rename(src, dst);
       return true;
     } catch (err) {
-      if (errCode(err) === 'ENOENT' && !(await this.#existsAbs(src))) return false;
+      if (errCode(err) === 'ENOENT' && (await lstatOrNull(src)) === null) return false;
       throw err;
+    }
+  }
+
+  async takeMarker(path: string): Promise<string | null> {
+    const abs = this.#abs(path);
+    const taken = this.#abs(takenMarkerPath());
+    try {
+      await rename(abs, taken);
+    } catch (err) {
+      if (errCode(err) === 'ENOENT' && (await lstatOrNull(abs)) === null) return null;
+      throw err;
+    }
+    try {
+      const fh = await openRegular(taken, path).catch((err: unknown) => {
+        if (err instanceof SourceFileError) return null; // a link, FIFO or folder: no content
+        throw err;
+      });
+      if (fh === null) return '';
+      try {
+        const buf = Buffer.alloc(MARKER_MAX_BYTES);
+        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+        return buf.toString('utf8', 0, bytesRead);
+      } finally {
+        await fh.close();
+      }
+    } finally {
+      await rm(taken, { recursive: true, force: true });
     }
   }
 
@@ -324,10 +387,6 @@ export class LocalSource implements Source {
     }
     return join(this.root, ...parts);
   }
-
-  async #existsAbs(abs: string): Promise<boolean> {
-    return (await statOrNull(abs)) !== null;
-  }
 }
 
 // Never a link (O_NOFOLLOW), never a wait on a FIFO with no writer (O_NONBLOCK: the open
@@ -369,9 +428,9 @@ function kindOf(st: Stats): string {
   return 'not a regular file';
 }
 
-async function statOrNull(abs: string) {
+async function lstatOrNull(abs: string) {
   try {
-    return await stat(abs);
+    return await lstat(abs);
   } catch (err) {
     if (errCode(err) === 'ENOENT') return null;
     throw err;

@@ -205,3 +205,23 @@ export async function mapLimited<T, R>(
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
+
+/**
+ * Whether a `.done` marker's content agrees with the sha256 of the file claimed: null when
+ * it does, or declares nothing (an empty marker, or any text without a `sha256=` line);
+ * otherwise why not (MARKER_MISMATCH). The line is `sha256=<64 hex digits>`, any case,
+ * blanks around allowed; the first such line counts.
+ */
+export function markerMismatch(content: string, sha256: string): string | null {
+  const line = content
+    .replace(/^\uFEFF/, '')
+    .split(/\r\n|\r|\n/)
+    .map((l) => /^\s*sha256\s*=\s*(.*?)\s*$/i.exec(l))
+    .find((m) => m !== null);
+  if (!line) return null;
+  const declared = line[1]!;
+  if (!/^[0-9a-f]{64}$/i.test(declared))
+    return `the marker's sha256=${JSON.stringify(declared.slice(0, 80))} is not 64 hexadecimal digits`;
+  if (declared.toLowerCase() === sha256) return null;
+  return `the marker says sha256=${declared.toLowerCase()}, the file claimed has sha256=${sha256}`;
+}

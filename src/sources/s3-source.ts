@@ -9,7 +9,8 @@
 //   writes (s3rver and some S3-compatibles ignore If-None-Match): "target exists" is a HEAD
 //   before the copy, and concurrent moves of one key in this process are serialised. Across
 //   processes the store is the guard: only the worker that recorded a file and holds its
-//   lease moves it.
+//   lease moves it. The delete removes only the object copied: a HEAD compares its ETag
+//   first, and the delete carries If-Match where the store honours it (#deleteIfSame).
 // - Credentials come from the SDK's standard chain (env, shared profile, web identity,
 //   container/instance roles) and are never logged; SDK messages pass through redactText.
 import { Readable } from 'node:stream';
@@ -38,6 +39,7 @@ import {
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
   type SourceStat,
@@ -343,18 +345,24 @@ export class S3Source implements Source {
     const src = this.#key(from);
     const dst = this.#key(to);
     if (src === dst) return Promise.reject(new Error(`${this.name}: cannot move ${from} onto itself`));
-    const previous = this.#moving.get(src) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(() => this.#move(from, to, src, dst));
-    this.#moving.set(src, run);
+    return this.#oneAtATime(src, () => this.#move(from, to, src, dst));
+  }
+
+  /** Runs `fn` after the moves (or takes) of `key` already under way: exactly one of them wins. */
+  #oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#moving.get(key) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(fn);
+    this.#moving.set(key, run);
     const forget = () => {
-      if (this.#moving.get(src) === run) this.#moving.delete(src);
+      if (this.#moving.get(key) === run) this.#moving.delete(key);
     };
     run.then(forget, forget);
     return run;
   }
 
   async #move(from: string, to: string, src: string, dst: string): Promise<boolean> {
-    if ((await this.#head(from)) === null) return false;
+    const head = await this.#head(from);
+    if (head === null) return false;
     if ((await this.#head(to)) !== null)
       throw new DroplineError('DROPLINE_ERR_S3', `${this.name}: cannot move ${from}: ${to} already exists`);
     try {
@@ -363,6 +371,8 @@ export class S3Source implements Source {
           Bucket: this.bucket,
           Key: dst,
           CopySource: `${this.bucket}/${src.split('/').map(encodeURIComponent).join('/')}`,
+          // The object the HEAD saw, where the store honours it.
+          ...(head.etag ? { CopySourceIfMatch: head.etag } : {}),
         }),
       );
     } catch (err) {
@@ -370,13 +380,85 @@ export class S3Source implements Source {
       throw this.#error(`copy ${from} to ${to}`, err);
     }
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: src }));
+      await this.#deleteIfSame(from, head.etag);
     } catch (err) {
       // Leave one copy, not two: the file stays where it was, the move failed.
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: dst })).catch(() => {});
       throw this.#error(`delete ${from} after copying it to ${to}`, err);
     }
     return true;
+  }
+
+  /**
+   * Deletes `path` only while it is the object of ETag `etag`: a newer object PUT there since
+   * (a partner's next upload of the same name, a marker for the next file) is left in place
+   * and logged. A HEAD compares first, since several S3-compatible stores ignore If-Match;
+   * the delete then carries If-Match for the stores that honour it (AWS S3 does). false when
+   * a newer object was left.
+   */
+  async #deleteIfSame(path: string, etag: string | undefined): Promise<boolean> {
+    const Key = this.#key(path);
+    const now = await this.#head(path);
+    if (now === null) return true;
+    const newer = () => {
+      this.#logger?.warn(
+        { source: this.name, path },
+        `S3 source ${this.name}: ${path} was uploaded again meanwhile; the newer object is left in place`,
+      );
+      return false;
+    };
+    if (etag !== undefined && now.etag !== etag) return newer();
+    const remove = (IfMatch: string | undefined) =>
+      this.client.send(
+        new DeleteObjectCommand({ Bucket: this.bucket, Key, ...(IfMatch ? { IfMatch } : {}) }),
+      );
+    try {
+      await remove(etag);
+    } catch (err) {
+      if (statusOf(err) === 412) return newer();
+      if (isNotFound(err)) return true;
+      // A store that refuses the header itself: the HEAD above compared already.
+      if (statusOf(err) !== 501) throw err;
+      await remove(undefined);
+    }
+    return true;
+  }
+
+  takeMarker(path: string): Promise<string | null> {
+    const Key = this.#key(path);
+    return this.#oneAtATime(Key, () => this.#takeMarker(path, Key));
+  }
+
+  async #takeMarker(path: string, Key: string): Promise<string | null> {
+    let res: GetObjectCommandOutput;
+    try {
+      // No Range: an empty object has no byte 0 to ask for (s3rver then cuts the connection).
+      res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key }));
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw this.#error(`read ${path}`, err);
+    }
+    const body = res.Body as Readable | undefined;
+    const parts: Buffer[] = [];
+    let got = 0;
+    try {
+      for await (const chunk of body ?? []) {
+        parts.push(Buffer.from(chunk as Uint8Array));
+        got += (chunk as Uint8Array).byteLength;
+        if (got >= MARKER_MAX_BYTES) break;
+      }
+    } catch (err) {
+      throw this.#error(`read ${path}`, err);
+    } finally {
+      body?.destroy();
+    }
+    // Removed only while it is the marker read: one PUT since is the next file's.
+    try {
+      await this.#deleteIfSame(path, res.ETag);
+    } catch (err) {
+      throw this.#error(`remove ${path}`, err);
+    }
+    return Buffer.concat(parts).subarray(0, MARKER_MAX_BYTES).toString('utf8');
   }
 
   async remove(path: string): Promise<void> {

@@ -20,10 +20,12 @@ import {
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
   SourceFileError,
   type SourceStat,
+  takenMarkerPath,
 } from './source.ts';
 
 export interface SftpSourceOptions {
@@ -360,6 +362,39 @@ export class SftpSource implements Source {
       // Gone: another worker moved it first. Otherwise (the target's folder is missing…) an error.
       if (!(await this.#existsOn(conn, src, from))) return false;
       throw err;
+    }
+  }
+
+  async takeMarker(path: string): Promise<string | null> {
+    const remote = this.#remote(path);
+    const takenPath = takenMarkerPath();
+    const taken = this.#remote(takenPath);
+    const conn = await this.#get();
+    // One rename takes it: a marker uploaded after it stays in inbox/.
+    try {
+      await this.#raw(conn, (cb) => conn.sftp.ext_openssh_rename(remote, taken, cb));
+    } catch (err) {
+      if (!(await this.#existsOn(conn, remote, path))) return null;
+      throw this.#opError('rename', path, err);
+    }
+    try {
+      const st = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(taken, cb));
+      // A link, FIFO or folder as a marker: no content (never followed nor opened).
+      if ((st.mode & S_IFMT) !== S_IFREG) return '';
+      const n = Math.min(st.size, MARKER_MAX_BYTES);
+      if (n === 0) return '';
+      const parts: Buffer[] = [];
+      for await (const chunk of this.#read(takenPath, taken, { start: 0, end: n - 1 }, conn))
+        parts.push(Buffer.from(chunk));
+      return Buffer.concat(parts).toString('utf8');
+    } catch (err) {
+      // One dropline may not read: taken all the same, it declares nothing.
+      if (err instanceof SourceFileError) return '';
+      throw err instanceof DroplineError ? err : this.#opError('read', path, err);
+    } finally {
+      await this.#raw(conn, (cb) => conn.sftp.unlink(taken, cb)).catch(() =>
+        this.#raw(conn, (cb) => conn.sftp.rmdir(taken, cb)).catch(() => {}),
+      );
     }
   }
 

@@ -4,6 +4,8 @@
 // Paths are relative to the source root and use `/`: `inbox/x.txt`, `processing/x.txt`,
 // `done/x.txt`, `failed/x.txt`, `failed/x.<fileId>.errors.csv`, `reports/x.<fileId>.report.csv`.
 
+import { randomBytes } from 'node:crypto';
+
 export const FOLDERS = ['inbox', 'processing', 'done', 'failed', 'reports'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
@@ -70,10 +72,20 @@ export interface Source {
   readTail(path: string, bytes: number): Promise<string>;
   /**
    * Moves a file inside the source. Resolves false when `from` is gone (another worker
-   * moved it first): not an error. Fails when `to` already exists.
+   * moved it first): not an error. Fails when `to` already exists. Never removes what it did
+   * not take: a newer file written at `from` while the move runs (a partner's next upload of
+   * the same name) stays there.
    */
   move(from: string, to: string): Promise<boolean>;
   remove(path: string): Promise<void>;
+  /**
+   * Takes the `.done` marker at `path` out of its folder and gives its content (its first
+   * MARKER_MAX_BYTES, UTF-8; '' for a marker that is not a regular file); null when none is
+   * there. A claim consumes its file's marker this way (docs/sources.md "readiness"): in one
+   * step (a rename into processing/, then removed; on S3 a delete by the ETag read), so a
+   * marker written after the take stays in place: it belongs to the next file.
+   */
+  takeMarker(path: string): Promise<string | null>;
   /** Writes (replaces) a file, e.g. reports/x.report.csv; streamed for big reports. */
   write(path: string, content: string | AsyncIterable<string>): Promise<void>;
   /** Optional wake-up when the inbox changes (chokidar locally); listing stays the truth. */
@@ -95,6 +107,14 @@ export interface FolderFile {
   /** Bytes (0 for a link or other). */
   size: number;
   kind: 'file' | 'link' | 'other';
+}
+
+/** How much of a `.done` marker takeMarker reads: a marker holds a word or a `sha256=<hex>` line. */
+export const MARKER_MAX_BYTES = 4096;
+
+/** A private name in processing/ for a marker being taken (a dot-name: never listed). */
+export function takenMarkerPath(): string {
+  return `processing/.marker.${process.pid}.${randomBytes(6).toString('hex')}`;
 }
 
 /** What an inbox entry is, as the listing sees it. */

@@ -3,7 +3,7 @@
 // the backend's own protocol, the way a partner would, so the suite never assumes a disk.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FOLDERS, type Source } from '../../src/sources/source.ts';
+import { FOLDERS, MARKER_MAX_BYTES, type Source } from '../../src/sources/source.ts';
 
 export interface SourceHarness {
   /** Not started: the suite calls start(). */
@@ -441,6 +441,60 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
           expect(await source.exists(`inbox/d${i}.txt`)).toBe(false);
           expect(await readText(source, winner)).toBe(`race ${i}\n`);
           expect(await source.exists(loser)).toBe(false);
+        }
+      });
+    });
+
+    describe('takeMarker (docs/sources.md "Markers")', () => {
+      it('takes a marker out of the inbox and gives its content; the file beside it stays; none there: null', async () => {
+        await h.put('inbox/a.txt', '3001234567;hola\n');
+        await h.put('inbox/a.txt.done', 'sha256=ABC\r\n');
+        await h.put('inbox/b.txt.done', '');
+        expect(await source.takeMarker('inbox/a.txt.done')).toBe('sha256=ABC\r\n');
+        expect(await source.exists('inbox/a.txt.done')).toBe(false);
+        expect(await readText(source, 'inbox/a.txt')).toBe('3001234567;hola\n');
+        expect(await source.takeMarker('inbox/a.txt.done')).toBeNull();
+        expect(await source.takeMarker('inbox/b.txt.done')).toBe('');
+        expect(await source.exists('inbox/b.txt.done')).toBe(false);
+        expect(await source.takeMarker('inbox/never.txt.done')).toBeNull();
+        // Nothing of the takes is left where a listing looks.
+        expect((await source.list()).map((e) => e.name)).toEqual(['a.txt']);
+        expect(await source.listFolder('processing')).toEqual([]);
+      });
+
+      it('reads at most MARKER_MAX_BYTES of a marker, and takes it all the same', async () => {
+        await h.put('inbox/big.txt.done', `sha256=${'a'.repeat(64)}\n${'x'.repeat(MARKER_MAX_BYTES * 3)}`);
+        const content = await source.takeMarker('inbox/big.txt.done');
+        expect(content).toHaveLength(MARKER_MAX_BYTES);
+        expect(content?.startsWith(`sha256=${'a'.repeat(64)}\n`)).toBe(true);
+        expect(await source.exists('inbox/big.txt.done')).toBe(false);
+      });
+
+      it('a marker written after the take stays: it belongs to the next file', async () => {
+        await h.put('inbox/c.txt.done', 'first');
+        expect(await source.takeMarker('inbox/c.txt.done')).toBe('first');
+        await h.put('inbox/c.txt.done', 'next');
+        expect(await source.exists('inbox/c.txt.done')).toBe(true);
+        expect(await source.takeMarker('inbox/c.txt.done')).toBe('next');
+      });
+
+      // S3 has no links: the case exists where the backend has them.
+      if (name !== 's3')
+        it('a marker that is a symbolic link is taken, never followed: no content', async () => {
+          const link = h.symlink;
+          if (!link) throw new Error(`the ${name} harness must make symlinks`);
+          await h.put('lists/secret.txt', 'sha256=not-the-partners\n');
+          await link('inbox/l.txt.done', '../lists/secret.txt');
+          expect(await source.takeMarker('inbox/l.txt.done')).toBe('');
+          expect(await source.exists('inbox/l.txt.done')).toBe(false);
+          expect(await readText(source, 'lists/secret.txt')).toBe('sha256=not-the-partners\n');
+        });
+
+      it('takers of one marker at once: exactly one gets it', async () => {
+        for (let i = 0; i < 5; i++) {
+          await h.put(`inbox/r${i}.txt.done`, `marker ${i}`);
+          const got = await Promise.all([1, 2, 3].map(() => source.takeMarker(`inbox/r${i}.txt.done`)));
+          expect(got.filter((g) => g !== null)).toEqual([`marker ${i}`]);
         }
       });
     });

@@ -1690,6 +1690,7 @@ describe('fixtures in real encodings (test/fixtures/format)', () => {
 /** Decided by the pipeline (time-outs, earlier files, contact limits, the service's templates), never by the reader. */
 const NOT_THE_READERS = [
   'MISSING_TRAILER',
+  'MARKER_MISMATCH',
   'UNKNOWN_TEMPLATE',
   'TOO_MANY_ATTACHMENTS',
   'ATTACHMENTS_TOO_LARGE',

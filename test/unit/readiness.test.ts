@@ -2,6 +2,7 @@
 // test decides what time it is and what the probes answer.
 import { describe, expect, it } from 'vitest';
 import {
+  markerMismatch,
   type ReadinessOptions,
   type ReadinessProbes,
   ReadinessTracker,
@@ -311,5 +312,32 @@ describe('forget and disappearing files', () => {
     t.forget('inbox/a.txt');
     release();
     expect((await pending).ready).toEqual([]);
+  });
+});
+
+describe('markerMismatch (a `.done` marker holding sha256=<hex>)', () => {
+  const sha = 'ab'.repeat(32);
+
+  it('a marker that declares nothing, or the same sha256 in any case and spacing, agrees', () => {
+    for (const content of ['', 'ok\n', '2026-11-28T10:00:00Z', 'lines=10\n'])
+      expect(markerMismatch(content, sha)).toBeNull();
+    for (const content of [
+      `sha256=${sha}`,
+      `SHA256 = ${sha.toUpperCase()}\r\n`,
+      `\uFEFFsha256=${sha}\n`,
+      `lines=10\nsha256=${sha}\n`,
+    ])
+      expect(markerMismatch(content, sha)).toBeNull();
+  });
+
+  it('another sha256 or one that is not 64 hex digits is a mismatch, said with both values', () => {
+    const other = 'cd'.repeat(32);
+    expect(markerMismatch(`sha256=${other}\n`, sha)).toBe(
+      `the marker says sha256=${other}, the file claimed has sha256=${sha}`,
+    );
+    expect(markerMismatch('sha256=\n', sha)).toMatch(/not 64 hexadecimal digits/);
+    expect(markerMismatch(`sha256=${sha}0`, sha)).toMatch(/not 64 hexadecimal digits/);
+    // The first sha256 line counts.
+    expect(markerMismatch(`sha256=${other}\nsha256=${sha}\n`, sha)).not.toBeNull();
   });
 });

@@ -1,0 +1,73 @@
+// A `marker` source's claim and its `.done` marker (docs/sources.md "Markers"), where only a
+// direct call can place the marker exactly: taken by another worker between the listing
+// and this claim; come just as the file timed out waiting for it.
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { silentLogger } from '../../src/log.ts';
+import { Pipeline } from '../../src/pipeline/pipeline.ts';
+import type { ServiceClient } from '../../src/service/client.ts';
+import { LocalSource } from '../../src/sources/local-source.ts';
+import { openStore } from '../../src/store/index.ts';
+import type { Store } from '../../src/store/store.ts';
+
+describe('a marker source: the claim and the marker', () => {
+  let dir: string;
+  let inbox: string;
+  let source: LocalSource;
+  let store: Store;
+  let pipeline: Pipeline;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dropline-marker-claim-'));
+    inbox = join(dir, 'drop', 'inbox');
+    source = new LocalSource({ name: 'local', path: join(dir, 'drop') });
+    await source.start();
+    store = await openStore(`sqlite:${join(dir, 'state.db')}`);
+    await store.migrate();
+    const config = parseConfig({
+      store: `sqlite:${join(dir, 'state.db')}`,
+      sources: [{ name: 'local', type: 'local', path: join(dir, 'drop'), readiness: 'marker' }],
+    });
+    pipeline = new Pipeline({
+      config,
+      store,
+      client: null as unknown as ServiceClient,
+      sources: new Map([['local', source]]),
+      logger: silentLogger,
+      owner: 'test',
+    });
+  });
+
+  afterEach(async () => {
+    await source.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a marker another worker took since the listing: the file is left to that claim', async () => {
+    await writeFile(join(inbox, 'a.txt'), '3001234567;hola\n');
+    await writeFile(join(inbox, 'a.txt.done'), '');
+    await writeFile(join(inbox, 'b.txt'), '3001234568;hola\n');
+    await writeFile(join(inbox, 'b.txt.done'), '');
+    const listing = await source.list();
+    expect(await source.takeMarker('inbox/a.txt.done')).toBe('');
+    const files = await pipeline.claimReady(source, listing);
+    expect(files.map((f) => [f.name, f.state])).toEqual([['b.txt', 'validating']]);
+    expect(await readdir(inbox)).toEqual(['a.txt']);
+    expect((await store.listFiles()).map((f) => f.name)).toEqual(['b.txt']);
+  });
+
+  it('a marker that comes as its file times out: not rejected; the next claim takes both', async () => {
+    await writeFile(join(inbox, 'late.txt'), '3001234567;hola\n');
+    const [entry] = await source.list();
+    await writeFile(join(inbox, 'late.txt.done'), '');
+    expect(await pipeline.rejectIncomplete(source, entry!)).toBeNull();
+    expect((await readdir(inbox)).sort()).toEqual(['late.txt', 'late.txt.done']);
+    const [file] = await pipeline.claimReady(source, await source.list());
+    expect(file?.state).toBe('validating');
+    expect(await readdir(inbox)).toEqual([]);
+  });
+});
