@@ -195,6 +195,10 @@ export function readDirective(
         fail(
           `sendAt is ISO-8601 with an offset (2026-11-27T09:00-05:00) or YYYY-MM-DD HH:mm in ${timezone}, not \`${value.slice(0, 40)}\``,
         );
+      // Date.UTC reads the years 0-99 as 1900-1999 (`0000-…` would be 1900): no campaign is
+      // scheduled before 2000, so such a year is a mistake, said as one.
+      if (Number(value.slice(0, 4)) < 2000)
+        fail(`sendAt must be in the year 2000 or later, not \`${value.slice(0, 40)}\``);
       into.sendAt = { line, at: at.toISOString() };
       return;
     }

@@ -295,6 +295,19 @@ interface PreparedMessage {
 // C0 control characters other than LF (line breaks inside quoted messages are kept as LF).
 const CONTROL = /[\x00-\x09\x0b-\x1f]/;
 const CONTROL_ALL = /[\x00-\x09\x0b-\x1f]/g;
+/** A line break (CRLF, CR or LF) in an email field: one space. */
+const FIELD_BREAKS = /\r\n|[\r\n]/g;
+
+/**
+ * An email record's fields with every line break made a space and every other C0 control
+ * character removed, or `fields` itself when none has one: the service merges them into the
+ * subject, where a line feed would start another header (`Ana\nBcc: …`).
+ */
+function oneLineFields(fields: readonly string[]): readonly string[] {
+  if (!fields.some((f) => CONTROL_OR_LF.test(f))) return fields;
+  return fields.map((f) => f.replace(FIELD_BREAKS, ' ').replace(CONTROL_ALL, ''));
+}
+const CONTROL_OR_LF = /[\x00-\x1f]/;
 const LONG_MESSAGE_CHARS = 500;
 const NO_TEXT: PreparedMessage = {
   text: '',
@@ -823,6 +836,21 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     }
   };
 
+  /** CONTROL_CHARS_REMOVED of an email record whose fields were made one line (oneLineFields). */
+  const warnFields = (line: number): void => {
+    flushRecipients();
+    const code = 'CONTROL_CHARS_REMOVED';
+    if (!emit && summary.warnings.length >= maxListed) {
+      summary.warningCounts[code] = (summary.warningCounts[code] ?? 0) + 1;
+      summary.warningsTruncated = true;
+      return;
+    }
+    const message =
+      'line breaks and control characters were removed from the fields (an email subject is one line)';
+    if (emit) batch.push({ kind: 'warning', line, code, message });
+    listIssue('warnings', { line, code, message, hint: REASONS[code].hint });
+  };
+
   /** A number was read: check it, then stage it (suppression, duplicates and emitting follow). */
   const recipient = (
     line: number,
@@ -1186,6 +1214,13 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     let msg = NO_TEXT;
     let hash = 0;
     if (fields !== null) {
+      // Any field may be merged into the subject (a stored template's is not known here):
+      // none carries a line break or control character to the service (docs/format.md).
+      const cleaned = oneLineFields(fields);
+      if (cleaned !== fields) {
+        fields = cleaned;
+        warnFields(line);
+      }
       for (const t of emailTemplates) {
         const missing = templateValues(t, fields, csvQuoted, inserted);
         if (missing >= 0) {

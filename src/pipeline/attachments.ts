@@ -5,7 +5,7 @@
 // folder: no attachments.
 import { lookup } from 'mime-types';
 import type { FileReasonCode } from '../errors.ts';
-import { baseName, type Source, SourceFileError } from '../sources/source.ts';
+import { baseName, type HeldFolder, type Source, SourceFileError } from '../sources/source.ts';
 import type { FileAttachment } from '../store/store.ts';
 
 /** Spec 8: attachments a request. */
@@ -29,8 +29,12 @@ export type AttachmentsRead =
  */
 export async function readAttachments(source: Source, fileName: string): Promise<AttachmentsRead> {
   const folder = attachmentsFolder(fileName);
+  let held: HeldFolder | null = null;
   try {
-    const files = await source.listFolder(folder);
+    // Held while its files are read: each is the one listed, read relative to the folder
+    // listed, never through a link swapped in meanwhile (docs/sources.md "Attachments").
+    held = await source.openFolder(folder);
+    const files = held.files;
     // A link (or FIFO…) in an attachment's place is never followed: the file is refused, as a
     // link in the inbox is, rather than sent without an attachment its sender meant.
     const odd = files.find((f) => f.kind !== 'file');
@@ -57,12 +61,13 @@ export async function readAttachments(source: Source, fileName: string): Promise
     const listed: { name: string; bytes: number }[] = [];
     let total = 0;
     for (const f of files) {
-      const chunks: Uint8Array[] = [];
-      for await (const chunk of source.open(`${folder}/${f.name}`)) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of held.read(f.name)) {
         total += chunk.byteLength;
         // Grown since it was listed: the limit is checked on what is read, not on the listing.
         if (total > MAX_ATTACHMENT_BYTES) return tooLarge(total);
-        chunks.push(chunk);
+        // Copied: a source may hand out views of buffers it reuses for the next chunks.
+        chunks.push(Buffer.from(chunk));
       }
       const bytes = Buffer.concat(chunks);
       attachments.push({
@@ -75,8 +80,11 @@ export async function readAttachments(source: Source, fileName: string): Promise
     return { ok: true, attachments, listed };
   } catch (err) {
     if (!(err instanceof SourceFileError)) throw err;
-    // A link, FIFO or folder in place of an attachment (or the folder), or one not readable.
+    // A link, FIFO or folder in place of an attachment (or the folder), one not readable, or
+    // one replaced since it was listed.
     return { ok: false, reason: err.reason, message: `attachments: ${err.message}` };
+  } finally {
+    await held?.close();
   }
 }
 

@@ -21,10 +21,12 @@ import {
   FOLDERS,
   type FolderFile,
   fileRefusalOf,
+  type HeldFolder,
   ignoredReason,
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  listedFileOf,
   MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
@@ -36,6 +38,13 @@ import {
 export interface LocalSourceOptions {
   name: string;
   path: string;
+  /**
+   * How openFolder reads a folder's files relative to the folder it listed: `fd` through
+   * its held descriptor (`/proc/self/fd/<fd>/<name>`, Linux), `paths` by path with each
+   * file's device and inode checked against the listing (systems without /proc). Default:
+   * `fd` where /proc answers.
+   */
+  heldFolders?: 'fd' | 'paths';
 }
 
 /** Change events closer together than this wake the pipeline once. */
@@ -55,10 +64,12 @@ export class LocalSource implements Source {
   readonly kind = 'local' as const;
   readonly root: string;
   readonly #stops = new Set<() => void>();
+  readonly #heldFolders: 'fd' | 'paths' | undefined;
 
   constructor(options: LocalSourceOptions) {
     this.name = options.name;
     this.root = resolve(options.path);
+    this.#heldFolders = options.heldFolders;
   }
 
   async start(): Promise<void> {
@@ -131,11 +142,100 @@ export class LocalSource implements Source {
   }
 
   async listFolder(path: string): Promise<FolderFile[]> {
-    const abs = this.#abs(path);
-    // Neither the folder nor any folder on the way to it is followed: a link there (one a
-    // partner made, `attachments` → /run/secrets) could lead anywhere on the disk. (lstat,
-    // then readdir by name: a swap in between is a partner's race with itself.)
+    const folder = await this.openFolder(path);
+    await folder.close();
+    return [...folder.files];
+  }
+
+  /**
+   * Neither the folder nor any folder on the way to it is followed: a link there (one a
+   * partner made, `attachments` → /run/secrets) could lead anywhere on the disk. With /proc
+   * (Linux: Node has no openat), each folder of the path is opened relative to the one
+   * before it, `/proc/self/fd/<fd>/<name>` with O_NOFOLLOW, and the folder is held: its
+   * listing and every read go through its descriptor, so a link swapped in later, for the
+   * folder, a folder above it or a file, is never reached. Without /proc, each folder on
+   * the way is lstat'ed before and after the listing (a change: FILE_CHANGED) and each file
+   * opened by path must be the device and inode listed.
+   */
+  async openFolder(path: string): Promise<HeldFolder> {
+    this.#abs(path);
+    const mode = this.#heldFolders ?? ((await fdPathsWork()) ? 'fd' : 'paths');
+    const held = mode === 'fd' ? await this.#holdByFd(path) : await this.#checkPath(path);
+    if (held === null) return EMPTY_FOLDER;
+    const close = async () => {
+      await held.fh?.close().catch(() => {});
+    };
+    try {
+      const ids = new Map<string, FileId>();
+      const files = await listEntries(held.dir, path, ids);
+      if (held.fh === null) {
+        // By path: the folders on the way must be the ones checked before the listing.
+        const again = await this.#checkPath(path);
+        if (again === null || again.chain.some((id, i) => !sameId(id, held.chain[i])))
+          throw new SourceFileError('FILE_CHANGED', `${path} changed while it was listed`);
+      }
+      async function* read(name: string): AsyncGenerator<Uint8Array> {
+        listedFileOf(files, name, path);
+        const where = `${path}/${name}`;
+        const fh = await openRegular(join(held!.dir, name), where);
+        try {
+          // The file listed, not another put in its place (or reached by a link above it).
+          if (!sameId(await fh.stat(), ids.get(name)))
+            throw new SourceFileError('FILE_CHANGED', `${where} was replaced since it was listed`);
+        } catch (err) {
+          await fh.close();
+          throw err;
+        }
+        yield* readHandleChunks(fh);
+      }
+      return { files, read, close };
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
+
+  /**
+   * The folder at `path` opened one folder at a time, each relative to the descriptor of
+   * the one before (O_NOFOLLOW: a link is refused, never followed); the root as configured.
+   * null: no such folder (or a file on the way).
+   */
+  async #holdByFd(path: string): Promise<HeldPath | null> {
+    let dir = await open(this.root, fsConstants.O_RDONLY | fsConstants.O_DIRECTORY);
     const parts = path.split('/');
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        const sub = parts.slice(0, i + 1).join('/');
+        const at = `/proc/self/fd/${dir.fd}/${parts[i]}`;
+        let next: FileHandle;
+        try {
+          next = await open(at, DIR_FLAGS);
+        } catch (err) {
+          const code = errCode(err);
+          if (code === 'ENOENT') return closed(dir);
+          // O_NOFOLLOW|O_DIRECTORY answers ENOTDIR for a link and a file alike: told apart
+          // without following (the lstat of the name in the held folder).
+          if (code === 'ENOTDIR' || code === 'ELOOP') {
+            const st = await lstat(at).catch(() => null);
+            if (st?.isSymbolicLink()) throw linkOnTheWay(sub);
+            return closed(dir);
+          }
+          throw fileRefusalOf(err, sub) ?? err;
+        }
+        await dir.close();
+        dir = next;
+      }
+    } catch (err) {
+      await dir.close().catch(() => {});
+      throw err;
+    }
+    return { dir: `/proc/self/fd/${dir.fd}`, fh: dir, chain: [] };
+  }
+
+  /** Without /proc: each folder of `path` lstat'ed (a link refused), their devices and inodes. */
+  async #checkPath(path: string): Promise<HeldPath | null> {
+    const parts = path.split('/');
+    const chain: FileId[] = [];
     for (let i = 1; i <= parts.length; i++) {
       const sub = parts.slice(0, i).join('/');
       let dir: Stats;
@@ -143,42 +243,14 @@ export class LocalSource implements Source {
         dir = await lstat(this.#abs(sub));
       } catch (err) {
         const code = errCode(err);
-        if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+        if (code === 'ENOENT' || code === 'ENOTDIR') return null;
         throw fileRefusalOf(err, sub) ?? err;
       }
-      if (dir.isSymbolicLink())
-        throw new SourceFileError(
-          'NOT_A_REGULAR_FILE',
-          `${sub} is a symbolic link, not a folder: links are never followed`,
-        );
-      if (!dir.isDirectory()) return [];
+      if (dir.isSymbolicLink()) throw linkOnTheWay(sub);
+      if (!dir.isDirectory()) return null;
+      chain.push({ dev: dir.dev, ino: dir.ino });
     }
-    let dirents: Dirent[];
-    try {
-      dirents = await readdir(abs, { withFileTypes: true });
-    } catch (err) {
-      const code = errCode(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-      throw fileRefusalOf(err, path) ?? err;
-    }
-    const found = await Promise.all(
-      dirents
-        .filter((d) => !d.isDirectory() && isFolderFileName(d.name))
-        .map(async (d): Promise<FolderFile | null> => {
-          try {
-            // lstat: the name may have been replaced (by a link…) since readdir.
-            const st = await lstat(join(abs, d.name));
-            if (st.isDirectory()) return null;
-            if (st.isFile()) return { name: d.name, size: st.size, kind: 'file' };
-            return { name: d.name, size: 0, kind: st.isSymbolicLink() ? 'link' : 'other' };
-          } catch (err) {
-            // Removed or renamed since readdir: not in the folder any more.
-            if (errCode(err) === 'ENOENT') return null;
-            throw fileRefusalOf(err, `${path}/${d.name}`) ?? err;
-          }
-        }),
-    );
-    return found.filter((f): f is FolderFile => f !== null).sort(byName);
+    return { dir: this.#abs(path), fh: null, chain };
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
@@ -387,6 +459,100 @@ export class LocalSource implements Source {
     }
     return join(this.root, ...parts);
   }
+}
+
+/** A held folder: where its names are opened, its descriptor (fd mode), its folders' ids (paths mode). */
+interface HeldPath {
+  dir: string;
+  fh: FileHandle | null;
+  chain: FileId[];
+}
+
+interface FileId {
+  dev: number;
+  ino: number;
+}
+
+const sameId = (a: FileId, b: FileId | undefined): boolean =>
+  b !== undefined && a.dev === b.dev && a.ino === b.ino;
+
+const DIR_FLAGS = fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW;
+
+const EMPTY_FOLDER: HeldFolder = {
+  files: [],
+  // biome-ignore lint/correctness/useYield: it has nothing to yield
+  read: async function* (name) {
+    listedFileOf([], name, '');
+  },
+  close: async () => {},
+};
+
+async function closed(fh: FileHandle): Promise<null> {
+  await fh.close();
+  return null;
+}
+
+function linkOnTheWay(sub: string): SourceFileError {
+  return new SourceFileError(
+    'NOT_A_REGULAR_FILE',
+    `${sub} is a symbolic link, not a folder: links are never followed`,
+  );
+}
+
+let fdPaths: Promise<boolean> | null = null;
+
+/**
+ * Whether `/proc/self/fd/<fd>` reaches the folder a descriptor holds (Linux with /proc):
+ * asked once a process.
+ */
+function fdPathsWork(): Promise<boolean> {
+  fdPaths ??= (async () => {
+    const fh = await open('/', fsConstants.O_RDONLY | fsConstants.O_DIRECTORY);
+    try {
+      return sameId(await stat(`/proc/self/fd/${fh.fd}`), await fh.stat());
+    } catch {
+      return false;
+    } finally {
+      await fh.close();
+    }
+  })();
+  return fdPaths;
+}
+
+/**
+ * The files directly in the folder at `dir` (a path or /proc/self/fd/<fd>), as listFolder
+ * gives them; each regular file's device and inode into `ids`.
+ */
+async function listEntries(dir: string, path: string, ids: Map<string, FileId>): Promise<FolderFile[]> {
+  let dirents: Dirent[];
+  try {
+    dirents = await readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    const code = errCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    throw fileRefusalOf(err, path) ?? err;
+  }
+  const found = await Promise.all(
+    dirents
+      .filter((d) => !d.isDirectory() && isFolderFileName(d.name))
+      .map(async (d): Promise<FolderFile | null> => {
+        try {
+          // lstat: the name may have been replaced (by a link…) since readdir.
+          const st = await lstat(join(dir, d.name));
+          if (st.isDirectory()) return null;
+          if (st.isFile()) {
+            ids.set(d.name, { dev: st.dev, ino: st.ino });
+            return { name: d.name, size: st.size, kind: 'file' };
+          }
+          return { name: d.name, size: 0, kind: st.isSymbolicLink() ? 'link' : 'other' };
+        } catch (err) {
+          // Removed or renamed since readdir: not in the folder any more.
+          if (errCode(err) === 'ENOENT') return null;
+          throw fileRefusalOf(err, `${path}/${d.name}`) ?? err;
+        }
+      }),
+  );
+  return found.filter((f): f is FolderFile => f !== null).sort(byName);
 }
 
 // Never a link (O_NOFOLLOW), never a wait on a FIFO with no writer (O_NONBLOCK: the open

@@ -35,13 +35,16 @@ import {
   byName,
   FOLDERS,
   type FolderFile,
+  type HeldFolder,
   ignoredReason,
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  listedFileOf,
   MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
+  SourceFileError,
   type SourceStat,
 } from './source.ts';
 
@@ -268,16 +271,51 @@ export class S3Source implements Source {
    * the keys under its name, and a folder with none is [].
    */
   async listFolder(path: string): Promise<FolderFile[]> {
+    return [...(await this.openFolder(path)).files];
+  }
+
+  /**
+   * S3 has no links: a folder is the keys under its name, and each file is read by its exact
+   * key (`<prefix><path>/<name>`, a name from the listing: no `/`, never `.` or `..`, so no
+   * read leaves the folder), and must be the version listed: its ETag and size (If-Match,
+   * then checked on the answer, for stores that ignore it); another is FILE_CHANGED.
+   */
+  async openFolder(path: string): Promise<HeldFolder> {
     const folder = `${this.#key(path)}/`;
-    const out: FolderFile[] = [];
+    const files: FolderFile[] = [];
+    const etags = new Map<string, string | undefined>();
     for await (const page of this.#pages(folder, `list ${path}/`))
       for (const o of page.Contents ?? []) {
         const name = o.Key?.slice(folder.length) ?? '';
         // '': the folder's own marker (`attachments/x/`, as consoles make them).
         if (name === '' || name.includes('/') || !isFolderFileName(name)) continue;
-        out.push({ name, size: o.Size ?? 0, kind: 'file' });
+        files.push({ name, size: o.Size ?? 0, kind: 'file' });
+        etags.set(name, o.ETag);
       }
-    return out.sort(byName);
+    files.sort(byName);
+    const self = this;
+    async function* read(name: string): AsyncGenerator<Uint8Array> {
+      const listed = listedFileOf(files, name, path);
+      const where = `${path}/${name}`;
+      const etag = etags.get(name);
+      let res: GetObjectCommandOutput;
+      try {
+        res = await self.client.send(
+          new GetObjectCommand({ Bucket: self.bucket, Key: folder + name, IfMatch: etag }),
+        );
+      } catch (err) {
+        if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412)
+          throw new SourceFileError('FILE_CHANGED', `${where} was replaced since it was listed`);
+        throw self.#error(`open ${where}`, err);
+      }
+      const body = res.Body as Readable | undefined;
+      if ((etag !== undefined && res.ETag !== etag) || (res.ContentLength ?? 0) !== listed.size) {
+        body?.destroy();
+        throw new SourceFileError('FILE_CHANGED', `${where} was replaced since it was listed`);
+      }
+      yield* self.#body(res, where);
+    }
+    return { files, read, close: async () => {} };
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
@@ -291,29 +329,34 @@ export class S3Source implements Source {
         } catch (err) {
           throw self.#error(`open ${path}`, err);
         }
-        const body = res.Body as Readable | undefined;
-        if (body === undefined) return;
-        let got = 0;
-        try {
-          for await (const chunk of body) {
-            got += (chunk as Uint8Array).byteLength;
-            yield chunk as Uint8Array;
-          }
-        } catch (err) {
-          throw self.#error(`read ${path}`, err);
-        } finally {
-          // The consumer may stop early (a rejected file): free the connection.
-          body.destroy();
-        }
-        // Without response checksums, a connection cut between chunks must not pass for EOF.
-        if (res.ContentLength !== undefined && got !== res.ContentLength) {
-          throw new DroplineError(
-            'DROPLINE_ERR_S3',
-            `${self.name}: read ${path}: got ${got} of ${res.ContentLength} bytes (connection lost)`,
-          );
-        }
+        yield* self.#body(res, path);
       },
     };
+  }
+
+  /** A GetObject answer's bytes, whole or an error. */
+  async *#body(res: GetObjectCommandOutput, path: string): AsyncGenerator<Uint8Array> {
+    const body = res.Body as Readable | undefined;
+    if (body === undefined) return;
+    let got = 0;
+    try {
+      for await (const chunk of body) {
+        got += (chunk as Uint8Array).byteLength;
+        yield chunk as Uint8Array;
+      }
+    } catch (err) {
+      throw this.#error(`read ${path}`, err);
+    } finally {
+      // The consumer may stop early (a rejected file): free the connection.
+      body.destroy();
+    }
+    // Without response checksums, a connection cut between chunks must not pass for EOF.
+    if (res.ContentLength !== undefined && got !== res.ContentLength) {
+      throw new DroplineError(
+        'DROPLINE_ERR_S3',
+        `${this.name}: read ${path}: got ${got} of ${res.ContentLength} bytes (connection lost)`,
+      );
+    }
   }
 
   async readTail(path: string, bytes: number): Promise<string> {

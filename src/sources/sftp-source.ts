@@ -16,10 +16,12 @@ import {
   byName,
   FOLDERS,
   type FolderFile,
+  type HeldFolder,
   ignoredReason,
   isDropFileName,
   isFolderFileName,
   type ListOptions,
+  listedFileOf,
   MARKER_MAX_BYTES,
   type Source,
   type SourceEntry,
@@ -281,10 +283,42 @@ export class SftpSource implements Source {
    * FIFOs are told from regular files without following them.
    */
   async listFolder(path: string): Promise<FolderFile[]> {
+    return [...(await this.#listFolder(path)).files];
+  }
+
+  async #listFolder(path: string): Promise<{ files: FolderFile[]; attrs: Map<string, Stats> }> {
     const remote = this.#remote(path);
     const conn = await this.#get();
-    // Neither the folder nor any folder on the way to it is followed (a link there could lead
-    // anywhere the login may read).
+    const attrs = new Map<string, Stats>();
+    if (!(await this.#folderChain(conn, path))) return { files: [], attrs };
+    let entries: { filename: string; attrs: Stats }[];
+    try {
+      entries = await this.#raw(conn, (cb) => conn.sftp.readdir(remote, cb));
+    } catch (err) {
+      // Removed (or replaced by a file) since the lstat.
+      if (sftpCode(err) === NO_SUCH_FILE) return { files: [], attrs };
+      throw this.#readError('list', path, err);
+    }
+    // The server tells each entry's type without following it (readdir's attrs are lstat's).
+    const files = entries
+      .filter(({ filename, attrs }) => (attrs.mode & S_IFMT) !== S_IFDIR && isFolderFileName(filename))
+      .map(({ filename, attrs: st }): FolderFile => {
+        const type = st.mode & S_IFMT;
+        if (type === S_IFREG) {
+          attrs.set(filename, st);
+          return { name: filename, size: st.size, kind: 'file' };
+        }
+        return { name: filename, size: 0, kind: type === S_IFLNK ? 'link' : 'other' };
+      })
+      .sort(byName);
+    return { files, attrs };
+  }
+
+  /**
+   * Neither the folder nor any folder on the way to it is followed (a link there could lead
+   * anywhere the login may read): each lstat'ed. false: no such folder (or a file on the way).
+   */
+  async #folderChain(conn: Conn, path: string): Promise<boolean> {
     const parts = path.split('/');
     for (let i = 1; i <= parts.length; i++) {
       const sub = parts.slice(0, i).join('/');
@@ -293,7 +327,7 @@ export class SftpSource implements Source {
         dir = await this.#raw<Stats>(conn, (cb) => conn.sftp.lstat(this.#remote(sub), cb));
       } catch (err) {
         // OpenSSH answers "no such file" for ENOENT and ENOTDIR alike.
-        if (sftpCode(err) === NO_SUCH_FILE) return [];
+        if (sftpCode(err) === NO_SUCH_FILE) return false;
         throw this.#readError('stat', sub, err);
       }
       const type = dir.mode & S_IFMT;
@@ -302,25 +336,47 @@ export class SftpSource implements Source {
           'NOT_A_REGULAR_FILE',
           `${sub} is a symbolic link on the server, not a folder: links are never followed`,
         );
-      if (type !== S_IFDIR) return [];
+      if (type !== S_IFDIR) return false;
     }
-    let entries: { filename: string; attrs: Stats }[];
-    try {
-      entries = await this.#raw(conn, (cb) => conn.sftp.readdir(remote, cb));
-    } catch (err) {
-      // Removed (or replaced by a file) since the lstat.
-      if (sftpCode(err) === NO_SUCH_FILE) return [];
-      throw this.#readError('list', path, err);
+    return true;
+  }
+
+  /**
+   * SFTP (v3) opens by path and the server follows links: there is no openat. Each file is
+   * read through its handle, checked on both sides of the open (docs/sources.md
+   * "Attachments"): before, the folders on the way and the name itself lstat'ed (a link
+   * refused, never opened); the handle's attributes must be the listed file's (type, size,
+   * mtime, owner, mode); after the read, the folders and the name again. A change seen at
+   * any of these is NOT_A_REGULAR_FILE (a link) or FILE_CHANGED, and nothing read is used.
+   */
+  async openFolder(path: string): Promise<HeldFolder> {
+    const { files, attrs } = await this.#listFolder(path);
+    const remote = this.#remote(path);
+    const self = this;
+    async function* read(name: string): AsyncGenerator<Uint8Array> {
+      listedFileOf(files, name, path);
+      const where = `${path}/${name}`;
+      const listed = attrs.get(name)!;
+      const changed = () => new SourceFileError('FILE_CHANGED', `${where} was replaced since it was listed`);
+      const check = (st: Stats) => {
+        if (!sameFile(st, listed)) throw changed();
+      };
+      const conn = await self.#get();
+      if (!(await self.#folderChain(conn, path))) throw changed();
+      yield* self.#read(where, `${remote}/${name}`, null, conn, check);
+      if (!(await self.#folderChain(conn, path))) throw changed();
+      let after: Stats;
+      try {
+        after = await self.#raw<Stats>(conn, (cb) => conn.sftp.lstat(`${remote}/${name}`, cb));
+      } catch (err) {
+        if (sftpCode(err) === NO_SUCH_FILE) throw changed();
+        throw self.#readError('stat', where, err);
+      }
+      if ((after.mode & S_IFMT) === S_IFLNK)
+        throw new SourceFileError('NOT_A_REGULAR_FILE', `${where} is a symbolic link on the server`);
+      check(after);
     }
-    // The server tells each entry's type without following it (readdir's attrs are lstat's).
-    return entries
-      .filter(({ filename, attrs }) => (attrs.mode & S_IFMT) !== S_IFDIR && isFolderFileName(filename))
-      .map(({ filename, attrs }): FolderFile => {
-        const type = attrs.mode & S_IFMT;
-        if (type === S_IFREG) return { name: filename, size: attrs.size, kind: 'file' };
-        return { name: filename, size: 0, kind: type === S_IFLNK ? 'link' : 'other' };
-      })
-      .sort(byName);
+    return { files, read, close: async () => {} };
   }
 
   open(path: string): AsyncIterable<Uint8Array> {
@@ -607,6 +663,8 @@ export class SftpSource implements Source {
     remote: string,
     range: { start: number; end: number } | null = null,
     given?: Conn,
+    /** Throws when the opened handle's attributes are not the file expected (openFolder). */
+    check?: (st: Stats) => void,
   ): AsyncGenerator<Uint8Array> {
     const conn = given ?? (await this.#get());
     // SFTP has no O_NOFOLLOW: look at the name itself first. A link, folder or FIFO put in
@@ -629,6 +687,14 @@ export class SftpSource implements Source {
       throw this.#readError('open', path, err);
     }
     const h = handle;
+    if (check) {
+      try {
+        check(await this.#raw<Stats>(conn, (cb) => conn.sftp.fstat(h, cb)));
+      } catch (err) {
+        if (!conn.lost) await this.#raw(conn, (cb) => conn.sftp.close(h, cb)).catch(() => {});
+        throw err instanceof SourceFileError ? err : this.#readError('stat', path, err);
+      }
+    }
     const end = range ? range.end + 1 : Number.POSITIVE_INFINITY;
     let position = range ? range.start : 0;
     // One read ahead: the next request is on the wire while the consumer works on a chunk.
@@ -789,6 +855,18 @@ export class SftpSource implements Source {
     }
     return this.root === '/' ? `/${path}` : `${this.root}/${path}`;
   }
+}
+
+/** Whether two SFTP attributes are of the same regular file as far as v3 tells (no inode). */
+function sameFile(a: Stats, b: Stats): boolean {
+  return (
+    (a.mode & S_IFMT) === S_IFREG &&
+    a.mode === b.mode &&
+    a.size === b.size &&
+    a.mtime === b.mtime &&
+    a.uid === b.uid &&
+    a.gid === b.gid
+  );
 }
 
 /** A DroplineError's message without its code's general text and the source name. */

@@ -66,6 +66,14 @@ export interface Source {
    * FILE_UNREADABLE; a file at `path` is no folder ([]). A backend that cannot be reached fails as the other methods do.
    */
   listFolder(path: string): Promise<FolderFile[]>;
+  /**
+   * A folder held for reading its files (an email file's attachments): listed as listFolder
+   * lists it (the same refusals of a link at the folder or on the way to it), then each of
+   * its regular files read as the one listed, whatever is swapped in meanwhile: a link put
+   * in a file's place, or in place of the folder or a folder above it, is never followed
+   * (docs/sources.md "Attachments"). Close it when done.
+   */
+  openFolder(path: string): Promise<HeldFolder>;
   /** Streams a file's bytes. Each call starts from the beginning. */
   open(path: string): AsyncIterable<Uint8Array>;
   /** The last `bytes` bytes of a file (trailer readiness), decoded as latin1 (the trailer is ASCII). */
@@ -115,6 +123,30 @@ export const MARKER_MAX_BYTES = 4096;
 /** A private name in processing/ for a marker being taken (a dot-name: never listed). */
 export function takenMarkerPath(): string {
   return `processing/.marker.${process.pid}.${randomBytes(6).toString('hex')}`;
+}
+
+/** A folder opened by Source.openFolder. */
+export interface HeldFolder {
+  /** Its files, as listFolder gives them ([] for a folder that does not exist). */
+  readonly files: readonly FolderFile[];
+  /**
+   * The bytes of one of `files` (a regular file), the file listed and no other: a link,
+   * FIFO… now in its place is a SourceFileError NOT_A_REGULAR_FILE; another file in its
+   * place, or a folder on the way replaced, FILE_CHANGED. Never what a link points to.
+   */
+  read(name: string): AsyncIterable<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/**
+ * A name openFolder's read() takes: one of the folder's listed regular files, never a path
+ * (`/`, `.`, `..`), so that no read leaves the folder, whatever the backend does with names.
+ */
+export function listedFileOf(files: readonly FolderFile[], name: string, folder: string): FolderFile {
+  const f = files.find((x) => x.name === name);
+  if (f === undefined || f.kind !== 'file' || name.includes('/') || name === '.' || name === '..')
+    throw new Error(`${folder}/${name}: not a file listed in the folder`);
+  return f;
 }
 
 /** What an inbox entry is, as the listing sees it. */

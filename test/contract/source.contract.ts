@@ -390,6 +390,31 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
       });
     });
 
+    describe('openFolder', () => {
+      it("lists as listFolder does and reads each listed file's bytes; a name not listed is refused", async () => {
+        const big = randomBytes(700 * 1024);
+        await h.put('attachments/f/big.bin', big);
+        await h.put('attachments/f/small.pdf', 'small');
+        await h.put('attachments/f/sub/deeper.pdf', 'deeper');
+        const held = await source.openFolder('attachments/f');
+        try {
+          expect(held.files).toEqual(await source.listFolder('attachments/f'));
+          const parts: Buffer[] = [];
+          for await (const chunk of held.read('big.bin')) parts.push(Buffer.from(chunk));
+          expect(Buffer.concat(parts).equals(big)).toBe(true);
+          for (const name of ['sub', 'sub/deeper.pdf', '..', '.', '', 'missing.pdf'])
+            await expect(held.read(name)[Symbol.asyncIterator]().next(), name).rejects.toThrow(
+              /not a file listed/,
+            );
+        } finally {
+          await held.close();
+        }
+        const none = await source.openFolder('attachments/missing');
+        expect(none.files).toEqual([]);
+        await none.close();
+      });
+    });
+
     describe('move', () => {
       it('moves a file between folders, keeping its bytes', async () => {
         await h.put('inbox/a.txt', 'payload\n');

@@ -1,7 +1,8 @@
 // Issue 15, email files before email sending exists: `dropline validate` reads them as FORMAT.md
 // 8.3 says (addresses, fields, the subject's placeholders), and a source that sends sms never
 // sends one: `dropline send` (the daemon's path) rejects it BAD_DIRECTIVE and the service
-// receives nothing; `validate` with the configuration says the same.
+// receives nothing; `validate` with the configuration, or without one (the embedded
+// default's SMS source), says the same.
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,12 +51,19 @@ afterAll(async () => {
   await h?.close();
 });
 
-it('validate without a configuration reads the addresses, their fields and the content', async () => {
+it('validate without a configuration reads the addresses, their fields and the content, and refuses the file as the embedded default does', async () => {
+  // The embedded default's one source sends sms (docs/configuration.md): the file is read
+  // whole, then refused BAD_DIRECTIVE as `npm start` would refuse it.
   const r = await bareValidate(['--json', path]);
-  expect(r.code).toBe(0);
+  expect(r.code).toBe(1);
   const s = JSON.parse(r.stdout);
   expect(s).toMatchObject({
-    accepted: true,
+    accepted: false,
+    rejection: {
+      code: 'BAD_DIRECTIVE',
+      message:
+        'line 1: this source sends sms, not email: drop the file in a source whose account sends email',
+    },
     channel: 'email',
     email: { templateId: 'invoice', subject: null, html: null },
     records: 12,
@@ -69,6 +77,7 @@ it('validate without a configuration reads the addresses, their fields and the c
     [8, 'INVALID_EMAIL'],
   ]);
   const text = await bareValidate([path]);
+  expect(text.stdout).toContain('settings of source local (embedded default)');
   expect(text.stdout).toContain('channel email');
   expect(text.stdout).toContain('template invoice (stored on the service)');
 });

@@ -10,7 +10,11 @@ import { BIN } from '../helpers/pipeline-harness.ts';
 
 let dir: string;
 
-/** `dropline validate` in a folder without a configuration (no DROPLINE_CONFIG either). */
+/**
+ * `dropline validate` in a folder whose configuration has one WhatsApp source (no
+ * DROPLINE_CONFIG): without one it answers for the embedded default's SMS source, which
+ * refuses every WhatsApp file (test/e2e/validate-embedded-default.test.ts).
+ */
 function validate(args: string[]): { code: number | null; stdout: string } {
   const env = { ...process.env };
   delete env.DROPLINE_CONFIG;
@@ -26,6 +30,20 @@ async function file(name: string, lines: string[]): Promise<string> {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dropline-whatsapp-files-'));
+  await writeFile(
+    join(dir, 'dropline.config.json'),
+    JSON.stringify({
+      accounts: {
+        wa: {
+          channel: 'whatsapp',
+          baseUrl: 'http://127.0.0.1:9/',
+          username: 'u',
+          source: '+573000000000',
+        },
+      },
+      sources: [{ name: 'wa', type: 'local', path: './drop', channel: 'whatsapp', account: 'wa' }],
+    }),
+  );
 });
 
 afterAll(async () => {

@@ -439,6 +439,24 @@ describe('FORMAT 8.1: directives before the first data record', () => {
     }
   });
 
+  it('`#! sendAt:` before the year 2000 is BAD_DIRECTIVE, never another year (issue 32)', async () => {
+    // Date.UTC maps the years 0-99 to 1900-1999: `0000-…` was stored as 1900.
+    for (const bad of [
+      '0000-01-01T00:00Z',
+      '0099-12-31 09:00',
+      '1999-12-31T23:59:59Z',
+      '0001-06-01T09:00-05:00',
+    ]) {
+      const r = await read(`#! sendAt: ${bad}\n3001234567;Hola\n`);
+      expect(r.summary.directives.sendAt, bad).toBeNull();
+      expect(r.summary.rejection?.code, bad).toBe('BAD_DIRECTIVE');
+      expect(r.summary.rejection?.message, bad).toMatch(/^line 1: sendAt .*the year 2000 or later/);
+    }
+    expect(
+      (await read('#! sendAt: 2000-01-01T00:00Z\n3001234567;Hola\n')).summary.directives.sendAt?.at,
+    ).toBe('2000-01-01T00:00:00.000Z');
+  });
+
   it('`allowDirectives`: false refuses any directive, a list refuses the others', async () => {
     const text = '#! priority: high\n3001234567;Hola\n';
     expect(rejection(await read(text, { allowDirectives: false }))).toEqual([
@@ -1959,6 +1977,38 @@ describe('email files (FORMAT.md 8.3)', () => {
       [2, 2, 'pia@example.com', ''],
     ]);
     expect(problems(r)).toEqual([[3, 'INVALID_EMAIL']]);
+  });
+
+  it('a field never carries a line break or control character to the service: a subject is one line (issue 32)', async () => {
+    // `Ana\nBcc: …` in a subject's field reached the service as written: a second header line.
+    const r = await read(
+      [
+        '#! channel: email',
+        '#! subject: Hola {{Nombre}}',
+        'Correo;Nombre;Mes',
+        'ana@example.com;"Ana\nBcc: spy@example.net";enero',
+        'luis@example.com;"Luis\r\nX-Evil: 1\u0007";"feb\trero"',
+        'pia@example.com;Pía;marzo',
+      ].join('\n'),
+      { email: HTML },
+    );
+    expect(sent(r)).toEqual([
+      [4, 'ana@example.com', '{"Nombre":"Ana Bcc: spy@example.net","Mes":"enero"}'],
+      // (A record's line is its first: the line break inside the quotes counts.)
+      [6, 'luis@example.com', '{"Nombre":"Luis X-Evil: 1","Mes":"febrero"}'],
+      [8, 'pia@example.com', '{"Nombre":"Pía","Mes":"marzo"}'],
+    ]);
+    expect(r.warnings.map((w) => [w.line, w.code])).toEqual([
+      [4, 'CONTROL_CHARS_REMOVED'],
+      [6, 'CONTROL_CHARS_REMOVED'],
+    ]);
+    // validate's example of the merged subject is what is sent.
+    expect(r.summary.templates[0]?.example).toBe('Hola Ana Bcc: spy@example.net');
+    // A stored template's subject is not known here: its fields are cleaned the same way.
+    const stored = await read(
+      '#! channel: email\n#! templateId: invoice\nCorreo;Nombre\nana@example.com;"Ana\nBcc: x@y.co"\n',
+    );
+    expect(sent(stored)).toEqual([[4, 'ana@example.com', '{"Nombre":"Ana Bcc: x@y.co"}']]);
   });
 
   it('the file directives win over the source; content is required; placeholders must name columns', async () => {

@@ -1,5 +1,5 @@
 // `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import module from 'node:module';
 import { basename } from 'node:path';
@@ -448,24 +448,17 @@ export function sourceValidateOptions(config: Config, source: SourceConfig): Val
 }
 
 /**
- * With a configuration (--config, DROPLINE_CONFIG or ./dropline.config.json), the settings of
- * the source the daemon would read the file from, so that validate answers what the daemon
- * will do; a flag given on the command line wins. Without one, the flags and their defaults.
+ * The settings of the source the daemon would read the file from, so that validate answers
+ * what the daemon will do; a flag given on the command line wins. The configuration is the
+ * one `dropline run` reads (--config, DROPLINE_CONFIG or ./dropline.config.json), else the
+ * embedded default (docs/configuration.md "The embedded default"): its one SMS source, as
+ * `npm start` runs it, so that an email or WhatsApp file is refused here as it is there.
  */
 async function withSourceSettings(
   flags: ValidateOptions,
   cmd: Command,
 ): Promise<{ opts: ValidateOptions; from: string | null; account: AccountConfig | null }> {
   const explicit = (cmd.optsWithGlobals() as { config?: string }).config;
-  // Checked before loading: the schema alone costs ~70 ms that a bare validate does not need.
-  if (explicit === undefined && !process.env.DROPLINE_CONFIG && !existsSync('dropline.config.json')) {
-    if (flags.source !== undefined)
-      throw new DroplineError(
-        'DROPLINE_ERR_USAGE',
-        `--source ${flags.source}: there is no configuration file`,
-      );
-    return { opts: flags, from: null, account: null };
-  }
   const { readConfigFile } = await import('../../config/load.ts');
   // SFTP host keys pinned as the daemon pins them: an opt-out list may be read on such a source.
   const { config, path } = readConfigFile({ path: explicit, pinHostKeys: true });
