@@ -84,6 +84,33 @@ describe('notify port under a socket flood', () => {
   });
 });
 
+describe('notify port under a low file-descriptor limit', () => {
+  // Issue 32 item 8: under `prlimit --nofile=400` the default cap (512 + 64) was never reached:
+  // accept() failed first (EMFILE) and a real report's connection was reset, lost for good.
+  it('prlimit --nofile=400 and 450 idle sockets: the cap is below the limit and every real report is recorded', async () => {
+    h = await PipelineHarness.create({ api: { chunkSize: 10, concurrency: 2 } });
+    await h.start({ wrap: ['prlimit', '--nofile=400:400', '--'] });
+    // The start-up log says the cap in force, and why.
+    const said = JSON.parse(
+      h.daemonOutput.split('\n').find((l) => l.includes('"notify: receiver listening"')) ?? '{}',
+    ) as { maxConnections?: number; reserve?: number; openFilesLimit?: number };
+    expect(said.openFilesLimit).toBe(400);
+    expect(said.maxConnections! + said.reserve!).toBeLessThan(400);
+    await openIdle(h.notifyPort, 450, '');
+    const gen = personalizedFile(40, 92);
+    await h.dropFile('pocos-descriptores.txt', gen.content);
+    const m = await h.waitForState('pocos-descriptores.txt', 'completed', { timeoutMs: 60_000 });
+    expect(m.counts.delivered! + m.counts.undelivered!).toBe(gen.valid.length);
+    expect(m.counts.unknown).toBe(0);
+    const { attempts } = await h.notifications();
+    const mine = attempts.filter((a) => a.bulkId === m.fileId);
+    // Every report answered 200 in the end (a 503 is retried); none met a reset (code 0).
+    expect(mine.filter((a) => a.code === 0)).toEqual([]);
+    expect(mine.some((a) => a.code === 200)).toBe(true);
+    expect((await h.opsGet('/healthz')).status).toBe(200);
+  });
+});
+
 describe('the receiver at its cap', () => {
   it('trusted connections are never evicted; a newcomer past the cap gets 503 (retried), not a reset', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dropline-cap-'));
