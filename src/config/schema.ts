@@ -7,7 +7,14 @@ import { DAYS, windowProblem } from '../plan/send-window.ts';
 import { isLoopbackListen } from './loopback.ts';
 
 const duration = z.number().int().nonnegative();
-export const ALERT_EVENTS = ['rejected', 'paused', 'partial', 'completed', 'source-down'] as const;
+export const ALERT_EVENTS = [
+  'rejected',
+  'paused',
+  'partial',
+  'completed',
+  'source-down',
+  'service-down',
+] as const;
 
 /**
  * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
 import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
-import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
+import { buildManifest, detailText, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import { paceLine } from '../../pipeline/workers.ts';
 import { withRuntime } from './context.ts';
@@ -50,6 +50,7 @@ export function printManifest(m: Manifest, json: boolean): void {
     lines.push(`  ${fmt(c.possibleDuplicates)} resent after being in doubt (possible duplicates)`);
   if (m.rejection) lines.push(`  ${m.rejection.code}: ${m.rejection.message}`);
   else if (m.reason) lines.push(`  ${m.reason}`);
+  if (m.detail) lines.push(`  ${detailText(m.detail)}`);
   for (const e of m.errors.slice(0, 10)) lines.push(`  line ${e.line}: ${e.code} ${e.message}`);
   process.stdout.write(`${lines.join('\n')}\n`);
 }
@@ -103,7 +104,7 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
         for (const m of manifests) {
           const c = m.counts;
           process.stdout.write(
-            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}\n`,
+            `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}${m.detail ? `  (${detailText(m.detail)})` : ''}\n`,
           );
         }
       });
