@@ -2,7 +2,7 @@
 // sockets must neither exhaust the daemon's file descriptors nor cost a real delivery report:
 // the receiver caps its connections (evicting the oldest that never sent a request with the
 // token), and reports it cannot take are answered 503, which the service retries.
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -84,12 +84,16 @@ describe('notify port under a socket flood', () => {
   });
 });
 
+/** util-linux's: runs the daemon under a lower RLIMIT_NOFILE. */
+const PRLIMIT = '/usr/bin/prlimit';
+
 describe('notify port under a low file-descriptor limit', () => {
   // Issue 32 item 8: under `prlimit --nofile=400` the default cap (512 + 64) was never reached:
   // accept() failed first (EMFILE) and a real report's connection was reset, lost for good.
   it('prlimit --nofile=400 and 450 idle sockets: the cap is below the limit and every real report is recorded', async () => {
+    if (!existsSync(PRLIMIT)) throw new Error(`no ${PRLIMIT} (apt-get install util-linux)`);
     h = await PipelineHarness.create({ api: { chunkSize: 10, concurrency: 2 } });
-    await h.start({ wrap: ['prlimit', '--nofile=400:400', '--'] });
+    await h.start({ wrap: [PRLIMIT, '--nofile=400:400', '--'] });
     // The start-up log says the cap in force, and why.
     const said = JSON.parse(
       h.daemonOutput.split('\n').find((l) => l.includes('"notify: receiver listening"')) ?? '{}',
