@@ -84,9 +84,10 @@ const READINESS_FRESH_MS = 1000;
 type Readiness = { ready: boolean; checks: Record<string, string> };
 
 /**
- * Checks shown but not deciding readiness: the messaging service unreachable is every
- * worker's trouble alike, and taking this one out of a load balancer would only cost the
- * delivery reports and dashboard it serves (docs/runbook.md "The ops server").
+ * Checks shown but not deciding readiness (docs/runbook.md "Is it up?"): the messaging
+ * service is not asked on behalf of a probe (its check is what this worker's requests last
+ * found), and its outage is every worker's alike: restarting or unrouting this one fixes
+ * nothing, and would cost the delivery reports and the dashboard it serves.
  */
 const SHOWN_ONLY: ReadonlySet<string> = new Set(['service']);
 
