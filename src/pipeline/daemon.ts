@@ -254,6 +254,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
 
   // The messaging service found unreachable: the files' detail, /readyz, service-down.
   const service = watchService({ store: rt.store, logger: log, alerts, driven: () => drives.keys() });
+  metrics.watchService(() => service.current());
 
   let ops: OpsServer | null = null;
   if (options.withOps !== false) {

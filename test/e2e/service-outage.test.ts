@@ -73,6 +73,7 @@ it('a file waiting on an unreachable service says so, /readyz shows it, service-
   expect(readiness.ready).toBe(true);
   expect(readiness.checks.service).toMatch(/^unreachable since .*ECONNREFUSED/);
   expect((await fetch(`${h.opsUrl}/healthz`)).status).toBe(200);
+  expect(await (await fetch(`${h.opsUrl}/metrics`)).text()).toMatch(/^dropline_service_unreachable 1$/m);
   // One alert for the outage, whatever the number of requests refused.
   await waitFor('the service-down alert', () => said.length > 0);
   expect(said[0]).toMatchObject({ event: 'service-down', service: { upAt: null } });
@@ -86,6 +87,7 @@ it('a file waiting on an unreachable service says so, /readyz shows it, service-
   expect(
     ((await (await fetch(`${h.opsUrl}/readyz`)).json()) as { checks: Record<string, string> }).checks.service,
   ).toBe('ok');
+  expect(await (await fetch(`${h.opsUrl}/metrics`)).text()).toMatch(/^dropline_service_unreachable 0$/m);
   // Its end said once: two alerts in all.
   await waitFor('the recovery alert', () => said.length >= 2);
   expect(said).toHaveLength(2);
