@@ -350,6 +350,16 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/**
+ * What a sending file waits on (FileRecord.detail, docs/errors.md "State details"): not an
+ * error, nothing is lost; the file goes on by itself.
+ */
+export const STATE_DETAILS = {
+  SERVICE_UNREACHABLE: {
+    hint: 'the messaging service takes no connection; its sends are retried and go on once it answers (check api.baseUrl, the network, the service)',
+  },
+} as const satisfies Record<string, { hint: string }>;
+
 /** What to do about a code, from either table ('' for a code of the service's own). */
 export function hintOf(code: string | null): string {
   if (code === null) return '';

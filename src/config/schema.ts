@@ -14,6 +14,7 @@ export const ALERT_EVENTS = [
   'completed',
   'source-down',
   'suppression-list-refused',
+  'service-down',
 ] as const;
 
 /**
@@ -287,6 +288,8 @@ export const configSchema = z
         /** Bearer token of the ops API (and of every path but /healthz, /readyz when set). */
         token: z.string().min(1, 'must not be empty').optional(),
         tokenFile: z.string().optional(),
+        /** Time for a file check's upload (POST /api/validate) to arrive whole, else 408 (issue 32). */
+        uploadTimeoutMs: z.number().int().min(100).default(60_000),
       })
       .strict()
       .superRefine((ops, ctx) => {

@@ -32,6 +32,7 @@
 //   are answered 503 and closed: the service retries a 503, but loses a report whose
 //   connection was refused or reset. Beyond both, Node closes new connections at once: the
 //   file descriptors stay bounded whatever arrives.
+//   Both are bounded by the process's open-files limit (fd-budget.ts, issue 32).
 
 import { hash, timingSafeEqual } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -45,6 +46,7 @@ import { maskNumber, redactText } from '../service/redact.ts';
 import { sentForm } from '../store/message-ids.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
 import { chunkOf, decodeNotification } from './decode.ts';
+import { connectionCap, openFilesLimit } from './fd-budget.ts';
 
 export interface ReceiverOptions {
   /** `host:port` (notify.listen); port 0 picks a free one. */
@@ -173,8 +175,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   const maxQueue = Math.max(maxBatch, options.maxQueue ?? 10 * maxBatch);
   const commitTimeoutMs = options.commitTimeoutMs ?? 5000;
   const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
-  const maxConnections = Math.max(1, options.maxConnections ?? 512);
-  const reserve = Math.max(0, options.reserve ?? 64);
+  // Bounded by the process's open-file limit (issue 32): a cap above it is never reached.
+  const wanted = {
+    maxConnections: Math.max(1, options.maxConnections ?? 512),
+    reserve: Math.max(0, options.reserve ?? 64),
+  };
+  const openFiles = openFilesLimit();
+  const { maxConnections, reserve } = connectionCap(openFiles, wanted);
   const firstRequestMs = options.firstRequestMs ?? 10_000;
   const now = options.now ?? (() => new Date());
   const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'notify' });
@@ -551,7 +558,15 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   // A wildcard address is not something a client can dial: name the loopback instead.
   const dial = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   const url = `http://${dial.includes(':') ? `[${dial}]` : dial}:${port}${path}`;
-  log.info({ url, batchMs, maxBatch, maxQueue }, 'notify: receiver listening');
+  log.info(
+    { url, batchMs, maxBatch, maxQueue, maxConnections, reserve, openFilesLimit: openFiles },
+    'notify: receiver listening',
+  );
+  if (maxConnections + reserve < wanted.maxConnections + wanted.reserve)
+    log.warn(
+      { maxConnections, reserve, openFilesLimit: openFiles },
+      `notify: connections capped at ${maxConnections} (+${reserve} answered 503) by the open-files limit ${openFiles}; raise it (LimitNOFILE, ulimit -n) for more`,
+    );
 
   let closed: Promise<void> | null = null;
   return {

@@ -38,6 +38,11 @@ export interface AlertOptions {
 export interface Alerts {
   /** A source's listing failed (with its error) or succeeded (null): its outages are timed here. */
   sourceListed(source: string, error: string | null): void;
+  /**
+   * The messaging service unreachable since `outage.since` (`upAt` null: it starts) or
+   * answering again (`upAt`: when): `service-down`, once at each end of an outage.
+   */
+  serviceOutage(outage: { since: string; error: string }, upAt: string | null): void;
   /** Stops taking alerts; what is being delivered ends within one request's time-out. */
   close(): Promise<void>;
 }
@@ -52,6 +57,8 @@ interface Payload {
   file?: Manifest;
   source?: { name: string; downSince: string; error: string };
   list?: { names: readonly string[]; location: string; reason: string; message: string };
+  /** `service-down`: `upAt` null when it starts, the instant it answered again when it ends. */
+  service?: { downSince: string; error: string; upAt: string | null };
 }
 
 /** `sha256=<hex>`: HMAC-SHA256 of the exact body with the alert's secret (docs/alerts.md). */
@@ -75,6 +82,10 @@ function slackText(p: Payload): string {
 function plainText(p: Payload): string {
   if (p.list)
     return `dropline: opt-out list ${p.list.names.join(', ')} (${p.list.location}) refused (${p.list.reason}): ${p.list.message}; its files wait`;
+  if (p.service)
+    return p.service.upAt
+      ? `dropline: messaging service reachable again at ${p.service.upAt} (unreachable since ${p.service.downSince})`
+      : `dropline: messaging service unreachable since ${p.service.downSince}: ${p.service.error}; sends are retried`;
   if (p.source)
     return `dropline: source ${p.source.name} unreachable since ${p.source.downSince}: ${p.source.error}`;
   const f = p.file!;
@@ -247,6 +258,10 @@ export function startAlerts(options: AlertOptions): Alerts {
           source: { name: source, downSince, error },
         }));
       });
+    },
+    serviceOutage(outage, upAt) {
+      const service = { downSince: outage.since, error: outage.error, upAt };
+      send('service-down', async () => ({ event: 'service-down', at: new Date().toISOString(), service }));
     },
     async close() {
       diagnosticsChannel.unsubscribe(FILE_STATE_CHANNEL, onState);

@@ -219,7 +219,15 @@ export async function validateUpload(
         .replace(/[^\p{L}\p{N}._-]/gu, '_')
         .replace(/^\.+/, '') || 'upload.txt',
     );
-    if (await received(req, path, limit)) return tooLarge(limit);
+    const body = await received(req, path, limit, config.ops.uploadTimeoutMs);
+    if (body === 'too large') return tooLarge(limit);
+    if (body === 'too slow')
+      return {
+        status: 408,
+        body: {
+          error: `the file did not arrive within ${config.ops.uploadTimeoutMs / 1000} s (ops.uploadTimeoutMs); check it again, or use dropline validate --source`,
+        },
+      };
     // The lists a file of this source starts with now (null: none applies to it).
     const options = lists
       ? { ...sourceValidateOptions(config, source), suppression: await lists.forSource(source.name) }
@@ -250,30 +258,47 @@ export async function validateUpload(
 const DRAIN_BYTES = 16 * 1024 * 1024;
 
 /**
- * The request's body into `path`, up to `limit` bytes; true when it is longer. The rest is
- * read and dropped (the client then reads the answer) up to DRAIN_BYTES, then left unread.
+ * The request's body into `path`, up to `limit` bytes, within `deadlineMs`: `too large` when
+ * it is longer (the rest is read and dropped, so that the client reads the answer, up to
+ * DRAIN_BYTES, then left unread), `too slow` when it has not all come by then (an upload that
+ * trickles must not hold one of the checks' places: the answer frees it, and closes the
+ * connection).
  */
-async function received(req: IncomingMessage, path: string, limit: number): Promise<boolean> {
+async function received(
+  req: IncomingMessage,
+  path: string,
+  limit: number,
+  deadlineMs: number,
+): Promise<'whole' | 'too large' | 'too slow'> {
   const out = createWriteStream(path, { mode: 0o600 });
   let bytes = 0;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    return await new Promise<boolean>((resolve, reject) => {
+    return await new Promise<'whole' | 'too large' | 'too slow'>((resolve, reject) => {
+      const stopReading = (): void => {
+        req.pause();
+        req.removeAllListeners('data');
+      };
+      timer = setTimeout(() => {
+        stopReading();
+        resolve('too slow');
+      }, deadlineMs);
       req.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
         if (bytes > limit + DRAIN_BYTES) {
-          req.pause();
-          req.removeAllListeners('data');
-          resolve(true);
+          stopReading();
+          resolve('too large');
         } else if (bytes <= limit && !out.write(chunk)) {
           req.pause();
           out.once('drain', () => req.resume());
         }
       });
-      req.once('end', () => resolve(bytes > limit));
+      req.once('end', () => resolve(bytes > limit ? 'too large' : 'whole'));
       req.once('error', reject);
       out.once('error', reject);
     });
   } finally {
+    clearTimeout(timer);
     await new Promise<void>((done) => out.end(done));
   }
 }

@@ -12,11 +12,14 @@ import type { SuppressionListInfo } from '../pipeline/suppression-lists.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { Store, StoreGauges } from '../store/store.ts';
 import { ALERT_CHANNEL, type AlertDelivery } from './alerts.ts';
+import type { ServiceOutage } from './service-outage.ts';
 
 export interface Metrics {
   readonly registry: Registry;
   /** One listing of a source: how long it took, and whether it failed. */
   scanned(source: string, seconds: number, failed: boolean): void;
+  /** The messaging service's outage now (service-outage.ts), for dropline_service_unreachable. */
+  watchService(current: () => ServiceOutage | null): void;
   /** The delivery-report receiver whose answers /metrics shows. */
   watchReceiver(stats: () => ReceiverStats): void;
   /** The opt-out lists whose copies in use /metrics shows (SuppressionLists.describe). */
@@ -60,6 +63,16 @@ export function createMetrics(store: Store): Metrics {
     registers: [registry],
     collect() {
       this.set(1);
+    },
+  });
+
+  let serviceOutage: (() => ServiceOutage | null) | null = null;
+  new Gauge({
+    name: 'dropline_service_unreachable',
+    help: "1 while this worker's requests find no messaging service (from the first refused until one is answered), else 0",
+    registers: [registry],
+    collect() {
+      this.set(serviceOutage?.() ? 1 : 0);
     },
   });
 
@@ -284,6 +297,9 @@ export function createMetrics(store: Store): Metrics {
     scanned(source, seconds, failed) {
       scans.inc({ source, result: failed ? 'error' : 'ok' });
       scanTime.observe({ source }, seconds);
+    },
+    watchService(current) {
+      serviceOutage = current;
     },
     watchReceiver(stats) {
       receiverStats = stats;

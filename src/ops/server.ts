@@ -27,6 +27,7 @@ import {
 } from './api.ts';
 import { asset } from './assets.ts';
 import type { Metrics } from './metrics.ts';
+import type { ServiceOutage } from './service-outage.ts';
 import { clearedCookie, hasSession, sessionCookie } from './session.ts';
 
 export interface OpsServer {
@@ -38,6 +39,8 @@ export interface OpsOptions {
   listen: string;
   /** The daemon's work watchdog: a message when work is stalled, null when it moves. */
   work?: (() => string | null) | undefined;
+  /** The messaging service's outage now, null while it answers (service-outage.ts). */
+  service?: (() => ServiceOutage | null) | undefined;
   /** Bearer token for everything but /healthz and /readyz (required off loopback, by the config). */
   token?: string | undefined;
   store: Store;
@@ -80,13 +83,26 @@ const READINESS_FRESH_MS = 1000;
 
 type Readiness = { ready: boolean; checks: Record<string, string> };
 
+/**
+ * Checks shown but not deciding readiness (docs/runbook.md "Is it up?"): the messaging
+ * service is not asked on behalf of a probe (its check is what this worker's requests last
+ * found), and its outage is every worker's alike: restarting or unrouting this one fixes
+ * nothing, and would cost the delivery reports and the dashboard it serves.
+ */
+const SHOWN_ONLY: ReadonlySet<string> = new Set(['service']);
+
 function sharedReadiness(options: OpsOptions): () => Promise<Readiness> {
   const backends = sharedFor(READINESS_FRESH_MS, () => backendChecks(options));
   return async () => {
     const checks = { ...(await backends()) };
-    // The watchdog's word costs nothing: always the latest.
+    // The watchdog's and the service's words cost nothing: always the latest.
     if (options.work) checks.work = options.work() ?? 'ok';
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+    if (options.service) {
+      const outage = options.service();
+      checks.service = outage ? `unreachable since ${outage.since}: ${outage.error}; retrying` : 'ok';
+    }
+    const ready = Object.entries(checks).every(([name, v]) => v === 'ok' || SHOWN_ONLY.has(name));
+    return { ready, checks };
   };
 }
 

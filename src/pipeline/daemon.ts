@@ -8,6 +8,7 @@ import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
+import { watchService } from '../ops/service-outage.ts';
 import { localDate } from '../plan/send-window.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
@@ -251,12 +252,17 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     logger: log,
   });
 
+  // The messaging service found unreachable: the files' detail, /readyz, service-down.
+  const service = watchService({ store: rt.store, logger: log, alerts, driven: () => drives.keys() });
+  metrics.watchService(() => service.current());
+
   let ops: OpsServer | null = null;
   if (options.withOps !== false) {
     ops = await startOpsServer({
       listen: config.ops.listen,
       token: secrets.opsToken,
       work: workCheck,
+      service: () => service.current(),
       store: rt.store,
       sources: rt.sources,
       logger: log,
@@ -271,6 +277,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.
       metrics.close();
+      await service.close();
       await alerts.close();
       await receiver.close();
       throw err instanceof DroplineError
@@ -484,6 +491,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       await receiver.close();
       await replies?.stop();
       await ops?.close();
+      await service.close();
       await alerts.close();
       metrics.close();
       await rt.store.workerStopped(rt.owner).catch(() => {});

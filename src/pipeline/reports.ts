@@ -3,7 +3,7 @@
 import { hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
-import type { FileCost, FileCounts, FileRecord, ReportRow, Store } from '../store/store.ts';
+import type { FileCost, FileCounts, FileRecord, ReportRow, StateDetail, Store } from '../store/store.ts';
 
 export interface Manifest {
   fileId: string;
@@ -48,6 +48,8 @@ export interface Manifest {
   channel: 'sms' | 'rcs' | 'email' | 'whatsapp';
   /** An sms file sent as flash SMS (`#! flash: true`). */
   flash: boolean;
+  /** `sending`: what it waits on (a code and its parameters, docs/dashboard.md); else null. */
+  detail: StateDetail | null;
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -94,7 +96,13 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     attachments: (file.content?.channel === 'email' && file.content.attachments) || null,
     channel: file.content?.channel ?? 'sms',
     flash: file.content?.channel === 'sms' && file.content.flash === true,
+    detail: file.state === 'sending' ? file.detail : null,
   };
+}
+
+/** A manifest's state detail in words, for status (the dashboard has its own, in two languages). */
+export function detailText(d: StateDetail): string {
+  return `service unreachable since ${d.since}, retrying (${d.error})`;
 }
 
 /**

@@ -9,6 +9,7 @@
 // - Batched writes (recipients, chunk results, delivery reports) are one transaction per
 //   call, so a 1M-recipient file costs hundreds of transactions, not 1M.
 // - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
+import type { STATE_DETAILS } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import type { BudgetView, PermitAnswer, PermitRequest } from '../service/budget.ts';
 
@@ -163,6 +164,8 @@ export interface FileRecord {
    * read; null for sms, and until read.
    */
   content: FileContent | null;
+  /** What a sending file waits on, as a code and its parameters (issue 32); null: nothing. */
+  detail: StateDetail | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
   /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
@@ -172,6 +175,19 @@ export interface FileRecord {
    * reports; its counts are then those it had at that moment. null: never pruned.
    */
   prunedAt: string | null;
+}
+
+/**
+ * What a file waits on, for the dashboard to word in its language, and status to print
+ * (docs/dashboard.md "State details"). SERVICE_UNREACHABLE: its sends find no messaging
+ * service (no connection, no answer) since `since`; they are being retried.
+ */
+export interface StateDetail {
+  code: keyof typeof STATE_DETAILS;
+  /** ISO-8601: when the service was first found unreachable. */
+  since: string;
+  /** The last failure, as the client words it (`ECONNREFUSED: connect ECONNREFUSED 10.0.0.5:443`). */
+  error: string;
 }
 
 export interface NewFile {
@@ -289,6 +305,7 @@ export interface FilePatch {
   scheduledUntil?: string | null;
   cost?: FileCost | null;
   content?: FileContent | null;
+  detail?: StateDetail | null;
 }
 
 export interface RecipientInsert {

@@ -2,7 +2,7 @@
 // sockets must neither exhaust the daemon's file descriptors nor cost a real delivery report:
 // the receiver caps its connections (evicting the oldest that never sent a request with the
 // token), and reports it cannot take are answered 503, which the service retries.
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -80,6 +80,37 @@ describe('notify port under a socket flood', () => {
     expect(mine.filter((a) => a.code === 0)).toEqual([]);
     expect(fds(pid) - baseline).toBeLessThanOrEqual(600);
     // The ops server and health checks still answer.
+    expect((await h.opsGet('/healthz')).status).toBe(200);
+  });
+});
+
+/** util-linux's: runs the daemon under a lower RLIMIT_NOFILE. */
+const PRLIMIT = '/usr/bin/prlimit';
+
+describe('notify port under a low file-descriptor limit', () => {
+  // Issue 32 item 8: under `prlimit --nofile=400` the default cap (512 + 64) was never reached:
+  // accept() failed first (EMFILE) and a real report's connection was reset, lost for good.
+  it('prlimit --nofile=400 and 450 idle sockets: the cap is below the limit and every real report is recorded', async () => {
+    if (!existsSync(PRLIMIT)) throw new Error(`no ${PRLIMIT} (apt-get install util-linux)`);
+    h = await PipelineHarness.create({ api: { chunkSize: 10, concurrency: 2 } });
+    await h.start({ wrap: [PRLIMIT, '--nofile=400:400', '--'] });
+    // The start-up log says the cap in force, and why.
+    const said = JSON.parse(
+      h.daemonOutput.split('\n').find((l) => l.includes('"notify: receiver listening"')) ?? '{}',
+    ) as { maxConnections?: number; reserve?: number; openFilesLimit?: number };
+    expect(said.openFilesLimit).toBe(400);
+    expect(said.maxConnections! + said.reserve!).toBeLessThan(400);
+    await openIdle(h.notifyPort, 450, '');
+    const gen = personalizedFile(40, 92);
+    await h.dropFile('pocos-descriptores.txt', gen.content);
+    const m = await h.waitForState('pocos-descriptores.txt', 'completed', { timeoutMs: 60_000 });
+    expect(m.counts.delivered! + m.counts.undelivered!).toBe(gen.valid.length);
+    expect(m.counts.unknown).toBe(0);
+    const { attempts } = await h.notifications();
+    const mine = attempts.filter((a) => a.bulkId === m.fileId);
+    // Every report answered 200 in the end (a 503 is retried); none met a reset (code 0).
+    expect(mine.filter((a) => a.code === 0)).toEqual([]);
+    expect(mine.some((a) => a.code === 200)).toBe(true);
     expect((await h.opsGet('/healthz')).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERRORS, REASONS } from '../../src/errors.ts';
+import { ERRORS, REASONS, STATE_DETAILS } from '../../src/errors.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const doc = readFileSync(join(root, 'docs', 'errors.md'), 'utf8');
@@ -14,7 +14,11 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('docs/errors.md', () => {
-  const known = new Set<string>([...Object.keys(REASONS), ...Object.keys(ERRORS)]);
+  const known = new Set<string>([
+    ...Object.keys(REASONS),
+    ...Object.keys(ERRORS),
+    ...Object.keys(STATE_DETAILS),
+  ]);
 
   it('documents every code in the tables of src/errors.ts', () => {
     const missing = [...known].filter((code) => !doc.includes(`\`${code}\``));

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
 import { changeFileState, STATE_ACTIONS, type StateAction } from '../../pipeline/actions.ts';
-import { buildManifest, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
+import { buildManifest, detailText, type Manifest, manifestOf, reportCsv } from '../../pipeline/reports.ts';
 import { paceLine } from '../../pipeline/workers.ts';
 import type { FileRecord, Store } from '../../store/store.ts';
 import { withRuntime, withStore } from './context.ts';
@@ -51,6 +51,7 @@ export function printManifest(m: Manifest, json: boolean): void {
     lines.push(`  ${fmt(c.possibleDuplicates)} resent after being in doubt (possible duplicates)`);
   if (m.rejection) lines.push(`  ${m.rejection.code}: ${m.rejection.message}`);
   else if (m.reason) lines.push(`  ${m.reason}`);
+  if (m.detail) lines.push(`  ${detailText(m.detail)}`);
   for (const e of m.errors.slice(0, 10)) lines.push(`  line ${e.line}: ${e.code} ${e.message}`);
   process.stdout.write(`${lines.join('\n')}\n`);
 }
@@ -91,7 +92,7 @@ async function printList(store: Store, files: readonly FileRecord[], json: boole
   for (const m of manifests) {
     const c = m.counts;
     process.stdout.write(
-      `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}\n`,
+      `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}${m.detail ? `  (${detailText(m.detail)})` : ''}\n`,
     );
   }
 }

@@ -101,11 +101,13 @@ function badge(state) {
   return h('span', { class: `badge state-${state}`, 'data-state': state }, t(`state.${state}`));
 }
 
-/** Why the file is where it is: its rejection, its schedule, or the reason of its state. */
+/** Why the file is where it is: its rejection, its schedule, what it waits on, or its state's reason. */
 function why(m) {
   if (m.rejection) return `${m.rejection.code}: ${m.rejection.message}`;
   if (m.state === 'scheduled' && m.scheduledUntil)
     return t('since.scheduled', { at: when(m.scheduledUntil) });
+  // What a sending file waits on: a code and its parameters, worded here (docs/dashboard.md).
+  if (m.detail) return t(`detail.${m.detail.code}`, { since: when(m.detail.since) });
   return WHY.has(m.state) && m.reason ? m.reason : '';
 }
 

@@ -56,6 +56,25 @@ export function dashboard(t: ContractContext): void {
     });
   });
 
+  describe('state detail (issue 32)', () => {
+    it('a new file has none; an update writes it, another patch keeps it, null clears it', async () => {
+      const { file } = await store.registerFile(newFile());
+      expect(file.detail).toBeNull();
+      const detail = {
+        code: 'SERVICE_UNREACHABLE' as const,
+        since: at(1000),
+        error: 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
+      };
+      await store.transition('f1', 'sending');
+      await store.updateFile('f1', { detail });
+      expect((await store.getFile('f1'))?.detail).toEqual(detail);
+      await store.updateFile('f1', { reason: 'still' });
+      expect((await store.listFiles())[0]?.detail).toEqual(detail);
+      await store.updateFile('f1', { detail: null });
+      expect((await store.getFile('f1'))?.detail).toBeNull();
+    });
+  });
+
   describe('file events (the timeline of its states)', () => {
     const states = async (fileId: string) => (await store.fileEvents(fileId)).map((e) => e.state);
 
