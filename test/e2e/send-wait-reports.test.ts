@@ -1,11 +1,11 @@
 // Issue 32: `send --wait` and `retry --wait` with no daemon keep receiving until every accepted
 // recipient has a final status (or the delivery deadline passes), whatever the file's state:
 // a report the service posts to a closed port is recorded as code 0 and never retried.
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
-import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { freePort, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness;
 
@@ -81,4 +81,25 @@ it('retry --wait resends the failed chunk and receives its reports', async () =>
   const attempts = await attemptsOf(m.fileId);
   expect(attempts.length).toBe(6);
   expect(attempts.every((a) => a.code === 200)).toBe(true);
+});
+
+it('send and retry without --wait warn when no receiver answers at notify.publicUrl', async () => {
+  const original = await readFile(h.configPath, 'utf8');
+  const away = `http://127.0.0.1:${await freePort()}/notify`;
+  await writeFile(
+    h.configPath,
+    JSON.stringify({ ...h.config, notify: { ...(h.config.notify as object), publicUrl: away } }),
+  );
+  try {
+    await h.faults({ massive: { '500': { probability: 1, times: 3 } } });
+    const sent = await h.cli(['send', await sixRecipients('sin-receptor.txt'), '--json']);
+    expect(sent.stderr).toContain(`no dropline receiver answers at notify.publicUrl (${away})`);
+    expect(sent.stderr).toContain('will be lost');
+    const m = JSON.parse(sent.stdout) as Manifest;
+    await h.faults({});
+    const retried = await h.cli(['retry', m.fileId, '--json']);
+    expect(retried.stderr).toContain(`no dropline receiver answers at notify.publicUrl (${away})`);
+  } finally {
+    await writeFile(h.configPath, original);
+  }
 });
