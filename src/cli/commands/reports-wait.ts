@@ -7,7 +7,6 @@ import type { Logger } from '../../log.ts';
 import type { Receiver } from '../../notify/receiver.ts';
 import type { Runtime } from '../../pipeline/runtime.ts';
 import { redactServiceUrl } from '../../service/redact.ts';
-import type { FileRecord } from '../../store/store.ts';
 
 /** How often a waiting command looks at its file. */
 const POLL_MS = 250;
@@ -84,11 +83,14 @@ export async function followFile(
   fileId: string,
   options: { say: (line: string) => void; meter?: boolean },
 ): Promise<void> {
-  let told = '';
-  const tell = (line: string) => {
-    if (line !== told) options.say(line);
-    told = line;
+  // Told once per state: a count that goes down as reports arrive is the meter's to show.
+  let toldState = '';
+  const tell = (state: string, line: string) => {
+    if (state !== toldState) options.say(line);
+    toldState = state;
   };
+  // The deadline of the state the file was last seen waiting in (read once per state).
+  let due = null as { state: string; deadline: number } | null;
   for (;;) {
     let file = await rt.store.getFile(fileId);
     if (!file) return;
@@ -100,37 +102,36 @@ export async function followFile(
       if (file.state === 'submitted' && !options.meter) {
         const { pendingDelivery } = await rt.store.counts(fileId);
         tell(
+          file.state,
           `${file.name} is submitted: waiting for the delivery reports of ${pendingDelivery} recipient(s) until ${file.deliveryDeadline}`,
         );
       }
     } else if (file.state !== 'waiting' && file.state !== 'validating') {
       if (file.state === 'partial') file = (await rt.pipeline.checkProgress(file)) ?? file;
-      if (!(await awaitsReports(rt, file, tell))) return;
+      if (file.state !== 'sending' && file.state !== 'scheduled' && file.state !== 'submitted') {
+        const counts = await rt.store.counts(fileId);
+        if (counts.pendingDelivery === 0 && counts.chunksInDoubt === 0) return;
+        if (due?.state !== file.state) due = { state: file.state, deadline: await deadlineOf(rt, fileId) };
+        if (Date.now() >= due.deadline) return;
+        const what = [
+          counts.pendingDelivery > 0 ? `${counts.pendingDelivery} accepted recipient(s)` : '',
+          counts.chunksInDoubt > 0
+            ? `${counts.inDoubt} recipient(s) of ${counts.chunksInDoubt} chunk(s) in doubt`
+            : '',
+        ].filter(Boolean);
+        tell(
+          file.state,
+          `${file.name} is ${file.state}: waiting for the delivery reports of ${what.join(' and ')} until ${new Date(due.deadline).toISOString()} (deliveryTimeoutMs after its last chunk's answer)`,
+        );
+      }
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
 
-/**
- * A file this command no longer sends (partial, paused, cancelled, completed, rejected…):
- * whether reports are still due to it, told when they are.
- */
-async function awaitsReports(rt: Runtime, file: FileRecord, tell: (line: string) => void): Promise<boolean> {
-  if (file.state === 'sending' || file.state === 'scheduled' || file.state === 'submitted') return true;
-  const counts = await rt.store.counts(file.fileId);
-  if (counts.pendingDelivery === 0 && counts.chunksInDoubt === 0) return false;
-  const answered = await rt.store.listChunks(file.fileId, ['accepted', 'in_doubt']);
-  const last = Math.max(0, ...answered.map((c) => Date.parse(c.updatedAt)));
-  const deadline = last + rt.loaded.config.deliveryTimeoutMs;
-  if (Date.now() >= deadline) return false;
-  const what = [
-    counts.pendingDelivery > 0 ? `${counts.pendingDelivery} accepted recipient(s)` : '',
-    counts.chunksInDoubt > 0
-      ? `${counts.inDoubt} recipient(s) of ${counts.chunksInDoubt} chunk(s) in doubt`
-      : '',
-  ].filter(Boolean);
-  tell(
-    `${file.name} is ${file.state}: waiting for the delivery reports of ${what.join(' and ')} until ${new Date(deadline).toISOString()} (deliveryTimeoutMs after its last chunk's answer)`,
-  );
-  return true;
+/** deliveryTimeoutMs after the file's last accepted or in-doubt chunk was answered. */
+async function deadlineOf(rt: Runtime, fileId: string): Promise<number> {
+  const answered = await rt.store.listChunks(fileId, ['accepted', 'in_doubt']);
+  const last = answered.reduce((t, c) => Math.max(t, Date.parse(c.updatedAt)), 0);
+  return last + rt.loaded.config.deliveryTimeoutMs;
 }
