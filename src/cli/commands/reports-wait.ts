@@ -112,16 +112,22 @@ export async function followFile(
         const counts = await rt.store.counts(fileId);
         if (counts.pendingDelivery === 0 && counts.chunksInDoubt === 0) return;
         if (due?.state !== file.state) due = { state: file.state, deadline: await deadlineOf(rt, fileId) };
-        if (Date.now() >= due.deadline) return;
         const what = [
           counts.pendingDelivery > 0 ? `${counts.pendingDelivery} accepted recipient(s)` : '',
           counts.chunksInDoubt > 0
             ? `${counts.inDoubt} recipient(s) of ${counts.chunksInDoubt} chunk(s) in doubt`
             : '',
-        ].filter(Boolean);
+        ].join(counts.pendingDelivery > 0 && counts.chunksInDoubt > 0 ? ' and ' : '');
+        const until = `${new Date(due.deadline).toISOString()} (deliveryTimeoutMs after its last chunk's answer)`;
+        if (Date.now() >= due.deadline) {
+          options.say(
+            `${file.name} is ${file.state}: the delivery reports of ${what} did not come by ${until}`,
+          );
+          return;
+        }
         tell(
           file.state,
-          `${file.name} is ${file.state}: waiting for the delivery reports of ${what.join(' and ')} until ${new Date(due.deadline).toISOString()} (deliveryTimeoutMs after its last chunk's answer)`,
+          `${file.name} is ${file.state}: waiting for the delivery reports of ${what} until ${until}`,
         );
       }
     }
