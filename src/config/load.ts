@@ -1,10 +1,9 @@
 // Configuration: the file (when there is one) + environment → a validated, frozen Config,
 // with secrets resolved from `…File` paths and DROPLINE_* variables.
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { z } from 'zod';
-import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { jsonProblem, withoutBom } from './json-problem.ts';
@@ -23,15 +22,33 @@ export interface LoadedConfig {
     accountPasswords: Readonly<Record<string, string>>;
     /** Each email account's x-api-key, by account name. */
     accountApiKeys: Readonly<Record<string, string>>;
-    notifyToken: string;
+    /**
+     * notify.token as configured; null when none is: then one is generated and kept in the
+     * store, shared by every process on it (openRuntime; docs/notify.md "The token").
+     */
+    notifyToken: string | null;
     opsToken: string | undefined;
     /** Each of `alerts`' signing keys, in their order (null: unsigned). */
     alertSecrets: readonly (string | null)[];
     /** optOut.smpp's bind password (null: no SMPP receiver). */
     smppPassword: string | null;
   };
-  /** The URL the service posts delivery reports to (token in the query string). */
+  /** The URL the service posts delivery reports to (token in the query string); null until the token is known. */
+  notifyUrl: string | null;
+}
+
+/** The configuration with its notify token known (a runtime's): notifyUrl carries it. */
+export interface ResolvedConfig extends LoadedConfig {
+  secrets: LoadedConfig['secrets'] & { notifyToken: string };
   notifyUrl: string;
+}
+
+/** `loaded` with `token` as its notify token and in its notifyUrl: notify.publicUrl?token=… */
+export function withNotifyToken(loaded: LoadedConfig, token: string): ResolvedConfig {
+  const [host, port] = splitListen(loaded.config.notify.listen, 'notify.listen');
+  const url = new URL(loaded.config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`);
+  url.searchParams.set('token', token);
+  return { ...loaded, secrets: { ...loaded.secrets, notifyToken: token }, notifyUrl: url.toString() };
 }
 
 function describeIssue(issue: z.core.$ZodIssue, under: readonly PropertyKey[] = []): string {
@@ -60,30 +77,6 @@ function readSecretFile(path: string, key: string): string {
       `${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`,
     );
   }
-}
-
-/** The notify token of the embedded default: generated once, kept beside the store. */
-function localNotifyToken(stateDir: string): string {
-  const path = resolve(stateDir, 'notify-token');
-  if (existsSync(path)) {
-    try {
-      return readFileSync(path, 'utf8').trim();
-    } catch (err) {
-      throw storeFolderError('read', path, err);
-    }
-  }
-  try {
-    mkdirSync(stateDir, { recursive: true });
-  } catch (err) {
-    throw storeFolderError('create the folder', stateDir, err);
-  }
-  const token = randomBytes(24).toString('base64url');
-  try {
-    writeFileSync(path, `${token}\n`, { mode: 0o600 });
-  } catch (err) {
-    throw storeFolderError('write', path, err);
-  }
-  return token;
 }
 
 export function parseConfig(raw: unknown): Config {
@@ -247,15 +240,12 @@ export function loadConfig(
     if (config.store === '')
       throw new DroplineError('DROPLINE_ERR_CONFIG', `storeFile: ${config.storeFile} is empty`);
   }
-  const storeDir = config.store.startsWith('sqlite:')
-    ? dirname(resolve(config.store.slice(7)))
-    : resolve('.dropline');
   const notifyToken =
     env.DROPLINE_NOTIFY_TOKEN ??
     (config.notify.tokenFile
       ? readSecretFile(config.notify.tokenFile, 'notify.tokenFile')
       : config.notify.token) ??
-    localNotifyToken(storeDir);
+    null;
   if (notifyToken === '') {
     throw new DroplineError(
       'DROPLINE_ERR_CONFIG',
@@ -288,12 +278,9 @@ export function loadConfig(
         'optOut.smpp.password: required (or optOut.smpp.passwordFile)',
       );
   }
-  const [host, port] = splitListen(config.notify.listen, 'notify.listen');
-  const publicUrl = config.notify.publicUrl ?? `http://${dialable(host)}:${port}/notify`;
-  const url = new URL(publicUrl);
-  url.searchParams.set('token', notifyToken);
-
-  return {
+  // Checked now: a mistake in it stops the command before anything opens.
+  splitListen(config.notify.listen, 'notify.listen');
+  const loaded: LoadedConfig = {
     config: Object.freeze(config),
     path,
     secrets: {
@@ -305,8 +292,9 @@ export function loadConfig(
       alertSecrets,
       smppPassword,
     },
-    notifyUrl: url.toString(),
+    notifyUrl: null,
   };
+  return notifyToken === null ? loaded : withNotifyToken(loaded, notifyToken);
 }
 
 /**

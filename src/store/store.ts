@@ -612,6 +612,11 @@ export interface Store {
   migrate(): Promise<void>;
   /** Throws when the store cannot be used: read, written, or has too little free disk (readiness). */
   ping(): Promise<void>;
+  /**
+   * The setting `key` shared by every process on the store: `value` when none was kept yet,
+   * else the one kept (the first writer wins; processes that start at once all read the same).
+   */
+  keepSetting(key: string, value: string): Promise<string>;
   /** The token stored for the account `key` (see SharedToken), or null. */
   sharedToken(key: string): Promise<SharedToken | null>;
   /**

@@ -54,14 +54,17 @@ export async function balancer(ports: () => number[]): Promise<{ server: Server;
 /**
  * Starts `dropline run` named `name` with `config` (default: the harness's), its receiver on a
  * port of its own behind `frontPort` (notify.publicUrl), its ops server on another; resolves
- * once it logged "dropline is running".
+ * once it logged "dropline is running". `token: null` leaves notify.token out (generated);
+ * `cwd`: the folder it runs in (default the harness's), as a worker on its own machine would.
  */
 export async function runWorker(
   harness: PipelineHarness,
   name: string,
   frontPort: number,
   config: Record<string, unknown> = harness.config,
+  options: { token?: string | null; cwd?: string } = {},
 ): Promise<RunWorker> {
+  const token = options.token === undefined ? harness.notifyToken : options.token;
   const notifyPort = await freePort();
   const path = join(harness.dir, `${name}.config.json`);
   await writeFile(
@@ -71,7 +74,7 @@ export async function runWorker(
       notify: {
         listen: `127.0.0.1:${notifyPort}`,
         publicUrl: `http://127.0.0.1:${frontPort}/notify`,
-        token: harness.notifyToken,
+        ...(token === null ? {} : { token }),
       },
       ops: { listen: `127.0.0.1:${await freePort()}` },
     }),
@@ -84,7 +87,7 @@ export async function runWorker(
     async start() {
       w.output = '';
       w.child = spawn(process.execPath, [BIN, '--config', path, 'run'], {
-        cwd: harness.dir,
+        cwd: options.cwd ?? harness.dir,
         env: { ...process.env, DROPLINE_LOG_LEVEL: 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -1,11 +1,13 @@
 // What loading the configuration checks before anything runs: a source's country codes (an
 // unknown one would leave every file stuck in `validating`) and the store's folder.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../../src/config/load.ts';
 import { DroplineError, type ErrorCode } from '../../src/errors.ts';
+import { silentLogger } from '../../src/log.ts';
+import { openRuntime } from '../../src/pipeline/runtime.ts';
 
 let dir: string | null = null;
 afterEach(() => {
@@ -57,14 +59,21 @@ describe("a source's country codes", () => {
 });
 
 describe("the store's folder", () => {
-  it('under a regular file: DROPLINE_ERR_STORE naming the path, not a raw ENOTDIR', () => {
+  // Checked when a command opens the store (the notify token is kept in the store now, no
+  // longer in a file that loading the configuration wrote beside it).
+  it('under a regular file: DROPLINE_ERR_STORE naming the path, not a raw ENOTDIR', async () => {
     dir = mkdtempSync(join(tmpdir(), 'dropline-config-'));
     writeFileSync(join(dir, 'a-file'), 'not a folder\n');
     const path = join(dir, 'dropline.config.json');
     writeFileSync(path, JSON.stringify({ store: `sqlite:${join(dir, 'a-file', 'x', 'state.db')}` }));
-    expect(errorOf(() => loadConfig({ path, env: {} }), 'DROPLINE_ERR_STORE')).toMatch(
-      /a-file\/x.*a path in it is a file, not a folder \(ENOTDIR\)/,
+    const opening = openRuntime(loadConfig({ path, env: {} }), { logger: silentLogger, sandbox: 'share' });
+    const err = await opening.then(
+      () => null,
+      (e: unknown) => e,
     );
+    expect(err).toBeInstanceOf(DroplineError);
+    expect((err as DroplineError).code).toBe('DROPLINE_ERR_STORE');
+    expect((err as Error).message).toMatch(/a-file\/x.*a path in it is a file, not a folder \(ENOTDIR\)/);
   });
 });
 
@@ -148,5 +157,45 @@ describe('a value that fits none of the forms a key takes', () => {
     const said = errorOf(() => parseConfig(raw));
     expect(said).toMatch(message);
     expect(said).not.toMatch(/: Invalid input$/);
+  });
+});
+
+describe('the notify token, when none is configured', () => {
+  /** A configuration without notify.token in a fresh folder, its store beside it. */
+  function tokenless(): string {
+    dir = mkdtempSync(join(tmpdir(), 'dropline-token-'));
+    const path = join(dir, 'dropline.config.json');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        api: { baseUrl: 'http://127.0.0.1:9', password: 'pw' },
+        store: `sqlite:${join(dir, 'state.db')}`,
+        sources: [{ name: 'local', type: 'local', path: join(dir, 'drop') }],
+      }),
+    );
+    return path;
+  }
+  const tokenOf = async (path: string): Promise<string> => {
+    const rt = await openRuntime(loadConfig({ path, env: {} }), { logger: silentLogger, sandbox: 'share' });
+    try {
+      expect(new URL(rt.loaded.notifyUrl).searchParams.get('token')).toBe(rt.loaded.secrets.notifyToken);
+      return rt.loaded.secrets.notifyToken;
+    } finally {
+      await rt.close();
+    }
+  };
+
+  it('is generated once and kept in the store: every process on it has the same, no file is written', async () => {
+    const path = tokenless();
+    const first = await tokenOf(path);
+    expect(first.length).toBeGreaterThanOrEqual(32);
+    expect(await tokenOf(path)).toBe(first);
+    expect(existsSync(join(dir!, 'notify-token'))).toBe(false);
+  });
+
+  it('the notify-token file an older dropline left beside the store is the one kept', async () => {
+    const path = tokenless();
+    writeFileSync(join(dir!, 'notify-token'), 'an-older-generated-token-0123456789\n');
+    expect(await tokenOf(path)).toBe('an-older-generated-token-0123456789');
   });
 });

@@ -13,6 +13,7 @@ import type { FileRecord, Store } from '../../store/store.ts';
 import { withRuntime, withStore } from './context.ts';
 import type { SetExit } from './index.ts';
 import { jsonHelp, numberOption } from './options.ts';
+import { followFile, receiveReports } from './reports-wait.ts';
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 
@@ -177,21 +178,34 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
     .command('retry')
     .description('resend only the chunks that failed for good or are held in doubt')
     .argument('<fileId>')
+    .option(
+      '--wait',
+      'receive the delivery reports here until every accepted recipient has a final status (or deliveryTimeout), whatever the file ends as',
+    )
     .option('--json', jsonHelp('the manifest'))
-    .action(async (fileId: string, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (fileId: string, opts: { json?: boolean; wait?: boolean }, cmd: Command) => {
       await withRuntime(cmd, {}, async (rt) => {
         await mustManifest(rt.store, fileId);
-        // Under the file's lease: a daemon checking it now lets go within moments.
-        const requeued = await rt.pipeline.retry(fileId, { waitMs: rt.loaded.config.leaseMs });
-        if (requeued === null)
-          throw new DroplineError(
-            'DROPLINE_ERR_FILE_STATE',
-            `${fileId} is being driven by another dropline process; run retry again once it has stopped`,
-          );
-        if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
-        const m = await mustManifest(rt.store, fileId);
-        printManifest(m, opts.json ?? false);
-        setExit(successState(m.state) ? 0 : 1);
+        const receiver = await receiveReports(rt, rt.logger, {
+          wait: opts.wait ?? false,
+          what: 'the chunks it resends',
+        });
+        try {
+          // Under the file's lease: a daemon checking it now lets go within moments.
+          const requeued = await rt.pipeline.retry(fileId, { waitMs: rt.loaded.config.leaseMs });
+          if (requeued === null)
+            throw new DroplineError(
+              'DROPLINE_ERR_FILE_STATE',
+              `${fileId} is being driven by another dropline process; run retry again once it has stopped`,
+            );
+          if (requeued === 0) process.stderr.write(`${fileId}: no failed or in-doubt chunk to resend\n`);
+          if (opts.wait) await followFile(rt, fileId, { say: (line) => process.stderr.write(`${line}\n`) });
+          const m = await mustManifest(rt.store, fileId);
+          printManifest(m, opts.json ?? false);
+          setExit(successState(m.state) ? 0 : 1);
+        } finally {
+          await receiver?.close();
+        }
       });
     });
 

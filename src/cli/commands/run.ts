@@ -30,7 +30,7 @@ export function registerRun(program: Command, setExit: SetExit): void {
       // No await from here to the signal handlers: a stop signal in between would end the
       // process with sandbox.url left behind.
       const { config } = loaded;
-      for (const warning of startupWarnings(config, loaded.secrets)) logger.warn(warning);
+      for (const warning of startupWarnings(config, rt.loaded.secrets)) logger.warn(warning);
       const lines = [
         `dropline is running (${loaded.path ? `config ${loaded.path}` : 'embedded default: no dropline.config.json'}).`,
         `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : redactServiceUrl(rt.serviceUrl)}`,

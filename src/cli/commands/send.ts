@@ -5,49 +5,20 @@ import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { errnoInWords } from '../../errno.ts';
 import { DroplineError } from '../../errors.ts';
-import type { Receiver } from '../../notify/receiver.ts';
 import { manifestOf } from '../../pipeline/reports.ts';
-import type { Runtime } from '../../pipeline/runtime.ts';
 import { isDropFileName } from '../../sources/source.ts';
 import { commandLogger, localSource, withRuntime } from './context.ts';
 import { printManifest, successState } from './files.ts';
 import type { SetExit } from './index.ts';
 import { jsonHelp } from './options.ts';
 import { ProgressMeter } from './progress.ts';
+import { followFile, receiveReports } from './reports-wait.ts';
 
 interface SendOptions {
   wait?: boolean;
   force?: boolean;
   json?: boolean;
   source?: string;
-}
-
-/**
- * Checks the file's progress until it leaves `submitted`. Each check runs under the file's
- * lease: a daemon beside this command may be the one that completes it and writes its report.
- */
-async function waitForDeliveries(rt: Runtime, fileId: string): Promise<void> {
-  for (;;) {
-    const file = await rt.pipeline.store.getFile(fileId);
-    if (file?.state !== 'submitted') return;
-    const after = await rt.pipeline.checkProgress(file);
-    if (after && after.state !== 'submitted') return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-/**
- * A file outside its send window (or before its `#! sendAt:`) is `scheduled`: with --wait it is
- * sent here when its time comes, unless a daemon beside this command takes it first.
- */
-async function sendWhenDue(rt: Runtime, fileId: string): Promise<void> {
-  for (;;) {
-    const file = await rt.pipeline.store.getFile(fileId);
-    if (file?.state !== 'scheduled' && file?.state !== 'sending') return;
-    if (file.state === 'sending' || Date.parse(file.scheduledUntil ?? '') <= Date.now())
-      await rt.pipeline.drive(fileId);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
 }
 
 /** What a path that is not a regular file is instead, for the message. */
@@ -66,7 +37,7 @@ export function registerSend(program: Command, setExit: SetExit): void {
     .argument('<file>', 'the .txt drop file')
     .option(
       '--wait',
-      'also wait for the final delivery states (or deliveryTimeout); a file outside the send window is sent when it opens',
+      'receive the delivery reports here until every accepted recipient has a final status (or deliveryTimeout), whatever the file ends as; a file outside the send window is sent when it opens',
     )
     .option('--force', 'send even when the same content was already sent (DUPLICATE_FILE)')
     .option(
@@ -103,27 +74,10 @@ export function registerSend(program: Command, setExit: SetExit): void {
         const show = (line: string) => {
           if (tty) process.stderr.write(`\r\x1b[2K${line}`);
         };
-        let receiver: Receiver | null = null;
-        const [{ startReceiver }, { receiverListening }] = await Promise.all([
-          import('../../notify/receiver.ts'),
-          import('../../pipeline/runtime.ts'),
-        ]);
-        const listening = await receiverListening(rt.loaded);
-        if (!listening && opts.wait) {
-          receiver = await startReceiver({
-            listen: rt.loaded.config.notify.listen,
-            path: new URL(rt.loaded.notifyUrl).pathname,
-            token: rt.loaded.secrets.notifyToken,
-            store: rt.store,
-            logger,
-          });
-        } else if (!listening) {
-          process.stderr.write(
-            `warning: nothing listens on notify.listen (${rt.loaded.config.notify.listen}). Delivery reports for this file ` +
-              'go to the dropline process serving it (a running `dropline run`); a report the service cannot deliver is lost for good. ' +
-              'Start `dropline run`, or use --wait.\n',
-          );
-        }
+        const receiver = await receiveReports(rt, logger, {
+          wait: opts.wait ?? false,
+          what: 'this file',
+        });
         try {
           let fileId = '';
           let drawing = false;
@@ -163,8 +117,11 @@ export function registerSend(program: Command, setExit: SetExit): void {
               !(await rt.pipeline.drive(fileId))
             )
               throw busy();
-            if (opts.wait) await sendWhenDue(rt, fileId);
-            if (opts.wait) await waitForDeliveries(rt, fileId);
+            if (opts.wait)
+              await followFile(rt, fileId, {
+                say: (line) => process.stderr.write(`${tty ? '\r\x1b[2K' : ''}${line}\n`),
+                meter: tty,
+              });
           } finally {
             if (timer) clearInterval(timer);
             if (tty) process.stderr.write('\r\x1b[2K');

@@ -318,6 +318,19 @@ export class PostgresStore implements Store {
     }
   }
 
+  // ---- settings ----
+
+  async keepSetting(key: string, value: string): Promise<string> {
+    const read = async () => (await this.rows('reading a setting', S.SETTING, { key }))[0];
+    // Read first: once kept, a setting costs no write.
+    const kept = await read();
+    if (kept) return String(kept.value);
+    // Then a separate SELECT: its snapshot sees the row a concurrent first writer committed
+    // (the INSERT … ON CONFLICT DO NOTHING waited for it), which one statement's would not.
+    await this.count('keeping a setting', S.KEEP_SETTING, { key, value });
+    return String((await read())!.value);
+  }
+
   // ---- service tokens ----
 
   async sharedToken(key: string): Promise<SharedToken | null> {

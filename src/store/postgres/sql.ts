@@ -830,6 +830,13 @@ export const PRUNE_EVENTS = statement(
   'DELETE FROM delivery_events WHERE transaction_number = ANY(:tns::text[]) AND bulk_id = :file_id',
 );
 
+// ---- settings ----
+
+export const KEEP_SETTING = statement(
+  'INSERT INTO settings (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING',
+);
+export const SETTING = statement('SELECT value FROM settings WHERE key = :key');
+
 // ---- service tokens ----
 
 export const SHARED_TOKEN = statement(

@@ -323,6 +323,17 @@ export class SqliteStore implements Store {
       .map((r) => num(r.version));
   }
 
+  // ---- settings ----
+
+  async keepSetting(key: string, value: string): Promise<string> {
+    // Read first: a store that is only read (status on a read-only file) writes nothing.
+    const read = () => this.stmt('SELECT value FROM settings WHERE key = ?').get(key);
+    const kept = read();
+    if (kept) return String(kept.value);
+    this.stmt('INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)').run(key, value);
+    return String(read()!.value);
+  }
+
   // ---- service tokens ----
 
   async sharedToken(key: string): Promise<SharedToken | null> {

@@ -29,6 +29,25 @@ export function filesAndLeases(t: ContractContext): void {
     });
   });
 
+  describe('shared settings', () => {
+    it('the first value kept wins, for every instance on the database; starts at once agree', async () => {
+      expect(await store.keepSetting('notify.token', 'first')).toBe('first');
+      expect(await store.keepSetting('notify.token', 'second')).toBe('first');
+      expect(await store.keepSetting('other', 'x')).toBe('x');
+      const other = h.reopen ? await h.reopen() : store;
+      try {
+        expect(await other.keepSetting('notify.token', 'third')).toBe('first');
+        // Several processes' first starts at once: one value for all of them.
+        const kept = await Promise.all(
+          ['a', 'b', 'c', 'd'].map((v, i) => (i % 2 ? other : store).keepSetting('at-once', v)),
+        );
+        expect(new Set(kept).size).toBe(1);
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+  });
+
   describe('shared service tokens', () => {
     const token = (n: number) => ({
       accessToken: `a${n}`,
