@@ -8,7 +8,6 @@ import { type Receiver, startReceiver } from '../notify/receiver.ts';
 import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
-import { localDate } from '../plan/send-window.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
@@ -429,7 +428,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     const limit = config.contactLimit;
     if (limit && !closing)
       rt.store
-        .pruneContacts(localDate(new Date(Date.now() - 86_400_000), limit.timezone))
+        .pruneContacts(limit.timezone)
         .catch((err: Error) => log.warn({ err: err.message }, 'could not prune contact-limit slots'));
     if (config.retentionDays <= 0 || pruning || closing) return;
     pruning = pruneOld(rt.store, {

@@ -17,7 +17,7 @@ import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
-import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
+import { localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { ChunkSendResult } from '../service/channel-account.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import type { Flow } from '../service/dispatch.ts';
@@ -1176,7 +1176,7 @@ export class Pipeline {
     const destinations = async (seq: number): Promise<ChunkDestination[]> => {
       // Opted out since the read, or contacted already today: left out of the request.
       if (holding) {
-        const held = await this.store.holdBack(fileId, seq, holding(this.now()));
+        const held = await this.store.holdBack(fileId, seq, holding);
         if (held.suppressed + held.contactLimited > 0)
           this.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
       }
@@ -1349,18 +1349,17 @@ export class Pipeline {
   }
 
   /**
-   * What a chunk is checked against just before it is sent (Store.holdBack), for the instant
-   * it is sent at; null when there is nothing to check (no replies received, no contact limit).
+   * What a chunk is checked against just before it is sent (Store.holdBack: the contact
+   * limit's day is the store's, on its clock); null when there is nothing to check (no replies received, no contact limit).
    */
-  private holdBackOptions(file: FileRecord): ((at: Date) => HoldBackOptions) | null {
+  private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.config.contactLimit;
     const optOuts = this.config.optOut.smpp !== null;
     if (!limit && !optOuts) return null;
     const account = this.sourceConfig(file.source).account;
-    return (at) => ({
-      optOuts,
-      contactLimit: limit ? { account, day: localDate(at, limit.timezone), perDay: limit.perDay } : null,
-    });
+    // The contact limit's day is the store's (its clock), not this worker's.
+    const contactLimit = limit ? { account, timezone: limit.timezone, perDay: limit.perDay } : null;
+    return { optOuts, contactLimit };
   }
 
   private async submitted(fileId: string, from: readonly FileState[]): Promise<FileRecord> {

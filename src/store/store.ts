@@ -500,8 +500,12 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
 export interface HoldBackOptions {
   /** Check the opt-out list (users' replies). */
   optOuts: boolean;
-  /** contactLimit: the account's slots of the local day. null: no limit. */
-  contactLimit: { account: string; day: string; perDay: number } | null;
+  /**
+   * contactLimit: the account's slots of the local day in `timezone`, the day taken from the
+   * store's clock (PostgreSQL's now(), as leases; SQLite's one process), never the caller's.
+   * null: no limit.
+   */
+  contactLimit: { account: string; timezone: string; perDay: number } | null;
 }
 
 /** Recipients of the chunk held back by holdBack. */
@@ -796,8 +800,11 @@ export interface Store {
    * (a chunk stopped and sent again takes no second one). chunkDestinations then leaves them out.
    */
   holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack>;
-  /** Contact-limit slots of local days before `day` (YYYY-MM-DD) go: they limit nothing any more. */
-  pruneContacts(day: string): Promise<number>;
+  /**
+   * Contact-limit slots of local days (in `timezone`) before yesterday on the store's clock go:
+   * they limit nothing any more.
+   */
+  pruneContacts(timezone: string): Promise<number>;
   /**
    * A user's reply, kept (once per `messageId` when it has one); an opt-out also puts its
    * sender on the opt-out list, in the same transaction. false: a reply already kept.

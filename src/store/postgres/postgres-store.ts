@@ -1546,7 +1546,7 @@ export class PostgresStore implements Store {
       if (options.optOuts) held.suppressed = await this.count(what, S.HOLD_BACK_OPT_OUTS, chunk, c);
       const limit = options.contactLimit;
       if (!limit) return held;
-      const slots = { ...chunk, account: limit.account, day: limit.day };
+      const slots = { ...chunk, account: limit.account, timezone: limit.timezone };
       for (let slot = 1; slot <= limit.perDay; slot++)
         await this.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c);
       held.contactLimited = await this.count(
@@ -1559,8 +1559,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  async pruneContacts(day: string): Promise<number> {
-    return this.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { day });
+  async pruneContacts(timezone: string): Promise<number> {
+    return this.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: this.now() });
   }
 
   async recordReply(reply: NewReply): Promise<boolean> {

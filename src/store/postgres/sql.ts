@@ -973,13 +973,19 @@ export const HOLD_BACK_OPT_OUTS = statement(
      AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
 );
 
+/**
+ * The contact limit's local day, in its timezone, on the store's clock (docs/campaign-rules.md
+ * "Contact limit"): never a worker's, which may be skewed.
+ */
+const CONTACT_DAY = `(${NOW} AT TIME ZONE :timezone::text)::date`;
+
 /** One slot round: a number twice in the chunk takes two slots, or is held back. */
 export const TAKE_CONTACT_SLOTS = statement(
   `INSERT INTO contacts (account, day, number, slot, recipient)
-   SELECT :account::text, :day::date, r.number, :slot::int, r.id
+   SELECT :account::text, ${CONTACT_DAY}, r.number, :slot::int, r.id
    FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
    WHERE ${THIS_CHUNK} AND r.outcome = 'pending'
-     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = :day::date)
+     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = ${CONTACT_DAY})
    ORDER BY r.id
    ON CONFLICT DO NOTHING`,
 );
@@ -991,10 +997,11 @@ export const HOLD_BACK_CONTACTS = statement(
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending'
      AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id
-                     AND c.account = :account::text AND c.day = :day::date)`,
+                     AND c.account = :account::text AND c.day = ${CONTACT_DAY})`,
 );
 
-export const PRUNE_CONTACTS = statement('DELETE FROM contacts WHERE day < :day::date');
+/** Slots of local days before yesterday (the store's clock) limit nothing any more. */
+export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
 export const RECORD_REPLY = statement(
   `WITH reply AS (

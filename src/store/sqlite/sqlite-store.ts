@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
+import { localDate } from '../../plan/send-window.ts';
 import {
   type BudgetView,
   budgetView,
@@ -1535,7 +1536,9 @@ export class SqliteStore implements Store {
         );
       const limit = options.contactLimit;
       if (!limit) return held;
-      const slots = { lo, hi, seq, account: limit.account, day: limit.day };
+      // The local day on the store's clock: SQLite is one process's, so that process's clock.
+      const day = localDate(new Date(now), limit.timezone);
+      const slots = { lo, hi, seq, account: limit.account, day };
       // A slot per round: a number twice in the chunk takes two slots, or is held back.
       for (let slot = 1; slot <= limit.perDay; slot++)
         this.stmt(
@@ -1558,8 +1561,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  async pruneContacts(day: string): Promise<number> {
-    return changes(this.stmt('DELETE FROM contacts WHERE day < ?').run(day));
+  async pruneContacts(timezone: string): Promise<number> {
+    const yesterday = localDate(new Date(Date.parse(this.now()) - 86_400_000), timezone);
+    return changes(this.stmt('DELETE FROM contacts WHERE day < ?').run(yesterday));
   }
 
   async recordReply(reply: NewReply): Promise<boolean> {
