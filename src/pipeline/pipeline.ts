@@ -815,7 +815,8 @@ export class Pipeline {
           return this.mustGet(fileId);
         }
         await this.transition(fileId, 'sending', ['scheduled'], { scheduledUntil: null, reason: null });
-      } else if (file.state === 'sending') {
+      } else if (file.state === 'cancelled') return this.closeCancelled(file);
+      else if (file.state === 'sending') {
         const after = await this.send(file);
         if (after.state === 'sending') return after; // stopped
         // submitted() has just checked its progress: no second count of the file.
@@ -1316,9 +1317,9 @@ export class Pipeline {
     await Promise.all(Array.from({ length: concurrency }, worker));
     this.fence(fileId);
     const after = await this.mustGet(fileId);
-    // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in
-    // flight here were recorded, so it is written again with their outcomes.
-    if (after.state === 'paused' || after.state === 'cancelled') await this.writeReports(fileId);
+    // Paused meanwhile: whoever did it wrote the report before the chunks in flight here were
+    // recorded, so it is written again with their outcomes (cancelled: driveHeld closes it).
+    if (after.state === 'paused') await this.writeReports(fileId);
     // Closing time: the chunks not started wait, pending, for the next opening.
     if (closed && after.state === 'sending' && !this.stopping.signal.aborted && !lease?.lost)
       return this.reschedule(after, this.startOf(after, this.now()));
@@ -1532,12 +1533,29 @@ export class Pipeline {
       fileId,
       async (file) => {
         if (options.states && !options.states.has(file.state)) return true;
-        await this.writeReports(fileId);
+        if (file.state === 'cancelled') await this.closeCancelled(file);
+        else await this.writeReports(fileId);
         return true;
       },
       options.waitMs === undefined ? {} : { waitMs: options.waitMs },
     );
     return done === true;
+  }
+
+  /**
+   * A cancelled file, under its lease, once nothing of it is sent any more: its chunks not
+   * sent are `cancelled` (their recipients too), its original goes to done/ like a finished
+   * file's, and its reports say so. Idempotent: whoever holds the file next may do it again.
+   */
+  private async closeCancelled(file: FileRecord): Promise<FileRecord> {
+    this.fence(file.fileId);
+    const chunks = await this.store.cancelUnsent(file.fileId);
+    if (chunks > 0)
+      this.log.info({ fileId: file.fileId, chunks }, `${chunks} chunk(s) cancelled, never sent`);
+    if (file.path.startsWith('processing/') || file.path.startsWith('inbox/'))
+      await this.moveTo(file, this.source(file.source), 'done');
+    await this.writeReports(file.fileId);
+    return this.mustGet(file.fileId);
   }
 
   // ---- reports --------------------------------------------------------------------------

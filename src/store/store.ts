@@ -73,7 +73,15 @@ export interface BudgetAccount {
 /** States a file does not leave by itself (retry/resume/cancel may still act on partial). */
 export const FINAL_FILE_STATES: readonly FileState[] = ['rejected', 'duplicate', 'completed', 'cancelled'];
 
-export type ChunkState = 'pending' | 'inflight' | 'accepted' | 'rejected' | 'failed' | 'in_doubt';
+/** `cancelled`: a chunk its file's cancel left unsent (Store.cancelUnsent); it is never sent. */
+export type ChunkState =
+  | 'pending'
+  | 'inflight'
+  | 'accepted'
+  | 'rejected'
+  | 'failed'
+  | 'in_doubt'
+  | 'cancelled';
 
 /**
  * What became of one record of the file. `pending`: valid, not sent yet; `in_doubt`: its
@@ -89,7 +97,9 @@ export type RecipientOutcome =
   | 'failed'
   | 'in_doubt'
   /** Not sent: the account already contacted the number that day (contactLimit). */
-  | 'contact_limit';
+  | 'contact_limit'
+  /** Never sent because its file was cancelled (CONTRACT.md third round, "Markers and cancels"). */
+  | 'cancelled';
 
 /** Delivery status of a recipient: `pending`, `UNKNOWN`, or the status name received. */
 export const PENDING_DELIVERY = 'pending';
@@ -448,6 +458,8 @@ export interface FileCounts extends IngestCounts {
   chunksRejected: number;
   chunksFailed: number;
   chunksInDoubt: number;
+  /** Chunks never sent because their file was cancelled. */
+  chunksCancelled: number;
   /** Recipients accepted by the service. */
   submitted: number;
   /** Recipients rejected (400) or failed for good. */
@@ -473,6 +485,8 @@ export interface FileCounts extends IngestCounts {
   contactLimited: number;
   /** Valid at read, opted out by a reply before their chunk was sent: counted in `suppressed` too. */
   optedOut: number;
+  /** Valid recipients never sent because their file was cancelled (still counted `valid`). */
+  cancelled: number;
 }
 
 /** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
@@ -484,6 +498,7 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   chunksRejected: 0,
   chunksFailed: 0,
   chunksInDoubt: 0,
+  chunksCancelled: 0,
   submitted: 0,
   rejected: 0,
   failed: 0,
@@ -495,6 +510,7 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   pendingDelivery: 0,
   contactLimited: 0,
   optedOut: 0,
+  cancelled: 0,
 };
 
 export interface HoldBackOptions {
@@ -770,6 +786,15 @@ export interface Store {
     states: readonly ChunkState[],
     options?: { addPossibleDuplicates?: number },
   ): Promise<number>;
+
+  /**
+   * A cancelled file's chunks still `pending` become `cancelled`, with their recipients not
+   * sent (those that follow the chunk, and those a 403 held back on their own): their outcome
+   * reads `cancelled`. One transaction, only while the file is `cancelled`; idempotent (a
+   * chunk recorded pending again later, by a result still in flight at the cancel, is caught
+   * by the next call). Returns how many chunks changed.
+   */
+  cancelUnsent(fileId: string): Promise<number>;
 
   // ---- delivery reports ----
   /**

@@ -6,10 +6,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import {
+  csvRecords,
   expectedMessageId,
   type HarnessOptions,
   PipelineHarness,
   personalizedFile,
+  waitFor,
 } from '../helpers/pipeline-harness.ts';
 
 let h: PipelineHarness | null = null;
@@ -136,6 +138,25 @@ describe('403 during a bisection, beside a part in doubt', () => {
   });
 });
 
+/**
+ * A cancelled file as a user finds it: its original in done/, its report.csv saying `cancelled`
+ * for every recipient never sent (none pending), and its reports/ manifest counting them.
+ */
+async function cancelledEverywhere(harness: PipelineHarness, m: Manifest): Promise<void> {
+  const file = await harness.waitForFile(m.fileId, 'cancelled');
+  expect(file.path).toBe(`done/${m.name}`);
+  expect(await harness.readDrop(`done/${m.name}`)).not.toBe('');
+  const reported = await waitFor(`the reports of ${m.name} counting its cancelled recipients`, async () => {
+    const written = JSON.parse(await harness.readReport(m, 'manifest.json')) as Manifest;
+    return written.counts.cancelled === m.counts.cancelled && written;
+  });
+  expect(reported).toMatchObject({ state: 'cancelled', path: `done/${m.name}` });
+  const rows = csvRecords(await harness.readReport(m));
+  expect(rows.filter((r) => r.outcome === 'cancelled')).toHaveLength(m.counts.cancelled);
+  expect(rows.filter((r) => r.outcome === 'pending')).toHaveLength(0);
+  expect(rows.filter((r) => r.outcome === 'sent')).toHaveLength(m.counts.submitted);
+}
+
 describe('pause, resume, cancel and retry by command', () => {
   it('pause stops between chunks, resume sends the rest once', async () => {
     h = await PipelineHarness.create({ api: { chunkSize: 100, concurrency: 2, ratePerSecond: 600 } });
@@ -175,7 +196,11 @@ describe('pause, resume, cancel and retry by command', () => {
     const m = await settled(h, sending.fileId);
     expect(m.state).toBe('cancelled');
     expect(m.counts.submitted).toBeLessThan(gen.valid.length);
-    expect(m.counts.chunksPending).toBe(m.counts.chunks - m.counts.chunksAccepted);
+    // The chunks and recipients never sent are cancelled, not "to send" nor pending.
+    expect(m.counts.chunksPending).toBe(0);
+    expect(m.counts.chunksCancelled).toBe(m.counts.chunks - m.counts.chunksAccepted);
+    expect(m.counts.cancelled).toBe(gen.valid.length - m.counts.submitted);
+    await cancelledEverywhere(h, m);
     // A cancelled file is not resumed, and the daemon does not take it over.
     const resume = await h.cli(['resume', sending.fileId]);
     expect(resume.code).toBe(1);
@@ -186,6 +211,30 @@ describe('pause, resume, cancel and retry by command', () => {
     const ledger = await h.ledger(sending.fileId);
     expect(ledger.entries.length).toBe(m.counts.submitted);
     expect(ledger.duplicates).toBe(0);
+  });
+
+  it('a scheduled file cancelled from the dashboard: nothing sent, every recipient cancelled, the original in done/', async () => {
+    h = await PipelineHarness.create({ api: { chunkSize: 100 } });
+    await h.start();
+    const gen = personalizedFile(300, 15);
+    await h.dropFile('luego.txt', `#! sendAt: 2099-01-01T08:00:00-05:00\n${gen.content}`);
+    const scheduled = await h.waitForState('luego.txt', 'scheduled');
+    expect(scheduled.counts.chunksPending).toBe(3);
+    const res = await fetch(`${h.opsUrl}/api/files/${scheduled.fileId}/cancel`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    // The state changes at once; the chunks not sent are closed right after, under its lease.
+    const m = await waitFor('its chunks cancelled', async () => {
+      const now = await h!.waitForFile(scheduled.fileId, 'cancelled');
+      return now.counts.chunksCancelled === 3 && now;
+    });
+    expect(m.counts).toMatchObject({
+      submitted: 0,
+      cancelled: gen.valid.length,
+      chunksPending: 0,
+      chunksCancelled: 3,
+    });
+    await cancelledEverywhere(h, m);
+    expect((await h.ledger(m.fileId)).entries).toHaveLength(0);
   });
 
   it('chunks failed for good leave the file partial; retry resends exactly those', async () => {

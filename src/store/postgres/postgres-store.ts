@@ -55,6 +55,7 @@ import {
 } from '../message-ids.ts';
 import {
   abandonedChunkState,
+  CANCELLED_DETAIL,
   CHUNK_OUTCOME,
   needsReportCheck,
   type PartWrite,
@@ -1185,6 +1186,15 @@ export class PostgresStore implements Store {
       states,
       outcomes,
       add_pd: options.addPossibleDuplicates ?? 0,
+      now: this.now(),
+    });
+    return num(r?.n ?? 0);
+  }
+
+  async cancelUnsent(fileId: string): Promise<number> {
+    const [r] = await this.rows(`cancelling the unsent chunks of ${fileId}`, S.CANCEL_UNSENT, {
+      file_id: fileId,
+      detail: CANCELLED_DETAIL,
       now: this.now(),
     });
     return num(r?.n ?? 0);

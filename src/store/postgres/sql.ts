@@ -603,6 +603,22 @@ export const REQUEUE_CHUNKS = statement(
    SELECT count(*) AS n FROM moved`,
 );
 
+/** Store.cancelUnsent: a cancelled file's pending chunks, and their unsent rows held back on their own. */
+export const CANCEL_UNSENT = statement(
+  `WITH f AS (SELECT file_no FROM files WHERE file_id = :file_id AND state = 'cancelled'),
+   moved AS (
+     UPDATE chunks SET state = 'cancelled', error_code = NULL, error_message = :detail::text, updated_at = ${NOW}
+     WHERE file_id = :file_id AND state = 'pending' AND EXISTS (SELECT 1 FROM f) RETURNING seq),
+   rows AS (
+     UPDATE recipients r SET outcome = 'cancelled', code = NULL, detail = :detail::text, updated_at = ${NOW}
+     FROM chunk_spans s
+     WHERE s.file_no = (SELECT file_no FROM f) AND s.seq IN (SELECT seq FROM moved)
+       AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+       AND r.outcome = 'pending' AND r.code IS NOT NULL
+     RETURNING 1)
+   SELECT count(*) AS n FROM moved`,
+);
+
 // ---- delivery reports ----
 
 /** New events kept, in the batch's order (the first of two alike is the one kept). */

@@ -61,6 +61,7 @@ import {
 import type { Migration } from '../migrations.ts';
 import {
   abandonedChunkState,
+  CANCELLED_DETAIL,
   CHUNK_OUTCOME,
   needsReportCheck,
   type PartWrite,
@@ -96,6 +97,7 @@ import {
   type ListFilesOptions,
   type NewFile,
   type NewReply,
+  NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,
@@ -1212,6 +1214,35 @@ export class SqliteStore implements Store {
     });
   }
 
+  async cancelUnsent(fileId: string): Promise<number> {
+    const now = this.now();
+    return this.tx(() => {
+      const cancelled = this.stmt("SELECT 1 FROM files WHERE file_id = ? AND state = 'cancelled'").get(
+        fileId,
+      );
+      if (!cancelled) return 0;
+      const seqs = this.stmt(
+        "SELECT seq FROM chunks WHERE file_id = ? AND state = 'pending' ORDER BY seq",
+      ).all(fileId);
+      // Rows a 403 held back on their own (pending with a code); the others follow their chunk.
+      const held = this.stmt(
+        `UPDATE recipients SET outcome = 'cancelled', code = NULL, detail = ?, updated_at = ?
+         WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' AND code IS NOT NULL`,
+      );
+      for (const row of seqs) {
+        const seq = num(row.seq);
+        const { lo, hi } = this.span(fileId, seq);
+        held.run(CANCELLED_DETAIL, now, lo, hi, seq);
+      }
+      return changes(
+        this.stmt(
+          `UPDATE chunks SET state = 'cancelled', error_code = NULL, error_message = ?, updated_at = ?
+           WHERE file_id = ? AND state = 'pending'`,
+        ).run(CANCELLED_DETAIL, now, fileId),
+      );
+    });
+  }
+
   // ---- delivery reports ----
 
   async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
@@ -1695,10 +1726,7 @@ export class SqliteStore implements Store {
     ).get(fileId);
     // Counts pruned before a counter existed have none of it.
     if (file?.pruned_counts != null)
-      return {
-        contactLimited: 0,
-        ...(JSON.parse(str(file.pruned_counts)) as Omit<FileCounts, 'contactLimited'>),
-      };
+      return { ...NOTHING_SENT, ...(JSON.parse(str(file.pruned_counts)) as FileCounts) };
     const ingest = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),
