@@ -89,6 +89,19 @@ export interface PipelineOptions {
   now?: () => Date;
 }
 
+/**
+ * States whose report.csv is on the source (written when the file finished or stopped); the
+ * others have their manifest only.
+ */
+const REPORT_CSV_STATES: ReadonlySet<FileState> = new Set([
+  'completed',
+  'partial',
+  'cancelled',
+  'paused',
+  'rejected',
+  'duplicate',
+]);
+
 /** The states in which a worker drives a file (holding its lease). */
 export const DRIVEN_STATES: readonly FileState[] = ['validating', 'scheduled', 'sending'];
 /** How often a caller that waits for a file's lease (a command beside the daemon) asks again. */
@@ -1084,16 +1097,26 @@ export class Pipeline {
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
   private async finishFailed(file: FileRecord, source: Source): Promise<void> {
     await this.moveTo(file, source, 'failed');
+    await this.writeErrorsCsv(file);
+    await this.writeReports(file.fileId);
+  }
+
+  /** failed/<name>.<fileId>.errors.csv; false (and owed) when the source refused it. */
+  private async writeErrorsCsv(file: FileRecord): Promise<boolean> {
+    const source = this.sources.get(file.source);
+    if (!source) return false;
     await this.confirm(file.fileId);
     try {
       await source.write(
         `failed/${reportFileName(file.name, file.fileId, 'errors.csv')}`,
         errorsCsv(this.store, file),
       );
+      return true;
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write errors.csv');
+      await this.owe(file.fileId);
+      return false;
     }
-    await this.writeReports(file.fileId);
   }
 
   // ---- send -----------------------------------------------------------------------------
@@ -1579,16 +1602,64 @@ export class Pipeline {
     if (!source) return manifest;
     // The manifest last: whoever sees its state sees a report.csv at least as recent.
     if (options.report !== false && !(await this.writeReportCsv(manifest))) return manifest;
-    await this.confirm(fileId);
+    await this.writeManifest(manifest);
+    return manifest;
+  }
+
+  /** reports/<name>.<fileId>.manifest.json; false (and owed) when the source refused it. */
+  private async writeManifest(manifest: Manifest): Promise<boolean> {
+    const source = this.sources.get(manifest.source);
+    if (!source) return false;
+    await this.confirm(manifest.fileId);
     try {
       await source.write(
-        `reports/${reportFileName(manifest.name, fileId, 'manifest.json')}`,
+        `reports/${reportFileName(manifest.name, manifest.fileId, 'manifest.json')}`,
         `${JSON.stringify(manifest, null, 2)}\n`,
       );
+      return true;
     } catch (err) {
-      this.log.error({ fileId, err: (err as Error).message }, 'could not write the manifest');
+      this.log.error(
+        { fileId: manifest.fileId, err: (err as Error).message },
+        'could not write the manifest',
+      );
+      await this.owe(manifest.fileId);
+      return false;
     }
-    return manifest;
+  }
+
+  /**
+   * A report write failed: the store records the file's reports as owed, tried again with
+   * back-off (report.retryBaseMs doubled per failure, up to retryMaxMs) by whichever worker
+   * finds them due, after a restart too (writeOwedReports; docs/runbook.md "Report pending").
+   */
+  private async owe(fileId: string): Promise<void> {
+    const { retryBaseMs: baseMs, retryMaxMs: maxMs } = this.config.report;
+    await this.store.reportFailed(fileId, { baseMs, maxMs }).catch((err: unknown) => {
+      this.log.error({ fileId, err: (err as Error).message }, 'could not record the reports as owed');
+    });
+  }
+
+  /**
+   * The reports a file owes (Store.reportsDue), written again under its lease: every one its
+   * state calls for (errors.csv of a rejected or duplicate file, report.csv of a file that
+   * has one, the manifest), and nothing owed any more once all went through. A failure
+   * backs off again. null when another worker holds the file (it stays due).
+   */
+  async writeOwedReports(fileId: string): Promise<boolean | null> {
+    return this.withLease(fileId, async (file) => {
+      if (!file.reportPending) return true;
+      let ok = true;
+      if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
+      const manifest = await manifestOf(this.store, fileId);
+      if (!manifest) return false;
+      if (ok && REPORT_CSV_STATES.has(file.state)) ok = await this.writeReportCsv(manifest);
+      if (ok) ok = await this.writeManifest(manifest);
+      if (!ok) return false;
+      this.fence(fileId);
+      await this.store.reportsWritten(fileId);
+      this.log.info({ fileId, failures: file.reportPending.failures }, 'owed reports written');
+      return true;
+    });
   }
 
   /**
@@ -1620,6 +1691,7 @@ export class Pipeline {
       return true;
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write the report');
+      await this.owe(file.fileId);
       return false;
     }
   }

@@ -48,6 +48,11 @@ export interface Manifest {
   channel: 'sms' | 'rcs' | 'email' | 'whatsapp';
   /** An sms file sent as flash SMS (`#! flash: true`). */
   flash: boolean;
+  /**
+   * Reports its source refused (reports/ unwritable, the server down), owed and tried again
+   * with back-off until written; null: none owed (docs/runbook.md "Report pending").
+   */
+  reportPending: FileRecord['reportPending'];
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -94,6 +99,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     attachments: (file.content?.channel === 'email' && file.content.attachments) || null,
     channel: file.content?.channel ?? 'sms',
     flash: file.content?.channel === 'sms' && file.content.flash === true,
+    reportPending: file.reportPending,
   };
 }
 

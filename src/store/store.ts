@@ -182,6 +182,12 @@ export interface FileRecord {
    * reports; its counts are then those it had at that moment. null: never pruned.
    */
   prunedAt: string | null;
+  /**
+   * Reports the file's source could not take (report.csv, manifest, errors.csv): owed since
+   * `since`, `failures` writes failed since, the next try at `retryAt` (the store's clock).
+   * null: nothing owed (docs/runbook.md "Report pending").
+   */
+  reportPending: { since: string; failures: number; retryAt: string } | null;
 }
 
 export interface NewFile {
@@ -795,6 +801,18 @@ export interface Store {
    * by the next call). Returns how many chunks changed.
    */
   cancelUnsent(fileId: string): Promise<number>;
+
+  // ---- reports owed ----
+  /**
+   * A write of the file's reports failed: they are owed (since now, when not owed already),
+   * one failure more, the next try `min(baseMs · 2^(failures before), maxMs)` from now on
+   * the store's clock. One statement.
+   */
+  reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void>;
+  /** Every report the file's state calls for was written: nothing owed any more. */
+  reportsWritten(fileId: string): Promise<void>;
+  /** Files whose owed reports are due (retryAt come, the store's clock), the longest due first. */
+  reportsDue(limit: number): Promise<string[]>;
 
   // ---- delivery reports ----
   /**

@@ -1191,6 +1191,24 @@ export class PostgresStore implements Store {
     return num(r?.n ?? 0);
   }
 
+  async reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void> {
+    await this.count(`recording reports owed by ${fileId}`, S.REPORT_FAILED, {
+      file_id: fileId,
+      base_ms: backoff.baseMs,
+      max_ms: backoff.maxMs,
+      now: this.now(),
+    });
+  }
+
+  async reportsWritten(fileId: string): Promise<void> {
+    await this.count(`recording the reports of ${fileId} written`, S.REPORTS_WRITTEN, { file_id: fileId });
+  }
+
+  async reportsDue(limit: number): Promise<string[]> {
+    const rows = await this.rows('listing reports owed', S.REPORTS_DUE, { limit, now: this.now() });
+    return rows.map((r) => str(r.file_id));
+  }
+
   async cancelUnsent(fileId: string): Promise<number> {
     const [r] = await this.rows(`cancelling the unsent chunks of ${fileId}`, S.CANCEL_UNSENT, {
       file_id: fileId,

@@ -603,6 +603,23 @@ export const REQUEUE_CHUNKS = statement(
    SELECT count(*) AS n FROM moved`,
 );
 
+/** Store.reportFailed: owed since now (unless already), one failure more, the next try backed off. */
+export const REPORT_FAILED = statement(
+  `UPDATE files SET report_owed_at = coalesce(report_owed_at, ${NOW}), report_failures = report_failures + 1,
+     report_retry_at = ${NOW} + least(:base_ms::float8 * power(2, least(report_failures, 40)), :max_ms::float8) * interval '1 millisecond'
+   WHERE file_id = :file_id`,
+);
+
+export const REPORTS_WRITTEN = statement(
+  `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
+   WHERE file_id = :file_id AND report_owed_at IS NOT NULL`,
+);
+
+export const REPORTS_DUE = statement(
+  `SELECT file_id FROM files WHERE report_retry_at IS NOT NULL AND report_retry_at <= ${NOW}
+   ORDER BY report_retry_at LIMIT :limit::int`,
+);
+
 /** Store.cancelUnsent: a cancelled file's pending chunks, and their unsent rows held back on their own. */
 export const CANCEL_UNSENT = statement(
   `WITH f AS (SELECT file_no FROM files WHERE file_id = :file_id AND state = 'cancelled'),

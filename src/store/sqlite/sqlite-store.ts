@@ -1214,6 +1214,35 @@ export class SqliteStore implements Store {
     });
   }
 
+  async reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void> {
+    const now = this.now();
+    this.tx(() => {
+      const row = this.stmt('SELECT report_failures FROM files WHERE file_id = ?').get(fileId);
+      if (!row) return;
+      const delay = Math.min(backoff.baseMs * 2 ** Math.min(num(row.report_failures), 40), backoff.maxMs);
+      this.stmt(
+        `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_failures = report_failures + 1,
+           report_retry_at = :retry WHERE file_id = :file_id`,
+      ).run({ now, retry: new Date(Date.parse(now) + delay).toISOString(), file_id: fileId });
+    });
+  }
+
+  async reportsWritten(fileId: string): Promise<void> {
+    this.stmt(
+      `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
+       WHERE file_id = ? AND report_owed_at IS NOT NULL`,
+    ).run(fileId);
+  }
+
+  async reportsDue(limit: number): Promise<string[]> {
+    return this.stmt(
+      `SELECT file_id FROM files WHERE report_retry_at IS NOT NULL AND report_retry_at <= ?
+       ORDER BY report_retry_at LIMIT ?`,
+    )
+      .all(this.now(), limit)
+      .map((r) => str(r.file_id));
+  }
+
   async cancelUnsent(fileId: string): Promise<number> {
     const now = this.now();
     return this.tx(() => {
