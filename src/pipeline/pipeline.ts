@@ -1648,6 +1648,11 @@ export class Pipeline {
   async writeOwedReports(fileId: string): Promise<boolean | null> {
     return this.withLease(fileId, async (file) => {
       if (!file.reportPending) return true;
+      // A source this worker does not have (configured elsewhere): backed off for the others.
+      if (!this.sources.has(file.source)) {
+        await this.owe(fileId);
+        return false;
+      }
       let ok = true;
       if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
       const manifest = await manifestOf(this.store, fileId);
