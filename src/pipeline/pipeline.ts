@@ -1374,7 +1374,8 @@ export class Pipeline {
 
   /**
    * What a chunk is checked against just before it is sent (Store.holdBack: the contact
-   * limit's day is the store's, on its clock); null when there is nothing to check (no replies received, no contact limit).
+   * limit's day is the store's, on its clock); null when there is nothing to check (no
+   * replies received, no contact limit).
    */
   private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.config.contactLimit;
@@ -1655,8 +1656,10 @@ export class Pipeline {
       }
       let ok = true;
       if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
-      const manifest = await manifestOf(this.store, fileId);
-      if (!manifest) return false;
+      const current = await manifestOf(this.store, fileId);
+      if (!current) return false;
+      // Written last, once everything else went through: then nothing is owed any more.
+      const manifest: Manifest = { ...current, reportPending: null };
       if (ok && REPORT_CSV_STATES.has(file.state)) ok = await this.writeReportCsv(manifest);
       if (ok) ok = await this.writeManifest(manifest);
       if (!ok) return false;

@@ -56,6 +56,7 @@ async function written(
     return doc?.state === 'completed' && doc;
   });
   expect(manifest.counts.submitted).toBe(valid);
+  expect(manifest.reportPending).toBeNull();
   const report = csvRecords((await read('report.csv')) ?? '');
   expect(report.filter((r) => r.outcome === 'sent')).toHaveLength(valid);
   await waitFor('nothing owed any more', async () => {
