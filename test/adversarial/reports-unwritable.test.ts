@@ -88,6 +88,8 @@ describe.skipIf(noSetpriv !== null)('a local reports/ the daemon may not write',
     const done = await h.waitForState('cierre.txt', 'completed');
     const before = await owed(h, done.fileId, 2);
     expect(before.reportPending?.since).toBeTruthy();
+    const status = await h.cli(['status', done.fileId]);
+    expect(status.stdout).toContain('report pending');
     expect(await readIn(reports, done)('report.csv')).toBeNull();
 
     // The store keeps what is owed: a daemon started again goes on trying.
