@@ -1342,7 +1342,7 @@ export class Pipeline {
     const after = await this.mustGet(fileId);
     // Paused meanwhile: whoever did it wrote the report before the chunks in flight here were
     // recorded, so it is written again with their outcomes (cancelled: driveHeld closes it).
-    if (after.state === 'paused') await this.writeReports(fileId);
+    if (after.state === 'paused') await this.writeAllReports(fileId);
     // Closing time: the chunks not started wait, pending, for the next opening.
     if (closed && after.state === 'sending' && !this.stopping.signal.aborted && !lease?.lost)
       return this.reschedule(after, this.startOf(after, this.now()));
@@ -1558,7 +1558,7 @@ export class Pipeline {
       async (file) => {
         if (options.states && !options.states.has(file.state)) return true;
         if (file.state === 'cancelled') await this.closeCancelled(file);
-        else await this.writeReports(fileId);
+        else await this.writeAllReports(fileId);
         return true;
       },
       options.waitMs === undefined ? {} : { waitMs: options.waitMs },
@@ -1572,14 +1572,20 @@ export class Pipeline {
    * file's, and its reports say so. Idempotent: whoever holds the file next may do it again.
    */
   private async closeCancelled(file: FileRecord): Promise<FileRecord> {
+    await this.settleCancelled(file);
+    await this.writeAllReports(file.fileId);
+    return this.mustGet(file.fileId);
+  }
+
+  /** closeCancelled without the reports: its unsent chunks cancelled, the original in done/. */
+  private async settleCancelled(file: FileRecord): Promise<void> {
     this.fence(file.fileId);
     const chunks = await this.store.cancelUnsent(file.fileId);
     if (chunks > 0)
       this.log.info({ fileId: file.fileId, chunks }, `${chunks} chunk(s) cancelled, never sent`);
-    if (file.path.startsWith('processing/') || file.path.startsWith('inbox/'))
-      await this.moveTo(file, this.source(file.source), 'done');
-    await this.writeReports(file.fileId);
-    return this.mustGet(file.fileId);
+    const source = this.sources.get(file.source);
+    if (source && (file.path.startsWith('processing/') || file.path.startsWith('inbox/')))
+      await this.moveTo(file, source, 'done');
   }
 
   // ---- reports --------------------------------------------------------------------------
@@ -1654,20 +1660,34 @@ export class Pipeline {
         await this.owe(fileId);
         return false;
       }
-      let ok = true;
-      if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
-      const current = await manifestOf(this.store, fileId);
-      if (!current) return false;
-      // Written last, once everything else went through: then nothing is owed any more.
-      const manifest: Manifest = { ...current, reportPending: null };
-      if (ok && REPORT_CSV_STATES.has(file.state)) ok = await this.writeReportCsv(manifest);
-      if (ok) ok = await this.writeManifest(manifest);
-      if (!ok) return false;
-      this.fence(fileId);
-      await this.store.reportsWritten(fileId);
-      this.log.info({ fileId, failures: file.reportPending.failures }, 'owed reports written');
-      return true;
+      // A cancel a user made while no worker could close it (owed by changeFileState).
+      if (file.state === 'cancelled') await this.settleCancelled(file);
+      const ok = await this.writeAllReports(fileId);
+      if (ok) this.log.info({ fileId, failures: file.reportPending.failures }, 'owed reports written');
+      return ok;
     });
+  }
+
+  /**
+   * Every report the file's state calls for (errors.csv of a rejected or duplicate file,
+   * report.csv of one that has one, the manifest last), under the lease; then nothing is
+   * owed any more. false when one was refused (it is owed, backed off).
+   */
+  private async writeAllReports(fileId: string): Promise<boolean> {
+    const file = await this.mustGet(fileId);
+    if (!this.sources.has(file.source)) return false;
+    let ok = true;
+    if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
+    const current = await manifestOf(this.store, fileId);
+    if (!current) return false;
+    // Written last, once everything else went through: then nothing is owed any more.
+    const manifest: Manifest = { ...current, reportPending: null };
+    if (ok && REPORT_CSV_STATES.has(file.state)) ok = await this.writeReportCsv(manifest);
+    if (ok) ok = await this.writeManifest(manifest);
+    if (!ok) return false;
+    this.fence(fileId);
+    await this.store.reportsWritten(fileId);
+    return true;
   }
 
   /**

@@ -809,6 +809,11 @@ export interface Store {
    * the store's clock. One statement.
    */
   reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void>;
+  /**
+   * The file's reports are owed now, without a failure (a user's cancel, which only the lease
+   * holder can close): due at once, whoever holds the file next writes them.
+   */
+  oweReports(fileId: string): Promise<void>;
   /** Every report the file's state calls for was written: nothing owed any more. */
   reportsWritten(fileId: string): Promise<void>;
   /** Files whose owed reports are due (retryAt come, the store's clock), the longest due first. */

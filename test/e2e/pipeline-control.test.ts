@@ -3,8 +3,12 @@
 // for good leave the file `partial` and `retry` resends exactly those; a part a 403 held back
 // beside a part in doubt still goes out once a report proves the other. Every recipient reaches
 // the sandbox ledger at most once (exactly once when the file completes).
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { silentLogger } from '../../src/log.ts';
+import { changeFileState } from '../../src/pipeline/actions.ts';
+import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
 import {
   csvRecords,
   expectedMessageId,
@@ -13,6 +17,7 @@ import {
   personalizedFile,
   waitFor,
 } from '../helpers/pipeline-harness.ts';
+import { campaign, Workers } from '../helpers/pipeline-workers.ts';
 
 let h: PipelineHarness | null = null;
 
@@ -281,5 +286,45 @@ describe('pause, resume, cancel and retry by command', () => {
     expect(resent.reduce((n, r) => n + (r.destinations ?? 0), 0)).toBe(partial.counts.failed);
     await exactlyOnce(h, done, gen);
     expect(done.path).toBe('done/reintento.txt');
+  });
+});
+
+describe('a cancel no worker could close at once', () => {
+  it('is owed in the store and closed by the next worker: chunks cancelled, original in done/, report', async () => {
+    const w = await Workers.create();
+    try {
+      const a = await w.worker('a');
+      const entry = await w.dropFile(
+        'huerfano.txt',
+        `#! sendAt: 2099-01-01T08:00:00-05:00\n${campaign(120)}`,
+      );
+      const claimed = await a.pipeline.claim(a.source, entry);
+      const fileId = claimed!.fileId;
+      expect((await a.pipeline.drive(fileId))?.state).toBe('scheduled');
+      // A worker that died holding the file: nobody can close the cancel until its lease lapses.
+      expect(await w.store.takeLease(fileId, 'worker-dead', 500)).toBe(true);
+      await changeFileState(w.store, silentLogger, fileId, 'cancel', 'by a user');
+      expect(await a.pipeline.rewriteReports(fileId, { waitMs: 0 })).toBe(false);
+      expect((await w.store.getFile(fileId))?.reportPending).not.toBeNull();
+      // What the daemon does every round: the files whose reports are due, written under the lease.
+      await waitFor('the cancel closed by a worker', async () => {
+        for (const id of await w.store.reportsDue(10)) await a.pipeline.writeOwedReports(id);
+        return (await w.store.getFile(fileId))?.reportPending === null;
+      });
+      const file = await w.store.getFile(fileId);
+      expect(file?.path).toBe('done/huerfano.txt');
+      expect(await w.store.counts(fileId)).toMatchObject({
+        chunksCancelled: 3,
+        chunksPending: 0,
+        cancelled: 120,
+      });
+      const report = await readFile(
+        join(w.drop, 'reports', reportFileName('huerfano.txt', fileId, 'report.csv')),
+        'utf8',
+      );
+      expect(csvRecords(report).filter((r) => r.outcome === 'cancelled')).toHaveLength(120);
+    } finally {
+      await w.close();
+    }
   });
 });

@@ -1200,6 +1200,13 @@ export class PostgresStore implements Store {
     });
   }
 
+  async oweReports(fileId: string): Promise<void> {
+    await this.count(`recording reports owed by ${fileId}`, S.OWE_REPORTS, {
+      file_id: fileId,
+      now: this.now(),
+    });
+  }
+
   async reportsWritten(fileId: string): Promise<void> {
     await this.count(`recording the reports of ${fileId} written`, S.REPORTS_WRITTEN, { file_id: fileId });
   }

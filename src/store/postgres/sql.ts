@@ -610,6 +610,11 @@ export const REPORT_FAILED = statement(
    WHERE file_id = :file_id`,
 );
 
+export const OWE_REPORTS = statement(
+  `UPDATE files SET report_owed_at = coalesce(report_owed_at, ${NOW}), report_retry_at = ${NOW}
+   WHERE file_id = :file_id`,
+);
+
 export const REPORTS_WRITTEN = statement(
   `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
    WHERE file_id = :file_id AND report_owed_at IS NOT NULL`,

@@ -1227,6 +1227,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  async oweReports(fileId: string): Promise<void> {
+    const now = this.now();
+    this.stmt(
+      `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_retry_at = :now
+       WHERE file_id = :file_id`,
+    ).run({ now, file_id: fileId });
+  }
+
   async reportsWritten(fileId: string): Promise<void> {
     this.stmt(
       `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL

@@ -417,6 +417,19 @@ export function filesAndLeases(t: ContractContext): void {
       await store.reportsWritten('b');
       expect((await store.getFile('b'))?.reportPending).toBeNull();
       expect(await store.reportsDue(10)).toEqual(['a']);
+      // Owed without a failure (a cancel to close): due at once, its count kept.
+      await store.oweReports('b');
+      expect((await store.getFile('b'))?.reportPending).toEqual({
+        since: at(4000),
+        failures: 0,
+        retryAt: at(4000),
+      });
+      await store.oweReports('a');
+      expect((await store.getFile('a'))?.reportPending).toEqual({
+        since: at(0),
+        failures: 3,
+        retryAt: at(4000),
+      });
     });
   });
 
