@@ -98,7 +98,7 @@ export type RecipientOutcome =
   | 'in_doubt'
   /** Not sent: the account already contacted the number that day (contactLimit). */
   | 'contact_limit'
-  /** Never sent because its file was cancelled (CONTRACT.md third round, "Markers and cancels"). */
+  /** Never sent because its file was cancelled (docs/contract.md "Recipient outcomes"). */
   | 'cancelled';
 
 /** Delivery status of a recipient: `pending`, `UNKNOWN`, or the status name received. */
