@@ -349,6 +349,10 @@ export const configSchema = z
       .object({
         /** Adds the sent text to report.csv (texts may be personal: off by default). */
         includeText: z.boolean().default(false),
+        /** A report write that failed is tried again after this, doubled each failure… */
+        retryBaseMs: duration.min(1).default(5000),
+        /** …up to this (docs/runbook.md "Report pending"). */
+        retryMaxMs: duration.min(1).default(300_000),
       })
       .strict()
       .prefault({}),

@@ -36,7 +36,10 @@ export async function changeFileState(
   const file = await store.transition(fileId, to, { from, patch: { reason: `${past} ${by}` } });
   if (file) {
     logger.info({ fileId, to, by }, `file ${past}`);
-    return file;
+    // Closing a cancel (its unsent chunks, the original to done/, the reports) is the lease
+    // holder's: owed in the store, so a worker does it even if none can now (Pipeline).
+    if (action === 'cancel') await store.oweReports(fileId);
+    return (await store.getFile(fileId)) ?? file;
   }
   const before = await store.getFile(fileId);
   if (!before) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);

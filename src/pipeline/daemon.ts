@@ -9,7 +9,6 @@ import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { watchService } from '../ops/service-outage.ts';
-import { localDate } from '../plan/send-window.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
@@ -59,6 +58,8 @@ const STOP_MARGIN_MS = 5000;
 const REPORT_SETTLE_MS = 2000;
 /** A file whose reports never stop coming has its report.csv rewritten at most this often. */
 const REPORT_MAX_WAIT_MS = 60_000;
+/** Files whose owed reports one progress round writes again, at most. */
+const OWED_PER_ROUND = 20;
 /** States in which a file's report.csv is on disk while delivery reports may still change its rows. */
 const REPORTED_STATES: ReadonlySet<string> = new Set(['paused', 'cancelled', 'partial', 'completed']);
 
@@ -398,6 +399,8 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
       // Resumed or retried meanwhile: its old report is gone on purpose until it finishes.
       await pipeline.rewriteReports(id, { states: REPORTED_STATES });
     }
+    // Reports a source refused, due again (the store's back-off): whichever worker finds them.
+    for (const id of await store.reportsDue(OWED_PER_ROUND)) await pipeline.writeOwedReports(id);
   };
   timers.push(
     setInterval(
@@ -436,7 +439,7 @@ export async function startDaemon(rt: Runtime, options: { withOps?: boolean } = 
     const limit = config.contactLimit;
     if (limit && !closing)
       rt.store
-        .pruneContacts(localDate(new Date(Date.now() - 86_400_000), limit.timezone))
+        .pruneContacts(limit.timezone)
         .catch((err: Error) => log.warn({ err: err.message }, 'could not prune contact-limit slots'));
     if (config.retentionDays <= 0 || pruning || closing) return;
     pruning = pruneOld(rt.store, {

@@ -17,7 +17,7 @@ import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import { ChunkPlanner, planChunk } from '../plan/chunks.ts';
 import { fileIdFor } from '../plan/ids.ts';
-import { localDate, localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
+import { localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { ChunkSendResult } from '../service/channel-account.ts';
 import type { SendResult, ServiceClient } from '../service/client.ts';
 import type { Flow } from '../service/dispatch.ts';
@@ -88,6 +88,19 @@ export interface PipelineOptions {
   suppression?: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
   now?: () => Date;
 }
+
+/**
+ * States whose report.csv is on the source (written when the file finished or stopped); the
+ * others have their manifest only.
+ */
+const REPORT_CSV_STATES: ReadonlySet<FileState> = new Set([
+  'completed',
+  'partial',
+  'cancelled',
+  'paused',
+  'rejected',
+  'duplicate',
+]);
 
 /** The states in which a worker drives a file (holding its lease). */
 export const DRIVEN_STATES: readonly FileState[] = ['validating', 'scheduled', 'sending'];
@@ -837,7 +850,8 @@ export class Pipeline {
           return this.mustGet(fileId);
         }
         await this.transition(fileId, 'sending', ['scheduled'], { scheduledUntil: null, reason: null });
-      } else if (file.state === 'sending') {
+      } else if (file.state === 'cancelled') return this.closeCancelled(file);
+      else if (file.state === 'sending') {
         const after = await this.send(file);
         if (after.state === 'sending') return after; // stopped
         // submitted() has just checked its progress: no second count of the file.
@@ -1105,16 +1119,26 @@ export class Pipeline {
   /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
   private async finishFailed(file: FileRecord, source: Source): Promise<void> {
     await this.moveTo(file, source, 'failed');
+    await this.writeErrorsCsv(file);
+    await this.writeReports(file.fileId);
+  }
+
+  /** failed/<name>.<fileId>.errors.csv; false (and owed) when the source refused it. */
+  private async writeErrorsCsv(file: FileRecord): Promise<boolean> {
+    const source = this.sources.get(file.source);
+    if (!source) return false;
     await this.confirm(file.fileId);
     try {
       await source.write(
         `failed/${reportFileName(file.name, file.fileId, 'errors.csv')}`,
         errorsCsv(this.store, file),
       );
+      return true;
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write errors.csv');
+      await this.owe(file.fileId);
+      return false;
     }
-    await this.writeReports(file.fileId);
   }
 
   // ---- send -----------------------------------------------------------------------------
@@ -1198,7 +1222,7 @@ export class Pipeline {
     const destinations = async (seq: number): Promise<ChunkDestination[]> => {
       // Opted out since the read, or contacted already today: left out of the request.
       if (holding) {
-        const held = await this.store.holdBack(fileId, seq, holding(this.now()));
+        const held = await this.store.holdBack(fileId, seq, holding);
         if (held.suppressed + held.contactLimited > 0)
           this.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
       }
@@ -1338,9 +1362,9 @@ export class Pipeline {
     await Promise.all(Array.from({ length: concurrency }, worker));
     this.fence(fileId);
     const after = await this.mustGet(fileId);
-    // Paused or cancelled meanwhile: whoever did it wrote the report before the chunks in
-    // flight here were recorded, so it is written again with their outcomes.
-    if (after.state === 'paused' || after.state === 'cancelled') await this.writeReports(fileId);
+    // Paused meanwhile: whoever did it wrote the report before the chunks in flight here were
+    // recorded, so it is written again with their outcomes (cancelled: driveHeld closes it).
+    if (after.state === 'paused') await this.writeAllReports(fileId);
     // Closing time: the chunks not started wait, pending, for the next opening.
     if (closed && after.state === 'sending' && !this.stopping.signal.aborted && !lease?.lost)
       return this.reschedule(after, this.startOf(after, this.now()));
@@ -1371,18 +1395,18 @@ export class Pipeline {
   }
 
   /**
-   * What a chunk is checked against just before it is sent (Store.holdBack), for the instant
-   * it is sent at; null when there is nothing to check (no replies received, no contact limit).
+   * What a chunk is checked against just before it is sent (Store.holdBack: the contact
+   * limit's day is the store's, on its clock); null when there is nothing to check (no
+   * replies received, no contact limit).
    */
-  private holdBackOptions(file: FileRecord): ((at: Date) => HoldBackOptions) | null {
+  private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.config.contactLimit;
     const optOuts = this.config.optOut.smpp !== null;
     if (!limit && !optOuts) return null;
     const account = this.sourceConfig(file.source).account;
-    return (at) => ({
-      optOuts,
-      contactLimit: limit ? { account, day: localDate(at, limit.timezone), perDay: limit.perDay } : null,
-    });
+    // The contact limit's day is the store's (its clock), not this worker's.
+    const contactLimit = limit ? { account, timezone: limit.timezone, perDay: limit.perDay } : null;
+    return { optOuts, contactLimit };
   }
 
   private async submitted(fileId: string, from: readonly FileState[]): Promise<FileRecord> {
@@ -1555,12 +1579,35 @@ export class Pipeline {
       fileId,
       async (file) => {
         if (options.states && !options.states.has(file.state)) return true;
-        await this.writeReports(fileId);
+        if (file.state === 'cancelled') await this.closeCancelled(file);
+        else await this.writeAllReports(fileId);
         return true;
       },
       options.waitMs === undefined ? {} : { waitMs: options.waitMs },
     );
     return done === true;
+  }
+
+  /**
+   * A cancelled file, under its lease, once nothing of it is sent any more: its chunks not
+   * sent are `cancelled` (their recipients too), its original goes to done/ like a finished
+   * file's, and its reports say so. Idempotent: whoever holds the file next may do it again.
+   */
+  private async closeCancelled(file: FileRecord): Promise<FileRecord> {
+    await this.settleCancelled(file);
+    await this.writeAllReports(file.fileId);
+    return this.mustGet(file.fileId);
+  }
+
+  /** closeCancelled without the reports: its unsent chunks cancelled, the original in done/. */
+  private async settleCancelled(file: FileRecord): Promise<void> {
+    this.fence(file.fileId);
+    const chunks = await this.store.cancelUnsent(file.fileId);
+    if (chunks > 0)
+      this.log.info({ fileId: file.fileId, chunks }, `${chunks} chunk(s) cancelled, never sent`);
+    const source = this.sources.get(file.source);
+    if (source && (file.path.startsWith('processing/') || file.path.startsWith('inbox/')))
+      await this.moveTo(file, source, 'done');
   }
 
   // ---- reports --------------------------------------------------------------------------
@@ -1584,16 +1631,85 @@ export class Pipeline {
     if (!source) return manifest;
     // The manifest last: whoever sees its state sees a report.csv at least as recent.
     if (options.report !== false && !(await this.writeReportCsv(manifest))) return manifest;
-    await this.confirm(fileId);
+    await this.writeManifest(manifest);
+    return manifest;
+  }
+
+  /** reports/<name>.<fileId>.manifest.json; false (and owed) when the source refused it. */
+  private async writeManifest(manifest: Manifest): Promise<boolean> {
+    const source = this.sources.get(manifest.source);
+    if (!source) return false;
+    await this.confirm(manifest.fileId);
     try {
       await source.write(
-        `reports/${reportFileName(manifest.name, fileId, 'manifest.json')}`,
+        `reports/${reportFileName(manifest.name, manifest.fileId, 'manifest.json')}`,
         `${JSON.stringify(manifest, null, 2)}\n`,
       );
+      return true;
     } catch (err) {
-      this.log.error({ fileId, err: (err as Error).message }, 'could not write the manifest');
+      this.log.error(
+        { fileId: manifest.fileId, err: (err as Error).message },
+        'could not write the manifest',
+      );
+      await this.owe(manifest.fileId);
+      return false;
     }
-    return manifest;
+  }
+
+  /**
+   * A report write failed: the store records the file's reports as owed, tried again with
+   * back-off (report.retryBaseMs doubled per failure, up to retryMaxMs) by whichever worker
+   * finds them due, after a restart too (writeOwedReports; docs/runbook.md "Report pending").
+   */
+  private async owe(fileId: string): Promise<void> {
+    const { retryBaseMs: baseMs, retryMaxMs: maxMs } = this.config.report;
+    await this.store.reportFailed(fileId, { baseMs, maxMs }).catch((err: unknown) => {
+      this.log.error({ fileId, err: (err as Error).message }, 'could not record the reports as owed');
+    });
+  }
+
+  /**
+   * The reports a file owes (Store.reportsDue), written again under its lease: every one its
+   * state calls for (errors.csv of a rejected or duplicate file, report.csv of a file that
+   * has one, the manifest), and nothing owed any more once all went through. A failure
+   * backs off again. null when another worker holds the file (it stays due).
+   */
+  async writeOwedReports(fileId: string): Promise<boolean | null> {
+    return this.withLease(fileId, async (file) => {
+      if (!file.reportPending) return true;
+      // A source this worker does not have (configured elsewhere): backed off for the others.
+      if (!this.sources.has(file.source)) {
+        await this.owe(fileId);
+        return false;
+      }
+      // A cancel a user made while no worker could close it (owed by changeFileState).
+      if (file.state === 'cancelled') await this.settleCancelled(file);
+      const ok = await this.writeAllReports(fileId);
+      if (ok) this.log.info({ fileId, failures: file.reportPending.failures }, 'owed reports written');
+      return ok;
+    });
+  }
+
+  /**
+   * Every report the file's state calls for (errors.csv of a rejected or duplicate file,
+   * report.csv of one that has one, the manifest last), under the lease; then nothing is
+   * owed any more. false when one was refused (it is owed, backed off).
+   */
+  private async writeAllReports(fileId: string): Promise<boolean> {
+    const file = await this.mustGet(fileId);
+    if (!this.sources.has(file.source)) return false;
+    let ok = true;
+    if (file.state === 'rejected' || file.state === 'duplicate') ok = await this.writeErrorsCsv(file);
+    const current = await manifestOf(this.store, fileId);
+    if (!current) return false;
+    // Written last, once everything else went through: then nothing is owed any more.
+    const manifest: Manifest = { ...current, reportPending: null };
+    if (ok && REPORT_CSV_STATES.has(file.state)) ok = await this.writeReportCsv(manifest);
+    if (ok) ok = await this.writeManifest(manifest);
+    if (!ok) return false;
+    this.fence(fileId);
+    await this.store.reportsWritten(fileId);
+    return true;
   }
 
   /**
@@ -1625,6 +1741,7 @@ export class Pipeline {
       return true;
     } catch (err) {
       this.log.error({ fileId: file.fileId, err: (err as Error).message }, 'could not write the report');
+      await this.owe(file.fileId);
       return false;
     }
   }

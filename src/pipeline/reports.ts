@@ -50,6 +50,11 @@ export interface Manifest {
   flash: boolean;
   /** `sending`: what it waits on (a code and its parameters, docs/dashboard.md); else null. */
   detail: StateDetail | null;
+  /**
+   * Reports its source refused (reports/ unwritable, the server down), owed and tried again
+   * with back-off until written; null: none owed (docs/runbook.md "Report pending").
+   */
+  reportPending: FileRecord['reportPending'];
 }
 
 function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 'chunksInflight'> {
@@ -97,6 +102,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     channel: file.content?.channel ?? 'sms',
     flash: file.content?.channel === 'sms' && file.content.flash === true,
     detail: file.state === 'sending' ? file.detail : null,
+    reportPending: file.reportPending,
   };
 }
 

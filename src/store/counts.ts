@@ -41,6 +41,7 @@ export function assembleCounts(
     rejected: 0,
     failed: 0,
     in_doubt: 0,
+    cancelled: 0,
   };
   let reportedSent = 0;
   for (const g of chunks) {
@@ -63,6 +64,7 @@ export function assembleCounts(
   c.rejected = (byOutcome.rejected ?? 0) + following.rejected;
   c.failed = (byOutcome.failed ?? 0) + following.failed;
   c.inDoubt = (byOutcome.in_doubt ?? 0) + following.in_doubt;
+  c.cancelled = (byOutcome.cancelled ?? 0) + following.cancelled;
   // Held back when their chunk was sent (Store.holdBack): no longer valid, not sent.
   c.optedOut = byOutcome.suppressed ?? 0;
   c.contactLimited = byOutcome.contact_limit ?? 0;
@@ -80,4 +82,5 @@ const CHUNK_COUNTER = {
   rejected: 'chunksRejected',
   failed: 'chunksFailed',
   in_doubt: 'chunksInDoubt',
+  cancelled: 'chunksCancelled',
 } as const satisfies Record<ChunkState, keyof FileCounts>;

@@ -93,6 +93,14 @@ export function toFile(r: Row): FileRecord {
     leaseUntil: strOrNull(r.lease_until),
     takenOverFrom: strOrNull(r.taken_over_from),
     prunedAt: strOrNull(r.pruned_at),
+    reportPending:
+      r.report_owed_at == null
+        ? null
+        : {
+            since: str(r.report_owed_at),
+            failures: num(r.report_failures),
+            retryAt: str(r.report_retry_at),
+          },
   };
 }
 

@@ -23,7 +23,11 @@ export const CHUNK_OUTCOME: Readonly<Record<ChunkState, RecipientOutcome>> = {
   rejected: 'rejected',
   failed: 'failed',
   in_doubt: 'in_doubt',
+  cancelled: 'cancelled',
 };
+
+/** The detail a recipient never sent because its file was cancelled reads (Store.cancelUnsent). */
+export const CANCELLED_DETAIL = 'not sent: the file was cancelled';
 
 /**
  * The parts of a result as they are recorded: a chunk in doubt without in-doubt parts gets one,

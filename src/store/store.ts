@@ -74,7 +74,15 @@ export interface BudgetAccount {
 /** States a file does not leave by itself (retry/resume/cancel may still act on partial). */
 export const FINAL_FILE_STATES: readonly FileState[] = ['rejected', 'duplicate', 'completed', 'cancelled'];
 
-export type ChunkState = 'pending' | 'inflight' | 'accepted' | 'rejected' | 'failed' | 'in_doubt';
+/** `cancelled`: a chunk its file's cancel left unsent (Store.cancelUnsent); it is never sent. */
+export type ChunkState =
+  | 'pending'
+  | 'inflight'
+  | 'accepted'
+  | 'rejected'
+  | 'failed'
+  | 'in_doubt'
+  | 'cancelled';
 
 /**
  * What became of one record of the file. `pending`: valid, not sent yet; `in_doubt`: its
@@ -90,7 +98,9 @@ export type RecipientOutcome =
   | 'failed'
   | 'in_doubt'
   /** Not sent: the account already contacted the number that day (contactLimit). */
-  | 'contact_limit';
+  | 'contact_limit'
+  /** Never sent because its file was cancelled (docs/contract.md "Recipient outcomes"). */
+  | 'cancelled';
 
 /** Delivery status of a recipient: `pending`, `UNKNOWN`, or the status name received. */
 export const PENDING_DELIVERY = 'pending';
@@ -175,6 +185,12 @@ export interface FileRecord {
    * reports; its counts are then those it had at that moment. null: never pruned.
    */
   prunedAt: string | null;
+  /**
+   * Reports the file's source could not take (report.csv, manifest, errors.csv): owed since
+   * `since`, `failures` writes failed since, the next try at `retryAt` (the store's clock).
+   * null: nothing owed (docs/runbook.md "Report pending").
+   */
+  reportPending: { since: string; failures: number; retryAt: string } | null;
 }
 
 /**
@@ -465,6 +481,8 @@ export interface FileCounts extends IngestCounts {
   chunksRejected: number;
   chunksFailed: number;
   chunksInDoubt: number;
+  /** Chunks never sent because their file was cancelled. */
+  chunksCancelled: number;
   /** Recipients accepted by the service. */
   submitted: number;
   /** Recipients rejected (400) or failed for good. */
@@ -490,6 +508,8 @@ export interface FileCounts extends IngestCounts {
   contactLimited: number;
   /** Valid at read, opted out by a reply before their chunk was sent: counted in `suppressed` too. */
   optedOut: number;
+  /** Valid recipients never sent because their file was cancelled (still counted `valid`). */
+  cancelled: number;
 }
 
 /** The counts of a file none of whose chunks was sent yet (beside its ingest counts). */
@@ -501,6 +521,7 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   chunksRejected: 0,
   chunksFailed: 0,
   chunksInDoubt: 0,
+  chunksCancelled: 0,
   submitted: 0,
   rejected: 0,
   failed: 0,
@@ -512,13 +533,18 @@ export const NOTHING_SENT: Readonly<Omit<FileCounts, keyof IngestCounts>> = {
   pendingDelivery: 0,
   contactLimited: 0,
   optedOut: 0,
+  cancelled: 0,
 };
 
 export interface HoldBackOptions {
   /** Check the opt-out list (users' replies). */
   optOuts: boolean;
-  /** contactLimit: the account's slots of the local day. null: no limit. */
-  contactLimit: { account: string; day: string; perDay: number } | null;
+  /**
+   * contactLimit: the account's slots of the local day in `timezone`, the day taken from the
+   * store's clock (PostgreSQL's now(), as leases; SQLite's one process), never the caller's.
+   * null: no limit.
+   */
+  contactLimit: { account: string; timezone: string; perDay: number } | null;
 }
 
 /** Recipients of the chunk held back by holdBack. */
@@ -789,6 +815,32 @@ export interface Store {
     options?: { addPossibleDuplicates?: number },
   ): Promise<number>;
 
+  /**
+   * A cancelled file's chunks still `pending` become `cancelled`, with their recipients not
+   * sent (those that follow the chunk, and those a 403 held back on their own): their outcome
+   * reads `cancelled`. One transaction, only while the file is `cancelled`; idempotent (a
+   * chunk recorded pending again later, by a result still in flight at the cancel, is caught
+   * by the next call). Returns how many chunks changed.
+   */
+  cancelUnsent(fileId: string): Promise<number>;
+
+  // ---- reports owed ----
+  /**
+   * A write of the file's reports failed: they are owed (since now, when not owed already),
+   * one failure more, the next try `min(baseMs · 2^(failures before), maxMs)` from now on
+   * the store's clock. One statement.
+   */
+  reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void>;
+  /**
+   * The file's reports are owed now, without a failure (a user's cancel, which only the lease
+   * holder can close): due at once, whoever holds the file next writes them.
+   */
+  oweReports(fileId: string): Promise<void>;
+  /** Every report the file's state calls for was written: nothing owed any more. */
+  reportsWritten(fileId: string): Promise<void>;
+  /** Files whose owed reports are due (retryAt come, the store's clock), the longest due first. */
+  reportsDue(limit: number): Promise<string[]>;
+
   // ---- delivery reports ----
   /**
    * One transaction, idempotent on (transactionNumber, to): new events are kept; the
@@ -818,8 +870,11 @@ export interface Store {
    * (a chunk stopped and sent again takes no second one). chunkDestinations then leaves them out.
    */
   holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack>;
-  /** Contact-limit slots of local days before `day` (YYYY-MM-DD) go: they limit nothing any more. */
-  pruneContacts(day: string): Promise<number>;
+  /**
+   * Contact-limit slots of local days (in `timezone`) before yesterday on the store's clock go:
+   * they limit nothing any more.
+   */
+  pruneContacts(timezone: string): Promise<number>;
   /**
    * A user's reply, kept (once per `messageId` when it has one); an opt-out also puts its
    * sender on the opt-out list, in the same transaction. false: a reply already kept.

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import { csvRecords, PipelineHarness } from '../helpers/pipeline-harness.ts';
+import { campaign, Workers } from '../helpers/pipeline-workers.ts';
 
 let h: PipelineHarness;
 
@@ -62,4 +63,29 @@ it('a second campaign the same day skips the numbers the first one reached; none
   // The first 50 lines (numbers the morning reached) and the last line (the second message).
   expect(limited.map((r) => Number(r.line))).toEqual([...Array.from({ length: 50 }, (_, i) => i + 1), 111]);
   expect(report.filter((r) => r.outcome === 'sent')).toHaveLength(60);
+});
+
+it("a worker whose clock is a day ahead still counts the store's day: nobody gets two messages that day", async () => {
+  // Two workers on one store (on PostgreSQL the database's now(); SQLite in one process: the
+  // real clock); b's own clock runs a day ahead. The day of the limit is the store's.
+  const w = await Workers.create({ contactLimit: { perDay: 1 } });
+  try {
+    const a = await w.worker('a');
+    const b = await w.worker('b', { processNow: () => new Date(Date.now() + 86_400_000) });
+    const drive = async (worker: typeof a, name: string, content: string) => {
+      const file = await worker.pipeline.claim(worker.source, await w.dropFile(name, content));
+      await worker.pipeline.drive(file!.fileId);
+      return w.store.counts(file!.fileId);
+    };
+    const first = await drive(a, 'hoy.txt', campaign(200, 7));
+    expect(first).toMatchObject({ submitted: 200, contactLimited: 0 });
+    // The same 200 numbers, another text: sent by b the same real day.
+    const second = await drive(b, 'otra.txt', campaign(200, 7).replaceAll('su cita', 'su pedido'));
+    expect(second).toMatchObject({ submitted: 0, contactLimited: 200 });
+    const res = await fetch(`${w.sandbox.url}/_sandbox/ledger`);
+    const entries = ((await res.json()) as { entries: { to: string }[] }).entries;
+    expect(entries).toHaveLength(200);
+  } finally {
+    await w.close();
+  }
 });

@@ -316,3 +316,36 @@ describe('hostile input', () => {
     expect(problems.splice(0)).toEqual([expect.stringContaining('404')]);
   });
 });
+
+describe('a cancelled campaign', () => {
+  it('its chunks never sent read cancelled, never "to send", in English and Spanish', async () => {
+    // The pages of the tests before: the last one asks every 2 s for a fileId that is not one
+    // (404, on purpose there), which would be counted against this test.
+    for (const c of contexts.splice(0)) await c.close();
+    expect(problems.splice(0).filter((p) => !p.includes('404'))).toEqual([]);
+    await h.dropFile(
+      'anulada.txt',
+      `#! sendAt: 2099-01-01T08:00:00-05:00\n${personalizedFile(120, 85).content}`,
+    );
+    const scheduled = await h.waitForState('anulada.txt', 'scheduled');
+    const chunks = scheduled.counts.chunksPending;
+    expect(chunks).toBeGreaterThan(1);
+    const res = await fetch(`${h.opsUrl}/api/files/${scheduled.fileId}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    await expect.poll(async () => (await manifest(scheduled.fileId)).counts.chunksCancelled).toBe(chunks);
+    for (const [locale, cancelled, toSend] of [
+      ['en-US', 'cancelled (never sent)', 'to send'],
+      ['es-CO', 'cancelados (nunca enviados)', 'por enviar'],
+    ] as const) {
+      const page = await open(locale);
+      await logIn(page);
+      await page.goto(`${h.opsUrl}/#/file/${scheduled.fileId}`);
+      const rows = () => page.locator('#chunks tbody tr').allTextContents();
+      await expect.poll(rows).toContain(`${cancelled}${chunks}`);
+      expect(await rows()).toContain(`${toSend}0`);
+    }
+  });
+});

@@ -3,14 +3,21 @@
 // for good leave the file `partial` and `retry` resends exactly those; a part a 403 held back
 // beside a part in doubt still goes out once a report proves the other. Every recipient reaches
 // the sandbox ledger at most once (exactly once when the file completes).
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
+import { silentLogger } from '../../src/log.ts';
+import { changeFileState } from '../../src/pipeline/actions.ts';
+import { type Manifest, reportFileName } from '../../src/pipeline/reports.ts';
 import {
+  csvRecords,
   expectedMessageId,
   type HarnessOptions,
   PipelineHarness,
   personalizedFile,
+  waitFor,
 } from '../helpers/pipeline-harness.ts';
+import { campaign, Workers } from '../helpers/pipeline-workers.ts';
 
 let h: PipelineHarness | null = null;
 
@@ -136,6 +143,25 @@ describe('403 during a bisection, beside a part in doubt', () => {
   });
 });
 
+/**
+ * A cancelled file as a user finds it: its original in done/, its report.csv saying `cancelled`
+ * for every recipient never sent (none pending), and its reports/ manifest counting them.
+ */
+async function cancelledEverywhere(harness: PipelineHarness, m: Manifest): Promise<void> {
+  const file = await harness.waitForFile(m.fileId, 'cancelled');
+  expect(file.path).toBe(`done/${m.name}`);
+  expect(await harness.readDrop(`done/${m.name}`)).not.toBe('');
+  const reported = await waitFor(`the reports of ${m.name} counting its cancelled recipients`, async () => {
+    const written = JSON.parse(await harness.readReport(m, 'manifest.json')) as Manifest;
+    return written.counts.cancelled === m.counts.cancelled && written;
+  });
+  expect(reported).toMatchObject({ state: 'cancelled', path: `done/${m.name}` });
+  const rows = csvRecords(await harness.readReport(m));
+  expect(rows.filter((r) => r.outcome === 'cancelled')).toHaveLength(m.counts.cancelled);
+  expect(rows.filter((r) => r.outcome === 'pending')).toHaveLength(0);
+  expect(rows.filter((r) => r.outcome === 'sent')).toHaveLength(m.counts.submitted);
+}
+
 describe('pause, resume, cancel and retry by command', () => {
   it('pause stops between chunks, resume sends the rest once', async () => {
     h = await PipelineHarness.create({ api: { chunkSize: 100, concurrency: 2, ratePerSecond: 600 } });
@@ -175,7 +201,11 @@ describe('pause, resume, cancel and retry by command', () => {
     const m = await settled(h, sending.fileId);
     expect(m.state).toBe('cancelled');
     expect(m.counts.submitted).toBeLessThan(gen.valid.length);
-    expect(m.counts.chunksPending).toBe(m.counts.chunks - m.counts.chunksAccepted);
+    // The chunks and recipients never sent are cancelled, not "to send" nor pending.
+    expect(m.counts.chunksPending).toBe(0);
+    expect(m.counts.chunksCancelled).toBe(m.counts.chunks - m.counts.chunksAccepted);
+    expect(m.counts.cancelled).toBe(gen.valid.length - m.counts.submitted);
+    await cancelledEverywhere(h, m);
     // A cancelled file is not resumed, and the daemon does not take it over.
     const resume = await h.cli(['resume', sending.fileId]);
     expect(resume.code).toBe(1);
@@ -186,6 +216,30 @@ describe('pause, resume, cancel and retry by command', () => {
     const ledger = await h.ledger(sending.fileId);
     expect(ledger.entries.length).toBe(m.counts.submitted);
     expect(ledger.duplicates).toBe(0);
+  });
+
+  it('a scheduled file cancelled from the dashboard: nothing sent, every recipient cancelled, the original in done/', async () => {
+    h = await PipelineHarness.create({ api: { chunkSize: 100 } });
+    await h.start();
+    const gen = personalizedFile(300, 15);
+    await h.dropFile('luego.txt', `#! sendAt: 2099-01-01T08:00:00-05:00\n${gen.content}`);
+    const scheduled = await h.waitForState('luego.txt', 'scheduled');
+    expect(scheduled.counts.chunksPending).toBe(3);
+    const res = await fetch(`${h.opsUrl}/api/files/${scheduled.fileId}/cancel`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    // The state changes at once; the chunks not sent are closed right after, under its lease.
+    const m = await waitFor('its chunks cancelled', async () => {
+      const now = await h!.waitForFile(scheduled.fileId, 'cancelled');
+      return now.counts.chunksCancelled === 3 && now;
+    });
+    expect(m.counts).toMatchObject({
+      submitted: 0,
+      cancelled: gen.valid.length,
+      chunksPending: 0,
+      chunksCancelled: 3,
+    });
+    await cancelledEverywhere(h, m);
+    expect((await h.ledger(m.fileId)).entries).toHaveLength(0);
   });
 
   it('chunks failed for good leave the file partial; retry resends exactly those', async () => {
@@ -232,5 +286,45 @@ describe('pause, resume, cancel and retry by command', () => {
     expect(resent.reduce((n, r) => n + (r.destinations ?? 0), 0)).toBe(partial.counts.failed);
     await exactlyOnce(h, done, gen);
     expect(done.path).toBe('done/reintento.txt');
+  });
+});
+
+describe('a cancel no worker could close at once', () => {
+  it('is owed in the store and closed by the next worker: chunks cancelled, original in done/, report', async () => {
+    const w = await Workers.create();
+    try {
+      const a = await w.worker('a');
+      const entry = await w.dropFile(
+        'huerfano.txt',
+        `#! sendAt: 2099-01-01T08:00:00-05:00\n${campaign(120)}`,
+      );
+      const claimed = await a.pipeline.claim(a.source, entry);
+      const fileId = claimed!.fileId;
+      expect((await a.pipeline.drive(fileId))?.state).toBe('scheduled');
+      // A worker that died holding the file: nobody can close the cancel until its lease lapses.
+      expect(await w.store.takeLease(fileId, 'worker-dead', 500)).toBe(true);
+      await changeFileState(w.store, silentLogger, fileId, 'cancel', 'by a user');
+      expect(await a.pipeline.rewriteReports(fileId, { waitMs: 0 })).toBe(false);
+      expect((await w.store.getFile(fileId))?.reportPending).not.toBeNull();
+      // What the daemon does every round: the files whose reports are due, written under the lease.
+      await waitFor('the cancel closed by a worker', async () => {
+        for (const id of await w.store.reportsDue(10)) await a.pipeline.writeOwedReports(id);
+        return (await w.store.getFile(fileId))?.reportPending === null;
+      });
+      const file = await w.store.getFile(fileId);
+      expect(file?.path).toBe('done/huerfano.txt');
+      expect(await w.store.counts(fileId)).toMatchObject({
+        chunksCancelled: 3,
+        chunksPending: 0,
+        cancelled: 120,
+      });
+      const report = await readFile(
+        join(w.drop, 'reports', reportFileName('huerfano.txt', fileId, 'report.csv')),
+        'utf8',
+      );
+      expect(csvRecords(report).filter((r) => r.outcome === 'cancelled')).toHaveLength(120);
+    } finally {
+      await w.close();
+    }
   });
 });

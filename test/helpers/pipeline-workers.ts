@@ -44,6 +44,11 @@ export interface WorkerOptions {
   wrapClient?: (client: ServiceClient) => ServiceClient;
   /** The worker's clock, its store's and its pipeline's (send windows, contact-limit days). */
   now?: () => Date;
+  /**
+   * The worker's own clock while its store keeps its own (PostgreSQL's now(); SQLite in this
+   * process: the real one): a worker whose clock is skewed.
+   */
+  processNow?: () => Date;
 }
 
 export class Workers {
@@ -201,7 +206,7 @@ export class Workers {
       sources: new Map([['local', source]]),
       logger,
       owner: `worker-${name}`,
-      ...(options.now ? { now: options.now } : {}),
+      ...(options.now || options.processNow ? { now: options.processNow ?? options.now } : {}),
     });
     worker = { name, store, pipeline, source, client: realClient, reportWrites, logs, clockAheadMs: 0 };
     this.all.push(worker);

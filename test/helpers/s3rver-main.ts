@@ -12,20 +12,20 @@ interface S3rverServer {
 type S3rverCtor = new (options: Record<string, unknown>) => S3rverServer;
 const S3rver = createRequire(import.meta.url)('s3rver') as S3rverCtor;
 
-const [directory, ...buckets] = process.argv.slice(2);
-if (!directory) {
-  process.stderr.write('usage: s3rver-main.ts <directory> [bucket…]\n');
+const [directory, port, ...buckets] = process.argv.slice(2);
+if (!directory || port === undefined || !/^\d+$/.test(port)) {
+  process.stderr.write('usage: s3rver-main.ts <directory> <port, 0: any> [bucket…]\n');
   process.exit(2);
 }
 const server = new S3rver({
   address: '127.0.0.1',
-  port: 0,
+  port: Number(port),
   silent: true,
   directory,
   configureBuckets: buckets.map((name) => ({ name, configs: [] })),
 });
-const { port } = await server.run();
-process.stdout.write(`${JSON.stringify({ port })}\n`);
+const listening = await server.run();
+process.stdout.write(`${JSON.stringify({ port: listening.port })}\n`);
 process.stdin.resume();
 process.stdin.on('end', () => {
   server.close(() => process.exit(0));

@@ -20,21 +20,35 @@ export interface S3rverHandle {
   /** Stops the server process (SIGSTOP): connections stay open, nothing answers. */
   freeze(): void;
   thaw(): void;
+  /** Ends the server (connections refused), its objects kept. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and directory. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startS3rver(buckets: string[]): Promise<S3rverHandle> {
-  const directory = await mkdtemp(join(tmpdir(), 'dropline-s3rver-'));
+/** s3rver-main.ts on `directory` (its port: `port`, or a free one) until it prints its port. */
+async function spawnS3rver(
+  directory: string,
+  buckets: string[],
+  port: number,
+): Promise<{ child: ChildProcess; port: number }> {
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--openssl-legacy-provider', join(import.meta.dirname, 's3rver-main.ts'), directory, ...buckets],
+    [
+      '--openssl-legacy-provider',
+      join(import.meta.dirname, 's3rver-main.ts'),
+      directory,
+      String(port),
+      ...buckets,
+    ],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (s: string) => {
     stderr += s;
   });
-  const port = await new Promise<number>((resolve, reject) => {
+  const listening = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`s3rver did not start in 15 s: ${stderr}`)), 15_000);
     child.stdout?.setEncoding('utf8').on('data', (s: string) => {
@@ -53,6 +67,23 @@ export async function startS3rver(buckets: string[]): Promise<S3rverHandle> {
       reject(new Error(`s3rver exited ${code}: ${stderr}`));
     });
   });
+  return { child, port: listening };
+}
+
+/** Ends the server process (its stdin closed, SIGKILL after 5 s). */
+async function endS3rver(child: ChildProcess): Promise<void> {
+  child.kill('SIGCONT');
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  child.stdin?.end();
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function startS3rver(buckets: string[]): Promise<S3rverHandle> {
+  const directory = await mkdtemp(join(tmpdir(), 'dropline-s3rver-'));
+  let { child, port } = await spawnS3rver(directory, buckets, 0);
   const endpoint = `http://127.0.0.1:${port}`;
   const clientConfig: S3ClientConfig = {
     endpoint,
@@ -71,16 +102,15 @@ export async function startS3rver(buckets: string[]): Promise<S3rverHandle> {
     client,
     freeze: () => child.kill('SIGSTOP'),
     thaw: () => child.kill('SIGCONT'),
+    async stop() {
+      await endS3rver(child);
+    },
+    async start() {
+      ({ child } = await spawnS3rver(directory, buckets, port));
+    },
     async close() {
       client.destroy();
-      child.kill('SIGCONT');
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise<void>((done) => child.once('exit', () => done()));
-        child.stdin?.end();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await endS3rver(child);
       await rm(directory, { recursive: true, force: true });
     },
   };

@@ -50,6 +50,11 @@ export function printManifest(m: Manifest, json: boolean): void {
   }
   if (c.possibleDuplicates > 0)
     lines.push(`  ${fmt(c.possibleDuplicates)} resent after being in doubt (possible duplicates)`);
+  if (c.cancelled > 0) lines.push(`  ${fmt(c.cancelled)} never sent: the file was cancelled`);
+  if (m.reportPending)
+    lines.push(
+      `  report pending: the source refused ${fmt(m.reportPending.failures)} write(s) since ${m.reportPending.since}; next try ${m.reportPending.retryAt}`,
+    );
   if (m.rejection) lines.push(`  ${m.rejection.code}: ${m.rejection.message}`);
   else if (m.reason) lines.push(`  ${m.reason}`);
   if (m.detail) lines.push(`  ${detailText(m.detail)}`);
@@ -93,7 +98,7 @@ async function printList(store: Store, files: readonly FileRecord[], json: boole
   for (const m of manifests) {
     const c = m.counts;
     process.stdout.write(
-      `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}${m.detail ? `  (${detailText(m.detail)})` : ''}\n`,
+      `${m.fileId}  ${m.state.padEnd(10)} ${m.name}  records ${fmt(c.records)}  valid ${fmt(c.valid)}  submitted ${fmt(c.submitted)}  delivered ${fmt(c.delivered)}  undelivered ${fmt(c.undelivered)}  pending ${fmt(c.pendingDelivery)}${m.prunedAt ? `  (rows pruned ${m.prunedAt})` : ''}${m.rejection ? `  ${m.rejection.code}` : m.reason && m.state !== 'completed' ? `  (${m.reason})` : ''}${m.worker ? `  worker ${m.worker}` : ''}${m.takenOverFrom ? ` (took over from ${m.takenOverFrom})` : ''}${m.detail ? `  (${detailText(m.detail)})` : ''}${m.reportPending ? '  report pending' : ''}\n`,
     );
   }
 }

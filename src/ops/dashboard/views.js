@@ -122,7 +122,9 @@ function parts(c) {
     ['unknown', c.unknown],
     ['pending', c.pendingDelivery],
     ['problem', stuck],
-    ['tosend', Math.max(0, c.valid - c.submitted - stuck)],
+    // A cancelled file's recipients never sent are cancelled, not "to send".
+    ['cancelled', c.cancelled ?? 0],
+    ['tosend', Math.max(0, c.valid - c.submitted - stuck - (c.cancelled ?? 0))],
     // Held back by the contact limit: not valid any more, not sent (docs/campaign-rules.md).
     ['notsent', c.invalid + c.duplicates + c.suppressed + (c.contactLimited ?? 0)],
   ];
@@ -434,6 +436,7 @@ function renderFunnel(el, c) {
     ['undelivered', c.undelivered],
     ['unknown', c.unknown],
     ['pending', c.pendingDelivery],
+    ...(c.cancelled ? [['cancelled', c.cancelled]] : []),
   ];
   const top = Math.max(c.records, 1);
   el.replaceChildren(
@@ -564,6 +567,8 @@ function renderChunks(el, c) {
     ['chunk.rejected', c.chunksRejected],
     ['chunk.failed', c.chunksFailed],
     ['chunk.inDoubt', c.chunksInDoubt],
+    // Never sent because the file was cancelled (counts before it existed have none).
+    ...(c.chunksCancelled ? [['chunk.cancelled', c.chunksCancelled]] : []),
     ['chunk.total', c.chunks],
   ];
   el.replaceChildren(

@@ -55,6 +55,7 @@ import {
 } from '../message-ids.ts';
 import {
   abandonedChunkState,
+  CANCELLED_DETAIL,
   CHUNK_OUTCOME,
   needsReportCheck,
   type PartWrite,
@@ -1203,6 +1204,40 @@ export class PostgresStore implements Store {
     return num(r?.n ?? 0);
   }
 
+  async reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void> {
+    await this.count(`recording reports owed by ${fileId}`, S.REPORT_FAILED, {
+      file_id: fileId,
+      base_ms: backoff.baseMs,
+      max_ms: backoff.maxMs,
+      now: this.now(),
+    });
+  }
+
+  async oweReports(fileId: string): Promise<void> {
+    await this.count(`recording reports owed by ${fileId}`, S.OWE_REPORTS, {
+      file_id: fileId,
+      now: this.now(),
+    });
+  }
+
+  async reportsWritten(fileId: string): Promise<void> {
+    await this.count(`recording the reports of ${fileId} written`, S.REPORTS_WRITTEN, { file_id: fileId });
+  }
+
+  async reportsDue(limit: number): Promise<string[]> {
+    const rows = await this.rows('listing reports owed', S.REPORTS_DUE, { limit, now: this.now() });
+    return rows.map((r) => str(r.file_id));
+  }
+
+  async cancelUnsent(fileId: string): Promise<number> {
+    const [r] = await this.rows(`cancelling the unsent chunks of ${fileId}`, S.CANCEL_UNSENT, {
+      file_id: fileId,
+      detail: CANCELLED_DETAIL,
+      now: this.now(),
+    });
+    return num(r?.n ?? 0);
+  }
+
   // ---- delivery reports ----
 
   async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
@@ -1559,7 +1594,7 @@ export class PostgresStore implements Store {
       if (options.optOuts) held.suppressed = await this.count(what, S.HOLD_BACK_OPT_OUTS, chunk, c);
       const limit = options.contactLimit;
       if (!limit) return held;
-      const slots = { ...chunk, account: limit.account, day: limit.day };
+      const slots = { ...chunk, account: limit.account, timezone: limit.timezone };
       for (let slot = 1; slot <= limit.perDay; slot++)
         await this.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c);
       held.contactLimited = await this.count(
@@ -1572,8 +1607,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  async pruneContacts(day: string): Promise<number> {
-    return this.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { day });
+  async pruneContacts(timezone: string): Promise<number> {
+    return this.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: this.now() });
   }
 
   async recordReply(reply: NewReply): Promise<boolean> {

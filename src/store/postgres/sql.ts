@@ -604,6 +604,44 @@ export const REQUEUE_CHUNKS = statement(
    SELECT count(*) AS n FROM moved`,
 );
 
+/** Store.reportFailed: owed since now (unless already), one failure more, the next try backed off. */
+export const REPORT_FAILED = statement(
+  `UPDATE files SET report_owed_at = coalesce(report_owed_at, ${NOW}), report_failures = report_failures + 1,
+     report_retry_at = ${NOW} + least(:base_ms::float8 * power(2, least(report_failures, 40)), :max_ms::float8) * interval '1 millisecond'
+   WHERE file_id = :file_id`,
+);
+
+export const OWE_REPORTS = statement(
+  `UPDATE files SET report_owed_at = coalesce(report_owed_at, ${NOW}), report_retry_at = ${NOW}
+   WHERE file_id = :file_id`,
+);
+
+export const REPORTS_WRITTEN = statement(
+  `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
+   WHERE file_id = :file_id AND report_owed_at IS NOT NULL`,
+);
+
+export const REPORTS_DUE = statement(
+  `SELECT file_id FROM files WHERE report_retry_at IS NOT NULL AND report_retry_at <= ${NOW}
+   ORDER BY report_retry_at LIMIT :limit::int`,
+);
+
+/** Store.cancelUnsent: a cancelled file's pending chunks, and their unsent rows held back on their own. */
+export const CANCEL_UNSENT = statement(
+  `WITH f AS (SELECT file_no FROM files WHERE file_id = :file_id AND state = 'cancelled'),
+   moved AS (
+     UPDATE chunks SET state = 'cancelled', error_code = NULL, error_message = :detail::text, updated_at = ${NOW}
+     WHERE file_id = :file_id AND state = 'pending' AND EXISTS (SELECT 1 FROM f) RETURNING seq),
+   rows AS (
+     UPDATE recipients r SET outcome = 'cancelled', code = NULL, detail = :detail::text, updated_at = ${NOW}
+     FROM chunk_spans s
+     WHERE s.file_no = (SELECT file_no FROM f) AND s.seq IN (SELECT seq FROM moved)
+       AND r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+       AND r.outcome = 'pending' AND r.code IS NOT NULL
+     RETURNING 1)
+   SELECT count(*) AS n FROM moved`,
+);
+
 // ---- delivery reports ----
 
 /** New events kept, in the batch's order (the first of two alike is the one kept). */
@@ -981,13 +1019,19 @@ export const HOLD_BACK_OPT_OUTS = statement(
      AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
 );
 
+/**
+ * The contact limit's local day, in its timezone, on the store's clock (docs/campaign-rules.md
+ * "Contact limit"): never a worker's, which may be skewed.
+ */
+const CONTACT_DAY = `(${NOW} AT TIME ZONE :timezone::text)::date`;
+
 /** One slot round: a number twice in the chunk takes two slots, or is held back. */
 export const TAKE_CONTACT_SLOTS = statement(
   `INSERT INTO contacts (account, day, number, slot, recipient)
-   SELECT :account::text, :day::date, r.number, :slot::int, r.id
+   SELECT :account::text, ${CONTACT_DAY}, r.number, :slot::int, r.id
    FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
    WHERE ${THIS_CHUNK} AND r.outcome = 'pending'
-     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = :day::date)
+     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = ${CONTACT_DAY})
    ORDER BY r.id
    ON CONFLICT DO NOTHING`,
 );
@@ -999,10 +1043,11 @@ export const HOLD_BACK_CONTACTS = statement(
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending'
      AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id
-                     AND c.account = :account::text AND c.day = :day::date)`,
+                     AND c.account = :account::text AND c.day = ${CONTACT_DAY})`,
 );
 
-export const PRUNE_CONTACTS = statement('DELETE FROM contacts WHERE day < :day::date');
+/** Slots of local days before yesterday (the store's clock) limit nothing any more. */
+export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
 export const RECORD_REPLY = statement(
   `WITH reply AS (

@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { DroplineError } from '../../errors.ts';
+import { localDate } from '../../plan/send-window.ts';
 import {
   type BudgetView,
   budgetView,
@@ -60,6 +61,7 @@ import {
 import type { Migration } from '../migrations.ts';
 import {
   abandonedChunkState,
+  CANCELLED_DETAIL,
   CHUNK_OUTCOME,
   needsReportCheck,
   type PartWrite,
@@ -95,6 +97,7 @@ import {
   type ListFilesOptions,
   type NewFile,
   type NewReply,
+  NOTHING_SENT,
   type PartOutcome,
   PENDING_DELIVERY,
   type PruneStep,
@@ -1222,6 +1225,72 @@ export class SqliteStore implements Store {
     });
   }
 
+  async reportFailed(fileId: string, backoff: { baseMs: number; maxMs: number }): Promise<void> {
+    const now = this.now();
+    this.tx(() => {
+      const row = this.stmt('SELECT report_failures FROM files WHERE file_id = ?').get(fileId);
+      if (!row) return;
+      const delay = Math.min(backoff.baseMs * 2 ** Math.min(num(row.report_failures), 40), backoff.maxMs);
+      this.stmt(
+        `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_failures = report_failures + 1,
+           report_retry_at = :retry WHERE file_id = :file_id`,
+      ).run({ now, retry: new Date(Date.parse(now) + delay).toISOString(), file_id: fileId });
+    });
+  }
+
+  async oweReports(fileId: string): Promise<void> {
+    const now = this.now();
+    this.stmt(
+      `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_retry_at = :now
+       WHERE file_id = :file_id`,
+    ).run({ now, file_id: fileId });
+  }
+
+  async reportsWritten(fileId: string): Promise<void> {
+    this.stmt(
+      `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
+       WHERE file_id = ? AND report_owed_at IS NOT NULL`,
+    ).run(fileId);
+  }
+
+  async reportsDue(limit: number): Promise<string[]> {
+    return this.stmt(
+      `SELECT file_id FROM files WHERE report_retry_at IS NOT NULL AND report_retry_at <= ?
+       ORDER BY report_retry_at LIMIT ?`,
+    )
+      .all(this.now(), limit)
+      .map((r) => str(r.file_id));
+  }
+
+  async cancelUnsent(fileId: string): Promise<number> {
+    const now = this.now();
+    return this.tx(() => {
+      const cancelled = this.stmt("SELECT 1 FROM files WHERE file_id = ? AND state = 'cancelled'").get(
+        fileId,
+      );
+      if (!cancelled) return 0;
+      const seqs = this.stmt(
+        "SELECT seq FROM chunks WHERE file_id = ? AND state = 'pending' ORDER BY seq",
+      ).all(fileId);
+      // Rows a 403 held back on their own (pending with a code); the others follow their chunk.
+      const held = this.stmt(
+        `UPDATE recipients SET outcome = 'cancelled', code = NULL, detail = ?, updated_at = ?
+         WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' AND code IS NOT NULL`,
+      );
+      for (const row of seqs) {
+        const seq = num(row.seq);
+        const { lo, hi } = this.span(fileId, seq);
+        held.run(CANCELLED_DETAIL, now, lo, hi, seq);
+      }
+      return changes(
+        this.stmt(
+          `UPDATE chunks SET state = 'cancelled', error_code = NULL, error_message = ?, updated_at = ?
+           WHERE file_id = ? AND state = 'pending'`,
+        ).run(CANCELLED_DETAIL, now, fileId),
+      );
+    });
+  }
+
   // ---- delivery reports ----
 
   async recordDeliveries(events: readonly DeliveryEvent[]): Promise<DeliveryResult> {
@@ -1546,7 +1615,9 @@ export class SqliteStore implements Store {
         );
       const limit = options.contactLimit;
       if (!limit) return held;
-      const slots = { lo, hi, seq, account: limit.account, day: limit.day };
+      // The local day on the store's clock: SQLite is one process's, so that process's clock.
+      const day = localDate(new Date(now), limit.timezone);
+      const slots = { lo, hi, seq, account: limit.account, day };
       // A slot per round: a number twice in the chunk takes two slots, or is held back.
       for (let slot = 1; slot <= limit.perDay; slot++)
         this.stmt(
@@ -1569,8 +1640,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  async pruneContacts(day: string): Promise<number> {
-    return changes(this.stmt('DELETE FROM contacts WHERE day < ?').run(day));
+  async pruneContacts(timezone: string): Promise<number> {
+    const yesterday = localDate(new Date(Date.parse(this.now()) - 86_400_000), timezone);
+    return changes(this.stmt('DELETE FROM contacts WHERE day < ?').run(yesterday));
   }
 
   async recordReply(reply: NewReply): Promise<boolean> {
@@ -1702,10 +1774,7 @@ export class SqliteStore implements Store {
     ).get(fileId);
     // Counts pruned before a counter existed have none of it.
     if (file?.pruned_counts != null)
-      return {
-        contactLimited: 0,
-        ...(JSON.parse(str(file.pruned_counts)) as Omit<FileCounts, 'contactLimited'>),
-      };
+      return { ...NOTHING_SENT, ...(JSON.parse(str(file.pruned_counts)) as FileCounts) };
     const ingest = {
       records: num(file?.records ?? 0),
       valid: num(file?.valid ?? 0),

@@ -6,10 +6,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { HoldBackOptions, Store } from '../../../src/store/store.ts';
 import { type ContractContext, newFile, type StoreHarness, validRows } from './helpers.ts';
 
-const DAY = '2026-03-01';
-const limit = (perDay = 1, account = 'default', day = DAY): HoldBackOptions => ({
+const limit = (perDay = 1, account = 'default', timezone = 'America/Bogota'): HoldBackOptions => ({
   optOuts: false,
-  contactLimit: { account, day, perDay },
+  contactLimit: { account, timezone, perDay },
 });
 
 export function campaignRules(t: ContractContext): void {
@@ -113,9 +112,11 @@ export function campaignRules(t: ContractContext): void {
       await t.sendingFile('b', 1, 1);
       await t.sendingFile('c', 1, 1);
       await t.sendingFile('d', 1, 1);
+      // T0 is 07:00 on 2026-03-01 in Bogotá, 12:00 UTC: still 03-01 in Bogotá until 05:00 UTC.
       await store.holdBack('a', 1, limit(1));
       expect((await store.holdBack('b', 1, limit(1, 'other'))).contactLimited).toBe(0);
-      expect((await store.holdBack('c', 1, limit(1, 'default', '2026-03-02'))).contactLimited).toBe(0);
+      // In Tokyo (UTC+9) the store's instant is 21:00 on 03-01 too: the same local day.
+      expect((await store.holdBack('c', 1, limit(1, 'default', 'Asia/Tokyo'))).contactLimited).toBe(1);
       expect((await store.holdBack('d', 1, limit(1))).contactLimited).toBe(1);
       await t.sendingFile('e', 1, 1);
       await t.sendingFile('f', 1, 1);
@@ -123,8 +124,17 @@ export function campaignRules(t: ContractContext): void {
       expect((await store.holdBack('f', 1, limit(2, 'third'))).contactLimited).toBe(0);
       await t.sendingFile('g', 1, 1);
       expect((await store.holdBack('g', 1, limit(2, 'third'))).contactLimited).toBe(1);
-      // Old days' slots go; today's stay.
-      expect(await store.pruneContacts('2026-03-02')).toBe(4);
+      // The day is the store's: at 23:59 Bogotá still 03-01, a minute later 03-02 (not the caller's).
+      h.clock.set(new Date('2026-03-02T04:59:00.000Z'));
+      await t.sendingFile('h', 1, 1);
+      expect((await store.holdBack('h', 1, limit(1))).contactLimited).toBe(1);
+      h.clock.set(new Date('2026-03-02T05:00:00.000Z'));
+      await t.sendingFile('i', 1, 1);
+      expect((await store.holdBack('i', 1, limit(1))).contactLimited).toBe(0);
+      // Days before yesterday go (the store's clock); yesterday's and today's stay.
+      expect(await store.pruneContacts('America/Bogota')).toBe(0);
+      h.clock.set(new Date('2026-03-03T05:00:00.000Z'));
+      expect(await store.pruneContacts('America/Bogota')).toBe(4);
       expect((await store.holdBack('g', 1, limit(2, 'third'))).contactLimited).toBe(0);
     });
 

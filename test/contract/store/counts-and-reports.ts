@@ -195,6 +195,7 @@ export function countsAndReports(t: ContractContext): void {
         chunksRejected: 0,
         chunksFailed: 1,
         chunksInDoubt: 0,
+        chunksCancelled: 0,
         submitted: 7,
         rejected: 1,
         failed: 2,
@@ -206,6 +207,7 @@ export function countsAndReports(t: ContractContext): void {
         pendingDelivery: 3,
         contactLimited: 0,
         optedOut: 0,
+        cancelled: 0,
       });
       await store.expireDeliveries('f1');
       expect(await store.counts('f1')).toMatchObject({

@@ -405,6 +405,53 @@ export function filesAndLeases(t: ContractContext): void {
     });
   });
 
+  describe('reports owed', () => {
+    it('a failed report write is owed with back-off on the store clock, due in order, cleared once written', async () => {
+      await store.registerFile(newFile({ fileId: 'a' }));
+      await store.registerFile(newFile({ fileId: 'b' }));
+      expect((await store.getFile('a'))?.reportPending).toBeNull();
+      const backoff = { baseMs: 1000, maxMs: 3000 };
+      await store.reportFailed('a', backoff);
+      expect((await store.getFile('a'))?.reportPending).toEqual({
+        since: at(0),
+        failures: 1,
+        retryAt: at(1000),
+      });
+      expect(await store.reportsDue(10)).toEqual([]);
+      h.clock.advance(1000);
+      expect(await store.reportsDue(10)).toEqual(['a']);
+      // Failed again: 2 s, then 3 s at most; `since` stays the first failure's.
+      await store.reportFailed('a', backoff);
+      expect((await store.getFile('a'))?.reportPending).toEqual({
+        since: at(0),
+        failures: 2,
+        retryAt: at(3000),
+      });
+      await store.reportFailed('b', backoff);
+      await store.reportFailed('a', backoff);
+      expect((await store.getFile('a'))?.reportPending?.retryAt).toBe(at(4000));
+      h.clock.advance(3000);
+      expect(await store.reportsDue(10)).toEqual(['b', 'a']);
+      expect(await store.reportsDue(1)).toEqual(['b']);
+      await store.reportsWritten('b');
+      expect((await store.getFile('b'))?.reportPending).toBeNull();
+      expect(await store.reportsDue(10)).toEqual(['a']);
+      // Owed without a failure (a cancel to close): due at once, its count kept.
+      await store.oweReports('b');
+      expect((await store.getFile('b'))?.reportPending).toEqual({
+        since: at(4000),
+        failures: 0,
+        retryAt: at(4000),
+      });
+      await store.oweReports('a');
+      expect((await store.getFile('a'))?.reportPending).toEqual({
+        since: at(0),
+        failures: 3,
+        retryAt: at(4000),
+      });
+    });
+  });
+
   describe('leases', () => {
     it('acquireFile takes the oldest-updated free file in the states', async () => {
       for (const id of ['a', 'b', 'c']) {

@@ -251,6 +251,81 @@ export function sendingAndResults(t: ContractContext): void {
       ]);
     });
 
+    it("cancelUnsent: a cancelled file's pending chunks and their unsent recipients read cancelled, the rest as they were", async () => {
+      await sendingFile('f1', 8, 2);
+      for (const seq of [1, 2]) await store.setChunkState('f1', seq, 'inflight', ['pending']);
+      await store.recordChunkResult('f1', 1, {
+        state: 'accepted',
+        attempts: 1,
+        parts: [{ messageIds: ['m1', 'm2'], outcome: 'sent', transactionNumber: 'T1' }],
+      });
+      // Chunk 2: one part sent, the other held back by a 403 (pending with a code).
+      await store.recordChunkResult('f1', 2, {
+        state: 'pending',
+        attempts: 1,
+        errorCode: 'DROPLINE_ERR_SERVICE_FORBIDDEN',
+        parts: [
+          { messageIds: ['m3'], outcome: 'sent', transactionNumber: 'T2' },
+          { messageIds: ['m4'], outcome: 'pending', code: 'DROPLINE_ERR_SERVICE_FORBIDDEN' },
+        ],
+      });
+      await store.setChunkState('f1', 3, 'inflight', ['pending']);
+      // Not while the file is sending.
+      expect(await store.cancelUnsent('f1')).toBe(0);
+      await store.transition('f1', 'cancelled');
+      expect(await store.cancelUnsent('f1')).toBe(2);
+      expect(await store.cancelUnsent('f1')).toBe(0);
+      expect((await store.listChunks('f1')).map((c) => c.state)).toEqual([
+        'accepted',
+        'cancelled',
+        'inflight',
+        'cancelled',
+      ]);
+      expect(await store.chunkDestinations('f1', 4)).toEqual([]);
+      const rows = await collect(store.recipients('f1'));
+      expect(rows.map((r) => [r.messageId, r.outcome])).toEqual([
+        ['m1', 'sent'],
+        ['m2', 'sent'],
+        ['m3', 'sent'],
+        ['m4', 'cancelled'],
+        ['m5', 'pending'],
+        ['m6', 'pending'],
+        ['m7', 'cancelled'],
+        ['m8', 'cancelled'],
+      ]);
+      expect(rows[3]?.code).toBeNull();
+      expect(await store.counts('f1')).toMatchObject({
+        chunksAccepted: 1,
+        chunksCancelled: 2,
+        chunksPending: 0,
+        chunksInflight: 1,
+        submitted: 3,
+        cancelled: 3,
+        valid: 8,
+      });
+      // The chunk in flight at the cancel is put back pending by its result: the next call catches it.
+      await store.recordChunkResult('f1', 3, {
+        state: 'pending',
+        attempts: 1,
+        errorCode: 'DROPLINE_ERR_SERVICE_FORBIDDEN',
+        parts: [{ messageIds: ['m5', 'm6'], outcome: 'pending' }],
+      });
+      expect(await store.cancelUnsent('f1')).toBe(1);
+      expect(await store.counts('f1')).toMatchObject({ chunksCancelled: 3, cancelled: 5 });
+      const report = [];
+      for await (const page of store.reportPages('f1')) report.push(...page.map((r) => r.outcome));
+      expect(report).toEqual([
+        'sent',
+        'sent',
+        'sent',
+        'cancelled',
+        'cancelled',
+        'cancelled',
+        'cancelled',
+        'cancelled',
+      ]);
+    });
+
     it('markInflightInDoubt turns inflight chunks and their pending recipients in doubt', async () => {
       await sendingFile('f1', 6, 2);
       await store.setChunkState('f1', 1, 'inflight', ['pending']);
