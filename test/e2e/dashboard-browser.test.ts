@@ -538,12 +538,22 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
           const centre = plotLeft + u.valToPos(x._splits![i]!, 'x');
           return centre - width(x, v) / 2 < 0 || centre + width(x, v) / 2 > u.width;
         }),
+        // A time said twice (ticks 10 s apart labelled by the minute).
+        xRepeated: (x._values ?? []).filter((v, i) => i > 0 && v === x._values![i - 1]),
+        // Two neighbouring time labels that would overlap.
+        xOverlapping: (x._values ?? []).filter((v, i) => {
+          if (i === 0) return false;
+          const gap = u.valToPos(x._splits![i]!, 'x') - u.valToPos(x._splits![i - 1]!, 'x');
+          return gap < (width(x, v) + width(x, x._values![i - 1]!)) / 2;
+        }),
       };
     });
     expect(fit.yLabels.some((v) => v.replace(/\D/g, '').length >= 6)).toBe(true);
     expect(fit.yLabels.every((v) => /^\d{1,3}(\.\d{3})*$/.test(v))).toBe(true);
     expect(fit.yClipped).toEqual([]);
     expect(fit.xClipped).toEqual([]);
+    expect(fit.xOverlapping).toEqual([]);
+    expect(fit.xRepeated).toEqual([]);
     await shot(page, 'campaign-es.png');
 
     // The rejected file's page: its rejection, hint and timeline in Spanish.

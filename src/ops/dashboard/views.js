@@ -592,7 +592,14 @@ function renderChart(box, totals, minutes, chart) {
       // Room on the right for half the last time label (centred on its tick at the edge).
       padding: [null, lastTickRoom(xs.at(-1)), null, null],
       axes: [
-        { font: AXIS_FONT, values: (_, splits) => splits.map(timeTick), size: fitted },
+        {
+          font: AXIS_FONT,
+          // Room between ticks for a label such as `28/11/26, 6:16 p. m.`; seconds when the
+          // ticks are less than a minute apart.
+          space: 110,
+          values: (_, splits, _i, _space, incr) => splits.map((v) => timeTick(v, incr < 60)),
+          size: fitted,
+        },
         { font: AXIS_FONT, values: (_, splits) => splits.map((v) => num(v)), size: fitted },
       ],
       series: [
@@ -616,18 +623,16 @@ let measure;
 function lastTickRoom(lastX) {
   measure ??= document.createElement('canvas').getContext('2d');
   measure.font = AXIS_FONT;
-  return Math.ceil(measure.measureText(timeTick(lastX)).width / 2) + 6;
+  return Math.ceil(measure.measureText(timeTick(lastX, true)).width / 2) + 6;
 }
 
-/** A time tick in the page's language: the hour and minute, the day when it is not today. */
-function timeTick(seconds) {
+/** A time in the page's language: the hour and minute (and second), the day when it is not today. */
+function timeTick(seconds, withSeconds = false) {
   const d = new Date(seconds * 1000);
   const locale = language() === 'es' ? 'es-CO' : 'en-US';
   const today = d.toDateString() === new Date().toDateString();
-  return new Intl.DateTimeFormat(
-    locale,
-    today ? { timeStyle: 'short' } : { dateStyle: 'short', timeStyle: 'short' },
-  ).format(d);
+  const timeStyle = withSeconds ? 'medium' : 'short';
+  return new Intl.DateTimeFormat(locale, today ? { timeStyle } : { dateStyle: 'short', timeStyle }).format(d);
 }
 
 /**
