@@ -27,7 +27,7 @@ import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
 import { redactText } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
-import { errorParams, wordedEvent, wordedManifest } from './wording.ts';
+import { errorParams, rejectionParams, wordedEvent, wordedManifest } from './wording.ts';
 
 /** What the daemon lends the ops server for the dashboard's actions, checks and health. */
 export interface OpsControl {
@@ -248,6 +248,11 @@ export async function validateUpload(
       status: 200,
       body: {
         ...json,
+        // Its figures and line, for the page to word it (wording.ts).
+        rejection: summary.rejection && {
+          ...summary.rejection,
+          params: rejectionParams(summary.rejection.code, summary.rejection.message),
+        },
         source: source.name,
         errors: summary.errors.map(maskIssue),
         warnings: summary.warnings.map(maskIssue),

@@ -572,6 +572,9 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
       .poll(() => page.locator('#check-result .verdict').getAttribute('data-accepted'))
       .toBe('false');
     expect(await page.locator('#check-result').textContent()).toContain('personalizado');
+    expect(await page.locator('#check-result .verdict').textContent()).toMatch(
+      /\d de \d destinatarios son inválidos/,
+    );
     expect(await englishOn(page)).toEqual([]);
 
     // The rejected file's page: its rejection, hint and timeline in Spanish.

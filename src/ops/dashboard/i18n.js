@@ -158,6 +158,9 @@ const en = {
   'summary.serviceOk': 'answering',
   'summary.serviceDown': 'unreachable since {since}',
   'summary.serviceUnknown': 'not asked yet',
+  'http.413': 'The dashboard checks files of up to 64 MB; use dropline validate --source for larger ones.',
+  'http.408': 'The file did not arrive in time; check it again, or use dropline validate --source.',
+  'http.429': 'Two files are being checked already; try again in a moment.',
 };
 
 const es = {
@@ -317,6 +320,10 @@ const es = {
   'summary.serviceOk': 'responde',
   'summary.serviceDown': 'no responde desde {since}',
   'summary.serviceUnknown': 'aún sin consultar',
+  'http.413': 'El panel revisa archivos de hasta 64 MB; para uno más grande use dropline validate --source.',
+  'http.408':
+    'El archivo no terminó de llegar a tiempo; revíselo de nuevo, o use dropline validate --source.',
+  'http.429': 'Ya se están revisando dos archivos; intente de nuevo en un momento.',
 };
 
 export const LANGUAGES = { en, es };

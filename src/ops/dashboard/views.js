@@ -62,6 +62,8 @@ export function errorText(err) {
     });
   if (err.code === 'DROPLINE_ERR_FILE_STATE' && p.why) return t(`error.${p.why}`);
   if (err.code) return codeText(err.code, 'message');
+  // A file check's refusals, by their status (413, 408, 429).
+  if (has(`http.${err.status}`)) return t(`http.${err.status}`);
   return err.message;
 }
 
