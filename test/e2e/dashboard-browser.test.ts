@@ -327,6 +327,7 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
   let big: PipelineHarness;
   let campaign: Manifest;
   let rejected: Manifest;
+  let scheduled: Manifest;
   const LINES = 200_000;
 
   beforeAll(async () => {
@@ -365,6 +366,9 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
     }
     await big.dropFile('mala.txt', '123;hola\n456;hola\n3001234567;hola\n');
     rejected = await big.waitForState('mala.txt', 'rejected');
+    // A campaign for later: its start in the source's time zone, named.
+    await big.dropFile('navidad.txt', '#! sendAt: 2030-12-24 09:00\n3001234567;Feliz Navidad\n');
+    scheduled = await big.waitForState('navidad.txt', 'scheduled');
   }, 120_000);
 
   afterAll(async () => {
@@ -486,6 +490,9 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
     expect(await bad.locator('[data-time="finished"]').textContent()).toMatch(/^terminó /);
     expect(await bad.locator('.why').textContent()).toMatch(
       /^TOO_MANY_INVALID: \d de \d destinatarios son inválidos \(\d+(,\d)? %; el límite es 20 %\)$/,
+    );
+    expect(await page.locator(`a.file[data-file-id="${scheduled.fileId}"] .why`).textContent()).toBe(
+      'programado por el archivo (sendAt): empieza 24/12/30, 9:00 a. m. (America/Bogota)',
     );
     expect(await englishOn(page)).toEqual([]);
     await shot(page, 'campaigns-es.png');
