@@ -27,6 +27,7 @@ import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
 import { redactText } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
+import { errorParams, rejectionParams, wordedEvent, wordedManifest } from './wording.ts';
 
 /** What the daemon lends the ops server for the dashboard's actions, checks and health. */
 export interface OpsControl {
@@ -56,7 +57,10 @@ const BY = 'from the dashboard';
 
 /** A refusal as the API words it: the error's code, message and hint. */
 function refusal(status: number, err: DroplineError): Answer {
-  return { status, body: { error: err.message, code: err.code, hint: err.hint } };
+  return {
+    status,
+    body: { error: err.message, code: err.code, hint: err.hint, params: errorParams(err.code, err.message) },
+  };
 }
 
 /** POST /api/files/:fileId/:action → the file's manifest after it, or why not (404, 409). */
@@ -142,7 +146,13 @@ export async function fileActivity(store: Store, fileId: string): Promise<Answer
     }));
   return {
     status: 200,
-    body: { manifest, events, deliveries, errors, actions: allowedActions(manifest) },
+    body: {
+      manifest: wordedManifest(manifest),
+      events: events.map((e) => wordedEvent(e, manifest.rejection)),
+      deliveries,
+      errors,
+      actions: allowedActions(manifest),
+    },
   };
 }
 
@@ -238,6 +248,11 @@ export async function validateUpload(
       status: 200,
       body: {
         ...json,
+        // Its figures and line, for the page to word it (wording.ts).
+        rejection: summary.rejection && {
+          ...summary.rejection,
+          params: rejectionParams(summary.rejection.code, summary.rejection.message),
+        },
         source: source.name,
         errors: summary.errors.map(maskIssue),
         warnings: summary.warnings.map(maskIssue),

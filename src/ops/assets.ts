@@ -28,6 +28,7 @@ const FILES: Record<string, { from: URL | string; type: string }> = {
   '/assets/app.js': { from: new URL('app.js', HERE), type: 'text/javascript; charset=utf-8' },
   '/assets/views.js': { from: new URL('views.js', HERE), type: 'text/javascript; charset=utf-8' },
   '/assets/i18n.js': { from: new URL('i18n.js', HERE), type: 'text/javascript; charset=utf-8' },
+  '/assets/codes.js': { from: new URL('codes.js', HERE), type: 'text/javascript; charset=utf-8' },
   '/assets/style.css': { from: new URL('style.css', HERE), type: 'text/css; charset=utf-8' },
   '/assets/uplot.js': { from: 'uplot/dist/uPlot.esm.js', type: 'text/javascript; charset=utf-8' },
   '/assets/uplot.css': { from: 'uplot/dist/uPlot.min.css', type: 'text/css; charset=utf-8' },

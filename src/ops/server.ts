@@ -9,6 +9,7 @@ import { isLoopbackHost } from '../config/loopback.ts';
 import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
+import { localDate, localInstant } from '../plan/send-window.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
 import type { Source } from '../sources/source.ts';
 import { FILE_STATES, type FileState, type Store } from '../store/store.ts';
@@ -29,6 +30,7 @@ import { asset } from './assets.ts';
 import type { Metrics } from './metrics.ts';
 import type { ServiceOutage } from './service-outage.ts';
 import { clearedCookie, hasSession, sessionCookie } from './session.ts';
+import { englishTexts, wordedManifest } from './wording.ts';
 
 export interface OpsServer {
   readonly url: string;
@@ -313,6 +315,8 @@ async function route(
       sources: [...options.sources.keys()],
       states: FILE_STATES,
       actions: options.control !== undefined,
+      // The English of every code the page words (its Spanish is the page's own, i18n).
+      texts: englishTexts(),
     });
   if (path === '/api/files') {
     const limit = pageLimit(url.searchParams.get('limit'));
@@ -344,10 +348,11 @@ async function route(
     const counts = await options.store.countsOf(page.map((f) => f.fileId));
     const manifests = page.flatMap((f) => {
       const c = counts.get(f.fileId);
-      return c ? [buildManifest(f, c)] : [];
+      return c ? [wordedManifest(buildManifest(f, c))] : [];
     });
     return send(res, 200, manifests);
   }
+  if (path === '/api/summary') return send(res, 200, await summaryOf(options));
   if (path === '/api/workers') return send(res, 200, await workersView(options.store));
   if (path === '/api/service-health') {
     if (!health) return send(res, 404, { error: 'no service client in this process' });
@@ -370,9 +375,45 @@ async function route(
       return a ? answer(res, a) : undefined;
     }
     const manifest = await manifestOf(options.store, fileId);
-    return manifest ? send(res, 200, manifest) : send(res, 404, { error: `no file ${fileId}` });
+    return manifest
+      ? send(res, 200, wordedManifest(manifest))
+      : send(res, 404, { error: `no file ${fileId}` });
   }
   return send(res, 404, { error: 'not found' });
+}
+
+/**
+ * GET /api/summary: the dashboard's header (docs/dashboard.md "The header"): the store's
+ * figures since the start of today in the operator's time zone (the send window's, else
+ * Bogotá's), the delivery rate of today's reports, and the messaging service's state.
+ */
+async function summaryOf(options: OpsOptions): Promise<unknown> {
+  const window = options.control?.config.sendWindow;
+  const timezone = typeof window === 'object' && window !== null ? window.timezone : 'America/Bogota';
+  const now = new Date();
+  const since = localInstant(timezone, localDate(now, timezone), 0).toISOString();
+  const s = await options.store.summary(since);
+  const reported = s.delivered + s.undelivered;
+  const outage = options.service?.() ?? null;
+  return {
+    timezone,
+    since,
+    sending: s.sending,
+    sentToday: s.sent,
+    deliveredToday: s.delivered,
+    undeliveredToday: s.undelivered,
+    deliveryRate: reported > 0 ? s.delivered / reported : null,
+    reportsWaiting: s.waiting,
+    service: options.service
+      ? outage
+        ? {
+            state: 'unreachable',
+            since: outage.since,
+            detail: { code: 'SERVICE_UNREACHABLE', since: outage.since },
+          }
+        : { state: 'ok' }
+      : { state: 'unknown' },
+  };
 }
 
 async function post(options: OpsOptions, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

@@ -597,6 +597,15 @@ export interface ListFilesOptions {
   search?: string;
 }
 
+/** Store.summary: what a campaign team watches first. */
+export interface StoreSummary {
+  sending: number;
+  sent: number;
+  delivered: number;
+  undelivered: number;
+  waiting: number;
+}
+
 /** A state a file entered (Store.fileEvents): recorded by the store with the change itself. */
 export interface FileEvent {
   /** When, on the store's clock (ISO-8601 UTC, ms). */
@@ -859,6 +868,14 @@ export interface Store {
    * Retention keeps them (the chart outlives the recipients).
    */
   deliveryTimeline(fileId: string): Promise<DeliveryMinute[]>;
+  /**
+   * The dashboard's header (docs/dashboard.md "The header"), on one snapshot: files sending,
+   * recipients of the chunks the service accepted since `since` (ISO-8601, the start of the
+   * operator's day), delivered and undelivered reports recorded since then (delivery
+   * minutes), and the recipients sent whose final status has not come (pendingDelivery of
+   * the files sending, submitted, paused or partial).
+   */
+  summary(since: string): Promise<StoreSummary>;
 
   // ---- campaign rules: opt-outs and the contact limit ----
   /**

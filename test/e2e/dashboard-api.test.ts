@@ -114,6 +114,21 @@ describe('a campaign page’s data', () => {
     expect((await get('/api/files/nope/report.csv')).status).toBe(404);
   });
 
+  it('the header: sent today, the delivery rate, reports waiting, the service (GET /api/summary)', async () => {
+    const s = JSON.parse((await get('/api/summary')).body) as Record<string, unknown>;
+    expect(s).toMatchObject({
+      timezone: 'America/Bogota',
+      sending: 0,
+      sentToday: m.counts.submitted,
+      deliveredToday: m.counts.delivered,
+      reportsWaiting: 0,
+      service: { state: 'ok' },
+    });
+    expect(s.deliveryRate).toBeCloseTo(
+      m.counts.delivered / (m.counts.delivered + m.counts.undelivered - m.counts.unknown),
+    );
+  });
+
   it('the list searches by name, fileId prefix and state', async () => {
     await h.dropFile('otra.txt', personalizedFile(5, 72).content);
     await h.waitForState('otra.txt', 'completed');
@@ -131,10 +146,19 @@ describe('actions', () => {
   it('are refused with the reason when the state does not allow them, and for an unknown file', async () => {
     const r = await post(`/api/files/${m.fileId}/resume`, bearer);
     expect(r.status).toBe(409);
-    const body = JSON.parse(r.body) as { error: string; code: string; hint: string };
+    const body = JSON.parse(r.body) as { error: string; code: string; hint: string; params: object };
     expect(body.code).toBe('DROPLINE_ERR_FILE_STATE');
     expect(body.error).toContain('is completed; resume applies to a file that is paused');
-    expect((await post(`/api/files/${m.fileId}/retry`, bearer)).status).toBe(409);
+    // Its parameters, for the page to word it in its reader's language (issue 33).
+    expect(body.params).toEqual({ fileId: m.fileId, state: 'completed', action: 'resume', from: 'paused' });
+    const retry = await post(`/api/files/${m.fileId}/retry`, bearer);
+    expect(retry.status).toBe(409);
+    expect(JSON.parse(retry.body).params).toEqual({
+      fileId: m.fileId,
+      state: 'completed',
+      action: 'retry',
+      from: 'partial or sending',
+    });
     expect((await post('/api/files/nope/pause', bearer)).status).toBe(404);
     expect((await post(`/api/files/${m.fileId}/explode`, bearer)).status).toBe(404);
   });

@@ -36,6 +36,7 @@ export function registerRun(program: Command, setExit: SetExit): void {
         `  service:  ${rt.sandbox ? `sandbox in this process at ${rt.serviceUrl}` : redactServiceUrl(rt.serviceUrl)}`,
         `  store:    ${config.store.startsWith('sqlite:') ? config.store : redactServiceUrl(config.store)}`,
         `  reports:  delivery reports received at ${daemon.receiver.url}`,
+        `  dashboard: ${daemon.ops.url}/  (open it in a browser)`,
         `  ops:      ${daemon.ops.url}/api/files  ${daemon.ops.url}/healthz  ${daemon.ops.url}/readyz`,
         ...config.sources.map((s) =>
           s.type === 'local'

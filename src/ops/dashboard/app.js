@@ -1,7 +1,7 @@
 // The dashboard's entry: the language, the login when the API asks for it, and the views by
 // the URL's hash (#/, #/file/<fileId>, #/check, #/health). Every view polls the JSON API.
 
-import { pickLanguage, setLanguage, t } from './i18n.js';
+import { pickLanguage, setEnglishCodes, setLanguage, t } from './i18n.js';
 import {
   api,
   checkView,
@@ -51,7 +51,10 @@ async function render() {
   stop = () => {};
   view.replaceChildren();
   try {
-    if (!meta) meta = (await api('/api/meta')).body;
+    if (!meta) {
+      meta = (await api('/api/meta')).body;
+      setEnglishCodes(meta.texts);
+    }
   } catch (err) {
     if (mine !== rendering) return;
     if (err instanceof Unauthorized) return showLogin();

@@ -1,6 +1,8 @@
 // The dashboard's words in Spanish and English. A change of text is a change here, nothing
 // to build. Keys missing in one language fall back to English.
 
+import { es as codesEs } from './codes.js';
+
 const en = {
   'nav.campaigns': 'Campaigns',
   'nav.check': 'Check a file',
@@ -123,6 +125,44 @@ const en = {
   'state.completed': 'completed',
   'state.partial': 'partial',
   'state.cancelled': 'cancelled',
+  // Issue 33: codes and their parameters worded here (docs/dashboard.md "Codes and languages").
+  'reason.PAUSED_BY_DASHBOARD': 'paused from the dashboard',
+  'reason.PAUSED_BY_USER': 'paused by a user',
+  'reason.RESUMED_BY_DASHBOARD': 'resumed from the dashboard',
+  'reason.RESUMED_BY_USER': 'resumed by a user',
+  'reason.CANCELLED_BY_DASHBOARD': 'cancelled from the dashboard',
+  'reason.CANCELLED_BY_USER': 'cancelled by a user',
+  'reason.SCHEDULED_WINDOW': 'outside the send window: starts {at} ({zone})',
+  'reason.SCHEDULED_SEND_AT': 'the file’s sendAt: starts {at} ({zone})',
+  'reason.WINDOW_NEVER_OPENS': 'the send window never opens in the next 400 days: check sendWindow',
+  'reason.PARTIAL': '{failed} chunk(s) failed, {inDoubt} in doubt: the Retry button resends them',
+  'reason.ACCOUNT_REFUSED': 'the messaging service refused the account: {text}',
+  'reason.TEXT': '{text}',
+  'rejection.line': 'line {line}: {message}',
+  'rejection.TOO_MANY_INVALID':
+    '{invalid} of {judged} recipients are invalid ({percent} %; the limit is {limit} %)',
+  'rejection.DUPLICATE_FILE': 'the same content was already sent from this source as {name} ({state})',
+  'rejection.FILE_TOO_LARGE': 'the file is larger than {max} bytes (maxFileBytes): {bytes} bytes or more',
+  'error.FILE_STATE': 'the file is {state}; {action} applies to a file that is {from}',
+  'error.NOTHING_TO_RETRY': 'no failed or in-doubt chunk to resend',
+  'error.BUSY': 'a worker is sending this file right now; try again in a moment',
+  or: ' or ',
+  'chart.time': 'Time',
+  'layout.personalized': 'personalized',
+  'layout.bulk': 'bulk',
+  'list.arrived': 'arrived {at}',
+  'list.finished': 'finished {at}',
+  'summary.sending': 'Files sending',
+  'summary.sentToday': 'Sent today',
+  'summary.rate': 'Delivery rate today',
+  'summary.waiting': 'Reports waiting',
+  'summary.service': 'Messaging service',
+  'summary.serviceOk': 'answering',
+  'summary.serviceDown': 'unreachable since {since}',
+  'summary.serviceUnknown': 'not asked yet',
+  'http.413': 'The dashboard checks files of up to 64 MB; use dropline validate --source for larger ones.',
+  'http.408': 'The file did not arrive in time; check it again, or use dropline validate --source.',
+  'http.429': 'Two files are being checked already; try again in a moment.',
 };
 
 const es = {
@@ -249,9 +289,61 @@ const es = {
   'state.completed': 'completado',
   'state.partial': 'parcial',
   'state.cancelled': 'cancelado',
+  // Issue 33: códigos y sus parámetros (docs/dashboard.md "Codes and languages").
+  'reason.PAUSED_BY_DASHBOARD': 'pausado desde el panel',
+  'reason.PAUSED_BY_USER': 'pausado por un usuario',
+  'reason.RESUMED_BY_DASHBOARD': 'reanudado desde el panel',
+  'reason.RESUMED_BY_USER': 'reanudado por un usuario',
+  'reason.CANCELLED_BY_DASHBOARD': 'cancelado desde el panel',
+  'reason.CANCELLED_BY_USER': 'cancelado por un usuario',
+  'reason.SCHEDULED_WINDOW': 'fuera del horario de envío: empieza {at} ({zone})',
+  'reason.SCHEDULED_SEND_AT': 'programado por el archivo (sendAt): empieza {at} ({zone})',
+  'reason.WINDOW_NEVER_OPENS': 'el horario de envío no abre en los próximos 400 días: revise sendWindow',
+  'reason.PARTIAL': '{failed} lote(s) fallaron y {inDoubt} quedaron en duda: el botón Reintentar los reenvía',
+  'reason.ACCOUNT_REFUSED': 'el servicio de mensajería rechazó la cuenta: {text}',
+  'reason.TEXT': '{text}',
+  'rejection.line': 'línea {line}: {message}',
+  'rejection.TOO_MANY_INVALID':
+    '{invalid} de {judged} destinatarios son inválidos ({percent} %; el límite es {limit} %)',
+  'rejection.DUPLICATE_FILE': 'el mismo contenido ya se envió desde este origen como {name} ({state})',
+  'rejection.FILE_TOO_LARGE': 'el archivo pesa más de {max} bytes (maxFileBytes): {bytes} bytes o más',
+  'error.FILE_STATE': 'el archivo está {state}; {action} aplica a un archivo {from}',
+  'error.NOTHING_TO_RETRY': 'no hay lotes fallidos ni en duda para reenviar',
+  'error.BUSY': 'un trabajador está enviando este archivo en este momento; intente de nuevo en un rato',
+  or: ' o ',
+  'chart.time': 'Hora',
+  'layout.personalized': 'personalizado',
+  'layout.bulk': 'masivo',
+  'list.arrived': 'llegó {at}',
+  'list.finished': 'terminó {at}',
+  'summary.sending': 'Archivos enviando',
+  'summary.sentToday': 'Enviados hoy',
+  'summary.rate': 'Tasa de entrega hoy',
+  'summary.waiting': 'Informes de entrega pendientes',
+  'summary.service': 'Servicio de mensajería',
+  'summary.serviceOk': 'responde',
+  'summary.serviceDown': 'no responde desde {since}',
+  'summary.serviceUnknown': 'aún sin consultar',
+  'http.413': 'El panel revisa archivos de hasta 64 MB; para uno más grande use dropline validate --source.',
+  'http.408':
+    'El archivo no terminó de llegar a tiempo; revíselo de nuevo, o use dropline validate --source.',
+  'http.429': 'Ya se están revisando dos archivos; intente de nuevo en un momento.',
 };
 
 export const LANGUAGES = { en, es };
+
+/** The codes of src/errors.ts: Spanish here (codes.js), English from the server (/api/meta `texts`). */
+const CODES = { en: {}, es: codesEs };
+
+/** The English of every code, as the server has it (app.js, once /api/meta answered). */
+export function setEnglishCodes(texts) {
+  CODES.en = texts ?? {};
+}
+
+/** What a code means (`message`) or what to do about it (`hint`), in the page's language. */
+export function codeText(code, part) {
+  return CODES[current][code]?.[part] ?? CODES.en[code]?.[part] ?? code;
+}
 
 /** The saved choice, else the browser's language (Spanish for any es-*), else English. */
 export function pickLanguage() {
@@ -297,4 +389,19 @@ export function duration(seconds) {
   const minutes = Math.round(s / 60);
   if (minutes < 60) return `${minutes} min`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** A time in the given zone (a schedule is the source's time, not the reader's: the text names the zone). */
+export function whenIn(iso, zone) {
+  if (!iso) return '';
+  return new Intl.DateTimeFormat(current === 'es' ? 'es-CO' : 'en-US', {
+    dateStyle: 'short',
+    timeStyle: 'short',
+    timeZone: zone,
+  }).format(new Date(iso));
+}
+
+/** Whether `key` has a text (in English, which has them all). */
+export function has(key) {
+  return key in en;
 }

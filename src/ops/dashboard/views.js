@@ -1,7 +1,7 @@
 // The dashboard's pages, built with DOM calls (text is always set as text: a file name or a
 // reason can never become markup). Each view returns a function that stops its polling.
 
-import { duration, num, t, when } from './i18n.js';
+import { codeText, duration, has, language, num, t, when, whenIn } from './i18n.js';
 import uPlot from './uplot.js';
 
 const FINAL = new Set(['rejected', 'duplicate', 'completed', 'cancelled']);
@@ -40,9 +40,54 @@ export async function api(path, init = {}) {
   if (!res.ok) {
     const err = new Error(body?.error ?? `${res.status} ${res.statusText}`);
     err.status = res.status;
+    // The refusal's code and parameters: errorText words it in the page's language.
+    err.code = body?.code;
+    err.params = body?.params ?? {};
     throw err;
   }
   return { body, res };
+}
+
+/** An API error in the page's language: its code worded with its parameters, else as it came. */
+export function errorText(err) {
+  const p = err.params ?? {};
+  if (err.code === 'DROPLINE_ERR_FILE_STATE' && p.state)
+    return t('error.FILE_STATE', {
+      state: t(`state.${p.state}`),
+      action: t(`action.${p.action}`),
+      from: String(p.from)
+        .split(' or ')
+        .map((s) => t(`state.${s}`))
+        .join(t('or')),
+    });
+  if (err.code === 'DROPLINE_ERR_FILE_STATE' && p.why) return t(`error.${p.why}`);
+  if (err.code) return codeText(err.code, 'message');
+  // A file check's refusals, by their status (413, 408, 429).
+  if (has(`http.${err.status}`)) return t(`http.${err.status}`);
+  return err.message;
+}
+
+/** Parameters as shown: numbers with the language's separators, states in its words. */
+function shown(params) {
+  const out = {};
+  for (const [k, v] of Object.entries(params ?? {}))
+    out[k] = typeof v === 'number' ? num(v) : k === 'state' ? t(`state.${v}`) : v;
+  return out;
+}
+
+/** A rejection (or a record's error) from its code and parameters: `line 3: …`, `1.234 of …`. */
+export function rejectionText(code, params = {}) {
+  const detailed = `rejection.${code}`;
+  if (has(detailed) && Object.keys(params).some((k) => k !== 'line')) return t(detailed, shown(params));
+  const message = codeText(code, 'message');
+  return params.line === undefined ? message : t('rejection.line', { line: params.line, message });
+}
+
+/** A state's reason from its code (`reason.<code>`, or a rejection's code) and parameters. */
+function worded(w) {
+  if (!w) return '';
+  if (has(`reason.${w.code}`)) return t(`reason.${w.code}`, shown(w.params));
+  return rejectionText(w.code, w.params);
 }
 
 let onUnauthorized = () => {};
@@ -76,7 +121,7 @@ function poll(fn, ms) {
         onUnauthorized();
         return;
       }
-      notice(t('error.generic', { error: err.message }));
+      notice(t('error.generic', { error: errorText(err) }));
     }
     if (!stopped) timer = setTimeout(tick, typeof ms === 'function' ? ms() : ms);
   };
@@ -103,12 +148,32 @@ function badge(state) {
 
 /** Why the file is where it is: its rejection, its schedule, what it waits on, or its state's reason. */
 function why(m) {
-  if (m.rejection) return `${m.rejection.code}: ${m.rejection.message}`;
-  if (m.state === 'scheduled' && m.scheduledUntil)
+  if (m.rejection) return `${m.rejection.code}: ${rejectionText(m.rejection.code, m.rejection.params)}`;
+  if (m.state === 'scheduled' && m.scheduledUntil) {
+    // The start in the source's time zone, named (as the CLI says it).
+    const zone = m.reasonCode?.params?.zone;
+    if (zone) return t(`reason.${m.reasonCode.code}`, { at: whenIn(m.scheduledUntil, zone), zone });
     return t('since.scheduled', { at: when(m.scheduledUntil) });
+  }
   // What a sending file waits on: a code and its parameters, worded here (docs/dashboard.md).
   if (m.detail) return t(`detail.${m.detail.code}`, { since: when(m.detail.since) });
-  return WHY.has(m.state) && m.reason ? m.reason : '';
+  return WHY.has(m.state) && m.reasonCode ? worded(m.reasonCode) : '';
+}
+
+/** When the file arrived and, once it is done, when it finished (docs/dashboard.md). */
+function times(m) {
+  const stamps = Object.values(m.timestamps ?? {}).sort();
+  const done = FINAL.has(m.state) || m.state === 'partial' ? m.timestamps?.[m.state] : null;
+  return h(
+    'span',
+    { class: 'times' },
+    stamps.length
+      ? h('time', { datetime: stamps[0], 'data-time': 'arrived' }, t('list.arrived', { at: when(stamps[0]) }))
+      : '',
+    done
+      ? h('time', { datetime: done, 'data-time': 'finished' }, t('list.finished', { at: when(done) }))
+      : '',
+  );
 }
 
 /** Parts of the progress bar, in the order drawn. */
@@ -222,10 +287,11 @@ export function listView(view, meta) {
     option('', `${t('filter.source')}: ${t('filter.all')}`),
     meta.sources.map((s) => option(s, s)),
   );
+  const summary = h('section', { class: 'summary', id: 'summary', 'aria-live': 'polite' });
   const list = h('div', { class: 'files', id: 'files' });
   const more = h('button', { type: 'button', class: 'more', hidden: true }, t('list.more'));
   const updated = h('p', { class: 'muted updated' });
-  view.append(h('div', { class: 'filters' }, search, states, sources), list, more, updated);
+  view.append(summary, h('div', { class: 'filters' }, search, states, sources), list, more, updated);
 
   let seq = 0;
   const refresh = async () => {
@@ -266,10 +332,43 @@ export function listView(view, meta) {
     void refresh().catch(() => {});
   });
   const stop = poll(refresh, 2000);
+  const stopSummary = poll(async () => renderSummary(summary, (await api('/api/summary')).body), 2000);
   return () => {
     stop();
+    stopSummary();
     clearTimeout(typing);
   };
+}
+
+/** The header: what a team watches first (GET /api/summary, docs/dashboard.md "The header"). */
+function renderSummary(el, s) {
+  const rate =
+    s.deliveryRate === null
+      ? '—'
+      : new Intl.NumberFormat(language() === 'es' ? 'es-CO' : 'en-US', {
+          style: 'percent',
+          maximumFractionDigits: 1,
+        }).format(s.deliveryRate);
+  const service =
+    s.service.state === 'ok'
+      ? t('summary.serviceOk')
+      : s.service.state === 'unreachable'
+        ? t('summary.serviceDown', { since: when(s.service.since) })
+        : t('summary.serviceUnknown');
+  const figure = (key, value, attrs = {}) =>
+    h(
+      'div',
+      { class: 'figure', 'data-figure': key, ...attrs },
+      h('span', { class: 'label' }, t(`summary.${key}`)),
+      h('b', {}, value),
+    );
+  el.replaceChildren(
+    figure('sending', num(s.sending)),
+    figure('sentToday', num(s.sentToday)),
+    figure('rate', rate),
+    figure('waiting', num(s.reportsWaiting)),
+    figure('service', service, { 'data-service': s.service.state }),
+  );
 }
 
 function fileRow(m, speed) {
@@ -287,6 +386,7 @@ function fileRow(m, speed) {
       h('strong', { class: 'name' }, m.name),
       h('code', {}, m.fileId),
       h('span', { class: 'source' }, `${m.source} · ${channelName(m)}`),
+      times(m),
     ),
     h('div', { class: 'status' }, badge(m.state), h('span', { class: 'why' }, why(m))),
     h('div', { class: 'progress' }, progressBar(m), numbers(m, speed)),
@@ -362,7 +462,7 @@ export function fileView(view, fileId, meta) {
           {},
           h('time', { datetime: e.at }, when(e.at)),
           badge(e.state),
-          e.reason ? ` ${e.reason}` : '',
+          e.reasonCode ? ` ${worded(e.reasonCode)}` : '',
         ),
       ),
     );
@@ -415,7 +515,7 @@ function renderActions(el, m, allowed, meta, refresh) {
               notice(t('action.done', { state: t(`state.${body.state}`) }), 'ok');
             } catch (err) {
               if (err instanceof Unauthorized) return onUnauthorized();
-              notice(err.message);
+              notice(errorText(err));
             }
             await refresh().catch(() => {});
           },
@@ -489,13 +589,26 @@ function renderChart(box, totals, minutes, chart) {
     return chart;
   }
   box.replaceChildren();
-  return new uPlot(
+  const drawn = new uPlot(
     {
       width: Math.max(box.clientWidth, 280),
       height: 220,
       scales: { x: { time: true } },
+      // Room on the right for half the last time label (centred on its tick at the edge).
+      padding: [null, lastTickRoom(xs.at(-1)), null, null],
+      axes: [
+        {
+          font: AXIS_FONT,
+          // Room between ticks for a label such as `28/11/26, 6:16 p. m.`; seconds when the
+          // ticks are less than a minute apart.
+          space: 110,
+          values: (_, splits, _i, _space, incr) => splits.map((v) => timeTick(v, incr < 60)),
+          size: fitted,
+        },
+        { font: AXIS_FONT, values: (_, splits) => splits.map((v) => num(v)), size: fitted },
+      ],
       series: [
-        {},
+        { label: t('chart.time'), value: (_, v) => (v === null ? '' : timeTick(v)) },
         { label: t('delivered'), stroke: '#2e7d32', fill: 'rgba(46,125,50,0.12)', width: 2 },
         { label: t('undelivered'), stroke: '#c62828', width: 2 },
         { label: t('unknown'), stroke: '#757575', width: 2 },
@@ -504,6 +617,44 @@ function renderChart(box, totals, minutes, chart) {
     data,
     box,
   );
+  // For the browser test: it reads the axes' sizes and labels as uPlot drew them.
+  box.uplot = drawn;
+  return drawn;
+}
+
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+let measure;
+/** Half the width of the latest time's label, and some air (CSS pixels). */
+function lastTickRoom(lastX) {
+  measure ??= document.createElement('canvas').getContext('2d');
+  measure.font = AXIS_FONT;
+  return Math.ceil(measure.measureText(timeTick(lastX, true)).width / 2) + 6;
+}
+
+/** A time in the page's language: the hour and minute (and second), the day when it is not today. */
+function timeTick(seconds, withSeconds = false) {
+  const d = new Date(seconds * 1000);
+  const locale = language() === 'es' ? 'es-CO' : 'en-US';
+  const today = d.toDateString() === new Date().toDateString();
+  const timeStyle = withSeconds ? 'medium' : 'short';
+  return new Intl.DateTimeFormat(locale, today ? { timeStyle } : { dateStyle: 'short', timeStyle }).format(d);
+}
+
+/**
+ * An axis as wide (y) or tall (x) as its longest label needs: uPlot's fixed 50 px cut
+ * `200,000` to `0,000` (issue 33). Measured with the axis' own font; settled after one pass.
+ */
+function fitted(self, values, axisIdx, cycleNum) {
+  const axis = self.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  const size = axis.ticks.size + axis.gap;
+  const longest = (values ?? []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), '');
+  if (longest === '') return size + 10;
+  self.ctx.font = axis.font[0];
+  const m = self.ctx.measureText(longest);
+  // Width for the y axis; for the x axis, the text's height (and a little air).
+  const across = axisIdx === 0 ? m.actualBoundingBoxAscent + m.actualBoundingBoxDescent : m.width;
+  return Math.ceil(across / devicePixelRatio) + size + 8;
 }
 
 function table(headers, rows) {
@@ -548,12 +699,18 @@ function renderErrors(el, errors) {
       errors.map((e) => [
         h('code', {}, e.code),
         num(e.count),
-        e.hint,
+        codeText(e.code, 'hint'),
         h(
           'ul',
           { class: 'lines' },
-          // The message names the value, masked: `57300****123 is not a valid mobile number`.
-          e.lines.map((l) => h('li', {}, `${t('col.line')} ${l.line}: ${l.message}`)),
+          // The code's words and the line's value, masked: `57300****123`.
+          e.lines.map((l) =>
+            h(
+              'li',
+              {},
+              `${t('col.line')} ${l.line}: ${codeText(l.code, 'message')}${l.value ? ` (${l.value})` : ''}`,
+            ),
+          ),
         ),
       ]),
     ),
@@ -660,7 +817,7 @@ export function checkView(view, meta) {
       renderCheck(result, body);
     } catch (err) {
       if (err instanceof Unauthorized) return onUnauthorized();
-      result.replaceChildren(h('p', { class: 'error' }, err.message));
+      result.replaceChildren(h('p', { class: 'error' }, errorText(err)));
     } finally {
       button.disabled = false;
     }
@@ -675,8 +832,8 @@ function renderCheck(el, s) {
         'div',
         { class: 'verdict bad', 'data-accepted': 'false' },
         h('p', {}, t('check.rejected', { code: s.rejection.code })),
-        h('p', {}, s.rejection.message),
-        h('p', { class: 'muted' }, s.rejection.hint),
+        h('p', {}, rejectionText(s.rejection.code, s.rejection.params)),
+        h('p', { class: 'muted' }, codeText(s.rejection.code, 'hint')),
       );
   const counts = ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'segments'];
   const sep = s.separator === null ? '—' : s.separator === '\t' ? 'TAB' : s.separator;
@@ -686,7 +843,7 @@ function renderCheck(el, s) {
       'dl',
       { class: 'counts' },
       counts.map((k) => [h('dt', {}, t(k)), h('dd', { 'data-count': k }, num(s[k]))]),
-      [h('dt', {}, t('check.layout')), h('dd', {}, s.layout ?? '—')],
+      [h('dt', {}, t('check.layout')), h('dd', {}, s.layout ? t(`layout.${s.layout}`) : '—')],
       [h('dt', {}, t('check.encoding')), h('dd', {}, s.encoding ?? '—')],
       [h('dt', {}, t('check.separator')), h('dd', {}, sep)],
     ),
@@ -699,7 +856,12 @@ function renderCheck(el, s) {
             [t('col.line'), t('col.code'), t('col.message'), t('col.value')],
             s.errors
               .slice(0, 20)
-              .map((e) => [String(e.line), h('code', {}, e.code), e.message, e.value ?? '']),
+              .map((e) => [
+                String(e.line),
+                h('code', {}, e.code),
+                codeText(e.code, 'message'),
+                e.value ?? '',
+              ]),
           ),
         )
       : '',
@@ -710,7 +872,9 @@ function renderCheck(el, s) {
           h('h2', {}, t('check.warnings')),
           table(
             [t('col.line'), t('col.code'), t('col.message')],
-            s.warnings.slice(0, 20).map((e) => [String(e.line), h('code', {}, e.code), e.message]),
+            s.warnings
+              .slice(0, 20)
+              .map((e) => [String(e.line), h('code', {}, e.code), codeText(e.code, 'message')]),
           ),
         )
       : '',

@@ -101,6 +101,7 @@ import {
   type SharedToken,
   type Store,
   type StoreGauges,
+  type StoreSummary,
   type WorkerInfo,
   type WorkerRecord,
 } from '../store.ts';
@@ -1572,6 +1573,27 @@ export class PostgresStore implements Store {
       ...range,
       file_id: fileId,
       now: this.now(),
+    });
+  }
+
+  async summary(since: string): Promise<StoreSummary> {
+    return this.tx('reading the summary', async (c) => {
+      await c.query(S.READ_SNAPSHOT);
+      const [r] = await this.rows('reading the summary', S.SUMMARY, { since }, c);
+      const files = await this.rows('reading the summary', S.SUMMARY_FILES, {}, c);
+      const counts = await this.countsOn(
+        c,
+        files.map((f) => String(f.file_id)),
+      );
+      let waiting = 0;
+      for (const n of counts.values()) waiting += n.pendingDelivery;
+      return {
+        sending: Number(r!.sending),
+        sent: Number(r!.sent),
+        delivered: Number(r!.delivered),
+        undelivered: Number(r!.undelivered),
+        waiting,
+      };
     });
   }
 

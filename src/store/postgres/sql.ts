@@ -805,6 +805,17 @@ export const EXPIRE_DELIVERIES = statement(
 // ---- counts ----
 
 /** A read of several statements that sees one state of the database. */
+/** Store.summary (docs/dashboard.md "The header"); the files whose reports may be waiting. */
+export const SUMMARY = statement(
+  `SELECT (SELECT count(*) FROM files WHERE state = 'sending') AS sending,
+     (SELECT coalesce(sum(size), 0) FROM chunks WHERE state = 'accepted' AND updated_at >= :since) AS sent,
+     (SELECT coalesce(sum(delivered), 0) FROM delivery_minutes WHERE minute >= :since) AS delivered,
+     (SELECT coalesce(sum(undelivered), 0) FROM delivery_minutes WHERE minute >= :since) AS undelivered`,
+);
+export const SUMMARY_FILES = statement(
+  `SELECT file_id FROM files WHERE state IN ('sending', 'submitted', 'paused', 'partial')`,
+);
+
 export const READ_SNAPSHOT = 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY';
 
 export const COUNTS_FILES = statement(

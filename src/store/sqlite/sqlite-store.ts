@@ -110,6 +110,7 @@ import {
   type SharedToken,
   type Store,
   type StoreGauges,
+  type StoreSummary,
   UNKNOWN_DELIVERY,
   WORKER_SILENT_MS,
   type WorkerInfo,
@@ -1577,6 +1578,33 @@ export class SqliteStore implements Store {
       this.addDeliveryMinute(range, now, { delivered: 0, undelivered: 0, unknown: expired, accepted: 0 });
       return expired;
     });
+  }
+
+  async summary(since: string): Promise<StoreSummary> {
+    // One read transaction: the figures of one moment.
+    this.db.exec('BEGIN');
+    try {
+      const r = this.stmt(
+        `SELECT (SELECT count(*) FROM files WHERE state = 'sending') AS sending,
+           (SELECT total(size) FROM chunks WHERE state = 'accepted' AND updated_at >= ?) AS sent,
+           (SELECT total(delivered) FROM delivery_minutes WHERE minute >= ?) AS delivered,
+           (SELECT total(undelivered) FROM delivery_minutes WHERE minute >= ?) AS undelivered`,
+      ).get(since, since, since)!;
+      let waiting = 0;
+      for (const f of this.stmt(
+        `SELECT file_id FROM files WHERE state IN ('sending', 'submitted', 'paused', 'partial')`,
+      ).all())
+        waiting += this.countsNow(str(f.file_id)).pendingDelivery;
+      return {
+        sending: num(r.sending),
+        sent: num(r.sent),
+        delivered: num(r.delivered),
+        undelivered: num(r.undelivered),
+        waiting,
+      };
+    } finally {
+      this.db.exec('COMMIT');
+    }
   }
 
   async deliveryTimeline(fileId: string): Promise<DeliveryMinute[]> {

@@ -450,4 +450,40 @@ export function dashboard(t: ContractContext): void {
       expect(await ids('', { limit: 3 })).toEqual(['r5', 'x2', 'r4']);
     });
   });
+
+  describe('the header (Store.summary)', () => {
+    it('files sending, recipients accepted and reports recorded since the day began, reports waiting', async () => {
+      const store = t.store;
+      await t.submittedFile('a', 6, 3);
+      t.h.clock.advance(60_000);
+      const since = t.at(60_000);
+      await t.submittedFile('b', 4, 4);
+      await t.sendingFile('c', 5, 5);
+      await store.transition('a', 'submitted');
+      t.h.clock.advance(60_000);
+      await store.recordDeliveries([
+        event('a', 'm1'),
+        event('a', 'm2', { status: 'NO_SUCCESS' }),
+        event('b', 'm1'),
+      ]);
+      // a's chunks were accepted before `since`; its reports came after it.
+      expect(await store.summary(since)).toEqual({
+        sending: 2,
+        sent: 4,
+        delivered: 2,
+        undelivered: 1,
+        waiting: 4 + 3,
+      });
+      expect(await store.summary(t.at(0))).toMatchObject({ sent: 10 });
+      // A file done waits for nothing; a moment after everything, nothing was sent or reported.
+      await store.transition('b', 'completed');
+      expect(await store.summary(t.at(10 * 60_000))).toEqual({
+        sending: 1,
+        sent: 0,
+        delivered: 0,
+        undelivered: 0,
+        waiting: 4,
+      });
+    });
+  });
 }
