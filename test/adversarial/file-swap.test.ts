@@ -19,7 +19,7 @@ import { LocalSource } from '../../src/sources/local-source.ts';
 import type { Source } from '../../src/sources/source.ts';
 import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceConfig, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const sha256 = (b: string): string => createHash('sha256').update(b).digest('hex');
 const mkfifo = (path: string): void => void execFileSync('mkfifo', [path]);
@@ -207,15 +207,7 @@ describe.skipIf(noSshd !== null)('SFTP: a link swapped in between listing and cl
   it('lstat on the server: the link is refused NOT_A_REGULAR_FILE, the other file claimed', async () => {
     const source = await sftpSourceFor(sshd, 'swap');
     await source.start();
-    const { store, pipeline } = await pipelineFor(dir, source, {
-      type: 'sftp',
-      host: sshd.host,
-      port: sshd.port,
-      username: sshd.user,
-      privateKeyPath: sshd.clientKeyPath,
-      hostKeySha256: sshd.hostKeySha256,
-      path: 'swap',
-    });
+    const { store, pipeline } = await pipelineFor(dir, source, sftpSourceConfig(sshd, 'swap'));
     const inbox = join(sshd.home, 'swap', 'inbox');
     const secret = join(sshd.home, 'secret.txt');
     await writeFile(secret, SECRET);

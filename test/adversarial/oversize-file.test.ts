@@ -20,7 +20,7 @@ import type { Source } from '../../src/sources/source.ts';
 import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
-import { type Sshd, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceConfig, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const LIMIT = 64 * 1024;
 const campaign = (from: number, n: number): string =>
@@ -163,19 +163,8 @@ describe.skipIf(noSshd !== null)('an oversize file is never read: SFTP', () => {
 
   it('sftp', async () => {
     const source = await sftpSourceFor(sshd, 'big');
-    await claimBoth(
-      dir,
-      source,
-      {
-        type: 'sftp',
-        host: sshd.host,
-        port: sshd.port,
-        username: sshd.user,
-        privateKeyPath: sshd.clientKeyPath,
-        hostKeySha256: sshd.hostKeySha256,
-        path: 'big',
-      },
-      (n, c) => writeFile(join(sshd.home, 'big', 'inbox', n), c),
+    await claimBoth(dir, source, sftpSourceConfig(sshd, 'big'), (n, c) =>
+      writeFile(join(sshd.home, 'big', 'inbox', n), c),
     );
   }, 30_000);
 });

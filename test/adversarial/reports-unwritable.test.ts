@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeline/reports.ts';
 import { csvRecords, PipelineHarness, personalizedFile, waitFor } from '../helpers/pipeline-harness.ts';
 import { S3RVER_CREDENTIALS, type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceConfig, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 /** Root without the capabilities that let it write where a folder's mode forbids it. */
 const NO_DAC = ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--'];
@@ -109,20 +109,7 @@ describe.skipIf(noSshd !== null)('an SFTP reports/ the login may not write', () 
     h = await PipelineHarness.create({
       config: {
         ...REPORT_RETRY,
-        sources: [
-          {
-            name: 'partner',
-            type: 'sftp',
-            host: sshd.host,
-            port: sshd.port,
-            username: sshd.user,
-            privateKeyPath: sshd.clientKeyPath,
-            hostKeySha256: sshd.hostKeySha256,
-            path: 'drop',
-            stableMs: 200,
-            pollMs: 100,
-          },
-        ],
+        sources: [sftpSourceConfig(sshd, 'drop', { stableMs: 200, pollMs: 100 })],
       },
     });
   });

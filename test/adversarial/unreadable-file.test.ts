@@ -19,7 +19,7 @@ import type { ServiceClient } from '../../src/service/client.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import { openStore } from '../../src/store/index.ts';
 import { PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpSourceConfig, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const campaign = (from: number, n: number): string =>
   Array.from({ length: n }, (_, i) => `57302${String(from + i).padStart(7, '0')};Hola ${from + i}\n`).join(
@@ -88,20 +88,7 @@ describe.skipIf(noSshd !== null)('an SFTP file the login may not read (the real 
     sshd = await startSshd();
     h = await PipelineHarness.create({
       config: {
-        sources: [
-          {
-            name: 'partner',
-            type: 'sftp',
-            host: sshd.host,
-            port: sshd.port,
-            username: sshd.user,
-            privateKeyPath: sshd.clientKeyPath,
-            hostKeySha256: sshd.hostKeySha256,
-            path: 'drop',
-            stableMs: 200,
-            pollMs: 100,
-          },
-        ],
+        sources: [sftpSourceConfig(sshd, 'drop', { stableMs: 200, pollMs: 100 })],
       },
     });
   });

@@ -13,7 +13,7 @@ import {
   personalizedFile,
   waitFor,
 } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sftpPut, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import { type Sshd, sftpPut, sftpSourceConfig, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
 
 const skip = sshdUnavailable();
 if (skip) console.warn(`SFTP dropline run tests skipped: ${skip}`);
@@ -28,20 +28,7 @@ describe.skipIf(skip !== null)('SFTP through dropline run', () => {
     partner = await sshd.partner();
     h = await PipelineHarness.create({
       config: {
-        sources: [
-          {
-            name: 'partner',
-            type: 'sftp',
-            host: sshd.host,
-            port: sshd.port,
-            username: sshd.user,
-            privateKeyPath: sshd.clientKeyPath,
-            hostKeySha256: sshd.hostKeySha256,
-            path: 'drop',
-            stableMs: 1000,
-            pollMs: 100,
-          },
-        ],
+        sources: [sftpSourceConfig(sshd, 'drop', { stableMs: 1000, pollMs: 100 })],
       },
     });
     await h.start();

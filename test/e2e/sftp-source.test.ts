@@ -19,7 +19,14 @@ import type { SftpSource } from '../../src/sources/sftp-source.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { waitFor } from '../helpers/pipeline-harness.ts';
-import { type Sshd, sftpPut, sftpSourceFor, sshdUnavailable, startSshd } from '../helpers/sshd.ts';
+import {
+  type Sshd,
+  sftpPut,
+  sftpSourceConfig,
+  sftpSourceFor,
+  sshdUnavailable,
+  startSshd,
+} from '../helpers/sshd.ts';
 
 const skip = sshdUnavailable();
 if (skip) console.warn(`SFTP e2e tests skipped: ${skip}`);
@@ -209,18 +216,7 @@ describe.skipIf(skip !== null)('SFTP source', () => {
     const total = () => [...calls.values()].reduce((a, b) => a + b, 0);
     const config = parseConfig({
       store: `sqlite:${join(dir, 'state.db')}`,
-      sources: [
-        {
-          name: 'partner',
-          type: 'sftp',
-          host: sshd.host,
-          port: sshd.port,
-          username: sshd.user,
-          privateKeyPath: sshd.clientKeyPath,
-          hostKeySha256: sshd.hostKeySha256,
-          path: 'many',
-        },
-      ],
+      sources: [sftpSourceConfig(sshd, 'many')],
     });
     const pipeline = new Pipeline({
       config,

@@ -275,6 +275,24 @@ export async function sftpPut(client: SftpClient, remote: string, content: strin
   await client.put(Buffer.from(content), remote);
 }
 
+/**
+ * A configuration's SFTP source (`sources[]` entry) logging in to this server as its user,
+ * the folder `path` under its home; `extra` adds or overrides keys (stableMs, pollMs…).
+ */
+export function sftpSourceConfig(s: Sshd, path: string, extra: Record<string, unknown> = {}) {
+  return {
+    name: 'partner',
+    type: 'sftp' as const,
+    host: s.host,
+    port: s.port,
+    username: s.user,
+    privateKeyPath: s.clientKeyPath,
+    hostKeySha256: s.hostKeySha256,
+    path,
+    ...extra,
+  };
+}
+
 /** dropline's SFTP source logged in to this server as its user (fast reconnects for tests). */
 export async function sftpSourceFor(
   s: Sshd,
