@@ -117,8 +117,9 @@ describe('403 during a bisection, beside a part in doubt', () => {
   });
 
   it('resumed before the reports came: partial, then sending again for the held part once they prove the other', async () => {
-    // Reports 2 s after acceptance: the file is resumed, and partial (a chunk in doubt), first.
-    h = await heldBesideInDoubt({ deliveryDelayMs: 200_000 });
+    // The reports are held until the file was resumed: it is partial (a chunk in doubt) first.
+    h = await heldBesideInDoubt();
+    h.sandbox.notifier.hold();
     const gen = personalizedFile(100, 14);
     await h.dropFile('held403b.txt', gen.content);
     const paused = await h.waitForState('held403b.txt', 'paused', {
@@ -129,6 +130,7 @@ describe('403 during a bisection, beside a part in doubt', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     const partial = await h.waitForFile(paused.fileId, 'partial');
     expect(partial.counts.chunksInDoubt).toBe(1);
+    h.sandbox.notifier.release();
     const done = await h.waitForFile(paused.fileId, 'completed');
     expect(done.counts.submitted).toBe(gen.valid.length);
     expect(done.counts.possibleDuplicates).toBe(0);
