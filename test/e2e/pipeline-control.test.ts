@@ -147,8 +147,12 @@ describe('pause, resume, cancel and retry by command', () => {
     const sending = await h.waitForState('pausa.txt', 'sending', {
       where: (m) => m.name === 'pausa.txt' && m.counts.chunksAccepted >= 1,
     });
+    // The service answers 429 until the command is done: the file cannot finish meanwhile,
+    // however long a busy machine takes to start the command.
+    await h.faults({ massive: { '429': 1 } });
     const pause = await h.cli(['pause', sending.fileId]);
     expect(pause.code, pause.stderr).toBe(0);
+    await h.faults({});
     expect(pause.stdout).toContain('paused');
     const paused = await settled(h, sending.fileId);
     expect(paused.state).toBe('paused');
@@ -172,8 +176,12 @@ describe('pause, resume, cancel and retry by command', () => {
     const sending = await h.waitForState('cancela.txt', 'sending', {
       where: (m) => m.name === 'cancela.txt' && m.counts.chunksAccepted >= 1,
     });
+    // The service answers 429 until the command is done: the file cannot finish meanwhile,
+    // however long a busy machine takes to start the command.
+    await h.faults({ massive: { '429': 1 } });
     const cancel = await h.cli(['cancel', sending.fileId]);
     expect(cancel.code, cancel.stderr).toBe(0);
+    await h.faults({});
     const m = await settled(h, sending.fileId);
     expect(m.state).toBe('cancelled');
     expect(m.counts.submitted).toBeLessThan(gen.valid.length);
