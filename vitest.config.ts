@@ -27,6 +27,14 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two test files at once, whatever the core count (vitest's default is cores - 1: one on
+    // CI's two cores). Most of a file's time is waiting on child processes, the sandbox's
+    // delivery delays and leases, not CPU; the tests wait for states, never for the clock, so
+    // a busier machine slows them without failing them.
+    maxWorkers: 2,
+    // expect.poll waits for a state (a page that shows it): 1 s, vitest's default, is a guess at
+    // the machine's speed that a busy one misses. The assertion is the same, only the wait longer.
+    expect: { poll: { timeout: 10_000 } },
     // One PostgreSQL cluster for the run (test/helpers/postgres.ts); each test its own schema.
     globalSetup: ['test/helpers/postgres-global-setup.ts'],
     setupFiles: ['test/helpers/byte-check.ts'],

@@ -109,6 +109,7 @@ export class Notifier {
   #timerAt = Infinity;
   #generation = 0;
   #closed = false;
+  #held = false;
 
   constructor(opts: NotifierOptions) {
     this.#timeScale = opts.timeScale;
@@ -142,6 +143,17 @@ export class Notifier {
     return n;
   }
 
+  /** Sends nothing until release(): due notifications wait, in order (a test's receiver outage). */
+  hold(): void {
+    this.#held = true;
+  }
+
+  /** Sends what came due while held, then as usual. */
+  release(): void {
+    this.#held = false;
+    this.#pump();
+  }
+
   reset(): void {
     this.#generation++;
     for (const q of this.#queues) q.clear();
@@ -162,7 +174,7 @@ export class Notifier {
   }
 
   #pump(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#held) return;
     const now = Date.now();
     while (this.#inflight < this.#concurrency) {
       let best: Fifo | null = null;

@@ -136,8 +136,12 @@ describe('report names', () => {
     const sending = await h.waitForState('pausa.txt', 'sending', {
       where: (m) => m.name === 'pausa.txt' && m.counts.chunksAccepted >= 1,
     });
+    // The service answers 429 until the command is done: the file cannot finish meanwhile,
+    // however long a busy machine takes to start the command.
+    await h.faults({ massive: { '429': 1 } });
     const pause = await h.cli(['pause', sending.fileId]);
     expect(pause.code, pause.stderr).toBe(0);
+    await h.faults({});
     const path = `reports/${reportFileName('pausa.txt', sending.fileId, 'report.csv')}`;
     // Once every delivery report of what was sent is in, the file on disk is the store's report.
     await h.waitIdle(sending.fileId);
@@ -164,8 +168,10 @@ describe('report names', () => {
     const going = await h.waitForState('cancela.txt', 'sending', {
       where: (m) => m.name === 'cancela.txt' && m.counts.chunksAccepted >= 1,
     });
+    await h.faults({ massive: { '429': 1 } });
     const cancel = await h.cli(['cancel', going.fileId]);
     expect(cancel.code, cancel.stderr).toBe(0);
+    await h.faults({});
     const cpath = `reports/${reportFileName('cancela.txt', going.fileId, 'report.csv')}`;
     await waitFor(
       'the cancelled report to show every delivery',

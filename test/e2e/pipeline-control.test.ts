@@ -124,8 +124,9 @@ describe('403 during a bisection, beside a part in doubt', () => {
   });
 
   it('resumed before the reports came: partial, then sending again for the held part once they prove the other', async () => {
-    // Reports 2 s after acceptance: the file is resumed, and partial (a chunk in doubt), first.
-    h = await heldBesideInDoubt({ deliveryDelayMs: 200_000 });
+    // The reports are held until the file was resumed: it is partial (a chunk in doubt) first.
+    h = await heldBesideInDoubt();
+    h.sandbox.notifier.hold();
     const gen = personalizedFile(100, 14);
     await h.dropFile('held403b.txt', gen.content);
     const paused = await h.waitForState('held403b.txt', 'paused', {
@@ -136,6 +137,7 @@ describe('403 during a bisection, beside a part in doubt', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     const partial = await h.waitForFile(paused.fileId, 'partial');
     expect(partial.counts.chunksInDoubt).toBe(1);
+    h.sandbox.notifier.release();
     const done = await h.waitForFile(paused.fileId, 'completed');
     expect(done.counts.submitted).toBe(gen.valid.length);
     expect(done.counts.possibleDuplicates).toBe(0);
@@ -171,8 +173,12 @@ describe('pause, resume, cancel and retry by command', () => {
     const sending = await h.waitForState('pausa.txt', 'sending', {
       where: (m) => m.name === 'pausa.txt' && m.counts.chunksAccepted >= 1,
     });
+    // The service answers 429 until the command is done: the file cannot finish meanwhile,
+    // however long a busy machine takes to start the command.
+    await h.faults({ massive: { '429': 1 } });
     const pause = await h.cli(['pause', sending.fileId]);
     expect(pause.code, pause.stderr).toBe(0);
+    await h.faults({});
     expect(pause.stdout).toContain('paused');
     const paused = await settled(h, sending.fileId);
     expect(paused.state).toBe('paused');
@@ -196,8 +202,12 @@ describe('pause, resume, cancel and retry by command', () => {
     const sending = await h.waitForState('cancela.txt', 'sending', {
       where: (m) => m.name === 'cancela.txt' && m.counts.chunksAccepted >= 1,
     });
+    // The service answers 429 until the command is done: the file cannot finish meanwhile,
+    // however long a busy machine takes to start the command.
+    await h.faults({ massive: { '429': 1 } });
     const cancel = await h.cli(['cancel', sending.fileId]);
     expect(cancel.code, cancel.stderr).toBe(0);
+    await h.faults({});
     const m = await settled(h, sending.fileId);
     expect(m.state).toBe('cancelled');
     expect(m.counts.submitted).toBeLessThan(gen.valid.length);

@@ -337,6 +337,24 @@ describe('sandbox notifications', () => {
     expect(attempts.map((a) => [a.code, a.willRetry])).toEqual([[0, false]]);
     expect(r.received).toHaveLength(1);
   });
+
+  it('held, the notifier sends nothing; released, it sends what came due meanwhile', async () => {
+    const r = await receiver();
+    const s = await sandboxWith({ deliveryDelayMs: 0 });
+    s.notifier.hold();
+    const { access_token } = await login(s);
+    const to = (id: string, i: number) => ({ to: number(i), messageId: id });
+    await massive(s, access_token, {
+      messages: [{ text: 'x', destinations: [to('a', 1), to('b', 2)], notifyUrl: `${r.url}/n` }],
+    });
+    // Due at once: only a hold keeps them (an absence is seen by waiting).
+    await new Promise((done) => setTimeout(done, 200));
+    expect(r.received).toHaveLength(0);
+    expect(s.notifier.pending).toBe(2);
+    s.notifier.release();
+    await waitFor(() => r.received.length === 2, 'both notifications');
+    expect((await settled(s, 'a')).map((a) => a.code)).toEqual([200]);
+  });
 });
 
 describe('sandbox test surface', () => {
