@@ -1,7 +1,9 @@
 // The PostgreSQL store's campaign-rules area: opt-outs and the contact limit held back before a
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
+import { holdBackRule } from '../campaign-rules.ts';
 import { toReply } from '../mapping.ts';
+import { runAsync } from '../steps.ts';
 import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
@@ -13,17 +15,18 @@ export async function holdBack(
   options: HoldBackOptions,
 ): Promise<HeldBack> {
   const what = `holding back recipients of chunk ${seq} of ${fileId}`;
-  return db.tx(what, async (c): Promise<HeldBack> => {
+  return db.tx(what, async (c) => {
     const chunk = { file_id: fileId, seq, now: db.now() };
-    const held: HeldBack = { suppressed: 0, contactLimited: 0 };
-    if (options.optOuts) held.suppressed = await db.count(what, S.HOLD_BACK_OPT_OUTS, chunk, c);
-    const limit = options.contactLimit;
-    if (!limit) return held;
-    const slots = { ...chunk, account: limit.account, timezone: limit.timezone };
-    for (let slot = 1; slot <= limit.perDay; slot++)
-      await db.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c);
-    held.contactLimited = await db.count(what, S.HOLD_BACK_CONTACTS, { ...slots, per_day: limit.perDay }, c);
-    return held;
+    const slots = {
+      ...chunk,
+      account: options.contactLimit?.account ?? null,
+      timezone: options.contactLimit?.timezone ?? null,
+    };
+    return runAsync(holdBackRule(options), {
+      holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
+      takeSlots: async (slot) => void (await db.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c)),
+      holdUnslotted: (code, detail) => db.count(what, S.HOLD_BACK_CONTACTS, { ...slots, code, detail }, c),
+    });
   });
 }
 

@@ -1,3 +1,6 @@
+// The PostgreSQL store's leases area: which file a worker works on next (acquisition, SKIP
+// LOCKED), its lease, and the workers' heartbeats.
+
 import { num, toFile, toWorkers, WORKERS_KEPT_MS, WORKERS_SHOWN_MS, workerColumns } from '../mapping.ts';
 import type { FileRecord, FileState, WorkerInfo, WorkerRecord } from '../store.ts';
 import type { PgDb } from './connection.ts';

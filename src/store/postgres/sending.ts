@@ -1,3 +1,6 @@
+// The PostgreSQL store's sending area: chunks, their recipients and destinations, and the
+// results of their requests (the rules: ../outcomes.ts), under the chunk's row lock.
+
 import { num, str, toChunk, toDestination, toRecipient } from '../mapping.ts';
 import { isChunkSeq, SPAN } from '../message-ids.ts';
 import {

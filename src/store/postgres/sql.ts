@@ -1011,9 +1011,9 @@ export const HELD_FILES = statement(
 
 // ---- campaign rules ----
 
+/** The chunk's pending rows whose number opted out by a reply: held back (the rule: ../campaign-rules.ts). */
 export const HOLD_BACK_OPT_OUTS = statement(
-  `UPDATE recipients SET outcome = 'suppressed', code = 'SUPPRESSED', updated_at = ${NOW},
-     detail = 'opted out by a reply after the file was read'
+  `UPDATE recipients SET outcome = 'suppressed', code = :code::text, detail = :detail::text, updated_at = ${NOW}
    FROM chunk_spans s
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
@@ -1037,8 +1037,7 @@ export const TAKE_CONTACT_SLOTS = statement(
 );
 
 export const HOLD_BACK_CONTACTS = statement(
-  `UPDATE recipients SET outcome = 'contact_limit', code = 'CONTACT_LIMIT', updated_at = ${NOW},
-     detail = 'already sent a message this day by the account (contactLimit ' || :per_day::int || ' a day)'
+  `UPDATE recipients SET outcome = 'contact_limit', code = :code::text, detail = :detail::text, updated_at = ${NOW}
    FROM chunk_spans s
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending'

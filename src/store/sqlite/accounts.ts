@@ -1,3 +1,6 @@
+// The SQLite store's accounts area: settings, the shared service token, send budgets and permits
+// (src/service/budget.ts decides; this runs the reads and writes under one write lock).
+
 import type { SQLOutputValue } from 'node:sqlite';
 import {
   type BudgetView,

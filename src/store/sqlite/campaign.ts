@@ -1,7 +1,14 @@
+// The SQLite store's campaign-rules area: opt-outs and the contact limit held back before a
+// chunk is sent (the rule: ../campaign-rules.ts), replies and opt-outs recorded
+// (docs/campaign-rules.md).
+
 import { localDate } from '../../plan/send-window.ts';
+import { holdBackRule } from '../campaign-rules.ts';
 import { num, toReply } from '../mapping.ts';
+import { runSync } from '../steps.ts';
 import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
+import { HOLD_BACK_CONTACTS, HOLD_BACK_OPT_OUTS, TAKE_CONTACT_SLOTS } from './sql.ts';
 
 export async function holdBack(
   db: SqliteDb,
@@ -10,48 +17,22 @@ export async function holdBack(
   options: HoldBackOptions,
 ): Promise<HeldBack> {
   const now = db.now();
-  const { lo, hi } = db.span(fileId, seq);
-  const chunk = { lo, hi, seq, now };
-  return db.tx((): HeldBack => {
-    const held: HeldBack = { suppressed: 0, contactLimited: 0 };
-    if (options.optOuts)
-      held.suppressed = changes(
-        db
-          .stmt(
-            `UPDATE recipients SET outcome = 'suppressed', code = 'SUPPRESSED', updated_at = :now,
-             detail = 'opted out by a reply after the file was read'
-           WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
-             AND number IN (SELECT number FROM opt_outs)`,
-          )
-          .run(chunk),
-      );
-    const limit = options.contactLimit;
-    if (!limit) return held;
-    // The local day on the store's clock: SQLite is one process's, so that process's clock.
-    const day = localDate(new Date(now), limit.timezone);
-    const slots = { lo, hi, seq, account: limit.account, day };
-    // A slot per round: a number twice in the chunk takes two slots, or is held back.
-    for (let slot = 1; slot <= limit.perDay; slot++)
-      db.stmt(
-        `INSERT INTO contacts (account, day, number, slot, recipient)
-         SELECT :account, :day, r.number, :slot, r.id FROM recipients r
-         WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'
-           AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account AND c.day = :day)
-         ORDER BY r.id
-         ON CONFLICT DO NOTHING`,
-      ).run({ ...slots, slot });
-    held.contactLimited = changes(
-      db
-        .stmt(
-          `UPDATE recipients SET outcome = 'contact_limit', code = 'CONTACT_LIMIT', updated_at = :now,
-           detail = 'already sent a message this day by the account (contactLimit ' || :per_day || ' a day)'
-         WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
-           AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id AND c.account = :account AND c.day = :day)`,
-        )
-        .run({ ...slots, now, per_day: limit.perDay }),
-    );
-    return held;
-  });
+  const chunk = { ...db.span(fileId, seq), seq };
+  // The local day on the store's clock: SQLite is one process's, so that process's clock.
+  const slots = {
+    ...chunk,
+    account: options.contactLimit?.account ?? null,
+    day: options.contactLimit ? localDate(new Date(now), options.contactLimit.timezone) : null,
+  };
+  return db.tx(() =>
+    runSync(holdBackRule(options), {
+      holdOptOuts: (code, detail) =>
+        changes(db.stmt(HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
+      takeSlots: (slot) => void db.stmt(TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
+      holdUnslotted: (code, detail) =>
+        changes(db.stmt(HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
+    }),
+  );
 }
 
 export async function pruneContacts(db: SqliteDb, timezone: string): Promise<number> {

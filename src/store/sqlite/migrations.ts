@@ -1,3 +1,6 @@
+// The SQLite store's migrations: what is applied is read without the write lock, each missing
+// migration applied in its own transaction (another process may be migrating the same file).
+
 import { DroplineError } from '../../errors.ts';
 import { num, numOrNull } from '../mapping.ts';
 import type { Migration } from '../migrations.ts';

@@ -89,3 +89,44 @@ export function patchParams(patch: FilePatch | undefined): Record<string, SQLInp
 /** An account's budget written whole (under the transaction that read it). */
 export const UPDATE_BUDGET = `UPDATE send_budgets SET next_at = :next_at, pace = :pace, paced_at = :paced_at,
   blocked_until = :blocked_until, reason = :reason WHERE account_key = :key`;
+
+// ---- campaign rules (the rule: ../campaign-rules.ts) ----
+
+/** The chunk's pending rows whose number opted out by a reply: held back (:code, :detail). */
+export const HOLD_BACK_OPT_OUTS = `UPDATE recipients SET outcome = 'suppressed', code = :code, detail = :detail, updated_at = :now
+  WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
+    AND number IN (SELECT number FROM opt_outs)`;
+
+/** One slot round of the account's local day (:day) for the chunk's pending rows without one. */
+export const TAKE_CONTACT_SLOTS = `INSERT INTO contacts (account, day, number, slot, recipient)
+  SELECT :account, :day, r.number, :slot, r.id FROM recipients r
+  WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'
+    AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account AND c.day = :day)
+  ORDER BY r.id
+  ON CONFLICT DO NOTHING`;
+
+/** The chunk's pending rows left without a slot: held back (:code, :detail). */
+export const HOLD_BACK_CONTACTS = `UPDATE recipients SET outcome = 'contact_limit', code = :code, detail = :detail, updated_at = :now
+  WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
+    AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id AND c.account = :account AND c.day = :day)`;
+
+// ---- retention (the rule: ../retention.ts) ----
+
+export const PRUNING_FILE = 'SELECT file_id FROM files WHERE pruning = 1 LIMIT 1';
+export const PRUNABLE_FILE = `SELECT file_id FROM files WHERE state IN (SELECT value FROM json_each(:states))
+    AND updated_at < :before AND pruned_at IS NULL ORDER BY updated_at LIMIT 1`;
+export const MARK_PRUNED =
+  'UPDATE files SET pruned_counts = ?, pruned_at = ?, pruning = 1 WHERE file_id = ? AND pruned_at IS NULL';
+export const PRUNE_ORPHANS = `DELETE FROM delivery_events WHERE (transaction_number, to_number) IN (
+    SELECT transaction_number, to_number FROM delivery_events WHERE orphan = 1 AND recorded_at < ? LIMIT ?)`;
+/** At most ? of the file's rows (its id range), their transaction numbers returned. */
+export const PRUNE_RECIPIENTS = `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN ? AND ? LIMIT ?)
+  RETURNING transaction_number`;
+export const CHUNK_TNS =
+  'SELECT transaction_number FROM chunks WHERE file_id = ? AND transaction_number IS NOT NULL';
+export const CLEAR_CHUNKS = 'DELETE FROM chunks WHERE file_id = ?';
+export const CLEAR_ATTACHMENTS = 'DELETE FROM file_attachments WHERE file_id = ?';
+export const CLEAR_SPANS = 'DELETE FROM chunk_spans WHERE file_no = ?';
+export const PRUNE_DONE = 'UPDATE files SET pruning = 0 WHERE file_id = ?';
+/** A report names its request's transactionNumber: the file's reports by those and its bulkId. */
+export const PRUNE_EVENTS = 'DELETE FROM delivery_events WHERE transaction_number = ? AND bulk_id = ?';
