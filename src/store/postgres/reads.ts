@@ -15,7 +15,6 @@ import {
   toReportRow,
 } from '../mapping.ts';
 import { idRange } from '../message-ids.ts';
-import { CHUNK_OUTCOME } from '../outcomes.ts';
 import {
   type ChunkState,
   type FileCounts,
@@ -41,10 +40,6 @@ const NO_INGEST: IngestCounts = {
   suppressed: 0,
   segments: 0,
 };
-
-const OUTCOME_OF_CHUNK = S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state');
-const RECIPIENT_PAGE = S.recipientPageSql(OUTCOME_OF_CHUNK);
-const REPORT_PAGE = S.reportPageSql(OUTCOME_OF_CHUNK);
 
 export async function getFile(db: PgDb, fileId: string): Promise<FileRecord | null> {
   const [r] = await db.rows(`reading ${fileId}`, S.FILE_BY_ID, { file_id: fileId });
@@ -180,7 +175,7 @@ export async function countsOn(
 }
 
 export async function* reportPages(db: PgDb, fileId: string): AsyncGenerator<ReportRow[]> {
-  for await (const rows of pages(db, fileId, REPORT_PAGE, {}, 'array'))
+  for await (const rows of pages(db, fileId, S.REPORT_PAGE, {}, 'array'))
     yield (rows as unknown[][]).map((r) => toReportRow(r, fileId));
 }
 
@@ -198,7 +193,7 @@ export async function* recipientPages(
   outcomes?: readonly RecipientOutcome[],
 ): AsyncGenerator<RecipientRecord[]> {
   const base = (await db.fileNo(fileId)) ?? 0;
-  for await (const rows of pages(db, fileId, RECIPIENT_PAGE, { outcomes: outcomes ?? null }, 'object'))
+  for await (const rows of pages(db, fileId, S.RECIPIENT_PAGE, { outcomes: outcomes ?? null }, 'object'))
     yield (rows as Row[]).map((r) => toRecipient(r, fileId, idRange(base).lo));
 }
 

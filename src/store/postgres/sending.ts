@@ -27,7 +27,6 @@ import { textArray } from './arrays.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
 
-const CHUNK_RECIPIENTS = S.chunkRecipientsSql(S.chunkOutcomeSql(CHUNK_OUTCOME, 'c.state'));
 /** Chunk states whose rows still read `pending` (chunkDestinations). */
 const PENDING_CHUNK_STATES = (Object.keys(CHUNK_OUTCOME) as ChunkState[]).filter(
   (s) => CHUNK_OUTCOME[s] === 'pending',
@@ -52,7 +51,7 @@ export async function chunkRecipients(
   seq: number,
   outcomes?: readonly RecipientOutcome[],
 ): Promise<RecipientRecord[]> {
-  const rows = await db.rows(`reading chunk ${seq} of ${fileId}`, CHUNK_RECIPIENTS, {
+  const rows = await db.rows(`reading chunk ${seq} of ${fileId}`, S.CHUNK_RECIPIENTS, {
     file_id: fileId,
     seq,
     outcomes: outcomes ?? null,

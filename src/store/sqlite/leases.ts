@@ -2,9 +2,9 @@
 // and the workers' heartbeats.
 
 import { str, toFile, toWorkers, WORKERS_KEPT_MS, WORKERS_SHOWN_MS, workerColumns } from '../mapping.ts';
-import { TAKEN_OVER_FROM } from '../shared-sql.ts';
 import type { FileRecord, FileState, WorkerInfo, WorkerRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
+import { ACQUIRE_FILE } from './sql.ts';
 
 export async function heartbeat(db: SqliteDb, worker: WorkerInfo): Promise<void> {
   const now = db.now();
@@ -45,24 +45,12 @@ export async function acquireFile(
   const now = db.clock();
   // One statement: the pick and the take cannot be split by another writer (SQLite
   // serialises writers; the repeated lease condition states the rule all the same).
-  const r = db
-    .stmt(
-      `UPDATE files SET lease_owner = :owner, lease_until = :until, ${TAKEN_OVER_FROM}
-     WHERE file_id = (
-         SELECT file_id FROM files
-         WHERE state IN (SELECT value FROM json_each(:states))
-           AND (lease_owner IS NULL OR lease_until <= :now)
-           AND (state <> 'scheduled' OR scheduled_until <= :now)
-         ORDER BY updated_at, file_id LIMIT 1)
-       AND (lease_owner IS NULL OR lease_until <= :now)
-     RETURNING *`,
-    )
-    .all({
-      owner,
-      until: new Date(now.getTime() + leaseMs).toISOString(),
-      states: JSON.stringify(states),
-      now: now.toISOString(),
-    })[0];
+  const r = db.stmt(ACQUIRE_FILE).all({
+    owner,
+    until: new Date(now.getTime() + leaseMs).toISOString(),
+    states: JSON.stringify(states),
+    now: now.toISOString(),
+  })[0];
   return r ? toFile(r) : null;
 }
 

@@ -4,6 +4,16 @@
 
 import type { SQLInputValue } from 'node:sqlite';
 import { patchColumns } from '../mapping.ts';
+import {
+  acquisitionOrder,
+  FOLLOWS_CHUNK,
+  isDue,
+  leaseFree,
+  messageIdSql,
+  ROW_OUTCOME,
+  recipientColumns,
+  TAKEN_OVER_FROM,
+} from '../shared-sql.ts';
 import { DELIVERED, type FilePatch } from '../store.ts';
 
 /**
@@ -17,33 +27,19 @@ export const DELIVERY_SET = `SET status = CASE WHEN status = '${DELIVERED}' THEN
      transaction_number = coalesce(transaction_number, v.column5), updated_at = :now`;
 
 /** The SQL form of readMessageId for matching a list of messageIds (:fid is the fileId). */
-export const MESSAGE_ID_SQL = `CASE WHEN message_id IS NULL THEN :fid || '-' || line || CASE WHEN k > 0 THEN '-' || k ELSE '' END
-  ELSE nullif(message_id, '') END`;
+export const MESSAGE_ID_SQL = messageIdSql(':fid', '');
 
-// A valid recipient whose row says `pending` without a code follows its chunk (migration
-// 0003): its outcome is the chunk's state as a recipient outcome, its code, message and
-// transaction number the chunk's. `pending` with a code is a row held back on its own (a
-// part of the chunk the service refused with 403 while other parts went on). `c` is its
-// chunk, joined only for the rows that follow it (WITH_CHUNK).
-const FOLLOWS_SQL = `r.outcome = 'pending' AND r.code IS NULL`;
+// A valid recipient follows its chunk (../shared-sql.ts FOLLOWS_CHUNK). `c` is its chunk,
+// joined only for the rows that follow it (WITH_CHUNK).
 export const WITH_CHUNK = `recipients r LEFT JOIN chunks c
-  ON ${FOLLOWS_SQL} AND c.file_id = :fid AND c.seq = r.chunk_seq`;
-export const OUTCOME_SQL = `CASE WHEN c.state IS NULL THEN r.outcome WHEN c.state = 'accepted' THEN 'sent'
-  WHEN c.state = 'inflight' THEN 'pending' ELSE c.state END`;
-/** A row's outcome, code, transaction number and update time, its chunk's result applied. */
-const RESULT_SQL = `${OUTCOME_SQL} AS outcome,
-  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
-  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
-    ELSE r.transaction_number END AS transaction_number,
-  CASE WHEN c.updated_at > r.updated_at THEN c.updated_at ELSE r.updated_at END AS updated_at`;
-/** A row's detail: its own (invalid, duplicate…) until its chunk has a result, then the chunk's. */
-const DETAIL_SQL = 'CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail';
+  ON ${FOLLOWS_CHUNK} AND c.file_id = :fid AND c.seq = r.chunk_seq`;
+export const OUTCOME_SQL = ROW_OUTCOME;
+/** The later of two timestamps (ISO text), either NULL. */
+const latest = (a: string, b: string) => `CASE WHEN ${a} > ${b} THEN ${a} ELSE ${b} END`;
 /** A recipient row as it reads (toRecipient's columns). */
-export const RECIPIENT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.text, r.chunk_seq, r.sms_count,
-  r.status, ${RESULT_SQL}, ${DETAIL_SQL}`;
+export const RECIPIENT_SQL = recipientColumns(true, latest);
 /** reportPages' columns, in this order: what a report row needs, no text. */
-export const REPORT_SQL = `r.id, r.line, r.k, r.number, r.value, r.message_id, r.chunk_seq, r.sms_count, r.status,
-  ${RESULT_SQL}, ${DETAIL_SQL}`;
+export const REPORT_SQL = recipientColumns(false, latest);
 
 // One statement for every transition and update: each patch field has a "set" flag, so
 // the statement is prepared once whatever the patch holds, and the precondition (state,
@@ -130,3 +126,17 @@ export const CLEAR_SPANS = 'DELETE FROM chunk_spans WHERE file_no = ?';
 export const PRUNE_DONE = 'UPDATE files SET pruning = 0 WHERE file_id = ?';
 /** A report names its request's transactionNumber: the file's reports by those and its bulkId. */
 export const PRUNE_EVENTS = 'DELETE FROM delivery_events WHERE transaction_number = ? AND bulk_id = ?';
+
+// ---- leases ----
+
+/**
+ * Which file next, taken in one statement: the pick and the take cannot be split by another
+ * writer (SQLite serialises writers; the repeated lease condition states the rule all the same).
+ */
+export const ACQUIRE_FILE = `UPDATE files SET lease_owner = :owner, lease_until = :until, ${TAKEN_OVER_FROM}
+  WHERE file_id = (
+      SELECT file_id FROM files
+      WHERE state IN (SELECT value FROM json_each(:states)) AND ${leaseFree(':now')} AND ${isDue('state', ':now')}
+      ${acquisitionOrder()} LIMIT 1)
+    AND ${leaseFree(':now')}
+  RETURNING *`;
