@@ -13,24 +13,19 @@ import {
 import { budgetColumns, num, str, toBudget, tokenColumns, toSharedToken } from '../mapping.ts';
 import { type BudgetAccount, type SharedToken, WORKER_SILENT_MS } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
-import { UPDATE_BUDGET } from './sql.ts';
+import * as S from './sql.ts';
 
 export async function keepSetting(db: SqliteDb, key: string, value: string): Promise<string> {
   // Read first: a store that is only read (status on a read-only file) writes nothing.
-  const read = () => db.stmt('SELECT value FROM settings WHERE key = ?').get(key);
+  const read = () => db.stmt(S.SETTING).get(key);
   const kept = read();
   if (kept) return String(kept.value);
-  db.stmt('INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)').run(key, value);
+  db.stmt(S.KEEP_SETTING).run(key, value);
   return String(read()!.value);
 }
 
 export async function sharedToken(db: SqliteDb, key: string): Promise<SharedToken | null> {
-  const r = db
-    .stmt(
-      `SELECT access_token, refresh_token, renew_at, generation FROM service_tokens
-     WHERE account_key = ? AND generation > 0`,
-    )
-    .get(key);
+  const r = db.stmt(S.SHARED_TOKEN).get(key);
   return r ? toSharedToken(r) : null;
 }
 
@@ -44,14 +39,8 @@ export async function claimTokenRenewal(
   const now = db.now();
   const until = new Date(Date.parse(now) + ms).toISOString();
   return db.tx(() => {
-    db.stmt('INSERT OR IGNORE INTO service_tokens (account_key) VALUES (?)').run(key);
-    const r = db
-      .stmt(
-        `UPDATE service_tokens SET renewing_owner = :owner, renewing_until = :until
-       WHERE account_key = :key AND generation = :seen
-         AND (renewing_owner IS NULL OR renewing_until <= :now OR renewing_owner = :owner)`,
-      )
-      .run({ key, owner, until, seen, now });
+    db.stmt(S.NEW_TOKEN_ROW).run(key);
+    const r = db.stmt(S.CLAIM_TOKEN_RENEWAL).run({ key, owner, until, seen, now });
     return changes(r) === 1;
   });
 }
@@ -62,30 +51,18 @@ export async function storeToken(
   owner: string,
   token: { accessToken: string; refreshToken: string | null; renewAt: string },
 ): Promise<SharedToken | null> {
-  const [r] = db
-    .stmt(
-      `UPDATE service_tokens SET access_token = :access, refresh_token = :refresh, renew_at = :renew_at,
-       generation = generation + 1, renewing_owner = NULL, renewing_until = NULL
-     WHERE account_key = :key AND renewing_owner = :owner
-     RETURNING access_token, refresh_token, renew_at, generation`,
-    )
-    .all(tokenColumns(key, owner, token));
+  const [r] = db.stmt(S.STORE_TOKEN).all(tokenColumns(key, owner, token));
   return r ? toSharedToken(r) : null;
 }
 
 export async function releaseTokenRenewal(db: SqliteDb, key: string, owner: string): Promise<void> {
-  db.stmt(
-    'UPDATE service_tokens SET renewing_owner = NULL, renewing_until = NULL WHERE account_key = ? AND renewing_owner = ?',
-  ).run(key, owner);
+  db.stmt(S.RELEASE_TOKEN_RENEWAL).run(key, owner);
 }
 
 /** The account's budget row (made when missing), inside a write transaction. */
 function budgetRow(db: SqliteDb, account: BudgetAccount): Record<string, SQLOutputValue> {
-  db.stmt('INSERT OR IGNORE INTO send_budgets (account_key, account) VALUES (?, ?)').run(
-    account.key,
-    account.name,
-  );
-  return db.stmt('SELECT * FROM send_budgets WHERE account_key = ?').get(account.key)!;
+  db.stmt(S.NEW_BUDGET).run(account.key, account.name);
+  return db.stmt(S.READ_BUDGET).get(account.key)!;
 }
 
 export async function takeSendPermit(
@@ -99,23 +76,18 @@ export async function takeSendPermit(
     const key = account.key;
     const row = budgetRow(db, account);
     // Expired, or held by a worker silent past WORKER_SILENT_MS (killed): they no longer count.
-    db.stmt(
-      `DELETE FROM send_permits WHERE account_key = ? AND (lease_until <= ? OR owner IN
-         (SELECT worker_id FROM workers WHERE heartbeat_at < ?))`,
-    ).run(key, now, new Date(now - WORKER_SILENT_MS).toISOString());
-    const live = num(db.stmt('SELECT count(*) AS n FROM send_permits WHERE account_key = ?').get(key)!.n);
+    db.stmt(S.DROP_DEAD_PERMITS).run(key, now, new Date(now - WORKER_SILENT_MS).toISOString());
+    const live = num(db.stmt(S.LIVE_PERMITS).get(key)!.n);
     const { state, answer } = decidePermit(toBudget(row), now, live, req);
-    if (state) db.stmt(UPDATE_BUDGET).run({ key, ...budgetColumns(state) });
+    if (state) db.stmt(S.UPDATE_BUDGET).run({ key, ...budgetColumns(state) });
     if (answer.granted)
-      db.stmt(
-        'INSERT INTO send_permits (permit_id, account_key, owner, lease_until) VALUES (?, ?, ?, ?)',
-      ).run(req.permitId, key, req.owner, now + answer.waitMs + req.leaseMs);
+      db.stmt(S.GRANT_PERMIT).run(req.permitId, key, req.owner, now + answer.waitMs + req.leaseMs);
     return answer;
   });
 }
 
 export async function releaseSendPermit(db: SqliteDb, accountKey: string, permitId: string): Promise<void> {
-  db.stmt('DELETE FROM send_permits WHERE permit_id = ? AND account_key = ?').run(permitId, accountKey);
+  db.stmt(S.RELEASE_PERMIT).run(permitId, accountKey);
 }
 
 export async function slowSends(
@@ -126,7 +98,7 @@ export async function slowSends(
   db.tx(() => {
     const now = Date.parse(db.now());
     const row = budgetRow(db, account);
-    db.stmt(UPDATE_BUDGET).run({
+    db.stmt(S.UPDATE_BUDGET).run({
       key: account.key,
       ...budgetColumns(slowedDown(toBudget(row), now, trouble)),
     });
@@ -136,12 +108,7 @@ export async function slowSends(
 export async function sendBudgets(db: SqliteDb): Promise<BudgetView[]> {
   const now = Date.parse(db.now());
   return db
-    .stmt(
-      `SELECT b.*, (SELECT count(*) FROM send_permits p WHERE p.account_key = b.account_key
-                   AND p.lease_until > ? AND p.owner NOT IN
-                     (SELECT worker_id FROM workers WHERE heartbeat_at < ?)) AS live
-     FROM send_budgets b ORDER BY b.account`,
-    )
+    .stmt(S.SEND_BUDGETS)
     .all(now, new Date(now - WORKER_SILENT_MS).toISOString())
     .map((r) => budgetView(str(r.account), toBudget(r), now, num(r.live)));
 }

@@ -8,7 +8,7 @@ import { num, toReply } from '../mapping.ts';
 import { runSync } from '../steps.ts';
 import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
-import { HOLD_BACK_CONTACTS, HOLD_BACK_OPT_OUTS, TAKE_CONTACT_SLOTS } from './sql.ts';
+import * as S from './sql.ts';
 
 export async function holdBack(
   db: SqliteDb,
@@ -27,34 +27,26 @@ export async function holdBack(
   return db.tx(() =>
     runSync(holdBackRule(options), {
       holdOptOuts: (code, detail) =>
-        changes(db.stmt(HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeSlots: (slot) => void db.stmt(TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
+        changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
+      takeSlots: (slot) => void db.stmt(S.TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
       holdUnslotted: (code, detail) =>
-        changes(db.stmt(HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
+        changes(db.stmt(S.HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
     }),
   );
 }
 
 export async function pruneContacts(db: SqliteDb, timezone: string): Promise<number> {
   const yesterday = localDate(new Date(Date.parse(db.now()) - 86_400_000), timezone);
-  return changes(db.stmt('DELETE FROM contacts WHERE day < ?').run(yesterday));
+  return changes(db.stmt(S.PRUNE_CONTACTS).run(yesterday));
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
   return db.tx(() => {
     const r = db
-      .stmt(
-        `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
-       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING RETURNING id`,
-      )
+      .stmt(S.RECORD_REPLY)
       .get(reply.receivedAt, reply.from, reply.to, reply.text, reply.optOut ? 1 : 0, reply.messageId);
     if (!r) return false;
-    if (reply.optOut)
-      db.stmt('INSERT INTO opt_outs (number, at, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(
-        reply.from,
-        reply.receivedAt,
-        num(r.id),
-      );
+    if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
     return true;
   });
 }
@@ -68,7 +60,7 @@ export async function replies(
   },
 ): Promise<ReplyRecord[]> {
   return db
-    .stmt(`SELECT * FROM replies WHERE id > ? AND received_at >= ? ORDER BY id LIMIT ?`)
+    .stmt(S.REPLIES)
     .all(options.afterId ?? 0, options.since ?? '', options.limit)
     .map(toReply);
 }

@@ -14,7 +14,7 @@ import {
   UNKNOWN_DELIVERY,
 } from '../store.ts';
 import { changes, pieces, type SqliteDb } from './connection.ts';
-import { DELIVERY_SET } from './sql.ts';
+import * as S from './sql.ts';
 
 /** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
 interface Target {
@@ -69,9 +69,7 @@ export async function recordDeliveries(
       addDeliveryMinute(db, range, now, first);
       settleByReports(db, fileId, rows, now);
     }
-    const orphan = db.stmt(
-      'UPDATE delivery_events SET orphan = 1 WHERE transaction_number = ? AND to_number = ?',
-    );
+    const orphan = db.stmt(S.MARK_ORPHAN);
     for (const e of orphans) orphan.run(e.transactionNumber, e.to);
     result.orphans = orphans.length;
   });
@@ -98,16 +96,7 @@ function appendDeliveries(db: SqliteDb, events: readonly DeliveryEvent[], now: s
       );
     }
     const rows = db
-      .rowsStatement(
-        'append',
-        to - from,
-        '(?, ?, ?, ?, ?, ?, ?, ?, :now, 0)',
-        (
-          list,
-        ) => `INSERT INTO delivery_events (transaction_number, to_number, message_id, bulk_id, callback_data,
-         sms_count, status, received_at, recorded_at, orphan) VALUES ${list}
-         ON CONFLICT (transaction_number, to_number) DO NOTHING RETURNING transaction_number, to_number`,
-      )
+      .rowsStatement('append', to - from, S.APPEND_ROW, S.appendEvents)
       .all({ now }, ...values) as unknown as SQLOutputValue[][];
     if (rows.length === to - from) {
       for (let i = from; i < to; i++) fresh.push(events[i]!);
@@ -207,30 +196,14 @@ function deliverRound(
   now: string,
 ): SQLOutputValue[][] {
   const found: SQLOutputValue[][] = [];
-  const status = fresh ? `status = '${PENDING_DELIVERY}'` : `status <> '${PENDING_DELIVERY}'`;
   for (const [from, to] of pieces(current.length)) {
     const values: SQLInputValue[] = [];
     for (let i = from; i < to; i++) {
       const { e, values: match } = current[i]!;
       values.push(...match, e.status, e.smsCount, e.transactionNumber, sentForm(e.to));
     }
-    // chunk_seq IS NOT NULL: invalid and duplicate rows were never sent. INDEXED BY: without
-    // statistics SQLite may pick the id range and scan every recipient of the file for each
-    // report (~20 ms a report at 100k recipients).
-    const statement = db.rowsStatement(
-      `${kind}${fresh ? '' : '-again'}`,
-      to - from,
-      '(?, ?, ?, ?, ?, ?)',
-      (list) =>
-        kind === 'generated'
-          ? `UPDATE recipients INDEXED BY recipients_line ${DELIVERY_SET} FROM (VALUES ${list}) AS v
-           WHERE line = v.column1 AND k = v.column2 AND id BETWEEN :lo AND :hi
-             AND message_id IS NULL AND chunk_seq IS NOT NULL AND number = v.column6 AND ${status}
-           RETURNING line || '-' || k, chunk_seq, outcome, code, status`
-          : `UPDATE recipients INDEXED BY recipients_message ${DELIVERY_SET} FROM (VALUES ${list}) AS v
-           WHERE message_id = v.column1 AND id BETWEEN :lo AND :hi AND chunk_seq IS NOT NULL
-             AND number = v.column6 AND ${status}
-           RETURNING message_id, chunk_seq, outcome, code, status`,
+    const statement = db.rowsStatement(`${kind}${fresh ? '' : '-again'}`, to - from, S.DELIVER_ROW, (list) =>
+      (kind === 'generated' ? S.deliverGenerated : S.deliverOwn)(list, fresh),
     );
     for (const r of statement.all(
       { now, lo: range.lo, hi: range.hi },
@@ -247,13 +220,14 @@ function deliverRound(
  */
 export function addDeliveryMinute(db: SqliteDb, range: { lo: number }, now: string, add: MinuteCounts): void {
   if (add.delivered === 0 && add.undelivered === 0 && add.unknown === 0 && add.accepted === 0) return;
-  db.stmt(
-    `INSERT INTO delivery_minutes (file_no, minute, delivered, undelivered, unknown, accepted)
-     VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (file_no, minute) DO UPDATE SET delivered = delivered + excluded.delivered,
-       undelivered = undelivered + excluded.undelivered, unknown = unknown + excluded.unknown,
-       accepted = accepted + excluded.accepted`,
-  ).run(range.lo / SPAN, minuteOf(now), add.delivered, add.undelivered, add.unknown, add.accepted);
+  db.stmt(S.ADD_DELIVERY_MINUTE).run(
+    range.lo / SPAN,
+    minuteOf(now),
+    add.delivered,
+    add.undelivered,
+    add.unknown,
+    add.accepted,
+  );
 }
 
 /**
@@ -266,18 +240,9 @@ export function addDeliveryMinute(db: SqliteDb, range: { lo: number }, now: stri
 function settleByReports(db: SqliteDb, fileId: string, rows: readonly SQLOutputValue[][], now: string): void {
   // A part held back by a 403 (rows `pending` with a code) was never sent: its chunk goes back
   // to pending rather than accepted, so those rows still go out (the rest are settled here).
-  const settleChunk = db.stmt(
-    `UPDATE chunks SET state = CASE WHEN EXISTS (SELECT 1 FROM chunk_spans s JOIN recipients r
-         ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
-         WHERE s.file_no = :no AND s.seq = :seq AND r.outcome = 'pending' AND r.code IS NOT NULL)
-       THEN 'pending' ELSE 'accepted' END,
-       error_code = NULL, error_message = NULL, updated_at = :now
-     WHERE file_id = :fid AND seq = :seq AND state = 'in_doubt'`,
-  );
+  const settleChunk = db.stmt(S.SETTLE_CHUNK);
   const no = db.fileNo(fileId);
-  const sendDoubtful = db.stmt(
-    `UPDATE recipients SET outcome = 'sent', updated_at = ? WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'in_doubt'`,
-  );
+  const sendDoubtful = db.stmt(S.SEND_DOUBTFUL);
   // Reports come in runs of one chunk: its state is looked at once per group.
   const checked = new Set<number>();
   for (const [, chunkSeq, outcome, code] of rows) {
@@ -299,12 +264,7 @@ export async function expireDeliveries(db: SqliteDb, fileId: string): Promise<nu
   const now = db.now();
   // Sent recipients: their own outcome, or that of their accepted chunk. Rows still
   // `pending`: each is a first final status of its row, counted in this minute with it.
-  const expire = db.stmt(
-    `UPDATE recipients SET status = :unknown, updated_at = :now
-     WHERE id BETWEEN :lo AND :hi AND status = :pending AND chunk_seq IS NOT NULL
-       AND (outcome = 'sent' OR (outcome = 'pending' AND code IS NULL
-         AND chunk_seq IN (SELECT seq FROM chunks WHERE file_id = :fid AND state = 'accepted')))`,
-  );
+  const expire = db.stmt(S.EXPIRE_DELIVERIES);
   return db.tx(() => {
     const expired = changes(
       expire.run({
@@ -327,12 +287,5 @@ export async function deliveryTimeline(db: SqliteDb, fileId: string): Promise<De
   // out is no change.
   const n = db.fileNo(fileId);
   if (n === null) return [];
-  return db
-    .stmt(
-      `SELECT minute, delivered, undelivered, unknown, accepted FROM delivery_minutes
-     WHERE file_no = ? AND (delivered <> 0 OR undelivered <> 0 OR unknown <> 0 OR accepted <> 0)
-     ORDER BY minute`,
-    )
-    .all(n)
-    .map(toDeliveryMinute);
+  return db.stmt(S.DELIVERY_TIMELINE).all(n).map(toDeliveryMinute);
 }

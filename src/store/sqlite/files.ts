@@ -1,9 +1,10 @@
 // The SQLite store's files area: registering and claiming files, their paths, transitions and
 // patches (one statement each, the precondition inside).
 
+import type { SQLInputValue } from 'node:sqlite';
 import { DroplineError } from '../../errors.ts';
 import { claimVerdict, DUPLICATE_ACTIVE_STATES, DUPLICATE_RECENT_STATES } from '../lifecycle.ts';
-import { num, toFile } from '../mapping.ts';
+import { num, patchColumns, toFile } from '../mapping.ts';
 import type {
   ClaimedFile,
   ClaimOptions,
@@ -14,7 +15,12 @@ import type {
   ReadyFile,
 } from '../store.ts';
 import { list, type SqliteDb } from './connection.ts';
-import { PATCH_SQL, patchParams } from './sql.ts';
+import * as S from './sql.ts';
+
+/** A FilePatch as PATCH_SQL's parameters (flags 0/1: node:sqlite takes no booleans). */
+function patchParams(patch: FilePatch | undefined): Record<string, SQLInputValue> {
+  return patchColumns(patch, (b) => (b ? 1 : 0));
+}
 
 const ACTIVE = JSON.stringify(DUPLICATE_ACTIVE_STATES);
 const RECENT = JSON.stringify(DUPLICATE_RECENT_STATES);
@@ -25,12 +31,7 @@ export async function registerFile(
 ): Promise<{ file: FileRecord; created: boolean }> {
   const now = db.now();
   const inserted = db
-    .stmt(
-      `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
-       rejection_code, rejection_message, reason, created_at, updated_at, timestamps)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
-     ON CONFLICT DO NOTHING RETURNING *`,
-    )
+    .stmt(S.INSERT_FILE)
     .all(
       file.fileId,
       file.source,
@@ -50,12 +51,7 @@ export async function registerFile(
     )[0];
   if (inserted) return { file: toFile(inserted), created: true };
   // Same content at the same place, or the same fileId (the same bytes dropped again).
-  const existing = db
-    .stmt(
-      `SELECT * FROM files WHERE (source = ? AND path = ? AND sha256 = ?) OR file_id = ?
-     ORDER BY file_id = ? LIMIT 1`,
-    )
-    .get(file.source, file.path, file.sha256, file.fileId, file.fileId);
+  const existing = db.stmt(S.REGISTERED).get(file.source, file.path, file.sha256, file.fileId, file.fileId);
   if (!existing)
     throw new DroplineError('DROPLINE_ERR_STORE', `registering ${file.fileId}: conflict without a row`);
   return { file: toFile(existing), created: false };
@@ -69,25 +65,10 @@ export async function claimFiles(
 ): Promise<ClaimedFile[]> {
   if (files.length === 0) return [];
   const now = db.now();
-  const same = db.stmt(
-    `SELECT * FROM files WHERE source = :source AND sha256 = :sha
-       AND (path = :path OR (name = :name AND state IN (SELECT value FROM json_each(:active))))
-     ORDER BY path = :path DESC LIMIT 1`,
-  );
-  const count = db.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?');
-  const active = db.stmt(
-    `SELECT * FROM files WHERE source = :source AND sha256 = :sha
-       AND (state IN (SELECT value FROM json_each(:active))
-            OR (state IN (SELECT value FROM json_each(:recent))
-                AND (json_extract(timestamps, '$.submitted') >= :since OR json_extract(timestamps, '$.completed') >= :since)))
-     ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-  );
-  const insert = db.stmt(
-    `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, rejection_code, rejection_message,
-       reason, created_at, updated_at, timestamps)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
-     ON CONFLICT DO NOTHING RETURNING *`,
-  );
+  const same = db.stmt(S.CLAIM_SAME);
+  const count = db.stmt(S.COUNT_BY_SHA);
+  const active = db.stmt(S.CLAIM_DUPLICATE_OF);
+  const insert = db.stmt(S.INSERT_CLAIMED);
   return db.tx(() =>
     files.map((f): ClaimedFile => {
       const existing = same.get({ source, sha: f.sha256, path: f.path, name: f.name, active: ACTIVE });
@@ -135,14 +116,14 @@ export async function setPaths(
 ): Promise<void> {
   if (paths.length === 0) return;
   const now = db.now();
-  const update = db.stmt('UPDATE files SET path = ?, updated_at = ? WHERE file_id = ?');
+  const update = db.stmt(S.SET_PATH);
   db.tx(() => {
     for (const p of paths) update.run(p.path, now, p.fileId);
   });
 }
 
 export async function countBySha(db: SqliteDb, source: string, sha256: string): Promise<number> {
-  const r = db.stmt('SELECT count(*) AS n FROM files WHERE source = ? AND sha256 = ?').get(source, sha256);
+  const r = db.stmt(S.COUNT_BY_SHA).get(source, sha256);
   return num(r?.n);
 }
 
@@ -155,7 +136,7 @@ export async function transition(
   // all(), never get(), for a write outside a transaction: get() stops at the first row
   // and resets the statement, and node:sqlite drops the error of the commit that reset
   // does (a full disk). The row would come back for a write the database does not hold.
-  const [r] = db.stmt(PATCH_SQL).all({
+  const [r] = db.stmt(S.PATCH_SQL).all({
     ...patchParams(options.patch),
     to,
     now: db.now(),
@@ -167,7 +148,7 @@ export async function transition(
 }
 
 export async function updateFile(db: SqliteDb, fileId: string, patch: FilePatch): Promise<void> {
-  db.stmt(PATCH_SQL).all({
+  db.stmt(S.PATCH_SQL).all({
     ...patchParams(patch),
     to: null,
     now: db.now(),

@@ -30,10 +30,10 @@ import {
   type StoreGauges,
 } from '../store.ts';
 import { list, type SqliteDb } from './connection.ts';
-import { OUTCOME_SQL, RECIPIENT_SQL, REPORT_SQL, WITH_CHUNK } from './sql.ts';
+import * as S from './sql.ts';
 
 export async function getFile(db: SqliteDb, fileId: string): Promise<FileRecord | null> {
-  const r = db.stmt('SELECT * FROM files WHERE file_id = ?').get(fileId);
+  const r = db.stmt(S.FILE_BY_ID).get(fileId);
   return r ? toFile(r) : null;
 }
 
@@ -44,15 +44,7 @@ export async function listFiles(db: SqliteDb, options: ListFilesOptions = {}): P
   // plain). A scan of the files newest first until the page is full: ~11 ms at 20,000 files
   // when none matches, no index needed.
   return db
-    .stmt(
-      `SELECT * FROM files
-     WHERE (:source IS NULL OR source = :source)
-       AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-       AND (:search IS NULL OR instr(dropline_fold(name), :search) > 0
-            OR substr(lower(file_id), 1, length(:search)) = :search)
-       AND (:before IS NULL OR (created_at, rowid) < (SELECT created_at, rowid FROM files WHERE file_id = :before))
-     ORDER BY created_at DESC, rowid DESC LIMIT :limit`,
-    )
+    .stmt(S.LIST_FILES)
     .all({
       source: options.source ?? null,
       states: list(options.states),
@@ -70,11 +62,7 @@ export async function fileEvents(
 ): Promise<FileEvent[]> {
   // The newest `limit` by the index (file_id, id), then oldest first.
   return db
-    .stmt(
-      `SELECT at, state, reason FROM (
-       SELECT id, at, state, reason FROM file_events WHERE file_id = ? ORDER BY id DESC LIMIT ?)
-     ORDER BY id`,
-    )
+    .stmt(S.FILE_EVENTS)
     .all(fileId, Math.max(0, Math.trunc(limit)))
     .map(toFileEvent);
 }
@@ -95,37 +83,29 @@ export async function reportFailed(
 ): Promise<void> {
   const now = db.now();
   db.tx(() => {
-    const row = db.stmt('SELECT report_failures FROM files WHERE file_id = ?').get(fileId);
+    const row = db.stmt(S.REPORT_FAILURES).get(fileId);
     if (!row) return;
     const delay = Math.min(backoff.baseMs * 2 ** Math.min(num(row.report_failures), 40), backoff.maxMs);
-    db.stmt(
-      `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_failures = report_failures + 1,
-         report_retry_at = :retry WHERE file_id = :file_id`,
-    ).run({ now, retry: new Date(Date.parse(now) + delay).toISOString(), file_id: fileId });
+    db.stmt(S.REPORT_FAILED).run({
+      now,
+      retry: new Date(Date.parse(now) + delay).toISOString(),
+      file_id: fileId,
+    });
   });
 }
 
 export async function oweReports(db: SqliteDb, fileId: string): Promise<void> {
   const now = db.now();
-  db.stmt(
-    `UPDATE files SET report_owed_at = coalesce(report_owed_at, :now), report_retry_at = :now
-     WHERE file_id = :file_id`,
-  ).run({ now, file_id: fileId });
+  db.stmt(S.OWE_REPORTS).run({ now, file_id: fileId });
 }
 
 export async function reportsWritten(db: SqliteDb, fileId: string): Promise<void> {
-  db.stmt(
-    `UPDATE files SET report_owed_at = NULL, report_failures = 0, report_retry_at = NULL
-     WHERE file_id = ? AND report_owed_at IS NOT NULL`,
-  ).run(fileId);
+  db.stmt(S.REPORTS_WRITTEN).run(fileId);
 }
 
 export async function reportsDue(db: SqliteDb, limit: number): Promise<string[]> {
   return db
-    .stmt(
-      `SELECT file_id FROM files WHERE report_retry_at IS NOT NULL AND report_retry_at <= ?
-     ORDER BY report_retry_at LIMIT ?`,
-    )
+    .stmt(S.REPORTS_DUE)
     .all(db.now(), limit)
     .map((r) => str(r.file_id));
 }
@@ -140,9 +120,7 @@ export async function countsOf(db: SqliteDb, fileIds: readonly string[]): Promis
   // transaction gives the whole page one snapshot.
   db.db.exec('BEGIN');
   try {
-    for (const r of db
-      .stmt('SELECT file_id FROM files WHERE file_id IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(fileIds)))
+    for (const r of db.stmt(S.KNOWN_FILES).all(JSON.stringify(fileIds)))
       out.set(str(r.file_id), countsNow(db, str(r.file_id)));
   } finally {
     db.db.exec('COMMIT');
@@ -152,11 +130,7 @@ export async function countsOf(db: SqliteDb, fileIds: readonly string[]): Promis
 
 /** counts(), synchronous: also read inside a transaction (prune keeps them). */
 export function countsNow(db: SqliteDb, fileId: string): FileCounts {
-  const file = db
-    .stmt(
-      'SELECT records, valid, invalid, duplicates, suppressed, segments, pruned_counts FROM files WHERE file_id = ?',
-    )
-    .get(fileId);
+  const file = db.stmt(S.FILE_COUNTS).get(fileId);
   // Counts pruned before a counter existed have none of it.
   if (file?.pruned_counts != null)
     return { ...NOTHING_SENT, ...(JSON.parse(str(file.pruned_counts)) as FileCounts) };
@@ -172,13 +146,7 @@ export function countsNow(db: SqliteDb, fileId: string): FileCounts {
   // whatever the number of delivery reports.
   const n = db.fileNo(fileId);
   const chunks: ChunkGroup[] = db
-    .stmt(
-      `SELECT c.state, count(*) AS n, total(c.size) AS size, total(s.reported) AS reported,
-       total(s.delivered) AS delivered, total(s.unknown) AS unknown, total(s.accepted) AS accepted,
-       total(s.reported_follow) AS reported_follow, total(s.reported_sent) AS reported_sent
-     FROM chunks c LEFT JOIN chunk_spans s ON s.file_no = :no AND s.seq = c.seq
-     WHERE c.file_id = :fid GROUP BY c.state`,
-    )
+    .stmt(S.CHUNK_COUNTS)
     .all({ fid: fileId, no: n })
     .map((r) => ({
       state: str(r.state) as ChunkState,
@@ -195,12 +163,7 @@ export function countsNow(db: SqliteDb, fileId: string): FileCounts {
   // them), so a count of the file is a read of its chunks, not of a million rows.
   const { lo, hi } = n === null ? { lo: 1, hi: 0 } : idRange(n);
   const own: OwnGroup[] = db
-    .stmt(
-      `SELECT r.outcome, c.state, count(*) AS n
-     FROM recipients r INDEXED BY recipients_settled LEFT JOIN chunks c ON c.file_id = ? AND c.seq = r.chunk_seq
-     WHERE r.id BETWEEN ? AND ? AND r.chunk_seq IS NOT NULL AND (r.outcome <> 'pending' OR r.code IS NOT NULL)
-     GROUP BY r.outcome, c.state`,
-    )
+    .stmt(S.OWN_COUNTS)
     .all(fileId, lo, hi)
     .map((r) => ({
       outcome: str(r.outcome),
@@ -213,9 +176,7 @@ export function countsNow(db: SqliteDb, fileId: string): FileCounts {
 export async function* reportPages(db: SqliteDb, fileId: string): AsyncGenerator<ReportRow[]> {
   const range = db.range(fileId);
   if (!range) return;
-  const page = db.arrays(
-    `SELECT ${REPORT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi ORDER BY r.id LIMIT :limit`,
-  );
+  const page = db.arrays(S.REPORT_PAGE);
   let after = range.lo - 1;
   for (;;) {
     // Keyset paging, as recipientPages.
@@ -248,11 +209,7 @@ export async function* recipientPages(
 ): AsyncGenerator<RecipientRecord[]> {
   const range = db.range(fileId);
   if (!range) return;
-  const page = db.stmt(
-    `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK} WHERE r.id > :after AND r.id <= :hi
-       AND (:outcomes IS NULL OR ${OUTCOME_SQL} IN (SELECT value FROM json_each(:outcomes)))
-     ORDER BY r.id LIMIT :limit`,
-  );
+  const page = db.stmt(S.RECIPIENT_PAGE);
   const filter = list(outcomes);
   let after = range.lo - 1;
   for (;;) {

@@ -14,20 +14,19 @@ import {
   reportCheck,
   resultParts,
 } from '../outcomes.ts';
-import {
-  type ChunkDestination,
-  type ChunkRecord,
-  type ChunkResult,
-  type ChunkState,
-  type ChunkStateGuard,
-  type PartOutcome,
-  PENDING_DELIVERY,
-  type RecipientOutcome,
-  type RecipientRecord,
+import type {
+  ChunkDestination,
+  ChunkRecord,
+  ChunkResult,
+  ChunkState,
+  ChunkStateGuard,
+  PartOutcome,
+  RecipientOutcome,
+  RecipientRecord,
 } from '../store.ts';
 import { changes, list, type SqliteDb } from './connection.ts';
 import { addDeliveryMinute } from './deliveries.ts';
-import { MESSAGE_ID_SQL, OUTCOME_SQL, RECIPIENT_SQL, WITH_CHUNK } from './sql.ts';
+import * as S from './sql.ts';
 
 export async function listChunks(
   db: SqliteDb,
@@ -35,11 +34,7 @@ export async function listChunks(
   states?: readonly ChunkState[],
 ): Promise<ChunkRecord[]> {
   return db
-    .stmt(
-      `SELECT * FROM chunks WHERE file_id = :file_id
-       AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-     ORDER BY seq`,
-    )
+    .stmt(S.LIST_CHUNKS)
     .all({ file_id: fileId, states: list(states) })
     .map(toChunk);
 }
@@ -54,12 +49,7 @@ export async function chunkRecipients(
   if (!range) return [];
   const { lo, hi } = db.span(fileId, seq);
   return db
-    .stmt(
-      `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK}
-     WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq
-       AND (:outcomes IS NULL OR ${OUTCOME_SQL} IN (SELECT value FROM json_each(:outcomes)))
-     ORDER BY r.id`,
-    )
+    .stmt(S.CHUNK_RECIPIENTS)
     .all({ fid: fileId, seq, lo, hi, outcomes: list(outcomes) })
     .map((r) => toRecipient(r, fileId, range.lo));
 }
@@ -70,15 +60,10 @@ export async function chunkDestinations(
   seq: number,
 ): Promise<ChunkDestination[]> {
   // Rows saying `pending` follow their chunk: pending only while the chunk is (or inflight).
-  const chunk = db.stmt('SELECT state FROM chunks WHERE file_id = ? AND seq = ?').get(fileId, seq);
+  const chunk = db.stmt(S.CHUNK_STATE).get(fileId, seq);
   if (chunk && CHUNK_OUTCOME[str(chunk.state) as ChunkState] !== 'pending') return [];
   const { lo, hi } = db.span(fileId, seq);
-  const rows = db
-    .arrays(
-      `SELECT number, message_id, text, line, k FROM recipients
-     WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`,
-    )
-    .all(lo, hi, seq) as unknown as SQLOutputValue[][];
+  const rows = db.arrays(S.CHUNK_DESTINATIONS).all(lo, hi, seq) as unknown as SQLOutputValue[][];
   return rows.map((r) => toDestination(r, fileId));
 }
 
@@ -95,11 +80,7 @@ export async function chunkMessageIds(
   if (lo > hi) return out;
   // The chunk's span (a range scan of its rows), then its numbers; '' (no messageId) reads NULL.
   const rows = db
-    .arrays(
-      `SELECT number, ${MESSAGE_ID_SQL} FROM recipients
-     WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND number IN (SELECT value FROM json_each(:numbers))
-     ORDER BY id`,
-    )
+    .arrays(S.CHUNK_MESSAGE_IDS)
     .all({ fid: fileId, lo, hi, seq, numbers: JSON.stringify(numbers) }) as unknown as SQLOutputValue[][];
   for (const [number, messageId] of rows) {
     if (messageId === null || messageId === undefined) continue;
@@ -117,24 +98,15 @@ export async function setChunkState(
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
 ): Promise<boolean> {
-  const r = db
-    .stmt(
-      `UPDATE chunks SET state = :to, attempts = attempts + (:to = 'inflight'), updated_at = :now
-     WHERE file_id = :file_id AND seq = :seq AND state IN (SELECT value FROM json_each(:from))
-       AND (:owner IS NULL AND :file_state IS NULL
-            OR EXISTS (SELECT 1 FROM files WHERE file_id = :file_id
-              AND (:owner IS NULL OR (lease_owner = :owner AND lease_until > :now))
-              AND (:file_state IS NULL OR state = :file_state)))`,
-    )
-    .run({
-      to,
-      now: db.now(),
-      file_id: fileId,
-      seq,
-      from: JSON.stringify(from),
-      owner: options.owner ?? null,
-      file_state: options.fileState ?? null,
-    });
+  const r = db.stmt(S.SET_CHUNK_STATE).run({
+    to,
+    now: db.now(),
+    file_id: fileId,
+    seq,
+    from: JSON.stringify(from),
+    owner: options.owner ?? null,
+    file_state: options.fileState ?? null,
+  });
   return changes(r) === 1;
 }
 
@@ -145,40 +117,17 @@ export async function recordChunkResult(
   result: ChunkResult,
 ): Promise<ChunkState> {
   const now = db.now();
-  const reportedPart = db.stmt(
-    `SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-       AND (:ids IS NULL OR ${MESSAGE_ID_SQL} IN (SELECT value FROM json_each(:ids)))
-       AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-  );
+  const reportedPart = db.stmt(S.REPORTED_PART);
   // :ids maps each row's messageId to its transaction number (null: the row keeps its own);
   // the chunk's message ids are made once, then joined.
-  const setPart = db.stmt(
-    `WITH r AS MATERIALIZED (
-       SELECT id AS rid, ${MESSAGE_ID_SQL} AS mid FROM recipients
-       WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq)
-     UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
-       transaction_number = coalesce(m.value, transaction_number), updated_at = :now
-     FROM json_each(:ids) AS m JOIN r ON r.mid = m.key
-     WHERE recipients.id = r.rid`,
-  );
+  const setPart = db.stmt(S.SET_PART);
   // A part that is the whole request (PartOutcome.wholeChunk): its recipients are the
   // chunk's unsettled ones, found by the chunk index without a list to match.
-  const reportedWhole = db.stmt(
-    `SELECT 1 FROM recipients WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-       AND outcome IN ('pending', 'in_doubt') AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-  );
-  const setWhole = db.stmt(
-    `UPDATE recipients SET outcome = :outcome, code = :code, detail = :detail,
-       transaction_number = coalesce(:tn, transaction_number), updated_at = :now
-     WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome IN ('pending', 'in_doubt')`,
-  );
+  const reportedWhole = db.stmt(S.REPORTED_WHOLE);
+  const setWhole = db.stmt(S.SET_WHOLE);
   // The usual case: the whole request has the chunk's result, so its recipients follow the
   // chunk (migration 0003). Only rows an earlier result marked (in doubt, held) are touched.
-  const followWhole = db.stmt(
-    `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = :now
-     WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq
-       AND (outcome = 'in_doubt' OR (outcome = 'pending' AND code IS NOT NULL))`,
-  );
+  const followWhole = db.stmt(S.FOLLOW_WHOLE);
   const { lo, hi } = db.span(fileId, seq);
   const parts = resultParts(result);
   const row = (w: PartWrite) => ({
@@ -215,21 +164,13 @@ export async function recordChunkResult(
       // or following a chunk that is accepted.
       const given = changes(
         db
-          .stmt(
-            `UPDATE recipients SET status = :status, updated_at = :now
-           WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND status = '${PENDING_DELIVERY}'
-             AND (outcome = 'sent' OR (:follows AND outcome = 'pending' AND code IS NULL))`,
-          )
+          .stmt(S.SET_FINAL_STATUS)
           .run({ status: result.finalStatus, now, lo, hi, seq, follows: plan.state === 'accepted' ? 1 : 0 }),
       );
       const file = { lo: Math.floor(lo / SPAN) * SPAN };
       addDeliveryMinute(db, file, now, { delivered: 0, undelivered: 0, unknown: 0, accepted: given });
     }
-    db.stmt(
-      `UPDATE chunks SET state = :state, attempts = :attempts, transaction_number = coalesce(:tn, transaction_number),
-         error_code = :code, error_message = :message, updated_at = :now
-       WHERE file_id = :file_id AND seq = :seq`,
-    ).run({
+    db.stmt(S.FINISH_CHUNK).run({
       state: plan.state,
       attempts: result.attempts,
       tn: result.transactionNumber ?? null,
@@ -246,31 +187,15 @@ export async function recordChunkResult(
 export async function markInflightInDoubt(db: SqliteDb, fileId: string): Promise<number> {
   const now = db.now();
   return db.tx(() => {
-    const inflight = db
-      .stmt(`SELECT seq FROM chunks WHERE file_id = ? AND state = 'inflight' ORDER BY seq`)
-      .all(fileId);
+    const inflight = db.stmt(S.INFLIGHT_CHUNKS).all(fileId);
     for (const row of inflight) {
       const seq = num(row.seq);
       const { lo, hi } = db.span(fileId, seq);
-      const chunkState = abandonedChunkState(
-        db
-          .stmt(
-            `SELECT 1 FROM recipients WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND status <> '${PENDING_DELIVERY}' LIMIT 1`,
-          )
-          .get(lo, hi, seq) !== undefined,
-      );
+      const chunkState = abandonedChunkState(db.stmt(S.CHUNK_REPORTED).get(lo, hi, seq) !== undefined);
       // Its pending recipients follow the chunk (migration 0003), held ones too: they were
       // in the request.
-      db.stmt('UPDATE chunks SET state = ?, updated_at = ? WHERE file_id = ? AND seq = ?').run(
-        chunkState,
-        now,
-        fileId,
-        seq,
-      );
-      db.stmt(
-        `UPDATE recipients SET code = NULL, detail = NULL, updated_at = ?
-         WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' AND code IS NOT NULL`,
-      ).run(now, lo, hi, seq);
+      db.stmt(S.SET_ABANDONED_STATE).run(chunkState, now, fileId, seq);
+      db.stmt(S.UNHOLD_ROWS).run(now, lo, hi, seq);
     }
     return inflight.length;
   });
@@ -286,32 +211,17 @@ export async function requeueChunks(
   // Only recipients the service did not take go back: a failed chunk may hold sent ones.
   const outcomes = states.filter((s) => s === 'failed' || s === 'in_doubt' || s === 'rejected');
   return db.tx(() => {
-    const requeue = db.stmt(
-      `UPDATE recipients SET outcome = 'pending', code = NULL, detail = NULL, updated_at = ?
-       WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome IN (SELECT value FROM json_each(?))`,
-    );
-    const seqs = db
-      .stmt(
-        `SELECT seq FROM chunks WHERE file_id = ? AND state IN (SELECT value FROM json_each(?)) ORDER BY seq`,
-      )
-      .all(fileId, JSON.stringify(states));
+    const requeue = db.stmt(S.REQUEUE_ROWS);
+    const seqs = db.stmt(S.CHUNKS_IN_STATES).all(fileId, JSON.stringify(states));
     for (const row of seqs) {
       const seq = num(row.seq);
       const { lo, hi } = db.span(fileId, seq);
       requeue.run(now, lo, hi, seq, JSON.stringify(outcomes));
     }
-    const r = db
-      .stmt(
-        `UPDATE chunks SET state = 'pending', error_code = NULL, error_message = NULL, updated_at = :now
-       WHERE file_id = :file_id AND state IN (SELECT value FROM json_each(:states))`,
-      )
-      .run({ now, file_id: fileId, states: JSON.stringify(states) });
+    const r = db.stmt(S.REQUEUE_CHUNKS).run({ now, file_id: fileId, states: JSON.stringify(states) });
     const moved = changes(r);
     const add = options.addPossibleDuplicates ?? 0;
-    if (moved > 0 && add > 0)
-      db.stmt(
-        'UPDATE files SET possible_duplicates = possible_duplicates + ?, updated_at = ? WHERE file_id = ?',
-      ).run(add, now, fileId);
+    if (moved > 0 && add > 0) db.stmt(S.ADD_POSSIBLE_DUPLICATES).run(add, now, fileId);
     return moved;
   });
 }
@@ -319,28 +229,16 @@ export async function requeueChunks(
 export async function cancelUnsent(db: SqliteDb, fileId: string): Promise<number> {
   const now = db.now();
   return db.tx(() => {
-    const cancelled = db.stmt("SELECT 1 FROM files WHERE file_id = ? AND state = 'cancelled'").get(fileId);
+    const cancelled = db.stmt(S.FILE_CANCELLED).get(fileId);
     if (!cancelled) return 0;
-    const seqs = db
-      .stmt("SELECT seq FROM chunks WHERE file_id = ? AND state = 'pending' ORDER BY seq")
-      .all(fileId);
+    const seqs = db.stmt(S.PENDING_CHUNKS).all(fileId);
     // Rows a 403 held back on their own (pending with a code); the others follow their chunk.
-    const held = db.stmt(
-      `UPDATE recipients SET outcome = 'cancelled', code = NULL, detail = ?, updated_at = ?
-       WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' AND code IS NOT NULL`,
-    );
+    const held = db.stmt(S.CANCEL_HELD_ROWS);
     for (const row of seqs) {
       const seq = num(row.seq);
       const { lo, hi } = db.span(fileId, seq);
       held.run(CANCELLED_DETAIL, now, lo, hi, seq);
     }
-    return changes(
-      db
-        .stmt(
-          `UPDATE chunks SET state = 'cancelled', error_code = NULL, error_message = ?, updated_at = ?
-         WHERE file_id = ? AND state = 'pending'`,
-        )
-        .run(CANCELLED_DETAIL, now, fileId),
-    );
+    return changes(db.stmt(S.CANCEL_UNSENT).run(CANCELLED_DETAIL, now, fileId));
   });
 }
