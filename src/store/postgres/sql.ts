@@ -1,5 +1,5 @@
 // The SQL of the PostgreSQL store, and nothing else (pg-boss's plans.ts): constants and
-// builders of statement text; postgres-store.ts executes them. Parameters are named
+// builders of statement text; the areas (files.ts, sending.ts, …) execute them. Parameters are named
 // (`:name`, compiled to $n once per statement); `:now` is the store's clock, or NULL for
 // the database's own (NOW below), so timestamps and lease expiry come from one clock.
 //
