@@ -190,6 +190,17 @@ export const REASONS = {
 } as const satisfies Record<string, ReasonInfo>;
 
 export type ReasonCode = keyof typeof REASONS;
+
+/**
+ * The detail of a recipient held back just before its chunk was sent (Store.holdBack), by
+ * its reason code: the report's detail column reads it.
+ */
+export const HELD_BACK_DETAILS = {
+  SUPPRESSED: 'opted out by a reply after the file was read',
+  CONTACT_LIMIT: (perDay: number) =>
+    `already sent a message this day by the account (contactLimit ${perDay} a day)`,
+} as const satisfies Partial<Record<ReasonCode, unknown>>;
+
 export type FileReasonCode = {
   [K in ReasonCode]: (typeof REASONS)[K]['scope'] extends 'file' ? K : never;
 }[ReasonCode];

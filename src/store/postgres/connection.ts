@@ -4,7 +4,10 @@
 // error kinds (src/errors.ts). Nothing here knows the store's tables.
 import pg from 'pg';
 import { DroplineError, type ErrorCode } from '../../errors.ts';
+import { num, type Row } from '../mapping.ts';
+import { idRange } from '../message-ids.ts';
 import { checkSchemaName, redactStoreUrl } from '../url.ts';
+import { FILE_NO, type Statement, values } from './sql.ts';
 
 /** What a statement runs on: the pool (one statement) or a checked-out client (a transaction). */
 export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
@@ -211,4 +214,118 @@ export function storeError(err: unknown, what: string): DroplineError {
   else if (e.code === '23505') code = 'DROPLINE_ERR_STORE_CONFLICT';
   const pgCode = typeof e.code === 'string' ? ` (${e.code})` : '';
   return new DroplineError(code, `${what}: ${redactStoreUrl(message)}${pgCode}`, { cause: err });
+}
+
+/** File numbers remembered by a store (recordDeliveries). */
+const FILE_NO_CACHE = 10_000;
+
+/**
+ * What every area of the PostgreSQL store works with (the store's areas are functions of it):
+ * the pool, the clock, statements run on the pool or a transaction's client, and the file
+ * numbers that make a file's recipient ids one range (../message-ids.ts).
+ */
+export class PgDb {
+  readonly pool: pg.Pool;
+  /** The injected clock (tests), or null for the database's now(). */
+  readonly clock: (() => Date) | null;
+  /** Rows per page when iterating recipients. */
+  readonly pageSize: number;
+  /**
+   * File numbers by fileId, as read from committed rows (a number never changes once given,
+   * and a file row is never deleted): reports of a file need no lookup of it each time.
+   * Filled only after the transaction that read it committed.
+   */
+  readonly fileNos = new Map<string, number>();
+
+  constructor(pool: pg.Pool, clock: (() => Date) | null, pageSize: number) {
+    this.pool = pool;
+    this.clock = clock;
+    this.pageSize = pageSize;
+  }
+
+  /** The :now parameter: the injected clock's instant, or NULL for the database's now(). */
+  now(): string | null {
+    return this.clock ? this.clock().toISOString() : null;
+  }
+
+  /**
+   * One statement: on the pool (its own implicit transaction, run again after a deadlock or
+   * serialization failure), or on a transaction's client (the transaction is what retries).
+   */
+  async exec(
+    what: string,
+    s: Statement,
+    params: Record<string, unknown>,
+    on: Queryable,
+    rowMode?: 'array',
+  ): Promise<pg.QueryResult> {
+    const config = {
+      name: s.name,
+      text: s.text,
+      values: values(s, params),
+      ...(rowMode ? { rowMode } : {}),
+    };
+    try {
+      return on === this.pool ? await retried(() => on.query(config)) : await on.query(config);
+    } catch (err) {
+      throw storeError(err, what);
+    }
+  }
+
+  async rows(
+    what: string,
+    s: Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<Row[]> {
+    return (await this.exec(what, s, params, on)).rows as Row[];
+  }
+
+  /** Rows as arrays in the statement's column order (hot reads: no object per row). */
+  async arrays(
+    what: string,
+    s: Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<unknown[][]> {
+    return (await this.exec(what, s, params, on, 'array')).rows as unknown[][];
+  }
+
+  async count(
+    what: string,
+    s: Statement,
+    params: Record<string, unknown>,
+    on: Queryable = this.pool,
+  ): Promise<number> {
+    return (await this.exec(what, s, params, on)).rowCount ?? 0;
+  }
+
+  tx<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return transaction(this.pool, what, fn);
+  }
+
+  rememberFileNo(fileId: string, fileNo: number): void {
+    // Bounded: a long-running receiver sees many files; the oldest are read again if needed.
+    if (this.fileNos.size >= FILE_NO_CACHE) {
+      const oldest = this.fileNos.keys().next().value;
+      if (oldest !== undefined) this.fileNos.delete(oldest);
+    }
+    this.fileNos.set(fileId, fileNo);
+  }
+
+  /** The file's number (null: unknown file). A number never changes once given. */
+  async fileNo(fileId: string, on: Queryable = this.pool): Promise<number | null> {
+    const known = this.fileNos.get(fileId);
+    if (known !== undefined) return known;
+    const [r] = await this.rows(`reading ${fileId}`, FILE_NO, { file_id: fileId }, on);
+    if (!r) return null;
+    // Remembered from a read on its own (committed), never from inside a transaction.
+    if (on === this.pool) this.rememberFileNo(fileId, num(r.file_no));
+    return num(r.file_no);
+  }
+
+  async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {
+    const n = await this.fileNo(fileId, on);
+    return n === null ? null : idRange(n);
+  }
 }

@@ -1,16 +1,23 @@
 // The SQL of the PostgreSQL store, and nothing else (pg-boss's plans.ts): constants and
-// builders of statement text; postgres-store.ts executes them. Parameters are named
+// builders of statement text; the areas (files.ts, sending.ts, …) execute them. Parameters are named
 // (`:name`, compiled to $n once per statement); `:now` is the store's clock, or NULL for
 // the database's own (NOW below), so timestamps and lease expiry come from one clock.
 //
 // Every name is unqualified: search_path is the store's schema on each connection.
 
 import {
+  acquisitionOrder,
+  FOLLOWS_CHUNK,
+  isDue,
+  leaseFree,
+  messageIdSql,
+  ROW_OUTCOME,
+  recipientColumns,
   GAUGE_FILES as SHARED_GAUGE_FILES,
   GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
-import { type ChunkState, DELIVERED, type RecipientOutcome, WORKER_SILENT_MS } from '../store.ts';
+import { DELIVERED, WORKER_SILENT_MS } from '../store.ts';
 
 /** A statement with named parameters compiled to PostgreSQL's $n. */
 export interface Statement {
@@ -262,16 +269,16 @@ export const ACQUIRE_FILE = statement(
          SELECT f.file_id, f.updated_at FROM unnest(:states::text[]) AS s(state)
          CROSS JOIN LATERAL (
            SELECT file_id, updated_at FROM files WHERE state = s.state AND lease_owner IS NULL
-             AND (s.state <> 'scheduled' OR scheduled_until <= ${NOW})
-           ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) f
+             AND ${isDue('s.state', NOW)}
+           ${acquisitionOrder()} LIMIT 1 FOR UPDATE SKIP LOCKED) f
          UNION ALL
          SELECT e.file_id, e.updated_at FROM (
            SELECT file_id, updated_at FROM files
            WHERE lease_owner IS NOT NULL AND lease_until <= ${NOW} AND state = ANY(:states::text[])
-             AND (state <> 'scheduled' OR scheduled_until <= ${NOW})
-           ORDER BY updated_at, file_id LIMIT 1 FOR UPDATE SKIP LOCKED) e
-       ) AS c ORDER BY c.updated_at, c.file_id LIMIT 1)
-     AND (lease_owner IS NULL OR lease_until <= ${NOW})
+             AND ${isDue('state', NOW)}
+           ${acquisitionOrder()} LIMIT 1 FOR UPDATE SKIP LOCKED) e
+       ) AS c ${acquisitionOrder('c.')} LIMIT 1)
+     AND ${leaseFree(NOW)}
    RETURNING *`,
 );
 
@@ -356,36 +363,13 @@ export const INSERT_CHUNKS = statement(
 
 // ---- reading recipients ----
 
-/** SQL of a chunk state's recipient outcome, from the one table of it (CHUNK_OUTCOME). */
-export function chunkOutcomeSql(table: Record<ChunkState, RecipientOutcome>, column: string): string {
-  const whens = Object.entries(table)
-    .map(([state, outcome]) => `WHEN '${state}' THEN '${outcome}'`)
-    .join(' ');
-  return `CASE ${column} ${whens} END`;
-}
+/** A row's columns as it reads (../shared-sql.ts), the later timestamp by greatest(). */
+const recipientRow = (withText: boolean) => recipientColumns(withText, (a, b) => `greatest(${a}, ${b})`);
 
-/**
- * A row's columns as it reads: a valid row saying `pending` without a code follows its chunk
- * `c` (joined only for those rows): the chunk's outcome, code, message and, once accepted,
- * transaction number.
- */
-export function recipientColumns(outcomeOfChunk: string, withText: boolean): string {
-  return `r.id, r.line, r.k, r.number, r.value, r.message_id, ${withText ? 'r.text, ' : ''}r.chunk_seq, r.sms_count, r.status,
-  CASE WHEN c.state IS NULL THEN r.outcome ELSE ${outcomeOfChunk} END AS outcome,
-  CASE WHEN c.state IS NULL THEN r.code ELSE c.error_code END AS code,
-  CASE WHEN c.state = 'accepted' THEN coalesce(c.transaction_number, r.transaction_number)
-    ELSE r.transaction_number END AS transaction_number,
-  greatest(c.updated_at, r.updated_at) AS updated_at,
-  CASE WHEN c.state IS NULL THEN r.detail ELSE c.error_message END AS detail`;
-}
+/** The chunk a row follows (../shared-sql.ts FOLLOWS_CHUNK). */
+export const FOLLOWED_CHUNK = `LEFT JOIN chunks c ON ${FOLLOWS_CHUNK} AND c.file_id = :file_id AND c.seq = r.chunk_seq`;
 
-/** The chunk a row follows (migration 0001: outcome 'pending' without a code). */
-export const FOLLOWED_CHUNK = `LEFT JOIN chunks c
-  ON r.outcome = 'pending' AND r.code IS NULL AND c.file_id = :file_id AND c.seq = r.chunk_seq`;
-
-export function outcomeFilter(outcomeOfChunk: string): string {
-  return `(:outcomes::text[] IS NULL OR (CASE WHEN c.state IS NULL THEN r.outcome ELSE ${outcomeOfChunk} END) = ANY(:outcomes::text[]))`;
-}
+const OUTCOME_FILTER = `(:outcomes::text[] IS NULL OR (${ROW_OUTCOME}) = ANY(:outcomes::text[]))`;
 
 /** The span of a chunk of a file (no row: the chunk has no recipients). */
 const SPAN_OF = `chunk_spans s ON s.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq`;
@@ -394,14 +378,12 @@ const CHUNK_ROWS =
   'chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq';
 const THIS_CHUNK = 's.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq';
 
-export function chunkRecipientsSql(outcomeOfChunk: string): Statement {
-  return statement(
-    `SELECT ${recipientColumns(outcomeOfChunk, true)}
-     FROM ${CHUNK_ROWS} ${FOLLOWED_CHUNK}
-     WHERE ${THIS_CHUNK} AND ${outcomeFilter(outcomeOfChunk)}
-     ORDER BY r.id`,
-  );
-}
+export const CHUNK_RECIPIENTS = statement(
+  `SELECT ${recipientRow(true)}
+   FROM ${CHUNK_ROWS} ${FOLLOWED_CHUNK}
+   WHERE ${THIS_CHUNK} AND ${OUTCOME_FILTER}
+   ORDER BY r.id`,
+);
 
 // Pages of a file's rows: windows of ids [:from, :to] (idx is dense within a file, so a
 // window of pageSize ids is a page), joined to the few chunks whose spans meet the window.
@@ -413,7 +395,7 @@ export function chunkRecipientsSql(outcomeOfChunk: string): Statement {
 const WINDOW_CHUNKS = `WITH wc AS MATERIALIZED (
     SELECT c.* FROM chunk_spans s JOIN chunks c ON c.file_id = :file_id AND c.seq = s.seq
     WHERE s.file_no = :file_no AND s.first_id <= :to AND s.last_id >= :from)`;
-const FOLLOWED_WINDOW_CHUNK = `LEFT JOIN wc c ON r.outcome = 'pending' AND r.code IS NULL AND c.seq = r.chunk_seq`;
+const FOLLOWED_WINDOW_CHUNK = `LEFT JOIN wc c ON ${FOLLOWS_CHUNK} AND c.seq = r.chunk_seq`;
 
 /** The first and last ids of a file's rows (the primary key's ends: no scan). */
 export const ID_BOUNDS = statement(
@@ -422,22 +404,18 @@ export const ID_BOUNDS = statement(
 );
 
 /** A window of the file's rows; with :outcomes, only rows of those outcomes. */
-export function recipientPageSql(outcomeOfChunk: string): Statement {
-  return statement(
-    `${WINDOW_CHUNKS}
-     SELECT ${recipientColumns(outcomeOfChunk, true)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
-     WHERE r.id BETWEEN :from AND :to AND ${outcomeFilter(outcomeOfChunk)} ORDER BY r.id`,
-  );
-}
+export const RECIPIENT_PAGE = statement(
+  `${WINDOW_CHUNKS}
+   SELECT ${recipientRow(true)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
+   WHERE r.id BETWEEN :from AND :to AND ${OUTCOME_FILTER} ORDER BY r.id`,
+);
 
 /** reportPages: what a report row needs, no text. */
-export function reportPageSql(outcomeOfChunk: string): Statement {
-  return statement(
-    `${WINDOW_CHUNKS}
-     SELECT ${recipientColumns(outcomeOfChunk, false)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
-     WHERE r.id BETWEEN :from AND :to ORDER BY r.id`,
-  );
-}
+export const REPORT_PAGE = statement(
+  `${WINDOW_CHUNKS}
+   SELECT ${recipientRow(false)} FROM recipients r ${FOLLOWED_WINDOW_CHUNK}
+   WHERE r.id BETWEEN :from AND :to ORDER BY r.id`,
+);
 
 // ---- sending ----
 
@@ -478,8 +456,7 @@ export const LOCK_CHUNK = statement(
 );
 
 /** A recipient's messageId as it reads (readMessageId), for matching a list of them. */
-const MESSAGE_ID = `CASE WHEN r.message_id IS NULL THEN :file_id::text || '-' || r.line || CASE WHEN r.k > 0 THEN '-' || r.k ELSE '' END
-  ELSE nullif(r.message_id, '') END`;
+const MESSAGE_ID = messageIdSql(':file_id::text', 'r.');
 
 const IN_CHUNK = 'r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq';
 
@@ -804,7 +781,6 @@ export const EXPIRE_DELIVERIES = statement(
 
 // ---- counts ----
 
-/** A read of several statements that sees one state of the database. */
 /** Store.summary (docs/dashboard.md "The header"); the files whose reports may be waiting. */
 export const SUMMARY = statement(
   `SELECT (SELECT count(*) FROM files WHERE state = 'sending') AS sending,
@@ -816,6 +792,7 @@ export const SUMMARY_FILES = statement(
   `SELECT file_id FROM files WHERE state IN ('sending', 'submitted', 'paused', 'partial')`,
 );
 
+/** A read of several statements that sees one state of the database. */
 export const READ_SNAPSHOT = 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY';
 
 export const COUNTS_FILES = statement(
@@ -1022,9 +999,9 @@ export const HELD_FILES = statement(
 
 // ---- campaign rules ----
 
+/** The chunk's pending rows whose number opted out by a reply: held back (the rule: ../campaign-rules.ts). */
 export const HOLD_BACK_OPT_OUTS = statement(
-  `UPDATE recipients SET outcome = 'suppressed', code = 'SUPPRESSED', updated_at = ${NOW},
-     detail = 'opted out by a reply after the file was read'
+  `UPDATE recipients SET outcome = 'suppressed', code = :code::text, detail = :detail::text, updated_at = ${NOW}
    FROM chunk_spans s
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
@@ -1048,8 +1025,7 @@ export const TAKE_CONTACT_SLOTS = statement(
 );
 
 export const HOLD_BACK_CONTACTS = statement(
-  `UPDATE recipients SET outcome = 'contact_limit', code = 'CONTACT_LIMIT', updated_at = ${NOW},
-     detail = 'already sent a message this day by the account (contactLimit ' || :per_day::int || ' a day)'
+  `UPDATE recipients SET outcome = 'contact_limit', code = :code::text, detail = :detail::text, updated_at = ${NOW}
    FROM chunk_spans s
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending'

@@ -1,0 +1,63 @@
+// The PostgreSQL store's campaign-rules area: opt-outs and the contact limit held back before a
+// chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
+
+import { holdBackRule } from '../campaign-rules.ts';
+import { toReply } from '../mapping.ts';
+import { runAsync } from '../steps.ts';
+import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import type { PgDb } from './connection.ts';
+import * as S from './sql.ts';
+
+export async function holdBack(
+  db: PgDb,
+  fileId: string,
+  seq: number,
+  options: HoldBackOptions,
+): Promise<HeldBack> {
+  const what = `holding back recipients of chunk ${seq} of ${fileId}`;
+  return db.tx(what, async (c) => {
+    const chunk = { file_id: fileId, seq, now: db.now() };
+    const slots = {
+      ...chunk,
+      account: options.contactLimit?.account ?? null,
+      timezone: options.contactLimit?.timezone ?? null,
+    };
+    return runAsync(holdBackRule(options), {
+      holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
+      takeSlots: async (slot) => void (await db.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c)),
+      holdUnslotted: (code, detail) => db.count(what, S.HOLD_BACK_CONTACTS, { ...slots, code, detail }, c),
+    });
+  });
+}
+
+export async function pruneContacts(db: PgDb, timezone: string): Promise<number> {
+  return db.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: db.now() });
+}
+
+export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {
+  const rows = await db.rows('recording a reply', S.RECORD_REPLY, {
+    received_at: reply.receivedAt,
+    from_number: reply.from,
+    to_number: reply.to,
+    text: reply.text,
+    opt_out: reply.optOut,
+    message_id: reply.messageId,
+  });
+  return rows.length > 0;
+}
+
+export async function replies(
+  db: PgDb,
+  options: {
+    since?: string | undefined;
+    afterId?: number;
+    limit: number;
+  },
+): Promise<ReplyRecord[]> {
+  const rows = await db.rows('reading replies', S.REPLIES, {
+    after_id: options.afterId ?? 0,
+    since: options.since ?? null,
+    limit: options.limit,
+  });
+  return rows.map(toReply);
+}

@@ -1,0 +1,66 @@
+// The SQLite store's campaign-rules area: opt-outs and the contact limit held back before a
+// chunk is sent (the rule: ../campaign-rules.ts), replies and opt-outs recorded
+// (docs/campaign-rules.md).
+
+import { localDate } from '../../plan/send-window.ts';
+import { holdBackRule } from '../campaign-rules.ts';
+import { num, toReply } from '../mapping.ts';
+import { runSync } from '../steps.ts';
+import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import { changes, type SqliteDb } from './connection.ts';
+import * as S from './sql.ts';
+
+export async function holdBack(
+  db: SqliteDb,
+  fileId: string,
+  seq: number,
+  options: HoldBackOptions,
+): Promise<HeldBack> {
+  const now = db.now();
+  const chunk = { ...db.span(fileId, seq), seq };
+  // The local day on the store's clock: SQLite is one process's, so that process's clock.
+  const slots = {
+    ...chunk,
+    account: options.contactLimit?.account ?? null,
+    day: options.contactLimit ? localDate(new Date(now), options.contactLimit.timezone) : null,
+  };
+  return db.tx(() =>
+    runSync(holdBackRule(options), {
+      holdOptOuts: (code, detail) =>
+        changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
+      takeSlots: (slot) => void db.stmt(S.TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
+      holdUnslotted: (code, detail) =>
+        changes(db.stmt(S.HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
+    }),
+  );
+}
+
+export async function pruneContacts(db: SqliteDb, timezone: string): Promise<number> {
+  const yesterday = localDate(new Date(Date.parse(db.now()) - 86_400_000), timezone);
+  return changes(db.stmt(S.PRUNE_CONTACTS).run(yesterday));
+}
+
+export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
+  return db.tx(() => {
+    const r = db
+      .stmt(S.RECORD_REPLY)
+      .get(reply.receivedAt, reply.from, reply.to, reply.text, reply.optOut ? 1 : 0, reply.messageId);
+    if (!r) return false;
+    if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
+    return true;
+  });
+}
+
+export async function replies(
+  db: SqliteDb,
+  options: {
+    since?: string | undefined;
+    afterId?: number;
+    limit: number;
+  },
+): Promise<ReplyRecord[]> {
+  return db
+    .stmt(S.REPLIES)
+    .all(options.afterId ?? 0, options.since ?? '', options.limit)
+    .map(toReply);
+}
