@@ -28,7 +28,7 @@
  */
 import { domainToASCII } from 'node:url';
 import { REASONS } from '../errors.ts';
-import type { ReadSummary } from './reader.ts';
+import type { ReadSummary } from './read-types.ts';
 
 export type EmailResult = { ok: true; address: string } | { ok: false; message: string };
 
