@@ -9,15 +9,15 @@ import { startAlerts } from '../ops/alerts.ts';
 import { createMetrics } from '../ops/metrics.ts';
 import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { watchService } from '../ops/service-outage.ts';
+import { startReplies } from '../pipeline/replies.ts';
+import { HEARTBEAT_MS } from '../pipeline/workers.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker, sourceProbes } from '../sources/readiness.ts';
 import type { Source, SourceEntry } from '../sources/source.ts';
 import { pruneOld } from '../store/retention.ts';
 import type { FileRecord } from '../store/store.ts';
 import { VERSION } from '../version.ts';
-import { startReplies } from './replies.ts';
 import type { Runtime } from './runtime.ts';
-import { HEARTBEAT_MS } from './workers.ts';
 
 export interface Daemon {
   receiver: Receiver;

@@ -9,6 +9,9 @@ import { type LoadedConfig, type ResolvedConfig, splitListen, withNotifyToken } 
 import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { patientStore } from '../pipeline/patient-store.ts';
+import { Pipeline } from '../pipeline/pipeline.ts';
+import { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
 import type { BudgetSource } from '../service/dispatch.ts';
@@ -20,9 +23,6 @@ import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
-import { patientStore } from './patient-store.ts';
-import { Pipeline } from './pipeline.ts';
-import { SuppressionLists } from './suppression-lists.ts';
 
 /** How long a worker's right to renew an account's token lasts (a token request with its retries fits). */
 const TOKEN_CLAIM_MS = 60_000;
