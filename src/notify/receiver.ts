@@ -35,18 +35,18 @@
 //   Both are bounded by the process's open-files limit (fd-budget.ts, issue 32).
 
 import { hash, timingSafeEqual } from 'node:crypto';
-import diagnosticsChannel from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
 import { parseListenAddress } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
-import { maskNumber, redactText } from '../service/redact.ts';
-import { sentForm } from '../store/message-ids.ts';
-import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
-import { chunkOf, decodeNotification } from './decode.ts';
+import type { Store } from '../store/store.ts';
+import { decodeNotification } from './decode.ts';
 import { connectionCap, openFilesLimit } from './fd-budget.ts';
+import { AWAY_REMINDER_MS, GroupCommitter } from './group-committer.ts';
+
+export { COMMIT_CHANNEL, type CommitEvent } from './group-committer.ts';
 
 export interface ReceiverOptions {
   /** `host:port` (notify.listen); port 0 picks a free one. */
@@ -121,42 +121,8 @@ interface Conn {
   timer: NodeJS.Timeout | null;
 }
 
-/** diagnostics_channel: every commit of delivery reports (/metrics counts them). */
-export const COMMIT_CHANNEL = 'dropline:notify:commit';
-const commitChannel = diagnosticsChannel.channel(COMMIT_CHANNEL);
-
-export interface CommitEvent {
-  /** Reports of the batch by delivery status (repeats included; bounded names, see metricStatus). */
-  readonly statuses: Readonly<Record<string, number>>;
-  /** Each request's time from arrival to its answer, ms. */
-  readonly lagsMs: readonly number[];
-  readonly recorded: number;
-  readonly duplicates: number;
-  readonly orphans: number;
-}
-
-interface Waiter {
-  readonly events: DeliveryEvent[];
-  readonly res: ServerResponse;
-  /** performance.now() when queued. */
-  readonly at: number;
-  answered: boolean;
-}
-
 const JSON_HEADERS = { 'content-type': 'application/json' } as const;
-const OK_BODY = '{"status":"ok"}';
-const UNAVAILABLE_BODY = '{"status":"unavailable","reason":"the report could not be recorded yet"}';
-const BUSY_BODY = '{"status":"unavailable","reason":"too many reports waiting"}';
 const FULL_BODY = '{"status":"unavailable","reason":"too many connections"}';
-
-/** Distinct status names /metrics shows (NO_SUCCESS, DELIVERED_TO_HANDSET and a few more). */
-const METRIC_STATUSES = 32;
-/** A status name as a label: capitals and underscores, so never a number. */
-const STATUS_NAME = /^[A-Z][A-Z_]{0,63}$/;
-const OTHER_STATUS = 'OTHER';
-
-/** How often a store that stays away is mentioned again. */
-const AWAY_REMINDER_MS = 60_000;
 
 const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
 
@@ -206,37 +172,13 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     queued: 0,
   };
 
-  let pending: Waiter[] = [];
-  let pendingEvents = 0;
-  let committing = false;
-  /** The running commit overran commitTimeoutMs: the store is treated as unavailable until it settles. */
-  let stalled = false;
-  let timer: NodeJS.Timeout | null = null;
-  let immediate: NodeJS.Immediate | null = null;
-  let closing = false;
   /** Open connections: when each has a request queued, no further one can arrive unanswered. */
   let connections = 0;
-  let idle: (() => void) | null = null;
   /** Every open connection, oldest first (a Set keeps insertion order). */
   const conns = new Set<Conn>();
   const connOf = new WeakMap<Socket, Conn>();
   let overflowing = 0;
-  /** Since when commits fail because the store cannot be reached, and how many did. */
-  let away: { since: number; saidAt: number; failed: number } | null = null;
   let evicted = 0;
-  /**
-   * Status names published for /metrics, where each is a label value kept for the life of the
-   * process: a sender's made-up names (one per report, a number in one) must not grow it
-   * without bound. The first METRIC_STATUSES names shaped like one are shown as they are;
-   * anything else is OTHER_STATUS.
-   */
-  const metricStatuses = new Set<string>();
-  const metricStatus = (name: string): string => {
-    if (metricStatuses.has(name)) return name;
-    if (metricStatuses.size >= METRIC_STATUSES || !STATUS_NAME.test(name)) return OTHER_STATUS;
-    metricStatuses.add(name);
-    return name;
-  };
   /** Requests refused for their token: each case logged once a minute at most, with the count since. */
   const refusals = new RepeatGate(AWAY_REMINDER_MS);
 
@@ -246,185 +188,17 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     res.writeHead(status, close ? { ...JSON_HEADERS, connection: 'close' } : JSON_HEADERS);
     res.end(body);
   };
-  const answer = (w: Waiter, status: number, body: string): void => {
-    if (w.answered) return;
-    w.answered = true;
-    reply(w.res, status, body);
-  };
-
-  const schedule = () => {
-    if (committing || pending.length === 0) {
-      if (!committing && idle) idle();
-      return;
-    }
-    if (pendingEvents >= maxBatch || closing || pending.length >= connections) return flush();
-    if (timer || immediate) return;
-    const wait = pending[0]!.at + batchMs - performance.now();
-    // setImmediate runs after the current round of socket reads: every request that arrived in
-    // it joins the batch, without the ≥1 ms of a timer.
-    if (wait <= 0) immediate = setImmediate(flush);
-    else timer = setTimeout(flush, wait);
-  };
-
-  function flush(): void {
-    if (timer) {
-      clearTimeout(timer);
-      timer = null;
-    }
-    if (immediate) {
-      clearImmediate(immediate);
-      immediate = null;
-    }
-    if (committing || pending.length === 0) return;
-    // Whole requests, up to maxBatch events (one oversized request still goes alone).
-    let take = 0;
-    let n = 0;
-    while (take < pending.length) {
-      const size = pending[take]!.events.length;
-      if (n > 0 && n + size > maxBatch) break;
-      n += size;
-      take++;
-    }
-    const batch = pending.slice(0, take);
-    pending = pending.slice(take);
-    pendingEvents -= n;
-    stats.queued = pendingEvents;
-    const events = batch.length === 1 ? batch[0]!.events : batch.flatMap((w) => w.events);
-    committing = true;
-    stats.commits++;
-    if (n > stats.largestBatch) stats.largestBatch = n;
-    const started = performance.now();
-    const watchdog = setTimeout(() => {
-      stalled = true;
-      log.error(
-        { events: n, ms: commitTimeoutMs },
-        'notify: the store did not commit in time; answering 503',
-      );
-      for (const w of batch) answer(w, 503, UNAVAILABLE_BODY);
-      for (const w of pending) answer(w, 503, UNAVAILABLE_BODY);
-      pending = [];
-      pendingEvents = 0;
-      stats.queued = 0;
-      if (closing && idle) idle();
-    }, commitTimeoutMs);
-    let commit: Promise<DeliveryResult>;
-    /** The events as recorded: reports of a chunk sent with POST /mtmessage given their recipient. */
-    let recorded = events;
-    if (namesChunks(events)) {
-      // Read in the commit's time (the watchdog covers it); a failed read fails the batch as a
-      // failed commit does: 503, nothing recorded, the service retries.
-      commit = chunkReports(store, events).then((resolved) => {
-        recorded = resolved;
-        return store.recordDeliveries(resolved);
-      });
-    } else {
-      try {
-        commit = store.recordDeliveries(events);
-      } catch (err) {
-        commit = Promise.reject(err);
-      }
-    }
-    commit.then(
-      (result) => {
-        clearTimeout(watchdog);
-        stats.events += n;
-        stats.recorded += result.recorded;
-        stats.duplicates += result.duplicates;
-        stats.orphans += result.orphans;
-        for (const w of batch) answer(w, 200, OK_BODY);
-        if (commitChannel.hasSubscribers) {
-          const now = performance.now();
-          const statuses: Record<string, number> = {};
-          for (const e of events) {
-            const name = metricStatus(e.status);
-            statuses[name] = (statuses[name] ?? 0) + 1;
-          }
-          commitChannel.publish({
-            statuses,
-            lagsMs: batch.map((w) => now - w.at),
-            recorded: result.recorded,
-            duplicates: result.duplicates,
-            orphans: result.orphans,
-          } satisfies CommitEvent);
-        }
-        if (away) {
-          log.info(
-            { failedCommits: away.failed, s: Math.round((Date.now() - away.since) / 1000) },
-            'notify: the store answers again; reports are recorded',
-          );
-          away = null;
-        }
-        if (log.isLevelEnabled('debug')) {
-          log.debug(
-            { events: n, requests: batch.length, ms: performance.now() - started, ...result },
-            'notify: committed',
-          );
-        }
-        if (result.orphans > 0 && log.isLevelEnabled('debug')) {
-          // A messageId may be the operator's own, a number as well: masked like one.
-          for (const e of recorded)
-            log.debug({ messageId: redactText(e.messageId), to: maskNumber(e.to) }, 'notify: report');
-        }
-        settled();
-        if (result.fileIds.length > 0 && options.onDelivered) {
-          try {
-            options.onDelivered(result.fileIds);
-          } catch (err) {
-            log.error({ err: errorText(err) }, 'notify: onDelivered failed');
-          }
-        }
-      },
-      (err: unknown) => {
-        clearTimeout(watchdog);
-        stats.failedCommits++;
-        if ((err as { code?: unknown } | null)?.code === 'DROPLINE_ERR_STORE_UNAVAILABLE') storeAway(err);
-        else
-          log.error(
-            { events: n, err: errorText(err) },
-            'notify: commit failed; answering 503 (the service retries)',
-          );
-        for (const w of batch) answer(w, 503, UNAVAILABLE_BODY);
-        settled();
-      },
-    );
-  }
-
-  // A store that is away (PostgreSQL restarting, a connection refused) fails every commit
-  // until it is back: thousands a minute under a stream of reports. Said when it goes, again
-  // each AWAY_REMINDER_MS it stays away, and when it is back, with the failed commits counted.
-  function storeAway(err: unknown): void {
-    const at = Date.now();
-    if (away) {
-      away.failed++;
-      if (at - away.saidAt < AWAY_REMINDER_MS) return;
-      away.saidAt = at;
-      log.warn(
-        { failedCommits: away.failed, s: Math.round((at - away.since) / 1000), err: errorText(err) },
-        'notify: the store is still unavailable; answering 503 (the service retries)',
-      );
-      return;
-    }
-    away = { since: at, saidAt: at, failed: 1 };
-    log.warn(
-      { err: errorText(err) },
-      'notify: the store is unavailable; answering 503 until it answers (the service retries)',
-    );
-  }
-
-  function settled(): void {
-    committing = false;
-    stalled = false;
-    schedule();
-  }
-
-  const enqueue = (events: DeliveryEvent[], res: ServerResponse) => {
-    if (closing || stalled) return reply(res, 503, UNAVAILABLE_BODY);
-    if (pendingEvents + events.length > maxQueue) return reply(res, 503, BUSY_BODY);
-    pending.push({ events, res, at: performance.now(), answered: false });
-    pendingEvents += events.length;
-    stats.queued = pendingEvents;
-    schedule();
-  };
+  const committer = new GroupCommitter({
+    store,
+    batchMs,
+    maxBatch,
+    maxQueue,
+    commitTimeoutMs,
+    log,
+    stats,
+    connections: () => connections,
+    onDelivered: options.onDelivered,
+  });
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const conn = connOf.get(req.socket);
@@ -492,7 +266,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         log.warn({ reason: decoded.reason, bytes }, 'notify: malformed report');
         return reply(res, 400, JSON.stringify({ status: 'malformed', reason: decoded.reason }));
       }
-      enqueue(decoded.events, res);
+      committer.add(decoded.events, (status, body) => reply(res, status, body));
     });
     // A client that goes away mid-body gets no answer; its report was not queued.
     req.on('error', () => {});
@@ -575,20 +349,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     stats: () => ({ ...stats, answered: { ...stats.answered } }),
     close() {
       closed ??= (async () => {
-        closing = true;
+        committer.stop();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         // Everything already queued is committed and answered; a hung store is not waited for
         // (the watchdog has answered its requests 503).
-        if (committing || pending.length > 0) {
-          await new Promise<void>((resolve) => {
-            idle = resolve;
-            if (stalled) resolve();
-            else schedule();
-          });
-        }
-        if (timer) clearTimeout(timer);
-        if (immediate) clearImmediate(immediate);
+        await committer.drain();
         server.closeAllConnections();
         await stopped;
         log.info({ ...stats, evicted }, 'notify: receiver closed');
@@ -598,67 +364,8 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   };
 }
 
-/**
- * Whether a batch may hold reports of POST /mtmessage (spec 6.3: bulkId always empty): the
- * massive sends' reports, nearly all of them, cost one comparison each and no parse.
- */
-function namesChunks(events: readonly DeliveryEvent[]): boolean {
-  for (const e of events) if (e.bulkId === '' && e.callbackData !== null) return true;
-  return false;
-}
-
-/**
- * POST /mtmessage carries a chunk's recipients under one CustomMessageId, with CallbackData
- * `{"f": "<fileId>", "c": <seq>}` (docs/notify.md "Reports of POST /mtmessage"): its reports
- * come back with an empty bulkId and that messageId for every recipient. Each one whose
- * callbackData names a chunk and whose `to` is a number of that chunk gets bulkId := fileId and
- * messageId := that recipient's, so the store applies it as any other report; the rest are
- * left as they came (a number not in the chunk stays an orphan). One store read per chunk
- * named in the batch. A failed read rejects: the batch fails as a failed commit.
- */
-async function chunkReports(store: Store, events: DeliveryEvent[]): Promise<DeliveryEvent[]> {
-  /** fileId → seq → indexes of the events naming that chunk. */
-  const named = new Map<string, Map<number, number[]>>();
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    if (e.bulkId !== '') continue;
-    const chunk = chunkOf(e.callbackData);
-    if (!chunk) continue;
-    let seqs = named.get(chunk.fileId);
-    if (!seqs) named.set(chunk.fileId, (seqs = new Map()));
-    const at = seqs.get(chunk.seq);
-    if (at) at.push(i);
-    else seqs.set(chunk.seq, [i]);
-  }
-  if (named.size === 0) return events;
-  const out = events.slice();
-  const reads: Promise<void>[] = [];
-  for (const [fileId, seqs] of named) {
-    for (const [seq, at] of seqs) {
-      // Numbers as the store keeps them (digits, country code first), as recordDeliveries compares them.
-      const numbers = [...new Set(at.map((i) => sentForm(events[i]!.to)))].filter((n) => n !== '');
-      if (numbers.length === 0) continue;
-      reads.push(
-        store.chunkMessageIds(fileId, seq, numbers).then((ids) => {
-          for (const i of at) {
-            const e = events[i]!;
-            const messageId = ids.get(sentForm(e.to));
-            if (messageId !== undefined) out[i] = { ...e, bulkId: fileId, messageId };
-          }
-        }),
-      );
-    }
-  }
-  await Promise.all(reads);
-  return out;
-}
-
 /** The `token` query parameter; the notifyUrl's plain `token=…` is read without URLSearchParams. */
 function tokenOf(query: string): string | null {
   if (query.startsWith('token=') && !/[&%+]/.test(query)) return query.slice('token='.length);
   return new URLSearchParams(query).get('token');
-}
-
-function errorText(err: unknown): string {
-  return redactText(err instanceof Error ? err.message : String(err));
 }
