@@ -42,6 +42,7 @@ import { parseListenAddress } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import type { Store } from '../store/store.ts';
+import { Connections } from './connections.ts';
 import { decodeNotification } from './decode.ts';
 import { connectionCap, openFilesLimit } from './fd-budget.ts';
 import { AWAY_REMINDER_MS, GroupCommitter } from './group-committer.ts';
@@ -110,17 +111,6 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-interface Conn {
-  readonly socket: Socket;
-  /** Has sent a request with the right token: never evicted for a newcomer. */
-  trusted: boolean;
-  /** Requests received and not answered yet: never closed under them. */
-  busy: number;
-  /** Accepted beyond the cap: its requests get 503 and it closes. */
-  overflow: boolean;
-  timer: NodeJS.Timeout | null;
-}
-
 const JSON_HEADERS = { 'content-type': 'application/json' } as const;
 const FULL_BODY = '{"status":"unavailable","reason":"too many connections"}';
 
@@ -128,57 +118,27 @@ const sha256 = (s: string): Buffer => hash('sha256', s, 'buffer');
 
 export async function startReceiver(options: ReceiverOptions): Promise<Receiver> {
   const { store, path } = options;
-  if (options.token === '') {
-    throw new DroplineError(
-      'DROPLINE_ERR_CONFIG',
-      'notify.token must not be empty: anyone could post reports',
-    );
-  }
-  if (!path.startsWith('/'))
-    throw new DroplineError('DROPLINE_ERR_CONFIG', 'the receiver path must start with /');
-  const batchMs = options.batchMs ?? 2;
-  const maxBatch = Math.max(1, options.maxBatch ?? 2000);
-  const maxQueue = Math.max(maxBatch, options.maxQueue ?? 10 * maxBatch);
-  const commitTimeoutMs = options.commitTimeoutMs ?? 5000;
-  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
-  // Bounded by the process's open-file limit (issue 32): a cap above it is never reached.
-  const wanted = {
-    maxConnections: Math.max(1, options.maxConnections ?? 512),
-    reserve: Math.max(0, options.reserve ?? 64),
-  };
-  const openFiles = openFilesLimit();
-  const { maxConnections, reserve } = connectionCap(openFiles, wanted);
-  const firstRequestMs = options.firstRequestMs ?? 10_000;
-  const now = options.now ?? (() => new Date());
-  const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'notify' });
-  // Hashing both sides gives equal-length buffers, so neither the comparison's time nor an early
-  // length mismatch says anything about the token.
-  const expected = sha256(options.token);
-  // Checked when the configuration loaded; a caller that skipped that gets the same message.
-  const parsed = parseListenAddress(options.listen);
-  if (typeof parsed === 'string') throw new DroplineError('DROPLINE_ERR_CONFIG', `notify.listen: ${parsed}`);
-  const [host, wantedPort] = parsed;
+  const {
+    batchMs,
+    maxBatch,
+    maxQueue,
+    commitTimeoutMs,
+    maxBodyBytes,
+    wanted,
+    openFiles,
+    maxConnections,
+    reserve,
+    firstRequestMs,
+    now,
+    log,
+    expected,
+    host,
+    wantedPort,
+  } = settingsOf(options);
 
-  const stats: ReceiverStats = {
-    requests: 0,
-    answered: {},
-    commits: 0,
-    failedCommits: 0,
-    events: 0,
-    recorded: 0,
-    duplicates: 0,
-    orphans: 0,
-    largestBatch: 0,
-    queued: 0,
-  };
+  const stats = noStats();
 
-  /** Open connections: when each has a request queued, no further one can arrive unanswered. */
-  let connections = 0;
-  /** Every open connection, oldest first (a Set keeps insertion order). */
-  const conns = new Set<Conn>();
-  const connOf = new WeakMap<Socket, Conn>();
-  let overflowing = 0;
-  let evicted = 0;
+  const conns = new Connections({ maxConnections, firstRequestMs, log });
   /** Requests refused for their token: each case logged once a minute at most, with the count since. */
   const refusals = new RepeatGate(AWAY_REMINDER_MS);
 
@@ -196,12 +156,12 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     commitTimeoutMs,
     log,
     stats,
-    connections: () => connections,
+    connections: () => conns.open,
     onDelivered: options.onDelivered,
   });
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const conn = connOf.get(req.socket);
+    const conn = conns.of(req.socket);
     // Only untrusted connections can be evicted, so only theirs need a busy count (and the
     // service's own requests, the hot path, skip the listener).
     if (conn && !conn.trusted) {
@@ -244,70 +204,21 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
     }
     const declared = Number(req.headers['content-length']);
     if (declared > maxBodyBytes) return reply(res, 413, '{"status":"too large"}', true);
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let tooLarge = false;
-    req.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
-      bytes += chunk.length;
-      if (bytes > maxBodyBytes) {
-        tooLarge = true;
-        chunks.length = 0;
-        reply(res, 413, '{"status":"too large"}', true);
-        return;
-      }
-      chunks.push(chunk);
+    readBody(req, maxBodyBytes, {
+      tooLarge: () => reply(res, 413, '{"status":"too large"}', true),
+      read: (body, bytes) => {
+        const decoded = decodeNotification(body, now().toISOString());
+        if (!decoded.ok) {
+          log.warn({ reason: decoded.reason, bytes }, 'notify: malformed report');
+          return reply(res, 400, JSON.stringify({ status: 'malformed', reason: decoded.reason }));
+        }
+        committer.add(decoded.events, (status, body) => reply(res, status, body));
+      },
     });
-    req.on('end', () => {
-      if (tooLarge) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      const decoded = decodeNotification(body, now().toISOString());
-      if (!decoded.ok) {
-        log.warn({ reason: decoded.reason, bytes }, 'notify: malformed report');
-        return reply(res, 400, JSON.stringify({ status: 'malformed', reason: decoded.reason }));
-      }
-      committer.add(decoded.events, (status, body) => reply(res, status, body));
-    });
-    // A client that goes away mid-body gets no answer; its report was not queued.
-    req.on('error', () => {});
-  };
-
-  /** The oldest untrusted connection with no request in progress, closed for a newcomer. */
-  const evictOne = (): boolean => {
-    for (const c of conns) {
-      if (c.trusted || c.busy > 0 || c.overflow) continue;
-      c.socket.destroy();
-      conns.delete(c);
-      evicted++;
-      return true;
-    }
-    return false;
   };
 
   const server: Server = createServer(handle);
-  server.on('connection', (socket: Socket) => {
-    connections++;
-    const conn: Conn = { socket, trusted: false, busy: 0, overflow: false, timer: null };
-    if (conns.size >= maxConnections && !evictOne()) {
-      conn.overflow = true;
-      overflowing++;
-      if (overflowing === 1) log.warn({ maxConnections }, 'notify: connection cap reached; answering 503');
-    }
-    conns.add(conn);
-    connOf.set(socket, conn);
-    // Untrusted connections get a short life: a request with the token, or closed.
-    conn.timer = setTimeout(() => {
-      conn.timer = null;
-      if (!conn.trusted && conn.busy === 0) socket.destroy();
-    }, firstRequestMs);
-    conn.timer.unref();
-    socket.once('close', () => {
-      connections--;
-      if (conn.timer) clearTimeout(conn.timer);
-      if (conn.overflow) overflowing--;
-      conns.delete(conn);
-    });
-  });
+  server.on('connection', (socket: Socket) => conns.accept(socket));
   // The service's sockets stay open between reports (it reuses them); a client that is slow
   // to send its headers or body does not hold a socket for the default minutes.
   server.keepAliveTimeout = 65_000;
@@ -315,23 +226,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
   server.requestTimeout = 30_000;
   // Beyond the cap and its reserve a new connection is closed at once: fds stay bounded.
   server.maxConnections = maxConnections + reserve;
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) =>
-      reject(
-        new DroplineError('DROPLINE_ERR_NOTIFY_LISTEN', `${options.listen}: ${err.code ?? err.message}`, {
-          cause: err,
-        }),
-      );
-    server.once('error', onError);
-    server.listen(wantedPort, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  // A wildcard address is not something a client can dial: name the loopback instead.
-  const dial = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
-  const url = `http://${dial.includes(':') ? `[${dial}]` : dial}:${port}${path}`;
+  const { port, url } = await listen(server, host, wantedPort, options.listen, path);
   log.info(
     { url, batchMs, maxBatch, maxQueue, maxConnections, reserve, openFilesLimit: openFiles },
     'notify: receiver listening',
@@ -357,10 +252,137 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
         await committer.drain();
         server.closeAllConnections();
         await stopped;
-        log.info({ ...stats, evicted }, 'notify: receiver closed');
+        log.info({ ...stats, evicted: conns.evicted }, 'notify: receiver closed');
       })();
       return closed;
     },
+  };
+}
+
+/** The receiver's settings, defaults applied; a setting no receiver can run with throws. */
+function settingsOf(options: ReceiverOptions) {
+  const { path } = options;
+  if (options.token === '') {
+    throw new DroplineError(
+      'DROPLINE_ERR_CONFIG',
+      'notify.token must not be empty: anyone could post reports',
+    );
+  }
+  if (!path.startsWith('/'))
+    throw new DroplineError('DROPLINE_ERR_CONFIG', 'the receiver path must start with /');
+  const batchMs = options.batchMs ?? 2;
+  const maxBatch = Math.max(1, options.maxBatch ?? 2000);
+  const maxQueue = Math.max(maxBatch, options.maxQueue ?? 10 * maxBatch);
+  const commitTimeoutMs = options.commitTimeoutMs ?? 5000;
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
+  // Bounded by the process's open-file limit (issue 32): a cap above it is never reached.
+  const wanted = {
+    maxConnections: Math.max(1, options.maxConnections ?? 512),
+    reserve: Math.max(0, options.reserve ?? 64),
+  };
+  const openFiles = openFilesLimit();
+  const { maxConnections, reserve } = connectionCap(openFiles, wanted);
+  const firstRequestMs = options.firstRequestMs ?? 10_000;
+  const now = options.now ?? (() => new Date());
+  const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'notify' });
+  // Hashing both sides gives equal-length buffers, so neither the comparison's time nor an early
+  // length mismatch says anything about the token.
+  const expected = sha256(options.token);
+  // Checked when the configuration loaded; a caller that skipped that gets the same message.
+  const parsed = parseListenAddress(options.listen);
+  if (typeof parsed === 'string') throw new DroplineError('DROPLINE_ERR_CONFIG', `notify.listen: ${parsed}`);
+  const [host, wantedPort] = parsed;
+
+  return {
+    batchMs,
+    maxBatch,
+    maxQueue,
+    commitTimeoutMs,
+    maxBodyBytes,
+    wanted,
+    openFiles,
+    maxConnections,
+    reserve,
+    firstRequestMs,
+    now,
+    log,
+    expected,
+    host,
+    wantedPort,
+  };
+}
+
+/**
+ * A request's body, up to `maxBytes`: `read` once it has all come, or `tooLarge` once it
+ * passes the limit (the rest is dropped). A client that goes away mid-body gets no answer.
+ */
+function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  on: { tooLarge: () => void; read: (body: Buffer, bytes: number) => void },
+): void {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let tooLarge = false;
+  req.on('data', (chunk: Buffer) => {
+    if (tooLarge) return;
+    bytes += chunk.length;
+    if (bytes > maxBytes) {
+      tooLarge = true;
+      chunks.length = 0;
+      on.tooLarge();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (tooLarge) return;
+    on.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), bytes);
+  });
+  // Its report was not queued.
+  req.on('error', () => {});
+}
+
+/** Listens on `host:port`; the URL a client dials (a wildcard address named by its loopback). */
+async function listen(
+  server: Server,
+  host: string,
+  wantedPort: number,
+  listenSetting: string,
+  path: string,
+): Promise<{ port: number; url: string }> {
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        new DroplineError('DROPLINE_ERR_NOTIFY_LISTEN', `${listenSetting}: ${err.code ?? err.message}`, {
+          cause: err,
+        }),
+      );
+    server.once('error', onError);
+    server.listen(wantedPort, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  // A wildcard address is not something a client can dial: name the loopback instead.
+  const dial = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return { port, url: `http://${dial.includes(':') ? `[${dial}]` : dial}:${port}${path}` };
+}
+
+/** The stats of a receiver that has received nothing yet. */
+function noStats(): ReceiverStats {
+  return {
+    requests: 0,
+    answered: {},
+    commits: 0,
+    failedCommits: 0,
+    events: 0,
+    recorded: 0,
+    duplicates: 0,
+    orphans: 0,
+    largestBatch: 0,
+    queued: 0,
   };
 }
 
