@@ -49,7 +49,7 @@ const CEILING_ROUNDS = env('POSTGRES_BENCH_CEILING_ROUNDS', 3);
 
 const CLAIM_FILES = env('POSTGRES_BENCH_CLAIM_FILES', 10_000);
 const CLAIM_WORKERS = 4;
-/** As the daemon claims an inbox (src/pipeline/daemon.ts CLAIM_BATCH). */
+/** As the daemon claims an inbox (src/app/daemon.ts CLAIM_BATCH). */
 const CLAIM_BATCH = 500;
 const SOURCE = 'inbox';
 /** As `dropline run` acquires (src/pipeline/pipeline.ts DRIVEN_STATES). */

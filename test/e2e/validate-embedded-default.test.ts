@@ -8,10 +8,10 @@ import { copyFile, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openRuntime, type Runtime } from '../../src/app/runtime.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { silentLogger } from '../../src/log.ts';
 import { manifestOf } from '../../src/pipeline/reports.ts';
-import { openRuntime, type Runtime } from '../../src/pipeline/runtime.ts';
 import { REPO, runCli } from '../helpers/cli.ts';
 
 const cwd = process.cwd();

@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openRuntime } from '../../src/app/runtime.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openRuntime } from '../../src/pipeline/runtime.ts';
 import {
   type RequestRecord,
   type Sandbox,

@@ -4,10 +4,10 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openRuntime } from '../../src/app/runtime.ts';
 import { loadConfig, parseConfig } from '../../src/config/load.ts';
 import { DroplineError, type ErrorCode } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openRuntime } from '../../src/pipeline/runtime.ts';
 
 let dir: string | null = null;
 afterEach(() => {

@@ -8,10 +8,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toJson, toText } from '../../src/cli/commands/validate.ts';
+import { toText } from '../../src/cli/commands/validate.ts';
 import { makeNumberRules } from '../../src/format/numbers.ts';
 import { type ReadOptions, type ReadSummary, refuseOtherChannel } from '../../src/format/reader.ts';
 import { loadSuppressionList } from '../../src/format/suppression.ts';
+import { toJson } from '../../src/format/validate.ts';
 import { counts, problems, type Read, read, rejection } from '../helpers/read-drop.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');

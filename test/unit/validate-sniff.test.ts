@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { validateFile } from '../../src/cli/commands/validate.ts';
 import { DEFAULTS } from '../../src/format/reader.ts';
+import { validateFile } from '../../src/format/validate.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dropline-sniff-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,10 +2,10 @@
 // default), a logger on stderr, and the runtime. Loaded when a command runs, not at
 // start-up: zod alone costs ~70 ms, and `validate` or `--help` need none of it.
 import type { Command } from 'commander';
+import type { OpenOptions, Runtime } from '../../app/runtime.ts';
 import type { LoadedConfig } from '../../config/load.ts';
 import { DroplineError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import type { OpenOptions, Runtime } from '../../pipeline/runtime.ts';
 import type { Source } from '../../sources/source.ts';
 import type { Store } from '../../store/store.ts';
 
@@ -27,7 +27,7 @@ export async function withRuntime<T>(
   fn: (rt: Runtime) => Promise<T>,
 ): Promise<T> {
   const loaded = await configOf(cmd);
-  const { openRuntime } = await import('../../pipeline/runtime.ts');
+  const { openRuntime } = await import('../../app/runtime.ts');
   const rt = await openRuntime(loaded, {
     logger: options.logger ?? (await commandLogger()),
     sandbox: options.sandbox ?? 'share',
@@ -49,7 +49,7 @@ export async function withStore<T>(
   fn: (store: Store, loaded: LoadedConfig) => Promise<T>,
 ): Promise<T> {
   const loaded = await configOf(cmd);
-  const { openStateStore } = await import('../../pipeline/runtime.ts');
+  const { openStateStore } = await import('../../app/runtime.ts');
   const store = await openStateStore(loaded);
   try {
     return await fn(store, loaded);

@@ -11,7 +11,7 @@ import { buildManifest, detailText, type Manifest, manifestOf, reportCsv } from 
 import { paceLine } from '../../pipeline/workers.ts';
 import type { FileRecord, Store } from '../../store/store.ts';
 import { withRuntime, withStore } from './context.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 import { jsonHelp, numberOption } from './options.ts';
 import { followFile, receiveReports } from './reports-wait.ts';
 

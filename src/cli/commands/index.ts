@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerFileCommands } from './files.ts';
+import type { SetExit } from './options.ts';
 import { registerPrune } from './prune.ts';
 import { registerReplies } from './replies.ts';
 import { registerRun } from './run.ts';
@@ -7,9 +8,6 @@ import { registerSandbox } from './sandbox.ts';
 import { registerSend } from './send.ts';
 import { registerValidate } from './validate.ts';
 import { registerWorkers } from './workers.ts';
-
-/** Each command sets the process exit code through `setExit`. */
-export type SetExit = (code: number) => void;
 
 export function registerCommands(program: Command, setExit: SetExit): void {
   registerValidate(program, setExit);

@@ -2,6 +2,9 @@
 // naming the flag and what it takes, never a silent default (`--limit abc` showed 50 files).
 import { InvalidArgumentError } from 'commander';
 
+/** Each command sets the process exit code through `setExit`. */
+export type SetExit = (code: number) => void;
+
 /** A number from min to max (an integer when `integer`). */
 export function numberOption(min: number, max: number, integer = false): (value: string) => number {
   return (value) => {

@@ -1,7 +1,7 @@
 // `dropline prune [--days N] [--json]`: retention on demand (docs/store.md "Retention").
 import type { Command } from 'commander';
 import { withStore } from './context.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 import { jsonHelp, numberOption } from './options.ts';
 
 export function registerPrune(program: Command, setExit: SetExit): void {

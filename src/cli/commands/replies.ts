@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import { csvCell } from '../../pipeline/reports.ts';
 import { withStore } from './context.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 
 const PAGE = 5000;
 export const REPLIES_HEADER = 'receivedAt,from,to,text,optOut';

@@ -3,9 +3,10 @@
 // report once, retries it only on a 503, and loses it when nothing answers. So a command that
 // sends either receives them itself (--wait) until every accepted recipient has a final status
 // or the delivery deadline passes, whatever the file's state, or warns that they will be lost.
+
+import type { Runtime } from '../../app/runtime.ts';
 import type { Logger } from '../../log.ts';
 import type { Receiver } from '../../notify/receiver.ts';
-import type { Runtime } from '../../pipeline/runtime.ts';
 import { redactServiceUrl } from '../../service/redact.ts';
 
 /** How often a waiting command looks at its file. */
@@ -25,7 +26,7 @@ export async function receiveReports(
 ): Promise<Receiver | null> {
   const [{ startReceiver }, { receiverListening }] = await Promise.all([
     import('../../notify/receiver.ts'),
-    import('../../pipeline/runtime.ts'),
+    import('../../app/runtime.ts'),
   ]);
   const { config } = rt.loaded;
   let receiver: Receiver | null = null;

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { redactServiceUrl } from '../../service/redact.ts';
 import { commandLogger, configOf } from './context.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 
 export function registerRun(program: Command, setExit: SetExit): void {
   program
@@ -11,8 +11,8 @@ export function registerRun(program: Command, setExit: SetExit): void {
     .action(async (_opts: unknown, cmd: Command) => {
       const loaded = await configOf(cmd);
       const [{ startDaemon }, { openRuntime }, { startupWarnings }] = await Promise.all([
-        import('../../pipeline/daemon.ts'),
-        import('../../pipeline/runtime.ts'),
+        import('../../app/daemon.ts'),
+        import('../../app/runtime.ts'),
         import('../../config/warnings.ts'),
       ]);
       const logger = await commandLogger('info');

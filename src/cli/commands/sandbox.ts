@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DroplineError } from '../../errors.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 import { jsonHelp, numberOption as number } from './options.ts';
 
 /** A listen address as Node's `server.listen` takes it: an IP or a name, never empty. */

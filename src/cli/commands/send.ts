@@ -9,7 +9,7 @@ import { manifestOf } from '../../pipeline/reports.ts';
 import { isDropFileName } from '../../sources/source.ts';
 import { commandLogger, localSource, withRuntime } from './context.ts';
 import { printManifest, successState } from './files.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 import { jsonHelp } from './options.ts';
 import { ProgressMeter } from './progress.ts';
 import { followFile, receiveReports } from './reports-wait.ts';

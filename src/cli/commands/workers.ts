@@ -2,7 +2,7 @@
 // account's send budget (docs/scaling.md).
 import type { Command } from 'commander';
 import { withStore } from './context.ts';
-import type { SetExit } from './index.ts';
+import type { SetExit } from './options.ts';
 import { jsonHelp } from './options.ts';
 
 export function registerWorkers(program: Command, setExit: SetExit): void {

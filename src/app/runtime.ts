@@ -9,6 +9,9 @@ import { type LoadedConfig, type ResolvedConfig, splitListen, withNotifyToken } 
 import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { patientStore } from '../pipeline/patient-store.ts';
+import { Pipeline } from '../pipeline/pipeline.ts';
+import { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
 import { ServiceClient } from '../service/client.ts';
 import type { BudgetSource } from '../service/dispatch.ts';
@@ -20,9 +23,6 @@ import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
 import type { Store } from '../store/store.ts';
-import { patientStore } from './patient-store.ts';
-import { Pipeline } from './pipeline.ts';
-import { SuppressionLists } from './suppression-lists.ts';
 
 /** How long a worker's right to renew an account's token lasts (a token request with its retries fits). */
 const TOKEN_CLAIM_MS = 60_000;
@@ -181,6 +181,72 @@ async function assemble(
 
   // Sources and the suppression lists before the sandbox: they fail on configuration
   // mistakes, and nothing that listens should have started when they do.
+  const sources = await openSources(config, logger, opened);
+
+  // After the sources: `<sourceName>:<path>` lists are read through them. Each list is read
+  // now (one that cannot be is a start-up error), then checked every minute and before a
+  // file starts.
+  const suppression = SuppressionLists.fromConfig(config, sources, logger);
+  if (suppression) {
+    opened.push(() => suppression.stop());
+    await suppression.start();
+  }
+
+  const { sandbox, serviceUrl } = await serviceOf(config, options, stateDir, logger, opened);
+
+  const { client, accounts, emailAccounts, whatsappAccounts, budgetStopping } = openAccounts({
+    loaded,
+    store,
+    owner,
+    serviceUrl,
+    logger,
+    opened,
+  });
+  opened.push(async () => budgetStopping.abort());
+  const pipeline = new Pipeline({
+    config,
+    store,
+    client,
+    accounts,
+    emailAccounts,
+    whatsappAccounts,
+    sources,
+    logger,
+    owner,
+    suppression,
+  });
+  let advertised: Advertisement | null = null;
+  return {
+    loaded,
+    store,
+    sources,
+    client,
+    accounts: accounts.has('default') ? accounts : new Map([['default', client], ...accounts]),
+    pipeline,
+    suppressionLists: suppression,
+    logger,
+    owner,
+    sandbox,
+    serviceUrl,
+    stateDir,
+    async advertise() {
+      if (sandbox && options.sandbox === 'embed' && !advertised)
+        advertised = await advertiseSandbox(stateDir, sandbox.url);
+    },
+    async close() {
+      if (advertised) withdraw(advertised);
+      advertised = null;
+      await closeOpened();
+    },
+  };
+}
+
+/** Every configured source, started (a source that cannot be used is a configuration error). */
+async function openSources(
+  config: LoadedConfig['config'],
+  logger: Logger,
+  opened: (() => Promise<unknown>)[],
+): Promise<Map<string, Source>> {
   const sources = new Map<string, Source>();
   for (const s of config.sources) {
     const source = await createSource(s, logger);
@@ -197,15 +263,17 @@ async function assemble(
     sources.set(s.name, source);
   }
 
-  // After the sources: `<sourceName>:<path>` lists are read through them. Each list is read
-  // now (one that cannot be is a start-up error), then checked every minute and before a
-  // file starts.
-  const suppression = SuppressionLists.fromConfig(config, sources, logger);
-  if (suppression) {
-    opened.push(() => suppression.stop());
-    await suppression.start();
-  }
+  return sources;
+}
 
+/** The messaging service's URL: the configured one, or the embedded (or shared) sandbox. */
+async function serviceOf(
+  config: LoadedConfig['config'],
+  options: OpenOptions,
+  stateDir: string,
+  logger: Logger,
+  opened: (() => Promise<unknown>)[],
+): Promise<{ sandbox: Sandbox | null; serviceUrl: string }> {
   let sandbox: Sandbox | null = null;
   let serviceUrl: string;
   if (config.api.baseUrl === 'sandbox') {
@@ -220,29 +288,25 @@ async function assemble(
     }
   } else serviceUrl = config.api.baseUrl;
 
+  return { sandbox, serviceUrl };
+}
+
+/** The accounts' clients: SMS/RCS clients by name (and "default"), email and WhatsApp accounts. */
+function openAccounts(o: {
+  loaded: ReturnType<typeof withNotifyToken>;
+  store: Store;
+  owner: string;
+  serviceUrl: string;
+  logger: Logger;
+  opened: (() => Promise<unknown>)[];
+}) {
+  const { loaded, store, owner, serviceUrl, logger, opened } = o;
+  const { config } = loaded;
   // The accounts' budgets wait for a store that is away (as the pipeline does): a send is
   // held, never failed, for it. Given up when the runtime closes.
   const budgetStopping = new AbortController();
   const budgetStore = patientStore(store, { logger, signal: budgetStopping.signal });
-  /**
-   * An account's send budget (concurrency, rate, pace) in the store, shared by every worker
-   * sending with it: `identity` names the account as the service knows it (hashed, so no
-   * secret is ever written to the store).
-   */
-  const budgetOf = (name: string, identity: string) => {
-    const account = { name, key: createHash('sha256').update(identity).digest('hex') };
-    const budget: BudgetSource = {
-      take: (req) => budgetStore.takeSendPermit(account, req),
-      release: (permitId) => budgetStore.releaseSendPermit(account.key, permitId),
-      slowDown: (trouble) => budgetStore.slowSends(account, trouble),
-    };
-    return {
-      owner,
-      budget,
-      onBudgetError: (err: unknown, what: string) =>
-        logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
-    };
-  };
+  const budgetOf = budgets(budgetStore, owner, logger);
   // One client per account: its own token (a login expires only that account's previous
   // token), its own concurrency and rate. The `api` credentials are the account "default"
   // unless `accounts` names one so.
@@ -364,42 +428,28 @@ async function assemble(
       ratePerSecond: config.api.ratePerSecond,
     });
 
-  opened.push(async () => budgetStopping.abort());
-  const pipeline = new Pipeline({
-    config,
-    store,
-    client,
-    accounts,
-    emailAccounts,
-    whatsappAccounts,
-    sources,
-    logger,
-    owner,
-    suppression,
-  });
-  let advertised: Advertisement | null = null;
-  return {
-    loaded,
-    store,
-    sources,
-    client,
-    accounts: accounts.has('default') ? accounts : new Map([['default', client], ...accounts]),
-    pipeline,
-    suppressionLists: suppression,
-    logger,
-    owner,
-    sandbox,
-    serviceUrl,
-    stateDir,
-    async advertise() {
-      if (sandbox && options.sandbox === 'embed' && !advertised)
-        advertised = await advertiseSandbox(stateDir, sandbox.url);
-    },
-    async close() {
-      if (advertised) withdraw(advertised);
-      advertised = null;
-      await closeOpened();
-    },
+  return { client, accounts, emailAccounts, whatsappAccounts, budgetStopping };
+}
+
+/**
+ * An account's send budget (concurrency, rate, pace) in the store, shared by every worker
+ * sending with it: `identity` names the account as the service knows it (hashed, so no
+ * secret is ever written to the store).
+ */
+function budgets(budgetStore: Store, owner: string, logger: Logger) {
+  return (name: string, identity: string) => {
+    const account = { name, key: createHash('sha256').update(identity).digest('hex') };
+    const budget: BudgetSource = {
+      take: (req) => budgetStore.takeSendPermit(account, req),
+      release: (permitId) => budgetStore.releaseSendPermit(account.key, permitId),
+      slowDown: (trouble) => budgetStore.slowSends(account, trouble),
+    };
+    return {
+      owner,
+      budget,
+      onBudgetError: (err: unknown, what: string) =>
+        logger.warn({ account: name, err: (err as Error).message }, `send budget: ${what} failed`),
+    };
   };
 }
 

@@ -1,0 +1,192 @@
+// What every stage of the pipeline shares (docs/architecture.md "The pipeline"): the store,
+// the configuration, the accounts and sources, the clock, the leases, and a file's
+// transitions and folders.
+import diagnosticsChannel from 'node:diagnostics_channel';
+import type { Config, SourceConfig } from '../config/schema.ts';
+import type { SuppressionList } from '../format/suppression.ts';
+import type { Logger } from '../log.ts';
+import type { ServiceClient } from '../service/client.ts';
+import type { EmailAccount } from '../service/email-account.ts';
+import type { WhatsAppAccount } from '../service/whatsapp-account.ts';
+import type { Source } from '../sources/source.ts';
+import type { FilePatch, FileRecord, FileState, Store } from '../store/store.ts';
+import { Leases } from './lease.ts';
+import { patientStore } from './patient-store.ts';
+import { cutToBytes } from './reports.ts';
+
+export interface PipelineOptions {
+  config: Config;
+  store: Store;
+  /** The account "default" (the `api` credentials, or `accounts.default`). */
+  client: ServiceClient;
+  /** The clients of `accounts` by name (a source's `account` chooses one). */
+  accounts?: ReadonlyMap<string, ServiceClient>;
+  /** The email accounts of `accounts` by name (an email source's `account`). */
+  emailAccounts?: ReadonlyMap<string, EmailAccount>;
+  /** The WhatsApp accounts of `accounts` by name (a WhatsApp source's `account`). */
+  whatsappAccounts?: ReadonlyMap<string, WhatsAppAccount>;
+  sources: ReadonlyMap<string, Source>;
+  logger: Logger;
+  /** This worker's lease owner id. */
+  owner: string;
+  /** The opt-out lists (SuppressionLists): asked before each file is read, whether they changed. */
+  suppression?: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
+  now?: () => Date;
+}
+
+/** diagnostics_channel: every change of a file's state this worker made (alerts, metrics). */
+export const FILE_STATE_CHANNEL = 'dropline:file:state';
+const fileStateChannel = diagnosticsChannel.channel(FILE_STATE_CHANNEL);
+
+export interface FileStateEvent {
+  readonly file: FileRecord;
+  readonly from: string;
+}
+
+export function stateChanged(file: FileRecord, from: string): void {
+  if (fileStateChannel.hasSubscribers) fileStateChannel.publish({ file, from } satisfies FileStateEvent);
+}
+
+/** The state and services the stages share. */
+export class PipelineContext {
+  readonly store: Store;
+  readonly config: Config;
+  readonly client: ServiceClient;
+  readonly accounts: ReadonlyMap<string, ServiceClient>;
+  readonly emailAccounts: ReadonlyMap<string, EmailAccount>;
+  readonly whatsappAccounts: ReadonlyMap<string, WhatsAppAccount>;
+  readonly sources: ReadonlyMap<string, Source>;
+  readonly log: Logger;
+  readonly owner: string;
+  readonly suppression: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
+  readonly now: () => Date;
+  /** When work last moved (a batch read, a chunk answered, a transition): the daemon's watchdog. */
+  lastProgress = Date.now();
+  /** The same per file being driven (the daemon forgets a file's entry when its drive ends). */
+  readonly progressAt = new Map<string, number>();
+  /** Aborted by stop(): no new chunk starts, and a chunk waiting to retry gives up as pending. */
+  readonly stopping = new AbortController();
+
+  readonly leases: Leases;
+
+  constructor(options: PipelineOptions) {
+    this.store = patientStore(options.store, { logger: options.logger, signal: this.stopping.signal });
+    this.config = options.config;
+    this.client = options.client;
+    this.accounts = options.accounts ?? new Map();
+    this.emailAccounts = options.emailAccounts ?? new Map();
+    this.whatsappAccounts = options.whatsappAccounts ?? new Map();
+    this.sources = options.sources;
+    this.log = options.logger;
+    this.owner = options.owner;
+    this.suppression = options.suppression ?? null;
+    this.now = options.now ?? (() => new Date());
+    this.leases = new Leases(this);
+  }
+
+  sourceConfig(name: string): SourceConfig {
+    const cfg = this.config.sources.find((s) => s.name === name);
+    if (!cfg) throw new Error(`unknown source ${name}`);
+    return cfg;
+  }
+
+  source(name: string): Source {
+    const s = this.sources.get(name);
+    if (!s) throw new Error(`source ${name} is not started`);
+    return s;
+  }
+
+  touch(fileId?: string): void {
+    this.lastProgress = Date.now();
+    if (fileId) this.progressAt.set(fileId, this.lastProgress);
+  }
+
+  private transitionLog(file: FileRecord, from: string, extra: Record<string, unknown> = {}): void {
+    this.touch(file.fileId);
+    stateChanged(file, from);
+    // A partial file waits for an operator (retry); a rejected one is warned about where it is rejected.
+    this.log[file.state === 'partial' ? 'error' : 'info'](
+      { fileId: file.fileId, source: file.source, file: file.name, from, to: file.state, ...extra },
+      `file ${file.name} ${from} → ${file.state}`,
+    );
+  }
+
+  /**
+   * A transition of a file this worker holds: refused by the store when the lease is another
+   * worker's now (fencing), and then this worker stops (LeaseLost). null: the state had moved
+   * on (a user paused or cancelled it meanwhile).
+   */
+  async transition(
+    fileId: string,
+    to: FileState,
+    from: readonly FileState[],
+    patch?: FilePatch,
+  ): Promise<FileRecord | null> {
+    this.leases.fence(fileId);
+    const before = await this.store.getFile(fileId);
+    const file = await this.store.transition(fileId, to, {
+      from,
+      owner: this.owner,
+      ...(patch ? { patch } : {}),
+    });
+    if (file) {
+      this.transitionLog(file, before?.state ?? '?');
+      return file;
+    }
+    if ((await this.store.getFile(fileId))?.leaseOwner !== this.owner) throw this.leases.lose(fileId);
+    return null;
+  }
+
+  async mustGet(fileId: string): Promise<FileRecord> {
+    const f = await this.store.getFile(fileId);
+    if (!f) throw new Error(`file ${fileId} vanished from the store`);
+    return f;
+  }
+
+  /** Moves a file into `folder/`, under a name of its own when that one is taken. */
+  async moveTo(
+    file: FileRecord,
+    source: Source,
+    folder: string,
+    options: { record?: boolean } = {},
+  ): Promise<string> {
+    if (file.path.startsWith(`${folder}/`)) return file.path;
+    if (options.record !== false) this.leases.fence(file.fileId);
+    let target = `${folder}/${file.name}`;
+    try {
+      let moved: boolean;
+      try {
+        moved = await source.move(file.path, target);
+      } catch (err) {
+        // The name is taken there (move never replaces a file): a name of its own, prefixed
+        // with the fileId and cut so that it still fits NAME_MAX (255 bytes). Asked only
+        // then, so a move costs no extra look-up (a round trip per file on SFTP).
+        if (!(await source.exists(target))) throw err;
+        const prefix = `${file.fileId}-`;
+        const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
+        const base = file.name.slice(0, file.name.length - ext.length);
+        target = `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
+        moved = await source.move(file.path, target);
+      }
+      if (!moved) {
+        this.log.warn({ fileId: file.fileId, path: file.path }, 'original already moved away');
+        return file.path;
+      }
+    } catch (err) {
+      this.log.warn(
+        { fileId: file.fileId, err: (err as Error).message },
+        `could not move the original to ${folder}/`,
+      );
+      return file.path;
+    }
+    if (options.record !== false) {
+      this.leases.fence(file.fileId);
+      await this.store.updateFile(file.fileId, { path: target });
+    }
+    return target;
+  }
+
+  async toProcessing(file: FileRecord, source: Source): Promise<void> {
+    if (file.path.startsWith('inbox/')) await this.moveTo(file, source, 'processing');
+  }
+}

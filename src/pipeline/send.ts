@@ -1,0 +1,520 @@
+// The pipeline's send stage (docs/architecture.md "The pipeline"): a file's chunks sent with
+// its source's account, fairly among the files sending at once, until none is pending.
+import { DroplineError } from '../errors.ts';
+import type { Priority } from '../format/directives.ts';
+import { planChunk } from '../plan/chunks.ts';
+import type { ChunkSendResult } from '../service/channel-account.ts';
+import type { SendResult, ServiceClient } from '../service/client.ts';
+import type { Flow } from '../service/dispatch.ts';
+import type { EmailAccount } from '../service/email-account.ts';
+import type { WhatsAppAccount } from '../service/whatsapp-account.ts';
+import type { MtMessageVia, PlannedChunk } from '../service/wire.ts';
+import type {
+  ChunkDestination,
+  ChunkRecord,
+  ChunkResult,
+  ChunkState,
+  FileEmail,
+  FileRecord,
+  FileWhatsApp,
+  HoldBackOptions,
+  PartOutcome,
+} from '../store/store.ts';
+import type { PipelineContext } from './context.ts';
+import { LeaseLost, type Leases } from './lease.ts';
+import type { Outputs } from './outputs.ts';
+import type { Progress } from './progress.ts';
+import type { Schedule } from './schedule.ts';
+
+/** A file's share of its account among the files sending at once, by its priority. */
+const PRIORITY_WEIGHT = { high: 4, normal: 2, low: 1 } as const;
+
+/** One chunk of a content file sent with its account (null: not sent). */
+type ContentSend = (
+  rows: readonly ChunkDestination[],
+  options: { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> },
+) => Promise<ChunkSendResult | null>;
+
+/**
+ * The client's per-part outcomes → what the store records for the chunk. `stopped`: the send
+ * was cut short by a stop, so a retryable failure (the service never took the part) is
+ * pending again rather than failed for good.
+ */
+export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
+  const parts: PartOutcome[] = [];
+  let attempts = 0;
+  let accepted = 0;
+  let rejected = 0;
+  let failed = 0;
+  let inDoubt = 0;
+  let blocked = 0;
+  let transactionNumber: string | null = null;
+  let errorCode: string | null = null;
+  let errorMessage: string | null = null;
+  for (const p of result.parts) {
+    const o = p.outcome;
+    attempts += o.attempts;
+    const messageIds = p.destinations.map((d) => d.messageId);
+    // One part carrying every destination of the request: the store may record it by chunk.
+    const whole = result.parts.length === 1 && p.destinations.length === result.destinations;
+    const scope = whole ? { messageIds, wholeChunk: true } : { messageIds };
+    if (o.kind === 'accepted') {
+      accepted++;
+      transactionNumber ??= o.transactionNumber;
+      parts.push({ ...scope, outcome: 'sent', transactionNumber: o.transactionNumber });
+      continue;
+    }
+    errorCode ??= o.code;
+    errorMessage ??= o.reason;
+    switch (o.kind) {
+      case 'rejected':
+        rejected++;
+        parts.push({ ...scope, outcome: 'rejected', code: o.code, detail: o.reason });
+        break;
+      case 'in_doubt':
+        inDoubt++;
+        parts.push({ ...scope, outcome: 'in_doubt', code: o.code, detail: o.reason });
+        break;
+      case 'forbidden':
+      case 'unauthorized':
+        blocked++;
+        parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
+        break;
+      default:
+        if (options.stopped && o.retryable) {
+          blocked++;
+          parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
+        } else {
+          failed++;
+          parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
+        }
+    }
+  }
+  let state: ChunkState;
+  if (inDoubt > 0) state = 'in_doubt';
+  else if (failed > 0) state = 'failed';
+  else if (blocked > 0) state = 'pending';
+  else if (accepted === 0 && rejected > 0) state = 'rejected';
+  else state = 'accepted';
+  return { state, attempts, transactionNumber, errorCode, errorMessage, parts };
+}
+
+/** Sends the chunks of the files this worker holds. */
+export class Sender {
+  readonly c: PipelineContext;
+  readonly leases: Leases;
+  readonly outputs: Outputs;
+  readonly progress: Progress;
+  readonly schedule: Schedule;
+
+  constructor(c: PipelineContext, leases: Leases, outputs: Outputs, progress: Progress, schedule: Schedule) {
+    this.c = c;
+    this.leases = leases;
+    this.outputs = outputs;
+    this.progress = progress;
+    this.schedule = schedule;
+  }
+
+  /**
+   * The account a file is sent with (its source's `account`): its client, and how many of
+   * its chunks are in flight at once (the account's concurrency).
+   */
+  private accountOf(file: FileRecord): { client: ServiceClient; concurrency: number } {
+    const name = this.c.sourceConfig(file.source).account;
+    const client = this.c.accounts.get(name) ?? (name === 'default' ? this.c.client : undefined);
+    // The configuration names only accounts it defines (schema.ts): this is a defect, not input.
+    if (!client) throw new Error(`source ${file.source}: no account ${name}`);
+    const concurrency = this.c.config.accounts[name]?.concurrency ?? this.c.config.api.concurrency;
+    return { client, concurrency };
+  }
+
+  /**
+   * How a file whose content the service keeps per request (email, WhatsApp) is sent: its
+   * source's account of that channel, and how many of its chunks are in flight at once.
+   */
+  private async contentAccountOf(
+    file: FileRecord,
+    content: FileEmail | FileWhatsApp,
+    bulkText: string | null,
+  ): Promise<{ concurrency: number; send: ContentSend }> {
+    const name = this.c.sourceConfig(file.source).account;
+    const account =
+      content.channel === 'email' ? this.c.emailAccounts.get(name) : this.c.whatsappAccounts.get(name);
+    if (!account)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `source ${file.source}: ${name} is not a ${content.channel} account`,
+      );
+    if (content.channel === 'email') {
+      const email = account as EmailAccount;
+      // Its shared attachments as read with the file (the folder may have changed since).
+      const { attachments: listed, ...rest } = content;
+      const message = listed?.length
+        ? { ...rest, attachments: await this.c.store.attachments(file.fileId) }
+        : rest;
+      return {
+        concurrency: email.concurrency,
+        send: (rows, options) => email.sendChunk(message, rows, options),
+      };
+    }
+    const whatsapp = account as WhatsAppAccount;
+    return {
+      concurrency: whatsapp.concurrency,
+      // A bulk file's recipients after its first share the first one's parameters (stored once).
+      send: (rows, options) =>
+        whatsapp.sendChunk(
+          content,
+          bulkText === null ? rows : rows.map((r) => (r.text === null ? { ...r, text: bulkText } : r)),
+          options,
+        ),
+    };
+  }
+
+  /** The file's `#! priority:` directive, else its source's `priority`. */
+  private priorityOf(file: FileRecord): Priority {
+    return file.priority ?? this.c.sourceConfig(file.source).priority;
+  }
+
+  bulkTexts = new Map<string, string>();
+
+  private async bulkText(fileId: string): Promise<string | null> {
+    const cached = this.bulkTexts.get(fileId);
+    if (cached !== undefined) return cached;
+    // The text is kept on the file's first valid recipient, the first of chunk 1.
+    const first = (await this.c.store.chunkRecipients(fileId, 1)).find((r) => r.text !== null);
+    if (first?.text != null) {
+      this.bulkTexts.set(fileId, first.text);
+      return first.text;
+    }
+    for await (const r of this.c.store.recipients(fileId, [
+      'pending',
+      'sent',
+      'rejected',
+      'failed',
+      'in_doubt',
+    ])) {
+      if (r.text !== null) {
+        this.bulkTexts.set(fileId, r.text);
+        return r.text;
+      }
+    }
+    return null;
+  }
+
+  /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
+  async send(file: FileRecord): Promise<FileRecord> {
+    const fileId = file.fileId;
+    // Resumed, retried or taken over outside its window (or before its sendAt): it waits.
+    const began = this.c.now();
+    const start = this.schedule.startOf(file, began);
+    if (start === null || start.getTime() > began.getTime()) return this.schedule.reschedule(file, start);
+    // The window closes at this instant: no chunk starts after it.
+    const closes =
+      this.schedule.windowOf(file.source)?.closesAt(began)?.getTime() ?? Number.POSITIVE_INFINITY;
+    const holding = this.holdBackOptions(file);
+    await this.outputs.dropStaleReport(file);
+    const pending = await this.c.store.listChunks(fileId, ['pending']);
+    const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
+    // An email or WhatsApp file goes to its source's account of that channel, an sms or RCS
+    // file to its SMS (or RCS) account: POST /mtmessage for RCS and flash, else the massive one.
+    const kept = file.content;
+    const content =
+      kept?.channel === 'email' || kept?.channel === 'whatsapp'
+        ? await this.contentAccountOf(file, kept, bulkText)
+        : null;
+    const sms = content ? null : this.accountOf(file);
+    const mt = kept?.channel === 'rcs' || kept?.channel === 'sms' ? kept : null;
+    const plan = (seq: number, rows: readonly ChunkDestination[]): PlannedChunk => {
+      const chunk = planChunk(fileId, seq, rows, bulkText);
+      if (!mt) return chunk;
+      const via: MtMessageVia = {
+        channel: mt.channel === 'rcs' ? 'RCS' : 'SMS',
+        flash: mt.flash === true,
+        customMessageId: chunk.chunkId,
+        callbackData: { f: fileId, c: seq },
+      };
+      return { ...chunk, via };
+    };
+    const run = new FileSend({
+      c: this.c,
+      leases: this.leases,
+      fileId,
+      pending,
+      holding,
+      closes,
+      content,
+      sms: sms && { send: (seq, rows, options) => sms.client.sendChunk(plan(seq, rows), options) },
+      // Its share of the account when other files send at once.
+      flow: { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] },
+    });
+    const concurrency = content?.concurrency ?? sms?.concurrency ?? 1;
+    await Promise.all(Array.from({ length: concurrency }, () => run.worker()));
+    return this.#afterSend(fileId, run);
+  }
+
+  /** After the workers ended: paused, rescheduled at closing time, partial, submitted, or still sending. */
+  async #afterSend(fileId: string, run: FileSend): Promise<FileRecord> {
+    this.leases.fence(fileId);
+    const after = await this.c.mustGet(fileId);
+    // Paused meanwhile: whoever did it wrote the report before the chunks in flight here were
+    // recorded, so it is written again with their outcomes (cancelled: driveHeld closes it).
+    if (after.state === 'paused') await this.outputs.writeAllReports(fileId);
+    // Closing time: the chunks not started wait, pending, for the next opening.
+    if (run.closed && after.state === 'sending' && !this.c.stopping.signal.aborted && !run.lease?.lost)
+      return this.schedule.reschedule(after, this.schedule.startOf(after, this.c.now()));
+    if (after.state !== 'sending' || run.stop) return after;
+    // Chunk states only: the chunks table, not a count over every recipient of the file.
+    const open = await this.c.store.listChunks(fileId, ['pending', 'inflight', 'failed', 'in_doubt']);
+    if (open.some((c) => c.state === 'pending' || c.state === 'inflight')) return after;
+    if (open.length > 0) {
+      const failed = open.filter((c) => c.state === 'failed').length;
+      const reason = `${failed} chunk(s) failed, ${open.length - failed} in doubt: dropline retry ${fileId} resends them`;
+      const partial = await this.progress.finish(fileId, 'partial', ['sending'], { reason });
+      return partial ?? after;
+    }
+    return this.progress.submitted(fileId, ['sending']);
+  }
+
+  /**
+   * What a chunk is checked against just before it is sent (Store.holdBack: the contact
+   * limit's day is the store's, on its clock); null when there is nothing to check (no
+   * replies received, no contact limit).
+   */
+  private holdBackOptions(file: FileRecord): HoldBackOptions | null {
+    const limit = this.c.config.contactLimit;
+    const optOuts = this.c.config.optOut.smpp !== null;
+    if (!limit && !optOuts) return null;
+    const account = this.c.sourceConfig(file.source).account;
+    // The contact limit's day is the store's (its clock), not this worker's.
+    const contactLimit = limit ? { account, timezone: limit.timezone, perDay: limit.perDay } : null;
+    return { optOuts, contactLimit };
+  }
+}
+
+type SendOptions = { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> };
+
+interface FileSendOptions {
+  c: PipelineContext;
+  leases: Leases;
+  fileId: string;
+  /** The file's pending chunks, taken in order by the workers. */
+  pending: ChunkRecord[];
+  holding: HoldBackOptions | null;
+  /** When the send window closes (ms since the epoch): no chunk starts after it. */
+  closes: number;
+  /** An email or WhatsApp file: its account's send. */
+  content: { send: ContentSend } | null;
+  /** An sms or RCS file: its chunk sent with the SMS (or RCS) account. */
+  sms: {
+    send: (
+      seq: number,
+      rows: readonly ChunkDestination[],
+      options: SendOptions,
+    ) => Promise<SendResult | null>;
+  } | null;
+  flow: Flow;
+}
+
+/**
+ * One file's send under its lease: its pending chunks taken in turn by the workers, each
+ * chunk's recipients read ahead, held back, set inflight (fenced) when its turn on the
+ * account comes, sent, and its result recorded. `stop` ends every worker between chunks.
+ */
+class FileSend {
+  readonly #o: FileSendOptions;
+  /** No worker takes another chunk (the file paused, cancelled, its lease lost or its window closed). */
+  stop = false;
+  /** The send window closed during the send. */
+  closed = false;
+  readonly lease: { lost: boolean } | undefined;
+  /** The next chunk's destinations, read while this one is sent. */
+  readonly #ahead = new Map<number, Promise<ChunkDestination[]>>();
+  /**
+   * Fenced in one statement: a chunk goes inflight only while this worker holds the file's
+   * lease, unexpired (withLease's timer renews it), and the file is still sending (not
+   * paused or cancelled).
+   */
+  readonly #guard: { owner: string; fileState: 'sending' };
+
+  constructor(options: FileSendOptions) {
+    this.#o = options;
+    this.lease = options.leases.held.get(options.fileId);
+    this.#guard = { owner: options.c.owner, fileState: 'sending' } as const;
+  }
+
+  #closing(): boolean {
+    if (!this.closed && this.#o.c.now().getTime() >= this.#o.closes) this.closed = true;
+    return this.closed;
+  }
+
+  /** Ends this worker's sends of the file (a lost lease): the others see `stop` between chunks. */
+  #lost(): void {
+    this.#o.leases.lose(this.#o.fileId);
+    this.stop = true;
+  }
+
+  /**
+   * A chunk's destinations (a read: its rows change only under this worker's lease, and it
+   * still goes inflight before its request).
+   */
+  async #destinations(seq: number): Promise<ChunkDestination[]> {
+    const { c, fileId, holding } = this.#o;
+    // Opted out since the read, or contacted already today: left out of the request.
+    if (holding) {
+      const held = await c.store.holdBack(fileId, seq, holding);
+      if (held.suppressed + held.contactLimited > 0)
+        c.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
+    }
+    return c.store.chunkDestinations(fileId, seq);
+  }
+
+  #readAhead(): void {
+    const next = this.#o.pending[0];
+    if (!next || this.#ahead.has(next.seq) || this.stop) return;
+    const read = this.#destinations(next.seq);
+    read.catch(() => {});
+    this.#ahead.set(next.seq, read);
+  }
+
+  /** The chunk is inflight; false when it is not this worker's to send (stop or lost said why). */
+  async #begin(seq: number): Promise<boolean> {
+    const { c, fileId } = this.#o;
+    // A chunk whose turn comes after closing time waits for the next opening, pending.
+    if (this.#closing()) {
+      this.stop = true;
+      return false;
+    }
+    if (await c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard)) return true;
+    const current = await c.store.getFile(fileId);
+    if (current?.leaseOwner !== c.owner) {
+      this.#lost();
+      return false;
+    }
+    if (current.state !== 'sending') {
+      this.stop = true;
+      return false;
+    }
+    // Still this worker's and sending: the chunk was no longer pending, or the lease lapsed
+    // with nobody taking the file (its renewal held up): renewed, then asked once more.
+    if (!(await c.store.renewLease(fileId, c.owner, c.config.leaseMs))) {
+      this.#lost();
+      return false;
+    }
+    return c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard);
+  }
+
+  /** One worker: chunks taken in turn until none is left or the send stops. */
+  async worker(): Promise<void> {
+    // A chunk's result is recorded while the worker starts and sends its next chunk, one
+    // result of this worker at a time: a crash meanwhile leaves it inflight, in doubt at the
+    // next start, as a crash during its request would.
+    const results = new ChunkResults(this.#o.c, this.#o.fileId);
+    try {
+      await this.#loop(results);
+    } catch (err) {
+      await results.last()?.catch(() => {});
+      throw err;
+    }
+    // The worker's last result is recorded before it ends, whatever ended it.
+    await results.last();
+  }
+
+  async #loop(results: ChunkResults): Promise<void> {
+    const { c, fileId, pending, holding, content, sms, flow } = this.#o;
+    const stopping = c.stopping.signal;
+    for (let chunk = pending.shift(); chunk && !this.stop && !stopping.aborted; chunk = pending.shift()) {
+      if (!this.lease || this.lease.lost) return this.#lost();
+      if (this.#closing()) {
+        // Not sent: it stays pending for the next opening.
+        this.stop = true;
+        return;
+      }
+      const read = this.#ahead.get(chunk.seq) ?? this.#destinations(chunk.seq);
+      this.#ahead.delete(chunk.seq);
+      const rows = await read;
+      this.#readAhead();
+      if (rows.length === 0 && holding) {
+        // Every recipient of the chunk was held back: nothing to send, the chunk is done.
+        await c.store.setChunkState(fileId, chunk.seq, 'accepted', ['pending'], this.#guard);
+        continue;
+      }
+      // The chunk goes inflight only once its turn on the account has come (it may wait
+      // behind other files' chunks): a chunk that only waited is never in doubt.
+      const seq = chunk.seq;
+      const options = { signal: stopping, flow, start: () => this.#begin(seq) };
+      let refused: string | null = null;
+      if (content) {
+        const sent = await content.send(rows, options);
+        if (!sent) continue;
+        await results.record(seq, sent.result, rows.length);
+        refused = sent.refused;
+      } else if (sms) {
+        const result = await sms.send(seq, rows, options);
+        if (!result) continue;
+        await results.record(seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
+        const blocked = result.parts.find(
+          (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
+        );
+        if (blocked && blocked.outcome.kind !== 'accepted') refused = blocked.outcome.reason;
+      }
+      // 401/403: the account was refused; the file pauses with the service's reason.
+      if (refused !== null) {
+        this.stop = true;
+        await results.last();
+        try {
+          await c.transition(fileId, 'paused', ['sending'], { reason: refused });
+        } catch (err) {
+          if (err instanceof LeaseLost) return;
+          throw err;
+        }
+      }
+    }
+  }
+}
+
+/** One worker's chunk results, recorded one at a time while its next chunk is sent. */
+class ChunkResults {
+  readonly #c: PipelineContext;
+  readonly #fileId: string;
+  #recording: Promise<void> | null = null;
+
+  constructor(c: PipelineContext, fileId: string) {
+    this.#c = c;
+    this.#fileId = fileId;
+  }
+
+  /** The result being recorded, if any. */
+  last(): Promise<void> | null {
+    return this.#recording;
+  }
+
+  async record(seq: number, chunkResult: ChunkResult, destinations: number): Promise<void> {
+    const c = this.#c;
+    const fileId = this.#fileId;
+    // The previous result first; this one is recorded even when that one failed.
+    const prior = await this.#recording?.then(
+      () => null,
+      (err: unknown) => ({ err }),
+    );
+    // Not fenced: what the service answered is a fact, whoever holds the lease now (a
+    // worker that took over meanwhile has this chunk in doubt, and this settles it).
+    const recording = c.store.recordChunkResult(fileId, seq, chunkResult).then((state) => {
+      c.touch(fileId);
+      c.log[state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'](
+        {
+          fileId,
+          chunk: seq,
+          destinations,
+          state,
+          attempts: chunkResult.attempts,
+          ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
+        },
+        `chunk ${seq} ${state}`,
+      );
+    });
+    this.#recording = recording;
+    // Awaited by the next chunk or when the worker ends; until then its failure is not unhandled.
+    recording.catch(() => {});
+    if (prior) throw prior.err;
+  }
+}
