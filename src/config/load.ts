@@ -7,7 +7,8 @@ import type { z } from 'zod';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { jsonProblem, withoutBom } from './json-problem.ts';
-import { type Config, configSchema, parseListenAddress, type SftpSourceConfig } from './schema.ts';
+import { parseListenAddress } from './listen.ts';
+import { type Config, configSchema, type SftpSourceConfig } from './schema.ts';
 
 export const DEFAULT_CONFIG_PATH = './dropline.config.json';
 

@@ -1,10 +1,9 @@
-// dropline.config.json (CONTRACT.md "Configuration"): parsed once into a frozen Config.
+// dropline.config.json (docs/configuration.md): parsed once into a frozen Config.
 // Unknown keys are errors: a typo must not silently fall back to a default.
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { DAYS, windowProblem } from '../plan/send-window.ts';
-import { isLoopbackListen } from './loopback.ts';
+import { isLoopbackListen, parseListenAddress } from './listen.ts';
 
 const duration = z.number().int().nonnegative();
 export const ALERT_EVENTS = [
@@ -16,25 +15,6 @@ export const ALERT_EVENTS = [
   'suppression-list-refused',
   'service-down',
 ] as const;
-
-/**
- * `host:port`, `[ipv6]:port` → [host, port], or why not. One parser for the schema and for
- * the servers, so that an address the configuration accepts is one they can listen on.
- */
-export function parseListenAddress(listen: string): [string, number] | string {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(listen);
-  const host = m?.[1] ?? m?.[2];
-  const port = Number(m?.[3]);
-  if (!m || host === undefined || port > 65_535)
-    return `"${listen}" is not host:port (e.g. 127.0.0.1:8080, [::1]:8080; port 0 to 65535)`;
-  if (
-    m[1] !== undefined
-      ? isIP(host) !== 6
-      : isIP(host) === 0 && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)
-  )
-    return `"${listen}": ${host} is neither an IP address nor a host name`;
-  return [host, port];
-}
 
 const listenAddress = z.string().superRefine((value, ctx) => {
   const parsed = parseListenAddress(value);

@@ -1,6 +1,7 @@
 // Settings that work but invite trouble: `dropline run` logs each one as a warning at start.
+
+import { parseListenAddress } from './listen.ts';
 import type { Config } from './schema.ts';
-import { parseListenAddress } from './schema.ts';
 
 /** Shorter than this, a notify (or ops) token can be guessed by whoever can reach its server. */
 export const MIN_NOTIFY_TOKEN_LENGTH = 16;

@@ -38,7 +38,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Logger, pino } from 'pino';
-import { parseListenAddress } from '../config/schema.ts';
+import { parseListenAddress } from '../config/listen.ts';
 import { DroplineError } from '../errors.ts';
 import { RepeatGate } from '../log.ts';
 import type { Store } from '../store/store.ts';

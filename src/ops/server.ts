@@ -4,8 +4,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isLoopbackHost } from '../config/listen.ts';
 import { splitListen } from '../config/load.ts';
-import { isLoopbackHost } from '../config/loopback.ts';
 import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
