@@ -1,5 +1,5 @@
+import { redactText } from '../core/redact.ts';
 import { localInstant } from '../plan/send-window.ts';
-import { redactText } from '../service/redact.ts';
 
 // FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
 // recognised, and a typo, a value that does not parse, a name given twice or a directive the

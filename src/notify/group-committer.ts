@@ -7,7 +7,7 @@
 // queue answers 503 at once. The header of receiver.ts says why each rule is there.
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { Logger } from 'pino';
-import { maskNumber, redactText } from '../service/redact.ts';
+import { maskNumber, redactText } from '../core/redact.ts';
 import { sentForm } from '../store/message-ids.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
 import { chunkOf } from './decode.ts';

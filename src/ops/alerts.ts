@@ -8,11 +8,11 @@ import { createHmac } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config/schema.ts';
+import { querySecrets, redactSecrets, secretsOf } from '../core/redact.ts';
 import type { Logger } from '../log.ts';
 import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/pipeline.ts';
 import { type Manifest, manifestOf } from '../pipeline/reports.ts';
 import { SUPPRESSION_LIST_CHANNEL, type SuppressionListEvent } from '../pipeline/suppression-lists.ts';
-import { querySecrets, redactSecrets, secretsOf } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
 export type AlertEvent = Config['alerts'][number]['events'][number];

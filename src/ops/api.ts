@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import type { Config } from '../config/schema.ts';
+import { redactText } from '../core/redact.ts';
 import { DroplineError, hintOf } from '../errors.ts';
 import { sourceValidateOptions, toJson, validateFile } from '../format/validate.ts';
 import type { Logger } from '../log.ts';
@@ -25,7 +26,6 @@ import {
 } from '../pipeline/reports.ts';
 import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
-import { redactText } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 import { errorParams, rejectionParams, wordedEvent, wordedManifest } from './wording.ts';
 

@@ -9,7 +9,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import smpp, { type PDU, type Session } from 'smpp';
-import { maskNumber } from '../service/redact.ts';
+import { maskNumber } from '../core/redact.ts';
 
 /** One user's reply, as the SMSC delivered it. */
 export interface SmppReply {

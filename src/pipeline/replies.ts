@@ -3,11 +3,11 @@
 // sender on the opt-out list in the same transaction, before the SMSC gets its acknowledgement.
 // Chunks not yet sent are checked against that list (Store.holdBack).
 import type { LoadedConfig } from '../config/load.ts';
+import { maskNumber } from '../core/redact.ts';
 import { makeNumberRules, normalizeNumber } from '../format/numbers.ts';
 import type { Logger } from '../log.ts';
 import { isOptOut } from '../optout/keywords.ts';
 import { type SmppReply, SmppReplyReceiver } from '../optout/smpp-receiver.ts';
-import { maskNumber } from '../service/redact.ts';
 import type { Store } from '../store/store.ts';
 
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */

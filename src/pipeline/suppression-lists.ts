@@ -28,11 +28,11 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { resolve } from 'node:path';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { Config } from '../config/schema.ts';
+import { redactText } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadList, readSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
-import { redactText } from '../service/redact.ts';
 import type { Source } from '../sources/source.ts';
 import {
   type Backend,

@@ -1,7 +1,7 @@
 // What `dropline workers` and /api/workers show: every worker heard from in the last day, with
 // its heartbeat and the files it holds, and each account's send budget (its pace after 429s
 // and 5xx, its requests in flight across all workers).
-import type { BudgetView } from '../service/budget.ts';
+import type { BudgetView } from '../core/budget.ts';
 import { type Store, WORKER_SILENT_MS, type WorkerRecord } from '../store/store.ts';
 
 /** How often a `dropline run` says it is alive. */

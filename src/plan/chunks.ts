@@ -1,6 +1,40 @@
 // Recipients → one request's chunk (POST /mtmessage/massive, or /mtmessage with its `via`). Pure and deterministic: the same
 // rows always give the same chunk, so a resumed chunk is byte-for-byte the same request.
-import type { PlannedChunk, PlannedMessage } from '../service/wire.ts';
+/** Exactly these two keys: massiveBody writes a list of them with JSON.stringify. */
+export interface Destination {
+  readonly to: string;
+  readonly messageId: string;
+}
+
+export interface PlannedMessage {
+  readonly text: string;
+  readonly destinations: readonly Destination[];
+}
+
+/**
+ * A chunk sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: RCS, or SMS
+ * with an option the massive endpoint does not take (flash). Its reports come to the account
+ * webhook without a bulkId: `CallbackData` (`{"f": fileId, "c": seq}`) names the chunk, and
+ * the receiver finds each recipient by its number in it (docs/channels.md).
+ */
+export interface MtMessageVia {
+  readonly channel: 'SMS' | 'RCS';
+  readonly flash: boolean;
+  /** Returned as each report's messageId (the chunk's id). */
+  readonly customMessageId: string;
+  readonly callbackData: { readonly f: string; readonly c: number };
+}
+
+/** What the planner hands to the client: one request's worth of recipients. */
+export interface PlannedChunk {
+  readonly chunkId: string;
+  readonly bulkId: string;
+  readonly messages: readonly PlannedMessage[];
+  /** Already JSON text (2.4: "a JSON object must be sent as escaped text"), at most 200 characters. */
+  readonly callbackData?: string | undefined;
+  /** Sent with POST /mtmessage; absent: POST /mtmessage/massive. */
+  readonly via?: MtMessageVia | undefined;
+}
 
 export interface ChunkRecipient {
   number: string;

@@ -7,7 +7,7 @@
 // already ordered by due time and picking the next job is a look at six heads (no heap, no timer
 // per job). Requests go through one undici Agent (a keep-alive pool per receiver origin).
 import { Agent, type Dispatcher } from 'undici';
-import { redactUrl } from '../service/redact.ts';
+import { redactUrl } from '../core/redact.ts';
 
 export const RETRY_DELAYS_S = [10, 20, 30, 40, 50] as const;
 

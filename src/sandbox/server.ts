@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, BlockList, isIP } from 'node:net';
 import { jsonProblem, withoutBom } from '../config/json-problem.ts';
-import { redactUrl } from '../service/redact.ts';
+import { redactUrl } from '../core/redact.ts';
 import {
   type Account,
   Accounts,

@@ -14,6 +14,7 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { querySecrets, redactSecrets, secretsOf } from '../core/redact.ts';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
 import { answerDecision, describeError, type HttpAnswer, headerOf, postOnce, serviceHost } from './http.ts';
@@ -27,7 +28,6 @@ import {
   monitoringData,
   withoutSecrets,
 } from './monitoring.ts';
-import { querySecrets, redactSecrets, secretsOf } from './redact.ts';
 import { type TokenAnswer, TokenManager, type TokenShare } from './token.ts';
 import {
   type BackoffPolicy,

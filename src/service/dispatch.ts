@@ -13,7 +13,7 @@ import {
   type PermitAnswer,
   type PermitRequest,
   slowedDown,
-} from './budget.ts';
+} from '../core/budget.ts';
 
 /** Where the account's budget lives: the store for a real deployment, memory for a lone client. */
 export interface BudgetSource {

@@ -16,9 +16,9 @@
 //   without an answer is in doubt, never sent again here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { redactSecrets, secretsOf } from '../core/redact.ts';
 import { DroplineError, type ErrorCode } from '../errors.ts';
 import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
-import { redactSecrets, secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
 
 /** Spec 8: recipients a request. */

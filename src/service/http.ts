@@ -2,8 +2,8 @@
 // even when its body broke off), or no answer, and then whether the request was written
 // (in doubt) or never left (safe to send again). Shared by the SMS client and the email client.
 import type { Dispatcher, Pool } from 'undici';
+import { redactText, redactUrl } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
-import { redactText, redactUrl } from './redact.ts';
 
 /**
  * A service host from its configured URL (`what` names the setting): the origin a Pool dials

@@ -4,7 +4,7 @@
 // Pure, like wire.ts: the requests themselves are ServiceClient.monitoring() (client.ts), with
 // the account's own token and pool, and no send permit (monitoring is not a send).
 
-import { redactText, scrubSecrets } from './redact.ts';
+import { redactText, scrubSecrets } from '../core/redact.ts';
 
 export type MonitoringName = 'platformmonitory' | 'effectivitybyclient' | 'msgmtclient';
 

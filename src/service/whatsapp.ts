@@ -13,10 +13,10 @@
 //   without an answer is in doubt, never sent again here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { secretsOf } from '../core/redact.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { EmailOutcome } from './email.ts';
 import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
-import { secretsOf } from './redact.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf, transactionNumberOf } from './wire.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';

@@ -1,43 +1,13 @@
 // DTO ⇄ domain for the messaging service (service-interface.md 2.1, 2.2, 2.4). Pure: no I/O,
 // no clock; every function here is a value in, value out.
+
+import { redactSecrets } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
-import { redactSecrets } from './redact.ts';
 
-/** Exactly these two keys: massiveBody writes a list of them with JSON.stringify. */
-export interface Destination {
-  readonly to: string;
-  readonly messageId: string;
-}
+// The planned chunk (its messages, destinations and `via`) is the planner's: src/plan/chunks.ts.
+import type { Destination, MtMessageVia, PlannedChunk, PlannedMessage } from '../plan/chunks.ts';
 
-export interface PlannedMessage {
-  readonly text: string;
-  readonly destinations: readonly Destination[];
-}
-
-/**
- * A chunk sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: RCS, or SMS
- * with an option the massive endpoint does not take (flash). Its reports come to the account
- * webhook without a bulkId: `CallbackData` (`{"f": fileId, "c": seq}`) names the chunk, and
- * the receiver finds each recipient by its number in it (src/notify/receiver.ts).
- */
-export interface MtMessageVia {
-  readonly channel: 'SMS' | 'RCS';
-  readonly flash: boolean;
-  /** Returned as each report's messageId (the chunk's id). */
-  readonly customMessageId: string;
-  readonly callbackData: { readonly f: string; readonly c: number };
-}
-
-/** What the planner hands to the client: one request's worth of recipients. */
-export interface PlannedChunk {
-  readonly chunkId: string;
-  readonly bulkId: string;
-  readonly messages: readonly PlannedMessage[];
-  /** Already JSON text (2.4: "a JSON object must be sent as escaped text"), at most 200 characters. */
-  readonly callbackData?: string | undefined;
-  /** Sent with POST /mtmessage; absent: POST /mtmessage/massive. */
-  readonly via?: MtMessageVia | undefined;
-}
+export type { Destination, MtMessageVia, PlannedChunk, PlannedMessage } from '../plan/chunks.ts';
 
 export interface NotifySettings {
   /** Used exactly as given; its query string carries the receiver token. */

@@ -28,9 +28,9 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { redactText } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { redactText } from '../service/redact.ts';
 import {
   byName,
   FOLDERS,

@@ -3,8 +3,8 @@
 // bigint or a numeric string, a time a Date or an ISO string, a flag 0/1 or a boolean, JSON a
 // string or an object), and are read here in one place.
 
+import type { BudgetState } from '../core/budget.ts';
 import { messageIdFor } from '../plan/ids.ts';
-import type { BudgetState } from '../service/budget.ts';
 import { readMessageId } from './message-ids.ts';
 import type {
   ChunkDestination,

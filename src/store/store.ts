@@ -9,9 +9,10 @@
 // - Batched writes (recipients, chunk results, delivery reports) are one transaction per
 //   call, so a 1M-recipient file costs hundreds of transactions, not 1M.
 // - Timestamps are ISO-8601 UTC strings taken from the store's clock (`now` option).
+
+import type { BudgetView, PermitAnswer, PermitRequest } from '../core/budget.ts';
 import type { STATE_DETAILS } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
-import type { BudgetView, PermitAnswer, PermitRequest } from '../service/budget.ts';
 
 export type FileState =
   | 'waiting'

@@ -1,7 +1,7 @@
 // The `run` banner and start-up logs show which service dropline talks to, never the
 // credentials or query string an operator put in api.baseUrl (issue 10 item 14).
 import { afterEach, describe, expect, it } from 'vitest';
-import { redactServiceUrl } from '../../src/service/redact.ts';
+import { redactServiceUrl } from '../../src/core/redact.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 
 describe('api.baseUrl in the run banner', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskNumber, redactText, redactUrl } from '../../src/service/redact.ts';
+import { maskNumber, redactText, redactUrl } from '../../src/core/redact.ts';
 import {
   backoffDelay,
   encodeCallbackData,

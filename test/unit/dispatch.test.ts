@@ -10,7 +10,7 @@ import {
   PACE_RECOVERY_MS,
   paceAt,
   slowedDown,
-} from '../../src/service/budget.ts';
+} from '../../src/core/budget.ts';
 import { Dispatcher, MemoryBudget, type Permit } from '../../src/service/dispatch.ts';
 
 const req = (destinations: number, extra: Partial<{ ratePerSecond: number; concurrency: number }> = {}) => ({

@@ -5,9 +5,9 @@
 // or the delivery deadline passes, whatever the file's state, or warns that they will be lost.
 
 import type { Runtime } from '../../app/runtime.ts';
+import { redactServiceUrl } from '../../core/redact.ts';
 import type { Logger } from '../../log.ts';
 import type { Receiver } from '../../notify/receiver.ts';
-import { redactServiceUrl } from '../../service/redact.ts';
 
 /** How often a waiting command looks at its file. */
 const POLL_MS = 250;

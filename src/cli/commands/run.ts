@@ -1,6 +1,6 @@
 // `dropline run`: the daemon on every configured source (or the embedded default).
 import type { Command } from 'commander';
-import { redactServiceUrl } from '../../service/redact.ts';
+import { redactServiceUrl } from '../../core/redact.ts';
 import { commandLogger, configOf } from './context.ts';
 import type { SetExit } from './options.ts';
 

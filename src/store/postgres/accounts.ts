@@ -9,7 +9,7 @@ import {
   type PermitAnswer,
   type PermitRequest,
   slowedDown,
-} from '../../service/budget.ts';
+} from '../../core/budget.ts';
 import { budgetColumns, num, type Row, str, toBudget, tokenColumns, toSharedToken } from '../mapping.ts';
 import type { BudgetAccount, SharedToken } from '../store.ts';
 import type { PgDb } from './connection.ts';

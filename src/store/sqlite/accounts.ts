@@ -9,7 +9,7 @@ import {
   type PermitAnswer,
   type PermitRequest,
   slowedDown,
-} from '../../service/budget.ts';
+} from '../../core/budget.ts';
 import { budgetColumns, num, str, toBudget, tokenColumns, toSharedToken } from '../mapping.ts';
 import { type BudgetAccount, type SharedToken, WORKER_SILENT_MS } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';

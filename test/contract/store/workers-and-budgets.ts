@@ -1,7 +1,7 @@
 // The store contract, several workers: each account's send budget (permits, rate, pace) and the
 // workers' heartbeats, with the file each holds and whom it was taken over from.
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { PermitRequest } from '../../../src/service/budget.ts';
+import type { PermitRequest } from '../../../src/core/budget.ts';
 import { type Store, WORKER_SILENT_MS } from '../../../src/store/store.ts';
 import { type ContractContext, newFile, T0 } from './helpers.ts';
 
