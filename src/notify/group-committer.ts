@@ -28,13 +28,20 @@ export interface CommitEvent {
 
 /** The committer's part of the receiver's stats (ReceiverStats), updated in place. */
 export interface CommitStats {
+  /** Transactions run (successful or not). */
   commits: number;
   failedCommits: number;
+  /** Events committed: recorded + duplicates. */
   events: number;
+  /** New to the store (orphans included). */
   recorded: number;
+  /** Already recorded: changed nothing. */
   duplicates: number;
+  /** Recorded, matching no recipient. */
   orphans: number;
+  /** Largest batch committed, in events. */
   largestBatch: number;
+  /** Events waiting for a commit now. */
   queued: number;
 }
 

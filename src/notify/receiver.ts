@@ -45,7 +45,7 @@ import type { Store } from '../store/store.ts';
 import { Connections } from './connections.ts';
 import { decodeNotification } from './decode.ts';
 import { connectionCap, openFilesLimit } from './fd-budget.ts';
-import { AWAY_REMINDER_MS, GroupCommitter } from './group-committer.ts';
+import { AWAY_REMINDER_MS, type CommitStats, GroupCommitter } from './group-committer.ts';
 
 export { COMMIT_CHANNEL, type CommitEvent } from './group-committer.ts';
 
@@ -80,26 +80,11 @@ export interface ReceiverOptions {
   readonly now?: (() => Date) | undefined;
 }
 
-export interface ReceiverStats {
+export interface ReceiverStats extends CommitStats {
   /** Requests on the receiver's path. */
   requests: number;
   /** Answers by HTTP status. */
   answered: Record<number, number>;
-  /** Transactions run (successful or not). */
-  commits: number;
-  failedCommits: number;
-  /** Events committed: recorded + duplicates. */
-  events: number;
-  /** New to the store (orphans included). */
-  recorded: number;
-  /** Already recorded: changed nothing. */
-  duplicates: number;
-  /** Recorded, matching no recipient. */
-  orphans: number;
-  /** Largest batch committed, in events. */
-  largestBatch: number;
-  /** Events waiting for a commit now. */
-  queued: number;
 }
 
 export interface Receiver {
