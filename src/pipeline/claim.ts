@@ -5,7 +5,7 @@ import { type Sniff, sniff } from '../format/decode.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { mapLimited, markerMismatch } from '../sources/readiness.ts';
 import { fileRefusalOf, type Source, type SourceEntry } from '../sources/source.ts';
-import type { FileRecord, ReadyFile } from '../store/store.ts';
+import type { ClaimedFile, FileRecord, ReadyFile } from '../store/store.ts';
 import { type PipelineContext, stateChanged } from './context.ts';
 import { type Ingest, tooLarge } from './ingest.ts';
 import type { Leases } from './lease.ts';
@@ -48,9 +48,11 @@ export class Claims {
       refusal: { reason: FileReasonCode; message: string };
       read?: { sha256: string; bytes: number };
     };
+    // The markers this claim took: put back if the batch is not recorded (below).
+    const taken: { path: string; content: string }[] = [];
     // Several files read at once: on SFTP or S3 a claim costs round trips, not bandwidth,
     // and one at a time made a claim of 500 small files wait for 4,000 answers in a row.
-    const read = await mapLimited(
+    const reading = mapLimited(
       entries,
       CLAIM_READ_CONCURRENCY,
       async (entry): Promise<ReadyFile | Refused | null> => {
@@ -64,6 +66,7 @@ export class Claims {
               : undefined;
           // Taken by another worker's claim of the same file: that claim goes on.
           if (marker === null) return null;
+          if (marker !== undefined) taken.push({ path: `${entry.path}.done`, content: marker });
           if ('refusal' in r) return { entry, refusal: r.refusal };
           const read = { sha256: r.sniffed.sha256!, bytes: r.sniffed.bytes };
           const mismatch = marker === undefined ? null : markerMismatch(marker, read.sha256);
@@ -80,12 +83,21 @@ export class Claims {
     );
     const ready: ReadyFile[] = [];
     const refused: Refused[] = [];
-    for (const r of read) {
-      if (r === null) continue;
-      if ('refusal' in r) refused.push(r);
-      else ready.push(r);
+    let claimed: ClaimedFile[];
+    try {
+      for (const r of await reading) {
+        if (r === null) continue;
+        if ('refusal' in r) refused.push(r);
+        else ready.push(r);
+      }
+      claimed = await this.claimFiles(source, ready, options.force ?? false);
+    } catch (err) {
+      // Nothing of the batch was recorded (a store that failed over, a source lost mid-read):
+      // its files stay in the inbox, so their markers go back beside them, or they would
+      // wait for a marker their partner already wrote (docs/sources.md "Markers").
+      await this.putBackMarkers(source, taken);
+      throw err;
     }
-    const claimed = await this.claimFiles(source, ready, options.force ?? false);
     const paths: { fileId: string; path: string }[] = [];
     const files = await mapLimited(
       claimed,
@@ -112,6 +124,18 @@ export class Claims {
       if (file) files.push(file);
     }
     return files;
+  }
+
+  /** Markers taken by a claim that was not recorded, written back where none is now. */
+  private async putBackMarkers(source: Source, taken: readonly { path: string; content: string }[]) {
+    for (const { path, content } of taken) {
+      try {
+        // A marker written since the take is the partner's newer word: it stays.
+        if ((await source.stat(path)) === null) await source.write(path, content);
+      } catch (err) {
+        this.c.log.error({ source: source.name, path, err }, 'could not put a taken marker back');
+      }
+    }
   }
 
   /**

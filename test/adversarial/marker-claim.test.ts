@@ -1,7 +1,7 @@
 // A `marker` source's claim and its `.done` marker (docs/sources.md "Markers"), where only a
 // direct call can place the marker exactly: taken by another worker between the listing
 // and this claim; come just as the file timed out waiting for it.
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -58,6 +58,28 @@ describe('a marker source: the claim and the marker', () => {
     expect(files.map((f) => [f.name, f.state])).toEqual([['b.txt', 'validating']]);
     expect(await readdir(inbox)).toEqual(['a.txt']);
     expect((await store.listFiles()).map((f) => f.name)).toEqual(['b.txt']);
+  });
+
+  it('a claim the store fails to record puts the markers back: the files are claimed on the next try', async () => {
+    await writeFile(join(inbox, 'a.txt'), '3001234567;hola\n');
+    await writeFile(join(inbox, 'a.txt.done'), '');
+    await writeFile(join(inbox, 'b.txt'), '3001234568;hola\n');
+    await writeFile(join(inbox, 'b.txt.done'), `sha256=${'0'.repeat(64)}\n`);
+    // A PostgreSQL fail-over at the moment of the claim: the batch's transaction fails once.
+    const claimFiles = store.claimFiles.bind(store);
+    let failures = 1;
+    store.claimFiles = (...args) =>
+      failures-- > 0 ? Promise.reject(new Error('connection terminated')) : claimFiles(...args);
+    await expect(pipeline.claimReady(source, await source.list())).rejects.toThrow('connection terminated');
+    // Nothing was claimed: each file still has its marker, as the partner wrote it.
+    expect((await readdir(inbox)).sort()).toEqual(['a.txt', 'a.txt.done', 'b.txt', 'b.txt.done']);
+    expect(await readFile(join(inbox, 'b.txt.done'), 'utf8')).toBe(`sha256=${'0'.repeat(64)}\n`);
+    const files = await pipeline.claimReady(source, await source.list());
+    expect(files.map((f) => [f.name, f.state]).sort()).toEqual([
+      ['a.txt', 'validating'],
+      ['b.txt', 'rejected'],
+    ]);
+    expect(await readdir(inbox)).toEqual([]);
   });
 
   it('a marker that comes as its file times out: not rejected; the next claim takes both', async () => {

@@ -150,8 +150,14 @@ describe('403 during a bisection, beside a part in doubt', () => {
  * for every recipient never sent (none pending), and its reports/ manifest counting them.
  */
 async function cancelledEverywhere(harness: PipelineHarness, m: Manifest): Promise<void> {
-  const file = await harness.waitForFile(m.fileId, 'cancelled');
-  expect(file.path).toBe(`done/${m.name}`);
+  await harness.waitForFile(m.fileId, 'cancelled');
+  // The cancel is recorded first; its close (the original moved, the reports) follows under
+  // the lease: waited for, not assumed done at the same instant.
+  const file = await waitFor(`${m.name} moved to done/`, async () => {
+    const now = (await harness.statusJson()).find((f) => f.fileId === m.fileId);
+    return now?.path === `done/${m.name}` && now;
+  });
+  expect(file.state).toBe('cancelled');
   expect(await harness.readDrop(`done/${m.name}`)).not.toBe('');
   const reported = await waitFor(`the reports of ${m.name} counting its cancelled recipients`, async () => {
     const written = JSON.parse(await harness.readReport(m, 'manifest.json')) as Manifest;
