@@ -56,15 +56,18 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
     await h.start();
     await h.dropFile('campana.txt', content);
 
-    /** The running daemon's manifest of the file, once that daemon drives it (holds its lease). */
+    /**
+     * The running daemon's manifest of the file, once that daemon drives it (holds its lease)
+     * and sends it: on a busy machine the first daemon may still be reading the 8,000 lines.
+     */
     const drivenByDaemon = (): Promise<Manifest> => {
       const pid = h.daemon!.pid;
       return waitFor(
-        `the daemon ${pid} to take the file`,
+        `the daemon ${pid} to send the file`,
         async () => {
           const r = await h.opsGet(`/api/files/${fileId}`);
           const m = r.body as Manifest;
-          return r.status === 200 && m.worker?.includes(`:${pid}:`) ? m : undefined;
+          return r.status === 200 && m.worker?.includes(`:${pid}:`) && m.state === 'sending' ? m : undefined;
         },
         { timeoutMs: 30_000, intervalMs: 20 },
       );
