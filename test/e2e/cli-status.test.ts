@@ -2,6 +2,7 @@
 // partner SFTP site and bucket are down answers at once, with no SSH login, no S3 call and
 // no warning; `status` finds a file by fileId, fileId prefix or file name.
 
+import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -36,14 +37,9 @@ describe('status and workers with sources that are down', () => {
     });
     await new Promise<void>((done) => trap.listen(0, '127.0.0.1', done));
     const port = (trap.address() as { port: number }).port;
+    // A key made now (test keys are never committed); no login ever uses it.
     const key = join(h.dir, 'partner_key');
-    await writeFile(
-      key,
-      '-----BEGIN OPENSSH PRIVATE KEY-----\nnot a key\n-----END OPENSSH PRIVATE KEY-----\n',
-      {
-        mode: 0o600,
-      },
-    );
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
     const config = structuredClone(h.config) as { sources: unknown[] };
     config.sources.push(
       {
