@@ -14,7 +14,7 @@ import {
   warningMessage,
 } from './message.ts';
 import type { NumberResult } from './numbers.ts';
-import type { ReadItem, SkippedItem } from './read-types.ts';
+import type { ReadItem, RecipientItem, SkippedItem } from './read-types.ts';
 import type { SummaryBuilder } from './summary-builder.ts';
 import type { SuppressionList } from './suppression.ts';
 
@@ -75,6 +75,30 @@ export class RecipientStager {
     this.emit = emit;
     // A summary alone never says which line a duplicate repeats: its index keeps no lines.
     this.#recipients = new RecipientIndex(lineEstimate, emit);
+  }
+  /** A recipient the channel accepted, into the batch to yield (emit only). */
+  emitRecipient(
+    line: number,
+    k: number,
+    result: Valid,
+    country: string,
+    text: string,
+    messageId: string | null,
+    segments: number,
+    encoding: RecipientItem['encoding'],
+  ): void {
+    if (this.emit)
+      this.batch.push({
+        kind: 'recipient',
+        line,
+        k,
+        number: result.number,
+        country,
+        text,
+        messageId,
+        segments,
+        encoding,
+      });
   }
 
   /** The items read since the last call. */

@@ -67,20 +67,7 @@ export class EmailRules extends BaseRules implements RecordRules {
     msg: PreparedMessage,
     messageId: string | null,
   ): void {
-    const stager = this.stager;
-    if (stager.emit) {
-      stager.batch.push({
-        kind: 'recipient',
-        line,
-        k,
-        number: result.number,
-        country: '',
-        text: msg.text,
-        messageId,
-        segments: 0,
-        encoding: 'gsm7',
-      });
-    }
+    this.stager.emitRecipient(line, k, result, '', msg.text, messageId, 0, 'gsm7');
   }
 
   /**

@@ -130,20 +130,16 @@ export class SmsRules extends BaseRules implements RecordRules {
     messageId: string | null,
   ): void {
     this.summary.text(result.country, msg);
-    const stager = this.stager;
-    if (stager.emit) {
-      stager.batch.push({
-        kind: 'recipient',
-        line,
-        k,
-        number: result.number,
-        country: result.country,
-        text: msg.text,
-        messageId,
-        segments: msg.segments.segments,
-        encoding: msg.segments.encoding,
-      });
-    }
+    this.stager.emitRecipient(
+      line,
+      k,
+      result,
+      result.country,
+      msg.text,
+      messageId,
+      msg.segments.segments,
+      msg.segments.encoding,
+    );
     // Message warnings of personalized records go with the records that are sent.
     if (this.parser.layout === 'personalized') this.warnMessage(line, msg);
   }
@@ -330,20 +326,7 @@ export class RcsRules extends SmsRules {
     if (encoding === 'gsm7') summary.encodings.gsm7++;
     else summary.encodings.ucs2++;
     this.summary.country(result.country, 1);
-    const stager = this.stager;
-    if (stager.emit) {
-      stager.batch.push({
-        kind: 'recipient',
-        line,
-        k,
-        number: result.number,
-        country: result.country,
-        text: msg.text,
-        messageId,
-        segments: 1,
-        encoding,
-      });
-    }
+    this.stager.emitRecipient(line, k, result, result.country, msg.text, messageId, 1, encoding);
     if (this.parser.layout === 'personalized') this.warnMessage(line, msg);
   }
 

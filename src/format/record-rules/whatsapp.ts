@@ -214,20 +214,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
     messageId: string | null,
   ): void {
     this.summary.country(result.country, 0);
-    const stager = this.stager;
-    if (stager.emit) {
-      stager.batch.push({
-        kind: 'recipient',
-        line,
-        k,
-        number: result.number,
-        country: result.country,
-        text: msg.text,
-        messageId,
-        segments: 0,
-        encoding: 'gsm7',
-      });
-    }
+    this.stager.emitRecipient(line, k, result, result.country, msg.text, messageId, 0, 'gsm7');
   }
 
   /**
