@@ -9,7 +9,7 @@ import { join } from 'node:path';
 /** The sandbox's demo account sends WhatsApp from this number, with this 2-parameter template. */
 export const SOURCE = '573001112233';
 export const TEMPLATE = 'factura';
-/** src/service/whatsapp-account.ts WHATSAPP_CHUNK_RECIPIENTS: recipients sent together. */
+/** src/channels/whatsapp/account.ts WHATSAPP_CHUNK_RECIPIENTS: recipients sent together. */
 export const CHUNK = 10;
 
 /** A headed WhatsApp file of `lines` distinct recipients (kept between runs). */

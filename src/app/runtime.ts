@@ -5,7 +5,12 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import type { AccountOpening, SendingAccount } from '../channels/channel.ts';
+import { channelOf } from '../channels/index.ts';
+import { CHANNEL_SETTINGS } from '../channels/names.ts';
+import { MtAccount } from '../channels/sms/account.ts';
 import { type LoadedConfig, type ResolvedConfig, splitListen, withNotifyToken } from '../config/load.ts';
+import type { AccountConfig } from '../config/schema.ts';
 import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -13,12 +18,10 @@ import { patientStore } from '../pipeline/patient-store.ts';
 import { Pipeline } from '../pipeline/pipeline.ts';
 import { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import { type Sandbox, startSandbox } from '../sandbox/server.ts';
-import { ServiceClient } from '../service/client.ts';
+import type { ServiceClient } from '../service/client.ts';
 import type { BudgetSource } from '../service/dispatch.ts';
-import { EmailClient } from '../service/email.ts';
-import { EmailAccount } from '../service/email-account.ts';
-import { WhatsAppClient } from '../service/whatsapp.ts';
-import { WHATSAPP_CHUNK_RECIPIENTS, WhatsAppAccount } from '../service/whatsapp-account.ts';
+import type { Monitored } from '../service/monitoring.ts';
+import type { TokenShare } from '../service/token.ts';
 import { createSource } from '../sources/index.ts';
 import type { Source } from '../sources/source.ts';
 import { openStore } from '../store/index.ts';
@@ -33,8 +36,8 @@ export interface Runtime {
   store: Store;
   sources: Map<string, Source>;
   client: ServiceClient;
-  /** Every account's client by name, "default" (`client`) included. */
-  accounts: ReadonlyMap<string, ServiceClient>;
+  /** The accounts of the SMS host by name, "default" first: the service's health checks. */
+  accounts: ReadonlyMap<string, Monitored>;
   pipeline: Pipeline;
   /** The opt-out lists (global and per source), kept fresh; null when none is configured. */
   suppressionLists: SuppressionLists | null;
@@ -194,7 +197,7 @@ async function assemble(
 
   const { sandbox, serviceUrl } = await serviceOf(config, options, stateDir, logger, opened);
 
-  const { client, accounts, emailAccounts, whatsappAccounts, budgetStopping } = openAccounts({
+  const { client, accounts, monitored, budgetStopping } = await openAccounts({
     loaded,
     store,
     owner,
@@ -208,8 +211,6 @@ async function assemble(
     store,
     client,
     accounts,
-    emailAccounts,
-    whatsappAccounts,
     sources,
     logger,
     owner,
@@ -221,7 +222,7 @@ async function assemble(
     store,
     sources,
     client,
-    accounts: accounts.has('default') ? accounts : new Map([['default', client], ...accounts]),
+    accounts: monitored,
     pipeline,
     suppressionLists: suppression,
     logger,
@@ -291,8 +292,11 @@ async function serviceOf(
   return { sandbox, serviceUrl };
 }
 
-/** The accounts' clients: SMS/RCS clients by name (and "default"), email and WhatsApp accounts. */
-function openAccounts(o: {
+/**
+ * The configuration's accounts, each opened by its channel (src/channels), and the `api`
+ * credentials' SMS client: the account "default" unless `accounts` names one so.
+ */
+async function openAccounts(o: {
   loaded: ReturnType<typeof withNotifyToken>;
   store: Store;
   owner: string;
@@ -307,128 +311,58 @@ function openAccounts(o: {
   const budgetStopping = new AbortController();
   const budgetStore = patientStore(store, { logger, signal: budgetStopping.signal });
   const budgetOf = budgets(budgetStore, owner, logger);
-  // One client per account: its own token (a login expires only that account's previous
-  // token), its own concurrency and rate. The `api` credentials are the account "default"
-  // unless `accounts` names one so.
-  const newClient = (account: {
-    name: string;
-    baseUrl: string;
-    username: string;
-    password: string;
-    concurrency: number;
-    ratePerSecond: number;
-  }) => {
-    // The account as the service knows it: every process with these credentials shares its
-    // token through the store (a hash: the password itself is never written there).
-    const key = createHash('sha256')
-      .update(`${account.baseUrl}\n${account.username}\n${account.password}`)
-      .digest('hex');
-    // Who renews the token: this client, not the process, as two accounts of this process with
-    // the same credentials (SMS and RCS) share the token and must not both renew it.
-    const claimant = `${owner}/${account.name}`;
-    const client = new ServiceClient({
-      ...account,
-      // Its budget is the account's, whatever the password.
-      ...budgetOf(account.name, `${account.baseUrl}\n${account.username}`),
-      tokenShare: {
-        read: () => store.sharedToken(key),
-        claim: (seen) => store.claimTokenRenewal(key, claimant, seen, TOKEN_CLAIM_MS),
-        store: (token) => store.storeToken(key, claimant, token),
-        release: () => store.releaseTokenRenewal(key, claimant),
-      },
-      notifyUrl: loaded.notifyUrl,
-      notifyContentType: 'application/json',
-      timeoutMs: config.api.timeoutMs,
-      retry: config.api.retry,
-      token: { expiresInUnitMs: config.api.tokenExpiresInUnitMs, maxLifetimeS: config.api.tokenMaxLifetimeS },
-    });
-    opened.push(() => client.close());
-    return client;
-  };
-  const accounts = new Map<string, ServiceClient>();
-  // A permit outlives a worker that died holding it by this much (a request's time-out, twice).
-  const permitLeaseMs = 2 * config.api.timeoutMs + 10_000;
-  const emailAccounts = new Map<string, EmailAccount>();
-  const whatsappAccounts = new Map<string, WhatsAppAccount>();
-  for (const [name, a] of Object.entries(config.accounts)) {
-    if (a.channel === 'email') {
-      const apiKey = loaded.secrets.accountApiKeys[name]!;
-      const concurrency = a.concurrency ?? config.api.concurrency;
-      const emailClient = new EmailClient({
-        baseUrl: a.baseUrl,
-        apiKey,
-        concurrency,
-        timeoutMs: config.api.timeoutMs,
-        retry: config.api.retry,
-      });
-      opened.push(() => emailClient.close());
-      emailAccounts.set(
-        name,
-        new EmailAccount({
-          name,
-          client: emailClient,
-          from: a.from,
-          fromName: a.fromName,
-          concurrency,
-          ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
-          permitLeaseMs,
-          // The account as the service knows it: its key.
-          ...budgetOf(name, `email\n${a.baseUrl}\n${apiKey}`),
-        }),
-      );
-      continue;
-    }
-    if (a.channel === 'whatsapp') {
-      const password = loaded.secrets.accountPasswords[name]!;
-      const concurrency = a.concurrency ?? config.api.concurrency;
-      const whatsappClient = new WhatsAppClient({
-        baseUrl: a.baseUrl,
-        username: a.username,
-        password,
-        // Each chunk in flight is up to WHATSAPP_CHUNK_RECIPIENTS requests at once.
-        connections: concurrency * WHATSAPP_CHUNK_RECIPIENTS,
-        timeoutMs: config.api.timeoutMs,
-        retry: config.api.retry,
-      });
-      opened.push(() => whatsappClient.close());
-      whatsappAccounts.set(
-        name,
-        new WhatsAppAccount({
-          name,
-          client: whatsappClient,
-          source: a.source,
-          concurrency,
-          ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
-          permitLeaseMs,
-          ...budgetOf(name, `whatsapp\n${a.baseUrl}\n${a.username}`),
-        }),
-      );
-      continue;
-    }
-    accounts.set(
+  const open = async (name: string, account: AccountConfig, secret: string): Promise<SendingAccount> => {
+    const opening: AccountOpening = {
       name,
-      newClient({
-        name,
-        baseUrl: a.baseUrl,
-        username: a.username,
-        password: loaded.secrets.accountPasswords[name]!,
-        concurrency: a.concurrency ?? config.api.concurrency,
-        ratePerSecond: a.ratePerSecond ?? config.api.ratePerSecond,
-      }),
-    );
+      config: account,
+      secret,
+      api: config.api,
+      notifyUrl: loaded.notifyUrl,
+      // A permit outlives a worker that died holding it by this much (a request's time-out, twice).
+      permitLeaseMs: 2 * config.api.timeoutMs + 10_000,
+      budget: (identity) => budgetOf(name, identity),
+      // Who renews the token: this account, not the process, as two accounts of this process
+      // with the same credentials (SMS and RCS) share the token and must not both renew it.
+      tokenShare: (identity) => tokenShareOf(store, identity, `${owner}/${name}`),
+      logger,
+    };
+    const opened1 = await channelOf(account.channel).openAccount(opening);
+    opened.push(() => opened1.close());
+    return opened1;
+  };
+  const { accountPasswords, accountApiKeys } = loaded.secrets;
+  const accounts = new Map<string, SendingAccount>();
+  for (const [name, a] of Object.entries(config.accounts)) {
+    const secret =
+      CHANNEL_SETTINGS[a.channel].secret === 'apiKey' ? accountApiKeys[name] : accountPasswords[name];
+    accounts.set(name, await open(name, a, secret!));
   }
+  const configured = accounts.get('default');
   const client =
-    accounts.get('default') ??
-    newClient({
-      name: 'default',
-      baseUrl: serviceUrl,
-      username: config.api.username,
-      password: loaded.secrets.apiPassword,
-      concurrency: config.api.concurrency,
-      ratePerSecond: config.api.ratePerSecond,
-    });
+    configured instanceof MtAccount
+      ? configured.client
+      : (
+          (await open(
+            'default',
+            { channel: 'sms', baseUrl: serviceUrl, username: config.api.username },
+            loaded.secrets.apiPassword,
+          )) as MtAccount
+        ).client;
+  // The service's health checks: each account of the SMS host, "default" first.
+  const monitored = new Map<string, Monitored>([['default', client]]);
+  for (const [name, a] of accounts) if (a.monitored) monitored.set(name, a.monitored);
+  return { client, accounts, monitored, budgetStopping };
+}
 
-  return { client, accounts, emailAccounts, whatsappAccounts, budgetStopping };
+/** A token shared through the store by every process with the same credentials (hashed: never written there). */
+function tokenShareOf(store: Store, identity: string, claimant: string): TokenShare {
+  const key = createHash('sha256').update(identity).digest('hex');
+  return {
+    read: () => store.sharedToken(key),
+    claim: (seen) => store.claimTokenRenewal(key, claimant, seen, TOKEN_CLAIM_MS),
+    store: (token) => store.storeToken(key, claimant, token),
+    release: () => store.releaseTokenRenewal(key, claimant),
+  };
 }
 
 /**

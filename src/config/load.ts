@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
+import { CHANNEL_SETTINGS } from '../channels/names.ts';
 import { DroplineError } from '../errors.ts';
 import { makeNumberRules } from '../format/numbers.ts';
 import { jsonProblem, withoutBom } from './json-problem.ts';
@@ -201,25 +202,17 @@ export function loadConfig(
   const accountApiKeys: Record<string, string> = {};
   for (const [name, account] of Object.entries(config.accounts)) {
     const key = `accounts.${name}`;
-    if (account.channel === 'email') {
-      if (account.apiKey !== undefined && account.apiKeyFile !== undefined)
-        throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give apiKey or apiKeyFile, not both`);
-      const apiKey = account.apiKeyFile
-        ? readSecretFile(account.apiKeyFile, `${key}.apiKeyFile`)
-        : account.apiKey;
-      if (apiKey === undefined || apiKey === '')
-        throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.apiKey: required (or ${key}.apiKeyFile)`);
-      accountApiKeys[name] = apiKey;
-      continue;
-    }
-    if (account.password !== undefined && account.passwordFile !== undefined)
-      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give password or passwordFile, not both`);
-    const password = account.passwordFile
-      ? readSecretFile(account.passwordFile, `${key}.passwordFile`)
-      : account.password;
-    if (password === undefined || password === '')
-      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.password: required (or ${key}.passwordFile)`);
-    accountPasswords[name] = password;
+    // Each channel says which secret its accounts take: a password, or an API key (email).
+    const kind = CHANNEL_SETTINGS[account.channel].secret;
+    const fields = account as Partial<Record<'password' | 'passwordFile' | 'apiKey' | 'apiKeyFile', string>>;
+    const given = fields[kind];
+    const file = fields[`${kind}File`];
+    if (given !== undefined && file !== undefined)
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}: give ${kind} or ${kind}File, not both`);
+    const secret = file ? readSecretFile(file, `${key}.${kind}File`) : given;
+    if (secret === undefined || secret === '')
+      throw new DroplineError('DROPLINE_ERR_CONFIG', `${key}.${kind}: required (or ${key}.${kind}File)`);
+    (kind === 'apiKey' ? accountApiKeys : accountPasswords)[name] = secret;
   }
   // An email source's HTML body from its file, read once here (a missing file is a start-up error).
   for (const [i, source] of config.sources.entries()) {

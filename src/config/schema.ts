@@ -1,6 +1,8 @@
 // dropline.config.json (docs/configuration.md): parsed once into a frozen Config.
 // Unknown keys are errors: a typo must not silently fall back to a default.
+
 import { z } from 'zod';
+import { CHANNEL_SETTINGS, CHANNELS } from '../channels/names.ts';
 import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { DAYS, windowProblem } from '../plan/send-window.ts';
 import { isLoopbackListen, parseListenAddress } from './listen.ts';
@@ -403,14 +405,16 @@ export const configSchema = z
           path: ['sources', i, 'account'],
           message: `the source sends ${s.channel}, account "${s.account}" sends ${channel}`,
         });
-      if (s.email !== undefined && s.channel !== 'email')
-        ctx.addIssue({ code: 'custom', path: ['sources', i, 'email'], message: 'only for channel "email"' });
-      if (s.whatsapp !== undefined && s.channel !== 'whatsapp')
-        ctx.addIssue({
-          code: 'custom',
-          path: ['sources', i, 'whatsapp'],
-          message: 'only for channel "whatsapp"',
-        });
+      // A channel's own block of source settings (`email`, `whatsapp`) only on its sources.
+      for (const name of CHANNELS) {
+        const block = CHANNEL_SETTINGS[name].sourceSettings;
+        if (block !== null && s[block] !== undefined && s.channel !== name)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['sources', i, block],
+            message: `only for channel "${name}"`,
+          });
+      }
       if (s.email?.html !== undefined && s.email.htmlFile !== undefined)
         ctx.addIssue({
           code: 'custom',

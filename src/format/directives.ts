@@ -1,3 +1,4 @@
+import { CHANNELS, type ChannelName } from '../channels/names.ts';
 import { redactText } from '../core/redact.ts';
 import { localInstant } from '../plan/send-window.ts';
 
@@ -10,9 +11,8 @@ import { localInstant } from '../plan/send-window.ts';
 export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 
-/** FORMAT.md 8.1 `channel`: the service's channels. */
-export const CHANNELS = ['sms', 'rcs', 'whatsapp', 'email'] as const;
-export type Channel = (typeof CHANNELS)[number];
+/** `#! channel:` names one of the service's channels (src/channels/names.ts). */
+export type Channel = ChannelName;
 
 /** The names of FORMAT.md 8.1. */
 export const DIRECTIVE_NAMES = [

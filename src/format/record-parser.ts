@@ -3,7 +3,10 @@
 // directives before the first record are read, the first data line decides the channel's
 // record rules, the layout and the header, and a trailer-looking line is held until the
 // file ends (FORMAT.md 6). Each record is handed to the channel's rules (record-rules/).
+
+import { channelOf, channelsTaking } from '../channels/index.ts';
 import { REASONS } from '../errors.ts';
+import type { ParserState, RecordRules } from './channel-rules.ts';
 import type { TextBytes } from './decode.ts';
 import { type Channel, DirectiveError, readDirective } from './directives.ts';
 import {
@@ -16,7 +19,6 @@ import {
 import { LineSplitter } from './lines.ts';
 import { MAX_LINE_LENGTH, type ReadOptions } from './read-types.ts';
 import type { RecipientStager } from './recipient-stager.ts';
-import { channelsTaking, type ParserState, type RecordRules, recordRules } from './record-rules/index.ts';
 import {
   detectSeparator,
   MALFORMED,
@@ -210,7 +212,7 @@ export class RecordParser implements ParserState {
     const summary = this.#summary.summary;
     const options = this.#options;
     summary.channel = summary.directives.channel?.channel ?? options.channel ?? 'sms';
-    const rules = recordRules(summary.channel, {
+    const rules = channelOf(summary.channel).rules({
       options,
       parser: this,
       stager: this.#stager,

@@ -2,12 +2,12 @@
 // the configuration, the accounts and sources, the clock, the leases, and a file's
 // transitions and folders.
 import diagnosticsChannel from 'node:diagnostics_channel';
+import type { SendingAccount } from '../channels/channel.ts';
+import { MtAccount } from '../channels/sms/account.ts';
 import type { Config, SourceConfig } from '../config/schema.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import type { ServiceClient } from '../service/client.ts';
-import type { EmailAccount } from '../service/email-account.ts';
-import type { WhatsAppAccount } from '../service/whatsapp-account.ts';
 import type { Source } from '../sources/source.ts';
 import type { FilePatch, FileRecord, FileState, Store } from '../store/store.ts';
 import { Leases } from './lease.ts';
@@ -19,12 +19,8 @@ export interface PipelineOptions {
   store: Store;
   /** The account "default" (the `api` credentials, or `accounts.default`). */
   client: ServiceClient;
-  /** The clients of `accounts` by name (a source's `account` chooses one). */
-  accounts?: ReadonlyMap<string, ServiceClient>;
-  /** The email accounts of `accounts` by name (an email source's `account`). */
-  emailAccounts?: ReadonlyMap<string, EmailAccount>;
-  /** The WhatsApp accounts of `accounts` by name (a WhatsApp source's `account`). */
-  whatsappAccounts?: ReadonlyMap<string, WhatsAppAccount>;
+  /** The accounts of `accounts` by name, of every channel (a source's `account` chooses one). */
+  accounts?: ReadonlyMap<string, SendingAccount>;
   sources: ReadonlyMap<string, Source>;
   logger: Logger;
   /** This worker's lease owner id. */
@@ -52,9 +48,9 @@ export class PipelineContext {
   readonly store: Store;
   readonly config: Config;
   readonly client: ServiceClient;
-  readonly accounts: ReadonlyMap<string, ServiceClient>;
-  readonly emailAccounts: ReadonlyMap<string, EmailAccount>;
-  readonly whatsappAccounts: ReadonlyMap<string, WhatsAppAccount>;
+  readonly accounts: ReadonlyMap<string, SendingAccount>;
+  /** The account "default" when the configuration names none so: the `api` credentials' client. */
+  readonly #defaultAccount: SendingAccount;
   readonly sources: ReadonlyMap<string, Source>;
   readonly log: Logger;
   readonly owner: string;
@@ -74,8 +70,12 @@ export class PipelineContext {
     this.config = options.config;
     this.client = options.client;
     this.accounts = options.accounts ?? new Map();
-    this.emailAccounts = options.emailAccounts ?? new Map();
-    this.whatsappAccounts = options.whatsappAccounts ?? new Map();
+    this.#defaultAccount = new MtAccount({
+      name: 'default',
+      channel: 'sms',
+      client: options.client,
+      concurrency: options.config.accounts.default?.concurrency ?? options.config.api.concurrency,
+    });
     this.sources = options.sources;
     this.log = options.logger;
     this.owner = options.owner;
@@ -88,6 +88,15 @@ export class PipelineContext {
     const cfg = this.config.sources.find((s) => s.name === name);
     if (!cfg) throw new Error(`unknown source ${name}`);
     return cfg;
+  }
+
+  /** The account a source's files are sent with (its `account`: "default" unless it names one). */
+  accountOf(sourceName: string): SendingAccount {
+    const name = this.sourceConfig(sourceName).account;
+    const account = this.accounts.get(name) ?? (name === 'default' ? this.#defaultAccount : undefined);
+    // The configuration names only accounts it defines (schema.ts): this is a defect, not input.
+    if (!account) throw new Error(`source ${sourceName}: no account ${name}`);
+    return account;
   }
 
   source(name: string): Source {

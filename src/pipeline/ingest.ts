@@ -2,18 +2,16 @@
 // its source, checked against its claim, its recipients recorded and its chunks planned.
 import { createHash } from 'node:crypto';
 import pLimit from 'p-limit';
+import type { Prepared } from '../channels/channel.ts';
+import { channelOf } from '../channels/index.ts';
 import type { SourceConfig } from '../config/schema.ts';
 import type { FileReasonCode } from '../errors.ts';
 import type { Sniff } from '../format/decode.ts';
-import { refuseUnknownTemplate } from '../format/email.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadBatch, type ReadSummary, readDropFile, refuseOtherChannel } from '../format/reader.ts';
 import { ChunkPlanner } from '../plan/chunks.ts';
-import { EMAIL_MAX_RECIPIENTS } from '../service/email.ts';
-import { WHATSAPP_CHUNK_RECIPIENTS } from '../service/whatsapp-account.ts';
 import { fileRefusalOf, type Source, SourceFileError } from '../sources/source.ts';
 import { type FileContent, type FileRecord, NOTHING_SENT, type RecipientInsert } from '../store/store.ts';
-import { readAttachments } from './attachments.ts';
 import type { PipelineContext } from './context.ts';
 import type { Leases } from './lease.ts';
 import type { Outputs } from './outputs.ts';
@@ -83,29 +81,6 @@ async function* untilRefused<T>(
   }
 }
 
-/**
- * What an email, WhatsApp, RCS or flash SMS file's read says it sends, as the store keeps it
- * (no empty keys); null for a plain sms file.
- */
-function fileContent(summary: ReadSummary): FileContent | null {
-  const { email, whatsapp } = summary;
-  if (summary.channel === 'rcs') return { channel: 'rcs' };
-  if (summary.channel === 'sms')
-    return summary.directives.flash?.flash ? { channel: 'sms', flash: true } : null;
-  if (email) {
-    const out: FileContent = { channel: 'email' };
-    if (email.templateId !== null) out.templateId = email.templateId;
-    if (email.subject !== null) out.subject = email.subject;
-    if (email.html !== null) out.html = email.html;
-    return out;
-  }
-  if (whatsapp)
-    return whatsapp.source === null
-      ? { channel: 'whatsapp', templateId: whatsapp.templateId }
-      : { channel: 'whatsapp', templateId: whatsapp.templateId, source: whatsapp.source };
-  return null;
-}
-
 /** Reads claimed files (a few at once) into the store. */
 export class Ingest {
   readonly c: PipelineContext;
@@ -127,32 +102,6 @@ export class Ingest {
   readonly reading = new Map<string, number>();
   /** Files read and recorded at once, whatever the files in flight (memory stays flat). */
   readonly reads = pLimit(READS_AT_ONCE);
-  /**
-   * An email file's templateId must be one of its account's stored templates (GET
-   * /email/v1/templates): else it is rejected UNKNOWN_TEMPLATE before anything is sent. When
-   * the list cannot be had (the service away, the key refused), the file goes on: the service
-   * checks the templateId of each recipient anyway, and a refused key pauses the file.
-   */
-  private async checkEmailTemplate(file: FileRecord, summary: ReadSummary): Promise<void> {
-    const account = this.c.emailAccounts.get(this.c.sourceConfig(file.source).account);
-    if (!account) return;
-    let available: readonly string[];
-    try {
-      available = await account.templateIds();
-      // Not there: asked again unless the list is a few seconds old (a template created just
-      // now, the file dropped again at once).
-      const templateId = summary.email?.templateId;
-      if (templateId && !available.includes(templateId)) available = await account.templateIds(5_000);
-    } catch (err) {
-      this.c.log.warn(
-        { fileId: file.fileId, err: (err as Error).message },
-        'the email templates could not be listed: the service checks the templateId when sending',
-      );
-      return;
-    }
-    refuseUnknownTemplate(summary, available);
-  }
-
   private numberRules(cfg: SourceConfig): NumberRules {
     let r = this.rules.get(cfg.name);
     if (!r) {
@@ -182,17 +131,10 @@ export class Ingest {
     file = await this.c.mustGet(file.fileId);
     this.leases.fence(file.fileId);
     await this.c.store.clearRecipients(file.fileId);
-    // An email request carries at most 50 recipients (spec 8): so does an email file's chunk. A
-    // WhatsApp request carries one: a chunk is the few sent at once.
+    // A chunk is what the account's requests carry at once (an email request at most 50
+    // recipients; WhatsApp's the few sent together), api.chunkSize at most.
     const planner = new ChunkPlanner(
-      Math.min(
-        cfg.channel === 'email'
-          ? EMAIL_MAX_RECIPIENTS
-          : cfg.channel === 'whatsapp'
-            ? WHATSAPP_CHUNK_RECIPIENTS
-            : Number.POSITIVE_INFINITY,
-        this.c.config.api.chunkSize,
-      ),
+      Math.min(this.c.accountOf(file.source).chunkRecipients, this.c.config.api.chunkSize),
     );
     if (file.bytes > cfg.maxFileBytes) {
       const { reason, message } = tooLarge(cfg.maxFileBytes, file.bytes);
@@ -267,20 +209,12 @@ export class Ingest {
   ): Promise<void> {
     const patch = patchOf(summary);
     refuseOtherChannel(summary, cfg.channel);
-    if (summary.accepted && summary.email?.templateId) await this.checkEmailTemplate(file, summary);
-    // An email file's shared attachments, read now and kept with it (nothing is sent yet).
-    let refusedAttachments: { code: string; message: string } | null = null;
-    if (summary.accepted && patch.content?.channel === 'email') {
-      const read = await readAttachments(source, file.name);
-      if (!read.ok) refusedAttachments = { code: read.reason, message: read.message };
-      else if (read.attachments.length > 0) {
-        this.leases.fence(file.fileId);
-        await this.c.store.setAttachments(file.fileId, read.attachments);
-        patch.content = { ...patch.content, attachments: read.listed };
-      }
-    }
-    if (!summary.accepted || refusedAttachments) {
-      const rejection = refusedAttachments ?? {
+    // What the file's account checks (or reads) before anything is planned: an email file's
+    // template and shared attachments.
+    const prepared = await this.#prepare(file, source, summary, patch.content);
+    patch.content = prepared.content;
+    if (!summary.accepted || prepared.refusal) {
+      const rejection = prepared.refusal ?? {
         code: summary.rejection!.code,
         message: summary.rejection!.message,
       };
@@ -312,6 +246,28 @@ export class Ingest {
     await this.outputs.writeReports(file.fileId, {
       report: false,
       counts: { ...patch.counts, ...NOTHING_SENT, chunks, chunksPending: chunks },
+    });
+  }
+
+  #prepare(
+    file: FileRecord,
+    source: Source,
+    summary: ReadSummary,
+    content: FileContent | null,
+  ): Promise<Prepared> {
+    const account = this.c.accountOf(file.source);
+    if (!account.prepare) return Promise.resolve({ content, refusal: null });
+    return account.prepare({
+      fileId: file.fileId,
+      name: file.name,
+      source,
+      summary,
+      content,
+      keepAttachments: async (attachments) => {
+        this.leases.fence(file.fileId);
+        await this.c.store.setAttachments(file.fileId, attachments);
+      },
+      log: this.c.log,
     });
   }
 
@@ -359,7 +315,7 @@ function patchOf(summary: ReadSummary) {
     },
     errorCounts: summary.errorCounts as Record<string, number>,
     cost: { segmentsByCountry: summary.segmentsByCountry, transliteration: summary.transliteration },
-    content: fileContent(summary),
+    content: channelOf(summary.channel).contentOf(summary),
     errors: summary.errors
       .slice(0, 100)
       .map((e) => ({ line: e.line, code: e.code, message: e.message, value: e.value })),

@@ -98,9 +98,9 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     sendAt: file.sendAt,
     scheduledUntil: file.state === 'scheduled' ? file.scheduledUntil : null,
     cost: file.cost,
-    attachments: (file.content?.channel === 'email' && file.content.attachments) || null,
+    attachments: (file.content && 'attachments' in file.content && file.content.attachments) || null,
     channel: file.content?.channel ?? 'sms',
-    flash: file.content?.channel === 'sms' && file.content.flash === true,
+    flash: file.content !== null && 'flash' in file.content && file.content.flash === true,
     detail: file.state === 'sending' ? file.detail : null,
     reportPending: file.reportPending,
   };

@@ -1,24 +1,15 @@
 // The pipeline's send stage (docs/architecture.md "The pipeline"): a file's chunks sent with
 // its source's account, fairly among the files sending at once, until none is pending.
+import type { ChunkSender } from '../channels/channel.ts';
 import { DroplineError } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
-import { planChunk } from '../plan/chunks.ts';
-import type { ChunkSendResult } from '../service/channel-account.ts';
-import type { SendResult, ServiceClient } from '../service/client.ts';
 import type { Flow } from '../service/dispatch.ts';
-import type { EmailAccount } from '../service/email-account.ts';
-import type { WhatsAppAccount } from '../service/whatsapp-account.ts';
-import type { MtMessageVia, PlannedChunk } from '../service/wire.ts';
 import type {
   ChunkDestination,
   ChunkRecord,
   ChunkResult,
-  ChunkState,
-  FileEmail,
   FileRecord,
-  FileWhatsApp,
   HoldBackOptions,
-  PartOutcome,
 } from '../store/store.ts';
 import type { PipelineContext } from './context.ts';
 import { LeaseLost, type Leases } from './lease.ts';
@@ -28,76 +19,6 @@ import type { Schedule } from './schedule.ts';
 
 /** A file's share of its account among the files sending at once, by its priority. */
 const PRIORITY_WEIGHT = { high: 4, normal: 2, low: 1 } as const;
-
-/** One chunk of a content file sent with its account (null: not sent). */
-type ContentSend = (
-  rows: readonly ChunkDestination[],
-  options: { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> },
-) => Promise<ChunkSendResult | null>;
-
-/**
- * The client's per-part outcomes → what the store records for the chunk. `stopped`: the send
- * was cut short by a stop, so a retryable failure (the service never took the part) is
- * pending again rather than failed for good.
- */
-export function toChunkResult(result: SendResult, options: { stopped?: boolean } = {}): ChunkResult {
-  const parts: PartOutcome[] = [];
-  let attempts = 0;
-  let accepted = 0;
-  let rejected = 0;
-  let failed = 0;
-  let inDoubt = 0;
-  let blocked = 0;
-  let transactionNumber: string | null = null;
-  let errorCode: string | null = null;
-  let errorMessage: string | null = null;
-  for (const p of result.parts) {
-    const o = p.outcome;
-    attempts += o.attempts;
-    const messageIds = p.destinations.map((d) => d.messageId);
-    // One part carrying every destination of the request: the store may record it by chunk.
-    const whole = result.parts.length === 1 && p.destinations.length === result.destinations;
-    const scope = whole ? { messageIds, wholeChunk: true } : { messageIds };
-    if (o.kind === 'accepted') {
-      accepted++;
-      transactionNumber ??= o.transactionNumber;
-      parts.push({ ...scope, outcome: 'sent', transactionNumber: o.transactionNumber });
-      continue;
-    }
-    errorCode ??= o.code;
-    errorMessage ??= o.reason;
-    switch (o.kind) {
-      case 'rejected':
-        rejected++;
-        parts.push({ ...scope, outcome: 'rejected', code: o.code, detail: o.reason });
-        break;
-      case 'in_doubt':
-        inDoubt++;
-        parts.push({ ...scope, outcome: 'in_doubt', code: o.code, detail: o.reason });
-        break;
-      case 'forbidden':
-      case 'unauthorized':
-        blocked++;
-        parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
-        break;
-      default:
-        if (options.stopped && o.retryable) {
-          blocked++;
-          parts.push({ ...scope, outcome: 'pending', code: o.code, detail: o.reason });
-        } else {
-          failed++;
-          parts.push({ ...scope, outcome: 'failed', code: o.code, detail: o.reason });
-        }
-    }
-  }
-  let state: ChunkState;
-  if (inDoubt > 0) state = 'in_doubt';
-  else if (failed > 0) state = 'failed';
-  else if (blocked > 0) state = 'pending';
-  else if (accepted === 0 && rejected > 0) state = 'rejected';
-  else state = 'accepted';
-  return { state, attempts, transactionNumber, errorCode, errorMessage, parts };
-}
 
 /** Sends the chunks of the files this worker holds. */
 export class Sender {
@@ -113,61 +34,6 @@ export class Sender {
     this.outputs = outputs;
     this.progress = progress;
     this.schedule = schedule;
-  }
-
-  /**
-   * The account a file is sent with (its source's `account`): its client, and how many of
-   * its chunks are in flight at once (the account's concurrency).
-   */
-  private accountOf(file: FileRecord): { client: ServiceClient; concurrency: number } {
-    const name = this.c.sourceConfig(file.source).account;
-    const client = this.c.accounts.get(name) ?? (name === 'default' ? this.c.client : undefined);
-    // The configuration names only accounts it defines (schema.ts): this is a defect, not input.
-    if (!client) throw new Error(`source ${file.source}: no account ${name}`);
-    const concurrency = this.c.config.accounts[name]?.concurrency ?? this.c.config.api.concurrency;
-    return { client, concurrency };
-  }
-
-  /**
-   * How a file whose content the service keeps per request (email, WhatsApp) is sent: its
-   * source's account of that channel, and how many of its chunks are in flight at once.
-   */
-  private async contentAccountOf(
-    file: FileRecord,
-    content: FileEmail | FileWhatsApp,
-    bulkText: string | null,
-  ): Promise<{ concurrency: number; send: ContentSend }> {
-    const name = this.c.sourceConfig(file.source).account;
-    const account =
-      content.channel === 'email' ? this.c.emailAccounts.get(name) : this.c.whatsappAccounts.get(name);
-    if (!account)
-      throw new DroplineError(
-        'DROPLINE_ERR_CONFIG',
-        `source ${file.source}: ${name} is not a ${content.channel} account`,
-      );
-    if (content.channel === 'email') {
-      const email = account as EmailAccount;
-      // Its shared attachments as read with the file (the folder may have changed since).
-      const { attachments: listed, ...rest } = content;
-      const message = listed?.length
-        ? { ...rest, attachments: await this.c.store.attachments(file.fileId) }
-        : rest;
-      return {
-        concurrency: email.concurrency,
-        send: (rows, options) => email.sendChunk(message, rows, options),
-      };
-    }
-    const whatsapp = account as WhatsAppAccount;
-    return {
-      concurrency: whatsapp.concurrency,
-      // A bulk file's recipients after its first share the first one's parameters (stored once).
-      send: (rows, options) =>
-        whatsapp.sendChunk(
-          content,
-          bulkText === null ? rows : rows.map((r) => (r.text === null ? { ...r, text: bulkText } : r)),
-          options,
-        ),
-    };
   }
 
   /** The file's `#! priority:` directive, else its source's `priority`. */
@@ -215,26 +81,22 @@ export class Sender {
     await this.outputs.dropStaleReport(file);
     const pending = await this.c.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
-    // An email or WhatsApp file goes to its source's account of that channel, an sms or RCS
-    // file to its SMS (or RCS) account: POST /mtmessage for RCS and flash, else the massive one.
-    const kept = file.content;
-    const content =
-      kept?.channel === 'email' || kept?.channel === 'whatsapp'
-        ? await this.contentAccountOf(file, kept, bulkText)
-        : null;
-    const sms = content ? null : this.accountOf(file);
-    const mt = kept?.channel === 'rcs' || kept?.channel === 'sms' ? kept : null;
-    const plan = (seq: number, rows: readonly ChunkDestination[]): PlannedChunk => {
-      const chunk = planChunk(fileId, seq, rows, bulkText);
-      if (!mt) return chunk;
-      const via: MtMessageVia = {
-        channel: mt.channel === 'rcs' ? 'RCS' : 'SMS',
-        flash: mt.flash === true,
-        customMessageId: chunk.chunkId,
-        callbackData: { f: fileId, c: seq },
-      };
-      return { ...chunk, via };
-    };
+    // The file goes out with its source's account, as its channel sends (src/channels).
+    const account = this.c.accountOf(file.source);
+    // The read refused a file of another channel than its source's (refuseOtherChannel), and
+    // the configuration a source whose account sends another: this is a defect, not input.
+    const channel = file.content?.channel ?? 'sms';
+    if (account.channel !== channel)
+      throw new DroplineError(
+        'DROPLINE_ERR_CONFIG',
+        `source ${file.source}: ${account.name} is not a ${channel} account`,
+      );
+    const sender = await account.sender({
+      fileId,
+      content: file.content,
+      bulkText,
+      attachments: () => this.c.store.attachments(fileId),
+    });
     const run = new FileSend({
       c: this.c,
       leases: this.leases,
@@ -242,13 +104,11 @@ export class Sender {
       pending,
       holding,
       closes,
-      content,
-      sms: sms && { send: (seq, rows, options) => sms.client.sendChunk(plan(seq, rows), options) },
+      sender,
       // Its share of the account when other files send at once.
       flow: { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] },
     });
-    const concurrency = content?.concurrency ?? sms?.concurrency ?? 1;
-    await Promise.all(Array.from({ length: concurrency }, () => run.worker()));
+    await Promise.all(Array.from({ length: account.concurrency }, () => run.worker()));
     return this.#afterSend(fileId, run);
   }
 
@@ -291,8 +151,6 @@ export class Sender {
   }
 }
 
-type SendOptions = { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> };
-
 interface FileSendOptions {
   c: PipelineContext;
   leases: Leases;
@@ -302,16 +160,8 @@ interface FileSendOptions {
   holding: HoldBackOptions | null;
   /** When the send window closes (ms since the epoch): no chunk starts after it. */
   closes: number;
-  /** An email or WhatsApp file: its account's send. */
-  content: { send: ContentSend } | null;
-  /** An sms or RCS file: its chunk sent with the SMS (or RCS) account. */
-  sms: {
-    send: (
-      seq: number,
-      rows: readonly ChunkDestination[],
-      options: SendOptions,
-    ) => Promise<SendResult | null>;
-  } | null;
+  /** The file's chunks sent with its account. */
+  sender: ChunkSender;
   flow: Flow;
 }
 
@@ -420,7 +270,7 @@ class FileSend {
   }
 
   async #loop(results: ChunkResults): Promise<void> {
-    const { c, fileId, pending, holding, content, sms, flow } = this.#o;
+    const { c, fileId, pending, holding, sender, flow } = this.#o;
     const stopping = c.stopping.signal;
     for (let chunk = pending.shift(); chunk && !this.stop && !stopping.aborted; chunk = pending.shift()) {
       if (!this.lease || this.lease.lost) return this.#lost();
@@ -442,21 +292,10 @@ class FileSend {
       // behind other files' chunks): a chunk that only waited is never in doubt.
       const seq = chunk.seq;
       const options = { signal: stopping, flow, start: () => this.#begin(seq) };
-      let refused: string | null = null;
-      if (content) {
-        const sent = await content.send(rows, options);
-        if (!sent) continue;
-        await results.record(seq, sent.result, rows.length);
-        refused = sent.refused;
-      } else if (sms) {
-        const result = await sms.send(seq, rows, options);
-        if (!result) continue;
-        await results.record(seq, toChunkResult(result, { stopped: stopping.aborted }), rows.length);
-        const blocked = result.parts.find(
-          (p) => p.outcome.kind === 'forbidden' || p.outcome.kind === 'unauthorized',
-        );
-        if (blocked && blocked.outcome.kind !== 'accepted') refused = blocked.outcome.reason;
-      }
+      const sent = await sender.send(seq, rows, options);
+      if (!sent) continue;
+      await results.record(seq, sent.result, rows.length);
+      const refused = sent.refused;
       // 401/403: the account was refused; the file pauses with the service's reason.
       if (refused !== null) {
         this.stop = true;

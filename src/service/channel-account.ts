@@ -4,6 +4,8 @@
 // recorded inflight (the write-ahead `start`), is delivered by the channel's client, and its
 // recipients' answers become what the store records (toResult: those the service took are
 // ACCEPTED at once, as no delivery report follows on these channels).
+
+import type { ErrorCode } from '../errors.ts';
 import {
   ACCEPTED_DELIVERY,
   type ChunkDestination,
@@ -11,10 +13,31 @@ import {
   type PartOutcome,
 } from '../store/store.ts';
 import { type BudgetSource, Dispatcher, type Flow, MemoryBudget } from './dispatch.ts';
-import type { EmailOutcome } from './email.ts';
 
 /** What a recipient's request answered: the same kinds on every channel of this sort. */
-export type RecipientOutcome = EmailOutcome;
+export type RecipientOutcome =
+  | {
+      readonly kind: 'accepted';
+      readonly messageId: string | null;
+      /** The request's own answer when it was not plainly accepted (requestNote). */
+      readonly request?: string | undefined;
+    }
+  /** The service's business answer for this recipient: final. */
+  | {
+      readonly kind: 'rejected';
+      readonly code: string;
+      readonly reason: string;
+      readonly request?: string | undefined;
+    }
+  | {
+      readonly kind: 'failed';
+      readonly code: ErrorCode;
+      readonly reason: string;
+      readonly retryable: boolean;
+    }
+  | { readonly kind: 'in_doubt'; readonly reason: string }
+  /** 401 / 403: the account's email files pause with the reason. */
+  | { readonly kind: 'unauthorized' | 'forbidden'; readonly reason: string };
 
 export interface ChannelAccountOptions {
   readonly name: string;
@@ -54,7 +77,7 @@ export abstract class ChannelAccount<M> {
   }
 
   /** Recipients a chunk holds at most. */
-  protected abstract readonly maxRecipients: number;
+  abstract readonly chunkRecipients: number;
 
   /** The channel's requests for one chunk: one outcome a recipient, in order. */
   protected abstract deliver(
@@ -73,9 +96,9 @@ export abstract class ChannelAccount<M> {
     rows: readonly ChunkDestination[],
     options: { signal: AbortSignal; flow: Flow; start: () => Promise<boolean> },
   ): Promise<ChunkSendResult | null> {
-    if (rows.length > this.maxRecipients)
+    if (rows.length > this.chunkRecipients)
       throw new Error(
-        `a chunk of ${this.name} holds at most ${this.maxRecipients} recipients, not ${rows.length}`,
+        `a chunk of ${this.name} holds at most ${this.chunkRecipients} recipients, not ${rows.length}`,
       );
     let permit: { release(): void };
     try {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAttachments } from '../../src/pipeline/attachments.ts';
+import { readAttachments } from '../../src/channels/email/attachments.ts';
 import { LocalSource } from '../../src/sources/local-source.ts';
 import { S3Source } from '../../src/sources/s3-source.ts';
 import type { Source } from '../../src/sources/source.ts';

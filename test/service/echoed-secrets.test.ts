@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EmailClient } from '../../src/channels/email/client.ts';
+import { WhatsAppClient } from '../../src/channels/whatsapp/client.ts';
 import { ServiceClient } from '../../src/service/client.ts';
-import { EmailClient } from '../../src/service/email.ts';
-import { WhatsAppClient } from '../../src/service/whatsapp.ts';
 import { makeChunk } from './helpers.ts';
 
 // Characters that URL encoding and JSON escaping change: a secret must go in every form.

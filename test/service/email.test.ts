@@ -1,9 +1,14 @@
-// The email client (src/service/email.ts) against the sandbox's email host on loopback: batches
+// The email client (src/channels/email/client.ts) against the sandbox's email host on loopback: batches
 // of at most 50, 413 split before and after sending, each recipient's status from the 202,
 // 401/403 stopping the batch, 5xx retried, the API key never in a result.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  EmailClient,
+  type EmailClientOptions,
+  type EmailRecipient,
+} from '../../src/channels/email/client.ts';
 import type { EmailLedgerEntry } from '../../src/sandbox/email.ts';
 import {
   type RequestRecord,
@@ -11,7 +16,6 @@ import {
   type SandboxOptions,
   startSandbox,
 } from '../../src/sandbox/server.ts';
-import { EmailClient, type EmailClientOptions, type EmailRecipient } from '../../src/service/email.ts';
 import { getJson, postJson } from './helpers.ts';
 
 const open: { close(): Promise<void> }[] = [];

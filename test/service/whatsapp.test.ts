@@ -1,15 +1,15 @@
-// The WhatsApp client (src/service/whatsapp.ts) against the sandbox's WhatsApp endpoint on
+// The WhatsApp client (src/channels/whatsapp/client.ts) against the sandbox's WhatsApp endpoint on
 // loopback: one request a message with Basic credentials, the transaction number of each 200,
 // 400 rejected with the service's reason, 401/403 stopping the messages not yet sent, 5xx
 // retried, a request written without an answer in doubt and never sent again.
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
-import type { WhatsAppLedgerEntry } from '../../src/sandbox/whatsapp.ts';
 import {
   WhatsAppClient,
   type WhatsAppClientOptions,
   type WhatsAppMessage,
-} from '../../src/service/whatsapp.ts';
+} from '../../src/channels/whatsapp/client.ts';
+import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
+import type { WhatsAppLedgerEntry } from '../../src/sandbox/whatsapp.ts';
 import { getJson, postJson } from './helpers.ts';
 
 const open: { close(): Promise<void> }[] = [];

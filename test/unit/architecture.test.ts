@@ -13,14 +13,16 @@ function sources(dir: string): string[] {
   );
 }
 
+const texts = new Map(sources(SRC).map((file) => [relative(SRC, file), readFileSync(file, 'utf8')]));
+
+/** The files of src/ a file imports: static (`from`) or also dynamic (`import()`), types too. */
+function importsOf(file: string, text: string, dynamic: boolean): string[] {
+  const pattern = dynamic ? /(?:from\s+|import\()\s*'(\.{1,2}\/[^']+)'/g : /from\s+'(\.{1,2}\/[^']+)'/g;
+  return [...text.matchAll(pattern)].map((m) => relative(SRC, resolve(dirname(join(SRC, file)), m[1]!)));
+}
+
 /** Every file of src/ (relative) and the files of src/ it imports, static or dynamic, types too. */
-const graph = new Map<string, string[]>(
-  sources(SRC).map((file) => {
-    const text = readFileSync(file, 'utf8');
-    const specs = [...text.matchAll(/(?:from\s+|import\()\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]!);
-    return [relative(SRC, file), specs.map((s) => relative(SRC, resolve(dirname(file), s)))];
-  }),
-);
+const graph = new Map<string, string[]>([...texts].map(([file, text]) => [file, importsOf(file, text, true)]));
 const folderOf = (file: string) => (file.includes('/') ? file.split('/')[0]! : '.');
 
 /** Each import from `from` into a folder it must not reach, as `file → imported`. */
@@ -84,3 +86,51 @@ describe('what each folder may import', () => {
     expect(circles).toEqual([]);
   });
 });
+
+describe('the channels (docs/architecture.md "Channels")', () => {
+  it('no file outside src/channels/ compares a channel name: the registry is the one list', () => {
+    const comparison =
+      /(?:channel|ch)\s*[!=]==\s*['"](?:sms|rcs|email|whatsapp|twoway)['"]|['"](?:sms|rcs|email|whatsapp|twoway)['"]\s*[!=]==\s*\w*channel|case\s+['"](?:rcs|email|whatsapp|twoway)['"]\s*:/;
+    const found = [...texts]
+      .filter(([file]) => !file.startsWith('channels/') && !file.startsWith('sandbox/'))
+      .flatMap(([file, text]) =>
+        text
+          .split('\n')
+          .flatMap((line, i) => (comparison.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+      );
+    expect(found).toEqual([]);
+  });
+
+  it("a channel's definition and rules are pure: its account and client are loaded only when opened", () => {
+    // What the reader and the configuration import (index.ts, names.ts, each channel.ts and
+    // rules.ts) must not pull an I/O room in statically; `import()` of ./account.ts is how a
+    // definition opens an account.
+    const pure = [...texts.keys()].filter(
+      (f) => f.startsWith('channels/') && !/\/(account|client|attachments|template-check)\.ts$/.test(f),
+    );
+    const found = pure.flatMap((file) => {
+      const text = texts.get(file)!;
+      return importsOf(file, text, false)
+        .filter((i) => IO.includes(folderOf(i)) || /\/(account|client|attachments)\.ts$/.test(i))
+        .filter((i) => !isTypeOnly(text, i, file))
+        .map((i) => `${file} → ${i}`);
+    });
+    expect(found).toEqual([]);
+  });
+
+  it('format/ reaches the channels only through their registry and names', () => {
+    const found = crossings('format', ['channels'], [
+      'format/record-parser.ts → channels/index.ts',
+      'format/directives.ts → channels/names.ts',
+    ]);
+    expect(found).toEqual([]);
+  });
+});
+
+/** Whether every import of `target` in `text` is `import type` (erased: no I/O at run time). */
+function isTypeOnly(text: string, target: string, file: string): boolean {
+  const statements = [...text.matchAll(/import\s+(type\s+)?[^;]*?from\s+'(\.{1,2}\/[^']+)'/g)];
+  return statements
+    .filter((m) => relative(SRC, resolve(dirname(join(SRC, file)), m[2]!)) === target)
+    .every((m) => m[1] !== undefined);
+}

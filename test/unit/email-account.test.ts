@@ -2,8 +2,8 @@
 // recipients sent and ACCEPTED at once, rejected ones with the service's code, unsent ones put
 // back or failed, a refusal named for the pause.
 import { describe, expect, it } from 'vitest';
+import type { EmailOutcome } from '../../src/channels/email/client.ts';
 import { toResult } from '../../src/service/channel-account.ts';
-import type { EmailOutcome } from '../../src/service/email.ts';
 
 const rows = (n: number) =>
   Array.from({ length: n }, (_, i) => ({

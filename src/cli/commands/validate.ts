@@ -1,16 +1,14 @@
-// `dropline validate <file>`: FORMAT.md as a dry run. Nothing is sent, nothing stored.
-import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { AccountConfig, EmailAccountConfig } from '../../config/schema.ts';
+import { fmt } from '../../channels/describe.ts';
+import { channelOf } from '../../channels/index.ts';
+import type { AccountConfig } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
-import { refuseUnknownTemplate } from '../../format/email.ts';
-import { DEFAULTS, MAX_LINE_LENGTH, type ReadSummary, TEMPLATES_LISTED } from '../../format/reader.ts';
+import { DEFAULTS, MAX_LINE_LENGTH, type ReadSummary } from '../../format/reader.ts';
 import { sourceValidateOptions, toJson, type ValidateOptions, validateFile } from '../../format/validate.ts';
 import type { SetExit } from './options.ts';
 import { jsonHelp } from './options.ts';
 
 const SHOWN = 20;
-const fmt = (n: number) => n.toLocaleString('en-US');
 const sepName = (sep: string | null) => (sep === null ? 'none' : sep === '\t' ? 'TAB' : `'${sep}'`);
 
 /**
@@ -39,45 +37,7 @@ export function toText(file: string, s: ReadSummary, templateCheck: string | nul
   out.push(
     `  records ${fmt(s.records)}: ${fmt(s.valid)} valid, ${fmt(s.invalid)} invalid, ${fmt(s.duplicates)} duplicate, ${fmt(s.suppressed)} suppressed`,
   );
-  const countries = Object.entries(s.countries)
-    .sort((a, b) => b[1] - a[1])
-    .map(([c, n]) => `${c} ${fmt(n)}`)
-    .join(', ');
-  if (s.channel === 'email') {
-    // FORMAT.md 8.3: no segments, encodings or countries; what every recipient is sent.
-    const e = s.email;
-    out.push('  channel email');
-    if (e?.templateId) {
-      const checked =
-        templateCheck === null || templateCheck === 'missing'
-          ? ''
-          : templateCheck === 'found'
-            ? '; the account has it'
-            : `; not checked: ${templateCheck}`;
-      out.push(`  template ${e.templateId} (stored on the service${checked})`);
-    }
-    if (e?.subject !== null && e?.subject !== undefined) out.push(`  subject ${quote(e.subject, 160)}`);
-    if (e?.html !== null && e?.html !== undefined) out.push(`  html body ${quote(e.html, 160)}`);
-  } else if (s.channel === 'whatsapp') {
-    // FORMAT.md 8.3: no segments or encodings; the template, its sending number, its parameters.
-    const w = s.whatsapp;
-    out.push(`  channel whatsapp${countries ? `; countries ${countries}` : ''}`);
-    if (w) {
-      out.push(`  template ${w.templateId} (a WhatsApp template approved on the service)`);
-      out.push(`  sending number ${w.source ?? "the account's own"}`);
-    }
-  } else if (s.channel === 'rcs') {
-    // docs/format.md "RCS files": one message a recipient (no segments), never transliterated.
-    out.push(
-      `  channel rcs: ${fmt(s.segments)} message(s), one a recipient (no segments; sent as written)${countries ? `; countries ${countries}` : ''}`,
-    );
-  } else {
-    out.push(
-      `  segments ${fmt(s.segments)} (GSM-7 ${fmt(s.encodings.gsm7)}, UCS-2 ${fmt(s.encodings.ucs2)} recipients)${countries ? `; countries ${countries}` : ''}`,
-    );
-    out.push(...costLines(s));
-  }
-  out.push(...(s.channel === 'whatsapp' ? parameterLines(s) : templateLines(s)));
+  out.push(...channelOf(s.channel).describe(s, templateCheck));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
   if (s.directives.flash) out.push(`  flash ${s.directives.flash.flash} (#! flash:)`);
   if (s.directives.sendAt)
@@ -105,56 +65,6 @@ export function toText(file: string, s: ReadSummary, templateCheck: string | nul
     for (const [code, hint] of hints) out.push(`    hint (${code}): ${hint}`);
   }
   return `${out.join('\n')}\n`;
-}
-
-const quote = (text: string, max: number) =>
-  JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text);
-
-/** What the file costs: segments by country, and what transliteration saves (or costs). */
-function costLines(s: ReadSummary): string[] {
-  const out: string[] = [];
-  const byCountry = Object.entries(s.segmentsByCountry)
-    .map(([c, n]) => `${c} ${fmt(n)}`)
-    .join(', ');
-  if (byCountry) out.push(`  segments by country: ${byCountry}`);
-  const t = s.transliteration;
-  const written = t.segmentsAsWritten;
-  const translit = t.segmentsTransliterated;
-  const diff = written - translit;
-  const effect = diff === 0 ? 'no difference' : diff > 0 ? `${fmt(diff)} fewer` : `${fmt(-diff)} more`;
-  if (t.mode === 'gsm7') {
-    out.push(
-      `  transliteration gsm7: ${fmt(translit)} segments sent, ${fmt(written)} as written (${effect}; ${fmt(t.recipientsChanged)} recipients' texts changed)`,
-    );
-  } else {
-    out.push(
-      `  transliteration never: ${fmt(written)} segments as written; with --transliterate gsm7 ${fmt(translit)} (${effect}; ${fmt(t.recipientsChanged)} recipients' texts would change)`,
-    );
-  }
-  return out;
-}
-
-/** One merged example per template (FORMAT.md 8.2): message text only. */
-function templateLines(s: ReadSummary): string[] {
-  const out: string[] = [];
-  for (const t of s.templates) {
-    out.push(`  template ${quote(t.template, 160)}`);
-    out.push(`    example (line ${t.line}): ${quote(t.example, 320)}`);
-  }
-  if (s.templates.length >= TEMPLATES_LISTED) out.push(`  (the first ${TEMPLATES_LISTED} templates)`);
-  return out;
-}
-
-/**
- * A WhatsApp file's parameters (docs/format.md "WhatsApp files"): where they come from, and
- * those of the first line that has them all, as sent (a JSON array, in the template's order).
- */
-function parameterLines(s: ReadSummary): string[] {
-  const t = s.templates[0];
-  if (t === undefined) return [];
-  const from = t.template === '' ? 'none (the template has no parameters)' : quote(t.template, 160);
-  const example = t.example.length > 320 ? `${t.example.slice(0, 320)}…` : t.example;
-  return [`  parameters ${from}`, `    example (line ${t.line}): ${example}`];
 }
 
 function ratio(value: string): number {
@@ -293,11 +203,11 @@ export function registerValidate(program: Command, setExit: SetExit): void {
         }
         throw err;
       }
-      // As the daemon does: an email file's templateId checked against its account's templates.
+      // As the daemon does: what the source's account says of the file (an email file's
+      // templateId against its stored templates).
+      const check = account && channelOf(account.channel).checkWithAccount;
       const templateCheck =
-        account?.channel === 'email' && summary.accepted && summary.email?.templateId
-          ? await checkTemplate(summary, account)
-          : null;
+        check && summary.accepted && summary.email?.templateId ? await check(summary, account) : null;
       process.stdout.write(
         opts.json
           ? `${JSON.stringify({ ...toJson(file, summary), templateCheck }, null, 2)}\n`
@@ -305,32 +215,4 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       );
       setExit(summary.accepted ? 0 : 1);
     });
-}
-
-/**
- * Asks the email account for its stored templates (GET /email/v1/templates) as the daemon
- * does, once and briefly: 'found', 'missing' (the summary rejected UNKNOWN_TEMPLATE), or why
- * the list could not be had (the file is then judged without it, as the daemon would send it).
- */
-async function checkTemplate(summary: ReadSummary, account: EmailAccountConfig): Promise<string> {
-  let apiKey = account.apiKey;
-  if (apiKey === undefined && account.apiKeyFile !== undefined) {
-    try {
-      apiKey = readFileSync(account.apiKeyFile, 'utf8').trim();
-    } catch (err) {
-      return `cannot read apiKeyFile (${(err as NodeJS.ErrnoException).code})`;
-    }
-  }
-  if (!apiKey) return 'the account has no apiKey';
-  // Loaded here: a validate without an email account never pays for the HTTP client.
-  const { EmailClient } = await import('../../service/email.ts');
-  const client = new EmailClient({ baseUrl: account.baseUrl, apiKey, timeoutMs: 10_000 });
-  try {
-    refuseUnknownTemplate(summary, await client.templates());
-    return summary.accepted ? 'found' : 'missing';
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    await client.close();
-  }
 }

@@ -16,10 +16,11 @@
 //   without an answer is in doubt, never sent again here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { redactSecrets, secretsOf } from '../core/redact.ts';
-import { DroplineError, type ErrorCode } from '../errors.ts';
-import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
-import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from './wire.ts';
+import { redactSecrets, secretsOf } from '../../core/redact.ts';
+import { DroplineError, type ErrorCode } from '../../errors.ts';
+import type { RecipientOutcome } from '../../service/channel-account.ts';
+import { answerDecision, describeError, headerOf, postOnce, serviceHost } from '../../service/http.ts';
+import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from '../../service/wire.ts';
 
 /** Spec 8: recipients a request. */
 export const EMAIL_MAX_RECIPIENTS = 50;
@@ -62,29 +63,8 @@ export interface EmailRecipient {
   readonly fields?: Readonly<Record<string, string>> | undefined;
 }
 
-export type EmailOutcome =
-  | {
-      readonly kind: 'accepted';
-      readonly messageId: string | null;
-      /** The request's own answer when it was not plainly accepted (requestNote). */
-      readonly request?: string | undefined;
-    }
-  /** The service's business answer for this recipient: final. */
-  | {
-      readonly kind: 'rejected';
-      readonly code: string;
-      readonly reason: string;
-      readonly request?: string | undefined;
-    }
-  | {
-      readonly kind: 'failed';
-      readonly code: ErrorCode;
-      readonly reason: string;
-      readonly retryable: boolean;
-    }
-  | { readonly kind: 'in_doubt'; readonly reason: string }
-  /** 401 / 403: the account's email files pause with the reason. */
-  | { readonly kind: 'unauthorized' | 'forbidden'; readonly reason: string };
+/** What one recipient's request answered (the shape every per-recipient channel shares). */
+export type EmailOutcome = RecipientOutcome;
 
 export interface EmailAnswer {
   readonly overallStatus: string | null;

@@ -1,14 +1,14 @@
 // What the channels' record rules share: the parts of the reader they use, the bulk
 // message (or its absence) and a line that lists numbers.
-import type { ReasonCode } from '../../errors.ts';
-import type { LayoutChoice } from '../layout.ts';
-import { NO_TEXT, type PreparedMessage } from '../message.ts';
-import { type NumberRules, normalizeNumber } from '../numbers.ts';
-import type { ReadOptions } from '../read-types.ts';
-import type { RecipientStager } from '../recipient-stager.ts';
-import { hasSeparatorOrQuote, splitNumbers } from '../records.ts';
-import type { SummaryBuilder } from '../summary-builder.ts';
-import type { ParserState, ReadContext } from './types.ts';
+import type { ReasonCode } from '../errors.ts';
+import type { ParserState, ReadContext } from '../format/channel-rules.ts';
+import type { LayoutChoice } from '../format/layout.ts';
+import { NO_TEXT, type PreparedMessage } from '../format/message.ts';
+import { type NumberRules, normalizeNumber } from '../format/numbers.ts';
+import type { ReadOptions } from '../format/read-types.ts';
+import type { RecipientStager } from '../format/recipient-stager.ts';
+import { hasSeparatorOrQuote, splitNumbers } from '../format/records.ts';
+import type { SummaryBuilder } from '../format/summary-builder.ts';
 
 export abstract class BaseRules {
   protected readonly options: ReadOptions;

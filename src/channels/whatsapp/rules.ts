@@ -1,21 +1,22 @@
 // WhatsApp files' record rules (FORMAT.md 8.3, docs/format.md "WhatsApp files"): numbers
 // and an approved template's parameters, from `#! message:`, the numbered columns of a
 // header, or the fields after the number of a headless line.
-import { hashString } from '../dedupe.ts';
-import { type LayoutChoice, layoutFromName } from '../layout.ts';
-import { isNumber, NO_TEXT, type PreparedMessage } from '../message.ts';
-import { type NumberResult, normalizeNumber } from '../numbers.ts';
-import { splitNumbers } from '../records.ts';
+
+import type { RecordRules } from '../../format/channel-rules.ts';
+import { hashString } from '../../format/dedupe.ts';
+import { type LayoutChoice, layoutFromName } from '../../format/layout.ts';
+import { isNumber, NO_TEXT, type PreparedMessage } from '../../format/message.ts';
+import { type NumberResult, normalizeNumber } from '../../format/numbers.ts';
+import { splitNumbers } from '../../format/records.ts';
 import {
   compileTemplate,
   joinTemplate,
   type Template,
   type TemplateColumns,
   templateValues,
-} from '../template.ts';
-import { numberedColumns, splitParameters } from '../whatsapp.ts';
-import { BaseRules } from './base.ts';
-import type { RecordRules } from './types.ts';
+} from '../../format/template.ts';
+import { numberedColumns, splitParameters } from '../../format/whatsapp.ts';
+import { BaseRules } from '../base-rules.ts';
 
 export class WhatsAppRules extends BaseRules implements RecordRules {
   readonly addresses = false;

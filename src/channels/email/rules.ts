@@ -1,14 +1,15 @@
 // Email files' record rules (FORMAT.md 8.3, docs/format.md "Email files"): addresses, a
 // header whose other columns are each recipient's fields, and the content from the file's
 // directives or its source: a stored template, or a subject and an HTML body.
-import { hashString } from '../dedupe.ts';
-import { normalizeEmail } from '../email.ts';
-import { NO_TEXT, oneLineFields, type PreparedMessage } from '../message.ts';
-import type { NumberResult } from '../numbers.ts';
-import { hasSeparatorOrQuote, splitNumbers } from '../records.ts';
-import { compileTemplate, joinTemplate, type Template, templateValues } from '../template.ts';
-import { BaseRules } from './base.ts';
-import type { RecordRules } from './types.ts';
+
+import type { RecordRules } from '../../format/channel-rules.ts';
+import { hashString } from '../../format/dedupe.ts';
+import { normalizeEmail } from '../../format/email.ts';
+import { NO_TEXT, oneLineFields, type PreparedMessage } from '../../format/message.ts';
+import type { NumberResult } from '../../format/numbers.ts';
+import { hasSeparatorOrQuote, splitNumbers } from '../../format/records.ts';
+import { compileTemplate, joinTemplate, type Template, templateValues } from '../../format/template.ts';
+import { BaseRules } from '../base-rules.ts';
 
 export class EmailRules extends BaseRules implements RecordRules {
   readonly addresses = true;

@@ -4,9 +4,9 @@
 // 8: at most 10 files, 8 MB in all), and sent to every recipient as root `attachments`. No
 // folder: no attachments.
 import { lookup } from 'mime-types';
-import type { FileReasonCode } from '../errors.ts';
-import { baseName, type HeldFolder, type Source, SourceFileError } from '../sources/source.ts';
-import type { FileAttachment } from '../store/store.ts';
+import type { FileReasonCode } from '../../errors.ts';
+import { baseName, type HeldFolder, type Source, SourceFileError } from '../../sources/source.ts';
+import type { FileAttachment } from '../../store/store.ts';
 
 /** Spec 8: attachments a request. */
 export const MAX_ATTACHMENTS = 10;

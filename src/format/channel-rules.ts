@@ -2,12 +2,12 @@
 // reading a drop file that differ by channel. The record parser calls them at the file's
 // start, at its header and for each record; the recipient stager calls `accept` for each
 // recipient the duplicate index lets through.
-import type { ReasonCode } from '../../errors.ts';
-import type { Layout, LayoutChoice } from '../layout.ts';
-import type { ReadOptions } from '../read-types.ts';
-import type { AcceptRecipient, RecipientStager } from '../recipient-stager.ts';
-import type { SummaryBuilder } from '../summary-builder.ts';
-import type { TemplateColumns } from '../template.ts';
+import type { ReasonCode } from '../errors.ts';
+import type { Layout, LayoutChoice } from './layout.ts';
+import type { ReadOptions } from './read-types.ts';
+import type { AcceptRecipient, RecipientStager } from './recipient-stager.ts';
+import type { SummaryBuilder } from './summary-builder.ts';
+import type { TemplateColumns } from './template.ts';
 
 /** What the record parser knows of the file so far (RecordParser implements it). */
 export interface ParserState {

@@ -13,11 +13,17 @@
 //   without an answer is in doubt, never sent again here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { secretsOf } from '../core/redact.ts';
-import type { ErrorCode } from '../errors.ts';
-import type { EmailOutcome } from './email.ts';
-import { answerDecision, describeError, headerOf, postOnce, serviceHost } from './http.ts';
-import { backoffDelay, parseBody, parseRetryAfter, reasonOf, transactionNumberOf } from './wire.ts';
+import { secretsOf } from '../../core/redact.ts';
+import type { ErrorCode } from '../../errors.ts';
+import type { RecipientOutcome } from '../../service/channel-account.ts';
+import { answerDecision, describeError, headerOf, postOnce, serviceHost } from '../../service/http.ts';
+import {
+  backoffDelay,
+  parseBody,
+  parseRetryAfter,
+  reasonOf,
+  transactionNumberOf,
+} from '../../service/wire.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
 
@@ -31,7 +37,7 @@ export interface WhatsAppMessage {
 }
 
 /** The same outcomes as an email recipient's: accepted, rejected, failed, in doubt, refused. */
-export type WhatsAppOutcome = EmailOutcome;
+export type WhatsAppOutcome = RecipientOutcome;
 
 export interface WhatsAppClientOptions {
   /** `{whatsapp_url}`. */

@@ -3,10 +3,17 @@
 // warnings. RCS files are read the same way, one message a recipient (docs/format.md "RCS
 // files").
 import { REASONS } from '../../errors.ts';
-import { isNumber, NO_TEXT, type PreparedMessage, prepareMerged, prepareMessage, UCS2 } from '../message.ts';
-import { type NumberResult, normalizeNumber } from '../numbers.ts';
-import type { PersonalizedFields } from '../records.ts';
-import { splitNumbers } from '../records.ts';
+import type { ReadContext, RecordRules } from '../../format/channel-rules.ts';
+import {
+  isNumber,
+  NO_TEXT,
+  type PreparedMessage,
+  prepareMerged,
+  prepareMessage,
+} from '../../format/message.ts';
+import { type NumberResult, normalizeNumber } from '../../format/numbers.ts';
+import type { PersonalizedFields } from '../../format/records.ts';
+import { splitNumbers } from '../../format/records.ts';
 import {
   compileTemplate,
   joinTemplate,
@@ -14,9 +21,8 @@ import {
   type Template,
   templateValues,
   trimText,
-} from '../template.ts';
-import { BaseRules } from './base.ts';
-import type { ReadContext, RecordRules } from './types.ts';
+} from '../../format/template.ts';
+import { BaseRules } from '../base-rules.ts';
 
 /** Distinct message-column templates kept parsed at once (a file rarely has more than a few). */
 const TEMPLATE_CACHE = 64;
@@ -298,39 +304,5 @@ export class SmsRules extends BaseRules implements RecordRules {
     current.msg = msg;
     current.missing = null;
     return current as Message;
-  }
-}
-
-/**
- * RCS files (docs/format.md "RCS files"): read as SMS files, but one message a recipient
- * (segments 1, whatever its length), no UCS2_MESSAGE, never transliterated.
- */
-export class RcsRules extends SmsRules {
-  constructor(ctx: ReadContext) {
-    // docs/format.md "RCS files": the text is sent as written, whatever the source's transliterate.
-    super(ctx, false);
-    ctx.summary.summary.transliteration.mode = 'never';
-  }
-
-  /** Its encoding counted as an SMS's would be; warnings as an SMS text's but UCS2_MESSAGE. */
-  override accept(
-    line: number,
-    k: number,
-    result: Extract<NumberResult, { ok: true }>,
-    msg: PreparedMessage,
-    messageId: string | null,
-  ): void {
-    const summary = this.summary.summary;
-    const encoding = msg.segments.encoding;
-    summary.segments++;
-    if (encoding === 'gsm7') summary.encodings.gsm7++;
-    else summary.encodings.ucs2++;
-    this.summary.country(result.country, 1);
-    this.stager.emitRecipient(line, k, result, result.country, msg.text, messageId, 1, encoding);
-    if (this.parser.layout === 'personalized') this.warnMessage(line, msg);
-  }
-
-  protected override warnMessage(line: number, msg: PreparedMessage): void {
-    this.stager.warn(line, msg, msg.warnings & ~UCS2, true);
   }
 }

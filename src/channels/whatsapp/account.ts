@@ -1,0 +1,98 @@
+// A WhatsApp account as the pipeline sends with it (channel-account.ts): a chunk is at most
+// WHATSAPP_CHUNK_RECIPIENTS recipients, one request each (whatsapp.ts), sent together once the
+// chunk's turn has come, from the file's sending number or the account's.
+import {
+  ChannelAccount,
+  type ChannelAccountOptions,
+  type RecipientOutcome,
+} from '../../service/channel-account.ts';
+import type { ChunkDestination, FileWhatsApp } from '../../store/store.ts';
+import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
+import { WhatsAppClient } from './client.ts';
+
+/**
+ * Recipients a WhatsApp chunk: each is its own request (spec 2.7), all in flight together, so a
+ * crash leaves at most this many of a chunk in doubt.
+ */
+export const WHATSAPP_CHUNK_RECIPIENTS = 10;
+
+export interface WhatsAppAccountOptions extends ChannelAccountOptions {
+  readonly client: WhatsAppClient;
+  /** The account's sending number (spec 2.7 `source`), unless a file names another. */
+  readonly source: string;
+}
+
+export class WhatsAppAccount extends ChannelAccount<FileWhatsApp> implements SendingAccount {
+  readonly channel = 'whatsapp';
+  readonly chunkRecipients = WHATSAPP_CHUNK_RECIPIENTS;
+  readonly #client: WhatsAppClient;
+  readonly #source: string;
+
+  constructor(opts: WhatsAppAccountOptions) {
+    super(opts);
+    this.#client = opts.client;
+    this.#source = opts.source;
+  }
+
+  async sender(file: OutgoingFile): Promise<ChunkSender> {
+    const content = file.content;
+    if (content?.channel !== 'whatsapp') throw new Error(`${file.fileId} is not a WhatsApp file`);
+    const { bulkText } = file;
+    return {
+      // A bulk file's recipients after its first share the first one's parameters (stored once).
+      send: (_seq, rows, options) =>
+        this.sendChunk(
+          content,
+          bulkText === null ? rows : rows.map((r) => (r.text === null ? { ...r, text: bulkText } : r)),
+          options,
+        ),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.#client.close();
+  }
+
+  /** Each destination's text is its template parameters as a JSON array (the reader's WhatsApp recipients). */
+  protected deliver(
+    content: FileWhatsApp,
+    rows: readonly ChunkDestination[],
+    signal: AbortSignal,
+  ): Promise<{ outcomes: RecipientOutcome[]; requests: number }> {
+    const source = content.source ?? this.#source;
+    return this.#client.send(
+      rows.map((r) => ({
+        source,
+        destination: r.number,
+        templateId: content.templateId,
+        parameters: r.text === null || r.text === '' ? [] : (JSON.parse(r.text) as string[]),
+      })),
+      signal,
+    );
+  }
+}
+
+/** A WhatsApp account of the configuration, with its own HTTP client. */
+export function openWhatsAppAccount(o: AccountOpening): WhatsAppAccount {
+  const a = o.config;
+  if (a.channel !== 'whatsapp') throw new Error(`accounts.${o.name}: not a WhatsApp account`);
+  const concurrency = a.concurrency ?? o.api.concurrency;
+  const client = new WhatsAppClient({
+    baseUrl: a.baseUrl,
+    username: a.username,
+    password: o.secret,
+    // Each chunk in flight is up to WHATSAPP_CHUNK_RECIPIENTS requests at once.
+    connections: concurrency * WHATSAPP_CHUNK_RECIPIENTS,
+    timeoutMs: o.api.timeoutMs,
+    retry: o.api.retry,
+  });
+  return new WhatsAppAccount({
+    name: o.name,
+    client,
+    source: a.source,
+    concurrency,
+    ratePerSecond: a.ratePerSecond ?? o.api.ratePerSecond,
+    permitLeaseMs: o.permitLeaseMs,
+    ...o.budget(`whatsapp\n${a.baseUrl}\n${a.username}`),
+  });
+}
