@@ -2,7 +2,7 @@
 // axis as wide as its longest label (docs/dashboard.md "Pages").
 
 import { h } from './dom.js';
-import { language, num, t } from './i18n.js';
+import { dateTime, num, t } from './i18n.js';
 import uPlot from './uplot.js';
 
 /** Cumulative delivery reports by minute, drawn with uPlot; the totals written below it. */
@@ -48,9 +48,9 @@ export function renderChart(box, totals, minutes, chart) {
       axes: [
         {
           font: AXIS_FONT,
-          // Room between ticks for a label such as `28/11/26, 6:16 p. m.`; seconds when the
-          // ticks are less than a minute apart.
-          space: 110,
+          // Room between ticks for a label such as `28/11/2026, 6:16 p. m.` (two digits more
+          // than it had with `28/11/26`); seconds when the ticks are less than a minute apart.
+          space: 125,
           values: (_, splits, _i, _space, incr) => splits.map((v) => timeTick(v, incr < 60)),
           size: fitted,
         },
@@ -83,10 +83,8 @@ function lastTickRoom(lastX) {
 /** A time in the page's language: the hour and minute (and second), the day when it is not today. */
 function timeTick(seconds, withSeconds = false) {
   const d = new Date(seconds * 1000);
-  const locale = language() === 'es' ? 'es-CO' : 'en-US';
   const today = d.toDateString() === new Date().toDateString();
-  const timeStyle = withSeconds ? 'medium' : 'short';
-  return new Intl.DateTimeFormat(locale, today ? { timeStyle } : { dateStyle: 'short', timeStyle }).format(d);
+  return dateTime(d, { seconds: withSeconds, day: !today });
 }
 
 /**

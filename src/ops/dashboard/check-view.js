@@ -4,6 +4,7 @@
 import { api, Unauthorized, unauthorized } from './api.js';
 import { h, table } from './dom.js';
 import { codeText, num, t } from './i18n.js';
+import { recipientsRead } from './progress.js';
 import { errorText, rejectionText } from './wording.js';
 
 export function checkView(view, meta) {
@@ -57,14 +58,16 @@ function renderCheck(el, s) {
         h('p', {}, rejectionText(s.rejection.code, s.rejection.params)),
         h('p', { class: 'muted' }, codeText(s.rejection.code, 'hint')),
       );
-  const counts = ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'segments'];
+  // The recipients first, as a campaign's page counts them; records (lines) as validate says.
+  const counts = { recipients: recipientsRead(s) };
+  for (const k of ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'segments']) counts[k] = s[k];
   const sep = s.separator === null ? '—' : s.separator === '\t' ? 'TAB' : s.separator;
   el.replaceChildren(
     verdict,
     h(
       'dl',
       { class: 'counts' },
-      counts.map((k) => [h('dt', {}, t(k)), h('dd', { 'data-count': k }, num(s[k]))]),
+      Object.entries(counts).map(([k, n]) => [h('dt', {}, t(k)), h('dd', { 'data-count': k }, num(n))]),
       [h('dt', {}, t('check.layout')), h('dd', {}, s.layout ? t(`layout.${s.layout}`) : '—')],
       [h('dt', {}, t('check.encoding')), h('dd', {}, s.encoding ?? '—')],
       [h('dt', {}, t('check.separator')), h('dd', {}, sep)],

@@ -7,7 +7,7 @@ import { h } from './dom.js';
 import { renderChunks, renderCost, renderDownloads, renderErrors } from './file-sections.js';
 import { num, t, when } from './i18n.js';
 import { confirmed, notice } from './notice.js';
-import { badge, FINAL, numbers, progressBar, Rates } from './progress.js';
+import { badge, FINAL, numbers, progressBar, Rates, recipientsRead } from './progress.js';
 import { channelName, errorText, why, worded } from './wording.js';
 
 const ACTIONS = ['pause', 'resume', 'cancel', 'retry'];
@@ -139,7 +139,7 @@ function renderActions(el, m, allowed, meta, refresh) {
 
 function renderFunnel(el, c) {
   const steps = [
-    ['records', c.records],
+    ['recipients', recipientsRead(c)],
     ['valid', c.valid],
     ['submitted', c.submitted],
     ['delivered', c.delivered],
@@ -149,7 +149,8 @@ function renderFunnel(el, c) {
     ['pending', c.pendingDelivery],
     ...(c.cancelled ? [['cancelled', c.cancelled]] : []),
   ];
-  const top = Math.max(c.records, 1);
+  // From the recipients read, so no later step is wider than the first.
+  const top = Math.max(recipientsRead(c), 1);
   el.replaceChildren(
     ...steps.map(([key, value]) =>
       h(

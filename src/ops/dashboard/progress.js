@@ -4,6 +4,15 @@
 import { h } from './dom.js';
 import { duration, num, t, when } from './i18n.js';
 
+/**
+ * The recipients read: what a file counts first, and the figure its rejection names (`3 of 4
+ * recipients are invalid`). Not `records`, the lines that hold numbers: a bulk line of three
+ * numbers is one record and three recipients (docs/format.md).
+ */
+export function recipientsRead(c) {
+  return c.valid + c.invalid + c.duplicates + c.suppressed + (c.contactLimited ?? 0);
+}
+
 /** States a file does not leave. */
 export const FINAL = new Set(['rejected', 'duplicate', 'completed', 'cancelled']);
 
@@ -98,7 +107,7 @@ export class Rates {
 export function numbers(m, speed) {
   const c = m.counts;
   const items = [
-    [t('read'), c.records],
+    [t('recipients'), recipientsRead(c)],
     [t('valid'), c.valid],
     [t('sent'), c.submitted],
     [t('delivered'), c.delivered],
