@@ -23,14 +23,35 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** The page's ES modules (src/ops/dashboard/*.js): each served at /assets/<name>.js. */
+const MODULES = [
+  'app',
+  'api',
+  'dom',
+  'notice',
+  'i18n',
+  'codes',
+  'wording',
+  'progress',
+  'summary',
+  'list-view',
+  'file-view',
+  'file-sections',
+  'chart',
+  'check-view',
+  'health-view',
+  'login-view',
+];
+
+const SCRIPT = 'text/javascript; charset=utf-8';
+
 const FILES: Record<string, { from: URL | string; type: string }> = {
   '/': { from: new URL('index.html', HERE), type: 'text/html; charset=utf-8' },
-  '/assets/app.js': { from: new URL('app.js', HERE), type: 'text/javascript; charset=utf-8' },
-  '/assets/views.js': { from: new URL('views.js', HERE), type: 'text/javascript; charset=utf-8' },
-  '/assets/i18n.js': { from: new URL('i18n.js', HERE), type: 'text/javascript; charset=utf-8' },
-  '/assets/codes.js': { from: new URL('codes.js', HERE), type: 'text/javascript; charset=utf-8' },
+  ...Object.fromEntries(
+    MODULES.map((name) => [`/assets/${name}.js`, { from: new URL(`${name}.js`, HERE), type: SCRIPT }]),
+  ),
   '/assets/style.css': { from: new URL('style.css', HERE), type: 'text/css; charset=utf-8' },
-  '/assets/uplot.js': { from: 'uplot/dist/uPlot.esm.js', type: 'text/javascript; charset=utf-8' },
+  '/assets/uplot.js': { from: 'uplot/dist/uPlot.esm.js', type: SCRIPT },
   '/assets/uplot.css': { from: 'uplot/dist/uPlot.min.css', type: 'text/css; charset=utf-8' },
 };
 

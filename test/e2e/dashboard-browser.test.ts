@@ -130,7 +130,14 @@ describe('campaigns', () => {
     dropped = (await h.files()).find((f) => f.name === 'noviembre.txt')!;
     const numbers = await row.locator('.numbers').textContent();
     expect(numbers).toContain(`${dropped.counts.delivered.toLocaleString('en-US')} delivered`);
-    expect(numbers).toContain(`${dropped.counts.records.toLocaleString('en-US')} read`);
+    // The first count is the recipients read (a rejection's `3 of 4 recipients` counts them too).
+    const c = dropped.counts;
+    const recipients = c.valid + c.invalid + c.duplicates + c.suppressed + (c.contactLimited ?? 0);
+    expect(numbers).toContain(`${recipients.toLocaleString('en-US')} recipients read`);
+    // Dates with a four-digit year (`12/24/30` reads either way round).
+    expect(await row.locator('[data-time="arrived"]').textContent()).toMatch(
+      /^arrived \d{1,2}\/\d{1,2}\/\d{4}, /,
+    );
     // Its source and the channel it goes out on.
     expect(await row.locator('.source').textContent()).toBe('local · SMS');
     // Search narrows the list.
@@ -146,10 +153,13 @@ describe('campaigns', () => {
     const page = await open();
     await logIn(page);
     await page.locator('a.file', { hasText: 'noviembre.txt' }).click();
-    await page.locator('#funnel [data-step="records"]').waitFor();
+    await page.locator('#funnel [data-step="recipients"]').waitFor();
     const m = await manifest(dropped.fileId);
     const step = (k: string) => page.locator(`#funnel [data-step="${k}"]`).getAttribute('data-value');
-    expect(await step('records')).toBe(String(m.counts.records));
+    const c = m.counts;
+    expect(await step('recipients')).toBe(
+      String(c.valid + c.invalid + c.duplicates + c.suppressed + (c.contactLimited ?? 0)),
+    );
     expect(await step('valid')).toBe(String(m.counts.valid));
     expect(await step('submitted')).toBe(String(m.counts.submitted));
     expect(await step('delivered')).toBe(String(m.counts.delivered));
@@ -295,7 +305,7 @@ describe('service health and small screens', () => {
     await page.locator('a.file').first().waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await page.goto(`${h.opsUrl}/#/file/${dropped.fileId}`);
-    await page.locator('#funnel [data-step="records"]').waitFor();
+    await page.locator('#funnel [data-step="recipients"]').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await shot(page, 'campaign-phone.png');
   });
@@ -523,14 +533,25 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
     expect(await figure('service').textContent()).toBe('responde');
     expect(await row.locator('.numbers').textContent()).toContain(`${es(m.counts.delivered)} entregados`);
     // When it arrived; the rejected file when it finished, and why, in Spanish.
-    expect(await row.locator('[data-time="arrived"]').textContent()).toMatch(/^llegó /);
+    // Dates with a four-digit year: `24/12/30` reads as day/month/year or year/month/day.
+    expect(await row.locator('[data-time="arrived"]').textContent()).toMatch(
+      /^llegó \d{1,2}\/\d{1,2}\/\d{4}, /,
+    );
     const bad = page.locator(`a.file[data-file-id="${rejected.fileId}"]`);
-    expect(await bad.locator('[data-time="finished"]').textContent()).toMatch(/^terminó /);
-    expect(await bad.locator('.why').textContent()).toMatch(
+    expect(await bad.locator('[data-time="finished"]').textContent()).toMatch(
+      /^terminó \d{1,2}\/\d{1,2}\/\d{4}, /,
+    );
+    const why = await bad.locator('.why').textContent();
+    expect(why).toMatch(
       /^TOO_MANY_INVALID: \d de \d destinatarios son inválidos \(\d+(,\d)? %; el límite es 20 %\)$/,
     );
+    // mala.txt is read as bulk (its first line the message): 2 records, 4 recipients. The
+    // row counts what its rejection counts, and says so: `3 de 4` and `4 destinatarios leídos`.
+    const judged = /de (\d) destinatarios/.exec(why!)![1]!;
+    expect(judged).toBe(String(rejected.counts.valid + rejected.counts.invalid));
+    expect(await bad.locator('.numbers').textContent()).toContain(`${judged} destinatarios leídos`);
     expect(await page.locator(`a.file[data-file-id="${scheduled.fileId}"] .why`).textContent()).toBe(
-      'programado por el archivo (sendAt): empieza 24/12/30, 9:00 a. m. (America/Bogota)',
+      'programado por el archivo (sendAt): empieza 24/12/2030, 9:00 a. m. (America/Bogota)',
     );
     expect(await englishOn(page)).toEqual([]);
     await shot(page, 'campaigns-es.png');
@@ -626,6 +647,14 @@ describe('a 200,000-recipient campaign, in Spanish', () => {
     await page.goto(`${big.opsUrl}/#/file/${rejected.fileId}`);
     await expect.poll(() => page.locator('#timeline').textContent()).toContain('destinatarios son inválidos');
     expect(await englishOn(page)).toEqual([]);
+    // Its funnel starts from the same recipients its rejection counts, worded as such.
+    const first = page.locator('#funnel .step').first();
+    expect(await first.getAttribute('data-value')).toBe(judged);
+    expect(await first.locator('.label').textContent()).toBe('destinatarios leídos');
+    expect(await page.locator('.file-head .numbers').textContent()).toContain(
+      `${judged} destinatarios leídos`,
+    );
+    expect(await page.locator('#timeline time').first().textContent()).toMatch(/^\d{1,2}\/\d{1,2}\/\d{4}, /);
   });
 
   it('the same pages in English, for the docs’ pictures', async () => {

@@ -1,18 +1,14 @@
 // The dashboard's entry: the language, the login when the API asks for it, and the views by
 // the URL's hash (#/, #/file/<fileId>, #/check, #/health). Every view polls the JSON API.
 
+import { api, Unauthorized, whenUnauthorized } from './api.js';
+import { checkView } from './check-view.js';
+import { fileView } from './file-view.js';
+import { healthView } from './health-view.js';
 import { pickLanguage, setEnglishCodes, setLanguage, t } from './i18n.js';
-import {
-  api,
-  checkView,
-  fileView,
-  healthView,
-  listView,
-  loginView,
-  notice,
-  Unauthorized,
-  whenUnauthorized,
-} from './views.js';
+import { listView } from './list-view.js';
+import { loginView } from './login-view.js';
+import { notice } from './notice.js';
 
 const view = document.getElementById('view');
 const lang = document.getElementById('lang');

@@ -22,7 +22,9 @@ const en = {
   'col.file': 'File',
   'col.state': 'State',
   'col.progress': 'Progress',
-  read: 'read',
+  // What a file counts first: its recipients (a bulk line of three numbers is three), the
+  // figure its rejection names (`3 of 4 recipients`); records are lines that hold numbers.
+  recipients: 'recipients read',
   valid: 'valid',
   sent: 'sent',
   delivered: 'delivered',
@@ -30,7 +32,7 @@ const en = {
   unknown: 'unknown',
   accepted: 'accepted (no delivery reports)',
   pending: 'pending',
-  records: 'records',
+  records: 'records (lines with numbers)',
   submitted: 'submitted',
   invalid: 'invalid',
   duplicates: 'duplicates',
@@ -184,7 +186,7 @@ const es = {
   'col.file': 'Archivo',
   'col.state': 'Estado',
   'col.progress': 'Avance',
-  read: 'leídos',
+  recipients: 'destinatarios leídos',
   valid: 'válidos',
   sent: 'enviados',
   delivered: 'entregados',
@@ -192,7 +194,7 @@ const es = {
   unknown: 'desconocidos',
   accepted: 'aceptados (sin reportes de entrega)',
   pending: 'pendientes',
-  records: 'registros',
+  records: 'registros (líneas con números)',
   submitted: 'enviados al servicio',
   invalid: 'inválidos',
   duplicates: 'duplicados',
@@ -374,12 +376,24 @@ export function num(n) {
   return new Intl.NumberFormat(current === 'es' ? 'es-CO' : 'en-US').format(n);
 }
 
+/**
+ * A date and time in the page's language, the year in four digits: `24/12/30` reads as
+ * day/month/year or year/month/day (docs/dashboard.md "Pages"). `day: false`: the time
+ * alone; `zone`: in that time zone, else the reader's.
+ */
+export function dateTime(date, { seconds = false, day = true, zone } = {}) {
+  return new Intl.DateTimeFormat(current === 'es' ? 'es-CO' : 'en-US', {
+    ...(day ? { year: 'numeric', month: 'numeric', day: 'numeric' } : {}),
+    hour: 'numeric',
+    minute: '2-digit',
+    ...(seconds ? { second: '2-digit' } : {}),
+    ...(zone ? { timeZone: zone } : {}),
+  }).format(date);
+}
+
 export function when(iso) {
   if (!iso) return '';
-  return new Intl.DateTimeFormat(current === 'es' ? 'es-CO' : 'en-US', {
-    dateStyle: 'short',
-    timeStyle: 'medium',
-  }).format(new Date(iso));
+  return dateTime(new Date(iso), { seconds: true });
 }
 
 /** A duration in seconds as "1 h 5 min", "3 min", "40 s". */
@@ -394,11 +408,7 @@ export function duration(seconds) {
 /** A time in the given zone (a schedule is the source's time, not the reader's: the text names the zone). */
 export function whenIn(iso, zone) {
   if (!iso) return '';
-  return new Intl.DateTimeFormat(current === 'es' ? 'es-CO' : 'en-US', {
-    dateStyle: 'short',
-    timeStyle: 'short',
-    timeZone: zone,
-  }).format(new Date(iso));
+  return dateTime(new Date(iso), { zone });
 }
 
 /** Whether `key` has a text (in English, which has them all). */
