@@ -7,11 +7,13 @@
 // While it lasts:
 // - each file whose chunk met it carries the state detail SERVICE_UNREACHABLE with `since`
 //   (FileRecord.detail: the manifest, status and the dashboard show it), cleared when the
-//   service answers again;
+//   service answers again, or when the file stops sending (partial, submitted, paused…:
+//   nothing of it is retried any more, docs/runbook.md "The messaging service is unreachable");
 // - /readyz shows the `service` check (server.ts; it does not fail readiness);
 // - the `service-down` alert is said once when it starts and once when it ends (alerts.ts).
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { Logger } from '../log.ts';
+import { FILE_STATE_CHANNEL, type FileStateEvent } from '../pipeline/context.ts';
 import { ATTEMPT_CHANNEL, type AttemptEvent, TOKEN_CHANNEL, type TokenEvent } from '../service/client.ts';
 import type { StateDetail, Store } from '../store/store.ts';
 import type { Alerts } from './alerts.ts';
@@ -26,6 +28,8 @@ export interface ServiceOutage {
 export interface ServiceWatch {
   /** The outage now; null while the service answers (or nothing was asked yet). */
   current(): ServiceOutage | null;
+  /** Files it keeps in memory (marked in this outage, or checked): for tests. */
+  tracked(): number;
   /** Stops watching; the details written are left (the next start clears them, see below). */
   close(): Promise<void>;
 }
@@ -41,6 +45,13 @@ export interface ServiceWatchOptions {
   driven?: (() => Iterable<string>) | undefined;
   now?: (() => Date) | undefined;
 }
+
+/**
+ * Files checked at most: a daemon that runs for months follows files whose end it may never
+ * see (a lease taken over by another worker); past this, the set starts again, costing one
+ * read per file sent again.
+ */
+const CHECKED_MAX = 10_000;
 
 /** The file of a chunk's id (`<fileId>/<seq>`, plan/chunks.ts chunkIdFor). */
 function fileOf(chunkId: string): string {
@@ -98,9 +109,21 @@ export function watchService(options: ServiceWatchOptions): ServiceWatch {
       marked.clear();
     }
     if (fileId !== null && !checked.has(fileId)) {
+      if (checked.size >= CHECKED_MAX) checked.clear();
       checked.add(fileId);
       write(fileId, null, true);
     }
+  };
+
+  // A file that stops sending (its chunks failed for good, all accepted, paused…) is retried
+  // no more: the detail would outlive the outage's meaning, and nothing would clear it when
+  // no other send of this process asks the service again. Sent again, it is marked again.
+  const onState = (message: unknown): void => {
+    const { file } = message as FileStateEvent;
+    if (file.state === 'sending') return;
+    const wasMarked = marked.delete(file.fileId);
+    const wasChecked = checked.delete(file.fileId);
+    if (wasMarked || wasChecked) write(file.fileId, null, true);
   };
 
   const onAttempt = (message: unknown): void => {
@@ -116,12 +139,15 @@ export function watchService(options: ServiceWatchOptions): ServiceWatch {
   };
   diagnosticsChannel.subscribe(ATTEMPT_CHANNEL, onAttempt);
   diagnosticsChannel.subscribe(TOKEN_CHANNEL, onToken);
+  diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onState);
 
   return {
     current: () => (outage ? { ...outage } : null),
+    tracked: () => new Set([...marked, ...checked]).size,
     async close() {
       diagnosticsChannel.unsubscribe(ATTEMPT_CHANNEL, onAttempt);
       diagnosticsChannel.unsubscribe(TOKEN_CHANNEL, onToken);
+      diagnosticsChannel.unsubscribe(FILE_STATE_CHANNEL, onState);
       await writes;
     },
   };

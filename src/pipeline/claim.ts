@@ -4,7 +4,13 @@ import type { FileReasonCode } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { mapLimited, markerMismatch } from '../sources/readiness.ts';
-import { fileRefusalOf, type Source, type SourceEntry } from '../sources/source.ts';
+import {
+  fileRefusalOf,
+  type Source,
+  type SourceEntry,
+  SourceFileError,
+  type SourceVersion,
+} from '../sources/source.ts';
 import type { ClaimedFile, FileRecord, ReadyFile } from '../store/store.ts';
 import { type PipelineContext, stateChanged } from './context.ts';
 import { type Ingest, tooLarge } from './ingest.ts';
@@ -50,6 +56,8 @@ export class Claims {
     };
     // The markers this claim took: put back if the batch is not recorded (below).
     const taken: { path: string; content: string }[] = [];
+    // The version of each file hashed (local sources): its move checks it still moves that one.
+    const versions = new Map<string, SourceVersion>();
     // Several files read at once: on SFTP or S3 a claim costs round trips, not bandwidth,
     // and one at a time made a claim of 500 small files wait for 4,000 answers in a row.
     const reading = mapLimited(
@@ -58,6 +66,8 @@ export class Claims {
       async (entry): Promise<ReadyFile | Refused | null> => {
         try {
           const r = await this.readForClaim(source, entry, maxBytes);
+          // Changing while it was hashed: not this claim's; a later poll sees it settled.
+          if (r === null) return null;
           // A marker source: the marker goes with the claim, whatever becomes of the file, so
           // that it never stands for the next upload of the name (docs/sources.md "Markers").
           const marker =
@@ -73,6 +83,7 @@ export class Claims {
           if (mismatch !== null)
             return { entry, refusal: { reason: 'MARKER_MISMATCH', message: mismatch }, read };
           this.ingesting.rememberSniff(r.sniffed);
+          if (r.version) versions.set(entry.path, r.version);
           return { name: entry.name, path: entry.path, sha256: r.sniffed.sha256!, bytes: r.sniffed.bytes };
         } catch (err) {
           // One file's trouble is that file's: the others of the batch are claimed all the same.
@@ -113,7 +124,16 @@ export class Claims {
           await this.leases.withLease(file.fileId, (f) => this.outputs.finishFailed(f, source));
           return this.c.mustGet(file.fileId);
         }
-        const path = await this.c.moveTo(file, source, 'processing', { record: false });
+        let path: string;
+        try {
+          path = await this.c.moveTo(file, source, 'processing', {
+            record: false,
+            expect: versions.get(file.path),
+          });
+        } catch (err) {
+          if (!(err instanceof SourceFileError)) throw err;
+          return this.rejectReplaced(file, err.message);
+        }
         if (path !== file.path) paths.push({ fileId: file.fileId, path });
         return { ...file, path };
       },
@@ -124,6 +144,23 @@ export class Claims {
       if (file) files.push(file);
     }
     return files;
+  }
+
+  /**
+   * A file replaced at its inbox name after this claim hashed it (docs/sources.md "What
+   * happens to a file"): the claim of the content read fails FILE_CHANGED, its errors.csv
+   * and manifest written, nothing moved; the newer file stays in the inbox, a new file to
+   * claim once ready (on a marker source, with a marker of its own: this claim took the old).
+   */
+  private async rejectReplaced(file: FileRecord, message: string): Promise<FileRecord> {
+    this.c.log.warn({ fileId: file.fileId, source: file.source, file: file.name }, message);
+    await this.leases.withLease(file.fileId, async (f) => {
+      const rejected = await this.c.transition(f.fileId, 'rejected', ['validating'], {
+        rejection: { code: 'FILE_CHANGED', message },
+      });
+      if (rejected) await this.outputs.finishFailed(rejected, null);
+    });
+    return this.c.mustGet(file.fileId);
   }
 
   /** Markers taken by a claim that was not recorded, written back where none is now. */
@@ -241,11 +278,25 @@ export class Claims {
     source: Source,
     entry: SourceEntry,
     maxBytes: number,
-  ): Promise<{ sniffed: Sniff } | { refusal: { reason: FileReasonCode; message: string } }> {
+  ): Promise<
+    | { sniffed: Sniff; version?: SourceVersion }
+    | { refusal: { reason: FileReasonCode; message: string } }
+    | null
+  > {
     if (entry.size > maxBytes) return { refusal: tooLarge(maxBytes, entry.size) };
     let sniffed: Sniff;
+    // Local: the version before and after the hash (two lstat calls), the same when the
+    // bytes hashed are that version's; the move checks it moves that version.
+    const versioned = source.kind === 'local' && entry.path.startsWith('inbox/');
+    let version: SourceVersion | undefined;
     try {
+      const before = versioned ? await source.stat(entry.path) : null;
       sniffed = await sniff(source.open(entry.path), { hash: true, maxBytes });
+      const after = versioned ? await source.stat(entry.path) : null;
+      if (versioned) {
+        if (!before || !after || before.size !== after.size || before.mtimeMs !== after.mtimeMs) return null;
+        version = { size: after.size, mtimeMs: after.mtimeMs };
+      }
     } catch (err) {
       const refusal = fileRefusalOf(err, entry.path);
       if (!refusal) throw err;
@@ -254,7 +305,7 @@ export class Claims {
     this.c.touch();
     // It grew past the limit after the listing: the hash stopped there.
     if (sniffed.tooLarge) return { refusal: tooLarge(maxBytes, sniffed.bytes) };
-    return { sniffed };
+    return version ? { sniffed, version } : { sniffed };
   }
 
   /**
@@ -267,6 +318,8 @@ export class Claims {
     // not rejected with the marker left behind to stand for the next upload of the name.
     if (cfg.readiness === 'marker' && (await source.exists(`${entry.path}.done`))) return null;
     const r = await this.readForClaim(source, entry, cfg.maxFileBytes);
+    // Written to while it was read: not incomplete, still being written.
+    if (r === null) return null;
     if ('refusal' in r) return this.rejectAtClaim(source, entry, r.refusal.reason, r.refusal.message);
     const { sniffed } = r;
     const sha256 = sniffed.sha256!;

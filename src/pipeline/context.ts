@@ -8,7 +8,7 @@ import type { Config, SourceConfig } from '../config/schema.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import type { ServiceClient } from '../service/client.ts';
-import type { Source } from '../sources/source.ts';
+import { type Source, SourceFileError, type SourceVersion } from '../sources/source.ts';
 import type { FilePatch, FileRecord, FileState, Store } from '../store/store.ts';
 import { Leases } from './lease.ts';
 import { patientStore } from './patient-store.ts';
@@ -152,21 +152,27 @@ export class PipelineContext {
     return f;
   }
 
-  /** Moves a file into `folder/`, under a name of its own when that one is taken. */
+  /**
+   * Moves a file into `folder/`, under a name of its own when that one is taken. With
+   * `expect` (a claim's move): a file that is not the version read is not moved, and the
+   * move's FILE_CHANGED is thrown, not logged.
+   */
   async moveTo(
     file: FileRecord,
     source: Source,
     folder: string,
-    options: { record?: boolean } = {},
+    options: { record?: boolean; expect?: SourceVersion | undefined } = {},
   ): Promise<string> {
+    const how = options.expect ? { expect: options.expect } : undefined;
     if (file.path.startsWith(`${folder}/`)) return file.path;
     if (options.record !== false) this.leases.fence(file.fileId);
     let target = `${folder}/${file.name}`;
     try {
       let moved: boolean;
       try {
-        moved = await source.move(file.path, target);
+        moved = await source.move(file.path, target, how);
       } catch (err) {
+        if (isChanged(err)) throw err;
         // The name is taken there (move never replaces a file): a name of its own, prefixed
         // with the fileId and cut so that it still fits NAME_MAX (255 bytes). Asked only
         // then, so a move costs no extra look-up (a round trip per file on SFTP).
@@ -175,13 +181,14 @@ export class PipelineContext {
         const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
         const base = file.name.slice(0, file.name.length - ext.length);
         target = `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
-        moved = await source.move(file.path, target);
+        moved = await source.move(file.path, target, how);
       }
       if (!moved) {
         this.log.warn({ fileId: file.fileId, path: file.path }, 'original already moved away');
         return file.path;
       }
     } catch (err) {
+      if (isChanged(err)) throw err;
       this.log.warn(
         { fileId: file.fileId, err: (err as Error).message },
         `could not move the original to ${folder}/`,
@@ -198,4 +205,9 @@ export class PipelineContext {
   async toProcessing(file: FileRecord, source: Source): Promise<void> {
     if (file.path.startsWith('inbox/')) await this.moveTo(file, source, 'processing');
   }
+}
+
+/** A claim's move refused: the file at its name is no longer the version read. */
+function isChanged(err: unknown): boolean {
+  return err instanceof SourceFileError && err.reason === 'FILE_CHANGED';
 }

@@ -30,9 +30,13 @@ export class Outputs {
     this.leases = leases;
   }
 
-  /** A rejected or duplicate file: original to failed/ with its errors.csv, and the reports. */
-  async finishFailed(file: FileRecord, source: Source): Promise<void> {
-    await this.c.moveTo(file, source, 'failed');
+  /**
+   * A rejected or duplicate file: original to failed/ with its errors.csv, and the reports.
+   * `source` null: the file has no original of its own to move (what is at its path now is
+   * another file, e.g. a newer upload that replaced it before its claim moved it).
+   */
+  async finishFailed(file: FileRecord, source: Source | null): Promise<void> {
+    if (source) await this.c.moveTo(file, source, 'failed');
     await this.writeErrorsCsv(file);
     await this.writeReports(file.fileId);
   }

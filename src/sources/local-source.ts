@@ -32,6 +32,7 @@ import {
   type SourceEntry,
   SourceFileError,
   type SourceStat,
+  type SourceVersion,
   takenMarkerPath,
 } from './source.ts';
 
@@ -275,10 +276,11 @@ export class LocalSource implements Source {
     }
   }
 
-  async move(from: string, to: string): Promise<boolean> {
+  async move(from: string, to: string, options: { expect?: SourceVersion } = {}): Promise<boolean> {
     const src = this.#abs(from);
     const dst = this.#abs(to);
     if (src === dst) throw new Error(`${this.name}: cannot move ${from} onto itself`);
+    const { expect } = options;
     // rename(2) silently replaces an existing target; link(2) refuses with EEXIST, so the
     // "target exists" check and the copy of the name are one atomic step.
     let linked: Stats;
@@ -300,9 +302,15 @@ export class LocalSource implements Source {
         throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`, { cause: err });
       }
       if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP' || code === 'EXDEV') {
-        return this.#moveWithoutLinks(src, dst, from, to);
+        return this.#moveWithoutLinks(src, dst, from, to, expect);
       }
       throw err;
+    }
+    // The name linked is the file moved: one other than the claimed (a partner's newer upload
+    // renamed onto it since the hash) is unlinked again and stays where it came.
+    if (expect && !isVersion(linked, expect)) {
+      await unlink(dst);
+      throw replaced(from, linked, expect);
     }
     // Then `from` is taken away in one step, under a private dot-name beside the target, and
     // removed only if it is the file linked (device and inode): an unlink of `from` would
@@ -339,9 +347,18 @@ export class LocalSource implements Source {
   }
 
   /** Filesystems without hard links (FAT, some network mounts): check, then rename. */
-  async #moveWithoutLinks(src: string, dst: string, from: string, to: string): Promise<boolean> {
+  async #moveWithoutLinks(
+    src: string,
+    dst: string,
+    from: string,
+    to: string,
+    expect: SourceVersion | undefined,
+  ): Promise<boolean> {
     if ((await lstatOrNull(dst)) !== null)
       throw new Error(`${this.name}: cannot move ${from}: ${to} already exists`);
+    // Checked, then renamed: without links the two cannot be one step.
+    const now = expect ? await lstatOrNull(src) : null;
+    if (expect && now !== null && !isVersion(now, expect)) throw replaced(from, now, expect);
     try {
       await rename(src, dst);
       return true;
@@ -592,6 +609,18 @@ function kindOf(st: Stats): string {
   if (st.isSocket()) return 'a socket';
   if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
   return 'not a regular file';
+}
+
+/** Whether the file is the version a claim read (its size and mtime). */
+function isVersion(st: Stats, v: SourceVersion): boolean {
+  return st.size === v.size && st.mtimeMs === v.mtimeMs;
+}
+
+function replaced(from: string, st: Stats, v: SourceVersion): SourceFileError {
+  return new SourceFileError(
+    'FILE_CHANGED',
+    `${from} was replaced after it was claimed (${st.size} bytes now; claimed ${v.size} bytes)`,
+  );
 }
 
 async function lstatOrNull(abs: string) {

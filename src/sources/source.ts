@@ -20,6 +20,9 @@ export interface SourceEntry {
   etag?: string | undefined;
 }
 
+/** The version of a file a claim read: what a move checks it is still moving. */
+export type SourceVersion = Pick<SourceStat, 'size' | 'mtimeMs'>;
+
 /** What stat() tells of one file. */
 export interface SourceStat {
   size: number;
@@ -82,9 +85,11 @@ export interface Source {
    * Moves a file inside the source. Resolves false when `from` is gone (another worker
    * moved it first): not an error. Fails when `to` already exists. Never removes what it did
    * not take: a newer file written at `from` while the move runs (a partner's next upload of
-   * the same name) stays there.
+   * the same name) stays there. With `expect` (the size and mtime of the file a claim hashed),
+   * a file at `from` that is not that one (replaced since) is not moved: SourceFileError
+   * FILE_CHANGED, and it stays at `from` (local sources; the others ignore it).
    */
-  move(from: string, to: string): Promise<boolean>;
+  move(from: string, to: string, options?: { expect?: SourceVersion }): Promise<boolean>;
   remove(path: string): Promise<void>;
   /**
    * Takes the `.done` marker at `path` out of its folder and gives its content (its first

@@ -30,6 +30,14 @@ async function sixRecipients(name: string): Promise<string> {
   return path;
 }
 
+/** Nine recipients: three chunks of three. */
+async function nineRecipients(name: string): Promise<string> {
+  const path = join(h.dir, name);
+  const lines = Array.from({ length: 9 }, (_, i) => `30012346${String(i).padStart(2, '0')};Hola ${name}\n`);
+  await writeFile(path, lines.join(''));
+  return path;
+}
+
 /** Every delivery attempt the sandbox made for the file, once it has none left to make. */
 async function attemptsOf(fileId: string): Promise<{ code: number; to: string }[]> {
   const { attempts } = await waitFor('the sandbox’s last report', async () => {
@@ -143,6 +151,70 @@ it('with notify.publicUrl reaching no receiver: send and retry warn; send --wait
       child.kill('SIGKILL');
     }
   } finally {
+    await writeFile(h.configPath, original);
+  }
+});
+
+it('send --wait follows the deadline of the newest answered chunk: a retry while it waits moves it later', async () => {
+  // Reports held until the first chunk's deadline has passed: the wait that computed it once
+  // would stop there and say they did not come, though the retried chunk's deadline is later.
+  const timeoutMs = 6000;
+  const original = await readFile(h.configPath, 'utf8');
+  await writeFile(h.configPath, JSON.stringify({ ...h.config, deliveryTimeoutMs: timeoutMs }));
+  h.sandbox.notifier.hold();
+  // Chunks one and two fail for good (three 500s each), the third is accepted: partial.
+  await h.faults({ massive: { '500': { probability: 1, times: 6 } } });
+  const child = spawn(
+    process.execPath,
+    [BIN, '--config', h.configPath, 'send', await nineRecipients('plazo-nuevo.txt'), '--wait', '--json'],
+    { cwd: h.dir, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => {
+    stdout += b;
+  });
+  child.stderr.on('data', (b: Buffer) => {
+    stderr += b;
+  });
+  const exited = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
+  try {
+    await waitFor(
+      () => `the first waiting line; stderr so far:\n${stderr}`,
+      () => /plazo-nuevo\.txt is partial: waiting for the delivery reports of 3 accepted/.test(stderr),
+    );
+    const fileId = (await h.statusJson()).find((m) => m.name === 'plazo-nuevo.txt')!.fileId;
+    const answeredAt = async () => {
+      const { chunks } = await h.stored(fileId);
+      return Math.max(...chunks.filter((c) => c.state === 'accepted').map((c) => Date.parse(c.updatedAt)));
+    };
+    const firstDeadline = (await answeredAt()) + timeoutMs;
+    // Half the first deadline gone, a retry: chunk one fails again, chunk two is accepted.
+    await waitFor('half the first deadline', () => Date.now() >= firstDeadline - timeoutMs / 2, {
+      timeoutMs: timeoutMs * 2,
+    });
+    await h.faults({ massive: { '500': { probability: 1, times: 3 } } });
+    const retried = await h.cli(['retry', fileId, '--json']);
+    expect(retried.code, retried.stderr).toBe(1);
+    expect((JSON.parse(retried.stdout) as Manifest).counts).toMatchObject({
+      chunksAccepted: 2,
+      chunksFailed: 1,
+    });
+    expect(await answeredAt()).toBeGreaterThanOrEqual(firstDeadline - timeoutMs / 2);
+    // The first deadline passes (and one look of the waiting command after it) with every
+    // report still held.
+    await waitFor('the first deadline', () => Date.now() >= firstDeadline + 500, {
+      timeoutMs: timeoutMs * 2,
+    });
+    h.sandbox.notifier.release();
+    expect(await exited, stderr).toBe(1);
+    expect(stderr).not.toContain('did not come');
+    const m = JSON.parse(stdout) as Manifest;
+    expect(m.state).toBe('partial');
+    expect(m.counts).toMatchObject({ chunksAccepted: 2, chunksFailed: 1, submitted: 6, pendingDelivery: 0 });
+  } finally {
+    h.sandbox.notifier.release();
+    child.kill('SIGKILL');
     await writeFile(h.configPath, original);
   }
 });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { watchService } from '../../src/ops/service-outage.ts';
+import { FILE_STATE_CHANNEL, type FileStateEvent } from '../../src/pipeline/pipeline.ts';
 import {
   ATTEMPT_CHANNEL,
   type AttemptEvent,
@@ -130,4 +131,46 @@ it('a detail left by a stopped process is cleared at the file’s first answered
   attempt('fa', 202);
   await watch.close();
   expect((await store.getFile('fa'))?.detail).toBeNull();
+});
+
+function stateOf(fileId: string, state: string, from = 'sending'): void {
+  const e = { file: { fileId, state }, from } as unknown as FileStateEvent;
+  diagnosticsChannel.channel(FILE_STATE_CHANNEL).publish(e);
+}
+
+it('a file that stops sending during an outage loses its detail then, and the watcher forgets it', async () => {
+  const watch = watchService({ store, logger: pino({ level: 'silent' }) });
+  try {
+    attempt('fa', 0);
+    attempt('fb', 0);
+    // fa's chunks failed for good while the service was down: partial, and nothing retried.
+    await store.transition('fa', 'partial');
+    stateOf('fa', 'partial');
+    await vi.waitFor(async () => {
+      expect((await store.getFile('fb'))?.detail?.code).toBe('SERVICE_UNREACHABLE');
+      expect((await store.getFile('fa'))?.detail).toBeNull();
+    });
+    expect(watch.current()).not.toBeNull();
+    // Nothing of fa is kept; fb, still sending, is.
+    expect(watch.tracked()).toBe(1);
+    // Sent again (a retry) in the same outage: marked again.
+    stateOf('fa', 'sending', 'partial');
+    attempt('fa', 0);
+    await vi.waitFor(async () =>
+      expect((await store.getFile('fa'))?.detail?.code).toBe('SERVICE_UNREACHABLE'),
+    );
+    expect(watch.tracked()).toBe(2);
+  } finally {
+    await watch.close();
+  }
+});
+
+it('files followed for ever are not kept for ever: the watcher forgets what it checked past a bound', async () => {
+  const watch = watchService({ store, logger: pino({ level: 'silent' }) });
+  try {
+    for (let i = 0; i < 25_000; i++) attempt(`f${i}`, 202);
+    expect(watch.tracked()).toBeLessThanOrEqual(10_000);
+  } finally {
+    await watch.close();
+  }
 });

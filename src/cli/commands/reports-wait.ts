@@ -90,11 +90,15 @@ export async function followFile(
     if (state !== toldState) options.say(line);
     toldState = state;
   };
-  // The deadline of the state the file was last seen waiting in (read once per state).
+  // The deadline read when the file was last seen waiting, and in which state. Read again
+  // when the state changed and before it ends the wait: a retry, a resume or a report proving
+  // an in-doubt chunk may have answered a newer chunk meanwhile (partial → sending → partial
+  // between two looks), and the deadline follows the newest answered chunk.
   let due = null as { state: string; deadline: number } | null;
   for (;;) {
     let file = await rt.store.getFile(fileId);
     if (!file) return;
+    if (due && due.state !== file.state) due = null;
     if (file.state === 'sending') await rt.pipeline.drive(fileId);
     else if (file.state === 'scheduled') {
       if (Date.parse(file.scheduledUntil ?? '') <= Date.now()) await rt.pipeline.drive(fileId);
@@ -112,7 +116,8 @@ export async function followFile(
       if (file.state !== 'sending' && file.state !== 'scheduled' && file.state !== 'submitted') {
         const counts = await rt.store.counts(fileId);
         if (counts.pendingDelivery === 0 && counts.chunksInDoubt === 0) return;
-        if (due?.state !== file.state) due = { state: file.state, deadline: await deadlineOf(rt, fileId) };
+        if (due === null || due.state !== file.state || Date.now() >= due.deadline)
+          due = { state: file.state, deadline: await deadlineOf(rt, fileId) };
         const what = [
           counts.pendingDelivery > 0 ? `${counts.pendingDelivery} accepted recipient(s)` : '',
           counts.chunksInDoubt > 0
@@ -127,7 +132,7 @@ export async function followFile(
           return;
         }
         tell(
-          file.state,
+          `${file.state} ${due.deadline}`,
           `${file.name} is ${file.state}: waiting for the delivery reports of ${what} until ${until}`,
         );
       }

@@ -13,6 +13,7 @@ import type { SetExit } from './options.ts';
 import { jsonHelp } from './options.ts';
 import { ProgressMeter } from './progress.ts';
 import { followFile, receiveReports } from './reports-wait.ts';
+import { claimCopy } from './send-claim.ts';
 
 interface SendOptions {
   wait?: boolean;
@@ -100,28 +101,15 @@ export function registerSend(program: Command, setExit: SetExit): void {
               }, 200)
             : null;
           try {
-            const file = await rt.pipeline.claim(
+            const say = (line: string) => process.stderr.write(`${tty ? '\r\x1b[2K' : ''}${line}\n`);
+            const file = await claimCopy(
+              rt,
               source,
               { name, path: target, size: info.size, mtimeMs: info.mtimeMs },
-              { force: opts.force ?? false },
+              { force: opts.force ?? false, say },
             );
-            const busy = () =>
-              new DroplineError(
-                'DROPLINE_ERR_USAGE',
-                `${name} is already being sent by another dropline process`,
-              );
-            if (!file) throw busy();
             fileId = file.fileId;
-            if (
-              (file.state === 'validating' || file.state === 'sending') &&
-              !(await rt.pipeline.drive(fileId))
-            )
-              throw busy();
-            if (opts.wait)
-              await followFile(rt, fileId, {
-                say: (line) => process.stderr.write(`${tty ? '\r\x1b[2K' : ''}${line}\n`),
-                meter: tty,
-              });
+            if (opts.wait) await followFile(rt, fileId, { say, meter: tty });
           } finally {
             if (timer) clearInterval(timer);
             if (tty) process.stderr.write('\r\x1b[2K');
