@@ -1,7 +1,7 @@
-// The email host of the sandbox (service-interface.md 2.8, 4, 5.6, 7, 8): POST /email/v1/deliver
-// and GET /email/v1/templates, authenticated by `x-api-key`. Served on the sandbox's one listener
-// under the /email/v1/ path prefix ({email_url} = the sandbox URL). Every choice where the spec
-// says "not shown" is in docs/sandbox.md, "Email".
+// The email host of the sandbox (docs/service.md "Email"): POST /email/v1/deliver and
+// GET /email/v1/templates, authenticated by `x-api-key`. Served on the sandbox's one listener
+// under the /email/v1/ path prefix ({email_url} = the sandbox URL). Every choice where the
+// service says "not shown" is in docs/sandbox.md, "Email".
 //
 // Status codes: 401 missing or unknown key; 403 key without email permission; 413 body above
 // 20,000,000 bytes (Content-Length checked first, bytes counted while reading, nothing kept past
@@ -43,7 +43,7 @@ export interface EmailRecipientResult {
   readonly reason?: string | undefined;
 }
 
-/** The 202 body: the sandbox's choice of types and values (the spec names only the fields). */
+/** The 202 body: the sandbox's choice of types and values (the service names only the fields). */
 export interface EmailDeliverAnswer {
   readonly overallStatus: EmailOverallStatus;
   readonly errors: readonly EmailError[];
@@ -208,8 +208,9 @@ function attachmentRules(list: readonly Attachment[], path: string): EmailError 
 }
 
 /**
- * Structure (types) breaks answer 400; the rules of 2.8 and 8 are reported in the 202 answer:
- * request-level ones in `errors` (every recipient then rejected), recipient ones per recipient.
+ * Structure (types) breaks answer 400; the rules of docs/sandbox.md "Email" are reported in the 202
+ * answer: request-level ones in `errors` (every recipient then rejected), recipient ones per
+ * recipient.
  */
 export function checkEmail(body: unknown, access: EmailAccess): EmailCheck {
   if (!isObject(body)) return { ok: false, reason: 'the body must be a JSON object' };

@@ -1,5 +1,5 @@
-// The sandbox: a stand-in for the messaging service (service-interface.md), faithful in what
-// dropline relies on, plus a test surface under /_sandbox/. Its own choices where the spec says
+// The sandbox: a stand-in for the messaging service (docs/service.md), faithful in what
+// dropline relies on, plus a test surface under /_sandbox/. Its own choices where the service says
 // "not shown" are written down in docs/sandbox.md.
 
 import { randomInt } from 'node:crypto';
@@ -57,9 +57,9 @@ export interface SandboxOptions {
   /** The SMPP server for users' replies (docs/sandbox.md); none without. */
   readonly smpp?: SandboxSmppOptions | undefined;
   /**
-   * The client addresses the service answers (spec 5.7): IPs and CIDR ranges, v4 or v6. Any
-   * other address gets 403 on every service path (the /_sandbox/ test surface stays open).
-   * Default: every address.
+   * The client addresses the service answers (docs/sandbox.md "IP allowlist"): IPs and CIDR ranges,
+   * v4 or v6. Any other address gets 403 on every service path (the /_sandbox/ test surface stays
+   * open). Default: every address.
    */
   readonly allowIps?: readonly string[] | undefined;
 }
@@ -445,7 +445,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   /**
-   * The monitoring endpoints (spec 2.9), Bearer-authenticated as /mtmessage/massive is; their
+   * The monitoring endpoints, Bearer-authenticated as /mtmessage/massive is; their
    * query parameters are "not shown" and ignored. Shapes: docs/sandbox.md, "Monitoring".
    */
   function handleMonitoring(req: IncomingMessage, res: ServerResponse, endpoint: MonitoringEndpoint) {
@@ -584,8 +584,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       });
     }
     if (path === '/_sandbox/webhooks' && req.method === 'POST') {
-      // Registers an account webhook, as support would (spec 6.1): {account, url, username?,
-      // password?}; url null removes it.
+      // Registers an account webhook, as support would (docs/sandbox.md "Test surface"): {account,
+      // url, username?, password?}; url null removes it.
       let body: Record<string, unknown>;
       try {
         body = JSON.parse(raw?.toString('utf8') ?? '') as Record<string, unknown>;
@@ -620,7 +620,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   const allowed = options.allowIps === undefined ? null : ipAllowList(options.allowIps);
   const server: Server = createServer((req, res) => {
-    // Spec 5.7: a request from an address that is not authorized gets 403, whatever it asks.
+    // docs/sandbox.md "IP allowlist": a request from an address that is not authorized gets 403,
+    // whatever it asks.
     if (allowed && !req.url?.startsWith('/_sandbox/') && !allowed(req.socket.remoteAddress)) {
       const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
       logRequest({ endpoint: path, status: 403, at: now() });

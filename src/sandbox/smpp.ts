@@ -1,10 +1,11 @@
-// The sandbox's SMPP server for users' replies (service-interface.md section 4: "Inbound
-// messages (MO), Receiver mode", port 6900; 2.5: replies return to the account's short code).
+// The sandbox's SMPP server for users' replies (Receiver mode, port 6900; replies to two-way SMS
+// return to the account's short code: docs/service.md "Monitoring, SMPP replies, and what is not
+// used yet").
 // Receiver binds only, authenticated with the sandbox's accounts (System ID = username). Replies
 // posted to `POST /_sandbox/replies` are queued and delivered as deliver_sm to a bound receiver;
 // one not acknowledged (no deliver_sm_resp, or one with a non-zero status) stays queued and is
 // delivered again, as an SMSC keeps a mobile-originated message until an ESME takes it.
-// Choices where the spec says nothing are in docs/sandbox.md, "SMPP server for replies".
+// Choices where the service says nothing are in docs/sandbox.md, "SMPP server for replies".
 
 import { randomInt } from 'node:crypto';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
@@ -238,7 +239,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
       }
       case 'bind_transmitter':
       case 'bind_transceiver':
-        // The MO port (spec 4) takes Receiver binds only.
+        // The MO port takes Receiver binds only.
         bindsRefused++;
         answer({ command_status: S.ESME_RINVBNDSTS });
         break;

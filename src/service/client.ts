@@ -7,7 +7,7 @@
 //   500/503 are retried with exponential backoff and jitter, at most `maxAttempts` tries;
 // - once the body may have reached the service (written, then reset or timed out, or a
 //   gateway's 502/504) the part is `in_doubt` and never resent here: the service has no
-//   idempotency key (DESIGN-NOTES 1);
+//   idempotency key (docs/service.md "Which answers are safe to resend");
 // - 400 bisects until the offending destinations are isolated, 413 halves, 429 waits Retry-After,
 //   401 renews the token once, 403 stops and reports the service's message.
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -74,7 +74,10 @@ export interface RetryOptions {
 }
 
 export interface TokenOptions {
-  /** Milliseconds per unit of `expires_in` (default 1000: seconds; the spec does not show the unit). */
+  /**
+   * Milliseconds per unit of `expires_in` (default 1000: seconds; not documented, docs/service.md
+   * "Tokens").
+   */
   readonly expiresInUnitMs: number;
   /** Cap on the token lifetime whatever `expires_in` says (default 14400 s: the documented 4 h). */
   readonly maxLifetimeS: number;
@@ -336,7 +339,7 @@ export class ServiceClient extends EventEmitter {
   }
 
   /**
-   * The service's monitoring endpoints (spec 2.9, src/service/monitoring.ts), the three at
+   * The service's monitoring endpoints (src/service/monitoring.ts), the three at
    * once, each within `timeoutMs` (default 5 s) from its start to its answer, the token wait
    * included. The account's own token (a login or renewal is the sends' own, shared as
    * theirs; a 401 renews it once, as a send does) and pool, but no send permit: monitoring is
@@ -561,10 +564,10 @@ export class ServiceClient extends EventEmitter {
         const parsed = answer.bodyError
           ? null
           : parseBody(answer.text, headerOf(answer.headers, 'content-type'));
-        // POST /mtmessage answers a business rejection 200, Status 1 (spec 2.3): the whole
-        // request, its reason said once for every recipient (not bisected: it is the
-        // account's or the text's, rarely one device's, which dropline validated). A 200
-        // without a Status may have been either: in doubt, for the reports to settle.
+        // POST /mtmessage answers a business rejection 200, Status 1 (docs/service.md "Answers"):
+        // the whole request, its reason said once for every recipient (not bisected: it is the
+        // account's or the text's, rarely one device's, which dropline validated). A 200 without a
+        // Status may have been either: in doubt, for the reports to settle.
         const mt = via ? mtMessageAnswer(parsed, [...this.#secrets, token]) : null;
         if (mt?.kind === 'rejected') {
           observe('rejected', { error: mt.reason });
@@ -736,7 +739,7 @@ export class ServiceClient extends EventEmitter {
       'content-type': 'application/json',
       accept: 'application/json',
     };
-    // The refresh grant is the spec's "renewal without credentials" (5.3).
+    // The refresh grant is the "renewal without credentials" (docs/service.md "Tokens").
     if (grant.grant === 'password') headers.authorization = this.#basic;
     let tries = 0;
     let lastReason = '';

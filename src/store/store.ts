@@ -1,5 +1,6 @@
 // The store: the truth about every file, chunk, recipient and delivery report
-// (CONTRACT.md: "The store, not the folder, is the truth about a file").
+// ("The store, not the folder, is the truth about a file":
+// docs/contract.md "Folders inside every source").
 //
 // One interface, several implementations (SQLite now, PostgreSQL next, several workers
 // sharing it). Rules every implementation keeps, and test/contract/store.contract.ts checks:
@@ -144,7 +145,7 @@ export interface FileRecord {
   encoding: string | null;
   separator: string | null;
   header: boolean;
-  /** The file's `#! priority:` directive (FORMAT.md 8.1); null: its source's priority. */
+  /** The file's `#! priority:` directive (docs/format.md "Directives"); null: its source's priority. */
   priority: Priority | null;
   counts: IngestCounts;
   rejection: { code: string; message: string } | null;
@@ -246,7 +247,10 @@ export interface ClaimedFile {
   duplicateOf: FileRecord | null;
 }
 
-/** What every recipient of an email file is sent (FORMAT.md 8.3): a stored template, or a subject and HTML. */
+/**
+ * What every recipient of an email file is sent (docs/format.md "Email files"): a stored template,
+ * or a subject and HTML.
+ */
 export interface FileEmail {
   channel: 'email';
   templateId?: string;
@@ -265,8 +269,9 @@ export interface FileWhatsApp {
 }
 
 /**
- * A file sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: an RCS file,
- * or an sms file with `#! flash: true`. Its texts are its recipients' own, as for sms.
+ * A file sent with POST /mtmessage (docs/channels.md "RCS and flash SMS") rather than the massive
+ * endpoint: an RCS file, or an sms file with `#! flash: true`. Its texts are its recipients' own,
+ * as for sms.
  */
 export interface FileMtMessage {
   channel: 'rcs' | 'sms';
@@ -283,7 +288,7 @@ export type FileContent = FileEmail | FileWhatsApp | FileMtMessage;
  */
 export const WORKER_SILENT_MS = 15_000;
 
-/** One shared attachment of an email file, as the service takes it (spec 2.8). */
+/** One shared attachment of an email file, as the service takes it (docs/service.md "Email"). */
 export interface FileAttachment {
   name: string;
   contentType: string;
@@ -337,8 +342,8 @@ export interface RecipientInsert {
   value: string | null;
   messageId: string | null;
   /**
-   * The messageId is the generated `<fileId>-<line>[-<k>]` (FORMAT.md 9), which the store
-   * derives on read: `messageId` may then be left null on insert.
+   * The messageId is the generated `<fileId>-<line>[-<k>]` (docs/format.md "Identifiers"), which
+   * the store derives on read: `messageId` may then be left null on insert.
    */
   generatedMessageId?: boolean;
   /** Personalized text of a valid recipient; null for bulk files (the text is the file's message). */
@@ -346,7 +351,7 @@ export interface RecipientInsert {
   /** The chunk a valid recipient is planned into. */
   chunkSeq: number | null;
   outcome: RecipientOutcome;
-  /** FORMAT.md reason code (invalid, duplicate, suppressed) or API error code. */
+  /** The format's reason code (invalid, duplicate, suppressed) or API error code. */
   code: string | null;
   /** Human-readable detail of the code. */
   detail: string | null;
@@ -438,7 +443,10 @@ export interface ChunkResult {
   finalStatus?: typeof ACCEPTED_DELIVERY;
 }
 
-/** service-interface.md 2.6, one element of `results`, as received. */
+/**
+ * A status notification's one element of `results`, as received (docs/service.md "Status
+ * notifications").
+ */
 /**
  * A service account's token as the store keeps it for every worker (the service keeps one
  * active token per account: a worker that logged in on its own would expire the others').
@@ -776,15 +784,14 @@ export interface Store {
    */
   chunkDestinations(fileId: string, seq: number): Promise<ChunkDestination[]>;
   /**
-   * The messageIds of a chunk's recipients by number (FORMAT.md 9: the file's messageId column,
-   * else <fileId>-<line>[-<k>]): for reports of a request that named a chunk, not its
-   * recipients (POST /mtmessage). Numbers not in the chunk are left out.
-   * `numbers` are in the form numbers are stored and sent (digits, country code first:
-   * sentForm); every valid recipient of the chunk counts, whatever its outcome, except one
-   * recorded without a messageId (it is left out: no report can name it). A chunk never holds
-   * a number twice (the planner starts a new chunk); should one, the first in idx order wins.
-   * Unknown file or chunk, or a seq no chunk can have (not a 32-bit non-negative integer):
-   * an empty map. One read, never a write.
+   * The messageIds of a chunk's recipients by number (docs/format.md "Identifiers": the file's
+   * messageId column, else <fileId>-<line>[-<k>]): for reports of a request that named a chunk, not
+   * its recipients (POST /mtmessage). Numbers not in the chunk are left out. `numbers` are in the
+   * form numbers are stored and sent (digits, country code first: sentForm); every valid recipient
+   * of the chunk counts, whatever its outcome, except one recorded without a messageId (it is left
+   * out: no report can name it). A chunk never holds a number twice (the planner starts a new
+   * chunk); should one, the first in idx order wins. Unknown file or chunk, or a seq no chunk can
+   * have (not a 32-bit non-negative integer): an empty map. One read, never a write.
    */
   chunkMessageIds(fileId: string, seq: number, numbers: readonly string[]): Promise<Map<string, string>>;
   /**
