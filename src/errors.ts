@@ -10,7 +10,7 @@ export interface ReasonInfo {
   readonly hint: string;
 }
 
-/** FORMAT.md reason codes: the answers a user gets for a bad line or file. */
+/** The format's reason codes (docs/errors.md): the answers a user gets for a bad line or file. */
 export const REASONS = {
   // records (the line is not sent)
   LINE_TOO_LONG: {

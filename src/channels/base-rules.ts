@@ -39,7 +39,7 @@ export abstract class BaseRules {
     this.summary.reject(code, detail, hint);
   }
 
-  /** A line of numbers, each sent the bulk message (FORMAT.md 4.2). */
+  /** A line of numbers, each sent the bulk message (docs/format.md "Bulk layout: one message, many numbers"). */
   numbers(line: number, text: string): void {
     this.summary.summary.records++;
     const msg = this.bulkMessage ?? NO_TEXT;

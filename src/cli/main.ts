@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// dropline's command line. Exit codes (CONTRACT.md): 0 success, 1 the work failed or was
+// dropline's command line. Exit codes (docs/contract.md "Commands"): 0 success, 1 the work failed or was
 // rejected, 2 usage or configuration error.
 import { Command, CommanderError } from 'commander';
 import { DroplineError } from '../errors.ts';

@@ -54,7 +54,7 @@ const sendWindow = z.union([
 ]);
 export type SendWindowConfig = z.output<typeof sendWindow>;
 
-/** An email source's content (FORMAT.md 8.3): a file's directives override it. */
+/** An email source's content (docs/format.md "Email files"): a file's directives override it. */
 const emailContent = z
   .object({
     templateId: z.string().min(1).optional(),
@@ -65,7 +65,10 @@ const emailContent = z
   })
   .strict();
 
-/** A WhatsApp source's template (spec 2.7): a file's `#! templateId:` and `#! source:` override it. */
+/**
+ * A WhatsApp source's template (docs/configuration.md "`accounts`: several sending accounts"): a
+ * file's `#! templateId:` and `#! source:` override it.
+ */
 const whatsappContent = z
   .object({
     templateId: z.string().min(1).optional(),
@@ -101,7 +104,10 @@ const sourceCommon = {
   account: z.string().min(1).default('default'),
   /** Its files' share of the account when several send at once: high 4, normal 2, low 1 (docs/scaling.md). */
   priority: z.enum(PRIORITIES).default('normal'),
-  /** FORMAT.md 8.1: the `#!` directives its files may use: all (true), none (false) or these. */
+  /**
+   * docs/format.md "Directives": the `#!` directives its files may use: all (true), none (false) or
+   * these.
+   */
   allowDirectives: z.union([z.boolean(), z.array(z.enum(DIRECTIVE_NAMES))]).default(true),
   /** This source's window instead of the global one (null: any hour); absent: the global one. */
   sendWindow: sendWindow.nullable().optional(),
@@ -109,7 +115,10 @@ const sourceCommon = {
   suppressionList: z.string().min(1).nullable().default(null),
   /** gsm7: characters outside GSM-7 with a GSM-7 look-alike are replaced (á→a); never: the text is the sender's. */
   transliterate: z.enum(['never', 'gsm7']).default('never'),
-  /** What its files send (FORMAT.md 8: `#! channel:` must agree), with an account of that channel. */
+  /**
+   * What its files send (docs/format.md "Directives": `#! channel:` must agree), with an account of
+   * that channel.
+   */
   channel: z.enum(['sms', 'rcs', 'email', 'whatsapp']).default('sms'),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
@@ -158,11 +167,11 @@ const whatsappAccount = z
     channel: z.literal('whatsapp'),
     /** `{whatsapp_url}`: the WhatsApp host. */
     baseUrl: z.string().url(),
-    /** Spec 5.5: Basic with the account's username and password. */
+    /** WhatsApp takes Basic with the account's username and password. */
     username: z.string().min(1),
     password: z.string().optional(),
     passwordFile: z.string().optional(),
-    /** The account's sending number (spec 2.7 `source`). */
+    /** The account's sending number (the WhatsApp request's `source`). */
     source: z
       .string()
       .regex(/^\+?\d{8,15}$/, '8 to 15 digits')
@@ -246,7 +255,10 @@ export const configSchema = z
           })
           .strict()
           .default({ baseMs: 5000, maxMs: 5 * 60_000, maxAttempts: 8 }),
-        /** Milliseconds per unit of the token's expires_in (the spec does not show the unit). */
+        /**
+         * Milliseconds per unit of the token's expires_in (not documented: docs/service.md
+         * "Tokens").
+         */
         tokenExpiresInUnitMs: z.number().positive().default(1000),
         tokenMaxLifetimeS: z.number().positive().default(14_400),
       })
@@ -311,7 +323,7 @@ export const configSchema = z
       .object({
         /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
         keywords: z.array(z.string().min(1)).default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
-        /** Bind as an SMPP receiver for users' replies (service-interface.md section 4). */
+        /** Bind as an SMPP receiver for users' replies (docs/opt-outs.md "Replies over SMPP"). */
         smpp: z
           .object({
             host: z.string().min(1),

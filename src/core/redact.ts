@@ -1,6 +1,6 @@
 // Anything that may reach a log line, an error message or an exception passes through here:
-// the notifyUrl carries the receiver's token in its query string (DESIGN-NOTES 2), and phone
-// numbers are personal data (DESIGN-NOTES 8).
+// the notifyUrl carries the receiver's token in its query string, and phone numbers
+// are personal data (docs/configuration.md "Secrets").
 
 /** `https://h/notify?token=s3cret` → `https://h/notify?<redacted>`; non-URLs lose any `?…` tail. */
 export function redactUrl(url: string): string {

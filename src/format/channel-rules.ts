@@ -24,7 +24,7 @@ export interface ParserState {
   /** The record's bytes when its text is them exactly, the text starting at lineAt (else null). */
   readonly recordBytes: Uint8Array | null;
   readonly lineAt: number;
-  /** The separator decided by `text` (FORMAT.md 4.1), as the summary gives it. */
+  /** The separator decided by `text` (docs/format.md "Separator and quotes"), as the summary gives it. */
   detectSeparator(text: string): void;
 }
 
@@ -46,13 +46,13 @@ export interface RecordRules extends AcceptRecipient {
    * other ('named'), or not looked for ('none').
    */
   readonly messageColumn: 'text' | 'named' | 'none';
-  /** The layout the file is read with, from the one FORMAT.md 4.3 chose. */
+  /** The layout the file is read with, from the one chosen as docs/format.md "How dropline tells the layouts apart" says. */
   layout(text: string, choice: LayoutChoice): LayoutChoice;
   /** The first data line (its layout and header decided): what the file sends, the mode. */
   start(text: string, lineNo: number): void;
   /** After the parser has read the header's columns. */
   header(lineNo: number): void;
-  /** A bulk file's message record (FORMAT.md 4.2; only when start set the mode 'message'). */
+  /** A bulk file's message record (docs/format.md "Bulk layout: one message, many numbers"; only when start set the mode 'message'). */
   message(line: number, text: string, parsed: { message: string; quoted: boolean }): void;
   /** The bulk file has no usable message: rejected, its numbers still read for the counts. */
   noMessage(detail?: string, code?: ReasonCode, hint?: string): void;

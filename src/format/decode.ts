@@ -1,4 +1,4 @@
-// FORMAT.md 2: bytes → text. Pure: byte chunks in, facts or text chunks out.
+// docs/format.md "Encoding and lines": bytes → text. Pure: byte chunks in, facts or text chunks out.
 //
 // The encoding is decided for the whole file before any record is read (a first pass),
 // because the Windows-1252 fallback applies to the whole file when any byte is not UTF-8,
@@ -206,7 +206,7 @@ export async function* decodeText(
   const ascii = encoding === 'utf-8' || encoding === 'windows-1252';
   // WHATWG TextDecoder strips the BOM of its own encoding (ignoreBOM false). A file that
   // starts with a UTF-8 BOM but has a byte that is not UTF-8 further on is read as
-  // Windows-1252 (FORMAT.md 2): its BOM is dropped too, not read as "ï»¿" (docs/format.md).
+  // Windows-1252: its BOM is dropped too, not read as "ï»¿" (docs/format.md "Encoding and lines").
   const decoder = new TextDecoder(encoding);
   let head: string | null = encoding === 'windows-1252' ? '' : null;
   const strip = (s: string): string => (s.startsWith(UTF8_BOM_AS_1252) ? s.slice(3) : s);

@@ -1,6 +1,6 @@
-// Duplicate detection over millions of recipients in ~12 bytes each (DESIGN-NOTES 5):
-// an open-addressing table over typed arrays holding a 64-bit key and the first line (~8
-// bytes without lines: FingerprintTable).
+// Duplicate detection over millions of recipients in ~12 bytes each (docs/architecture.md
+// "The guarantees and where they live"): an open-addressing table over typed arrays holding
+// a 64-bit key and the first line (~8 bytes without lines: FingerprintTable).
 //
 // Keys: a sent number has at most 15 digits, so it fits exactly in 53 bits. In bulk files
 // the key is the number itself (exact). In personalized files it is the number mixed with

@@ -2,11 +2,11 @@ import { CHANNELS, type ChannelName } from '../channels/names.ts';
 import { redactText } from '../core/redact.ts';
 import { localInstant } from '../plan/send-window.ts';
 
-// FORMAT.md 8.1: `#! <name>: <value>` lines before the first data record. Every known name is
-// recognised, and a typo, a value that does not parse, a name given twice or a directive the
-// source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Whether a
-// directive applies to the file's channel (`#! flash:` is for sms, `#! subject:` for email, …)
-// is the reader's to say once the channel is known (reader.ts, notForChannel).
+// docs/format.md "Directives": `#! <name>: <value>` lines before the first data record. Every known
+// name is recognised, and a typo, a value that does not parse, a name given twice or a directive
+// the source forbids rejects the file (BAD_DIRECTIVE): a directive is never ignored. Whether a
+// directive applies to the file's channel (`#! flash:` is for sms, `#! subject:` for email, …) is
+// the reader's to say once the channel is known (reader.ts, notForChannel).
 
 export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
@@ -14,7 +14,7 @@ export type Priority = (typeof PRIORITIES)[number];
 /** `#! channel:` names one of the service's channels (src/channels/names.ts). */
 export type Channel = ChannelName;
 
-/** The names of FORMAT.md 8.1. */
+/** The directives' names (docs/format.md "Directives"). */
 export const DIRECTIVE_NAMES = [
   'message',
   'sendAt',
@@ -31,7 +31,7 @@ export type DirectiveName = (typeof DIRECTIVE_NAMES)[number];
 const KNOWN = new Map<string, DirectiveName>(DIRECTIVE_NAMES.map((n) => [n.toLowerCase(), n]));
 
 /**
- * FORMAT.md 8.1 `source` (a WhatsApp sending number): 8 to 15 digits, an optional leading `+`
+ * The `source` directive (a WhatsApp sending number): 8 to 15 digits, an optional leading `+`
  * dropped (`+573001112233` → `573001112233`); nothing else (no spaces, no formatting). Null
  * when the value is not that.
  */
@@ -51,8 +51,8 @@ export interface Directives {
   /** `#! sendAt:`: not before this instant (ISO-8601 UTC), and the directive's line. */
   sendAt: { line: number; at: string } | null;
   /**
-   * `#! message:` (FORMAT.md 8.2): the template of every record whose message column is empty
-   * or absent, as written (unquoted when the value was quoted), and the directive's line.
+   * `#! message:` (docs/format.md "Templates"): the template of every record whose message column
+   * is empty or absent, as written (unquoted when the value was quoted), and the directive's line.
    */
   message: { line: number; template: string } | null;
   /** `#! channel:`: the channel the file is for (else its source's), and the directive's line. */
@@ -91,7 +91,7 @@ export function noDirectives(): Directives {
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /**
- * FORMAT.md 8.1 `sendAt`: ISO-8601 with an offset (`2026-11-27T09:00:00-05:00`, `…Z`), or
+ * The `sendAt` directive: ISO-8601 with an offset (`2026-11-27T09:00:00-05:00`, `…Z`), or
  * `YYYY-MM-DD HH:mm` in `timezone` (the send window's). The instant, or null when the value
  * is neither or names no such date.
  */
@@ -143,7 +143,7 @@ function unquote(value: string): string {
 
 /**
  * Reads one `#!` line into `into`. Throws a DirectiveError (its message names the line) for
- * anything FORMAT.md 8.1 rejects.
+ * anything docs/format.md "Directives" rejects.
  */
 export function readDirective(
   text: string,

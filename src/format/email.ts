@@ -1,5 +1,5 @@
 /**
- * FORMAT.md 8.3: the addresses of an email file, in dropline's reading (docs/format.md "Email
+ * The addresses of an email file, in dropline's reading (docs/format.md "Email
  * files"). `normalizeEmail` applies these rules, in this order; the first that fails is the
  * message (the caller reports it under INVALID_EMAIL):
  * - white space around the value is removed (String.prototype.trim: spaces, tabs, no-break

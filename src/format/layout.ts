@@ -1,4 +1,5 @@
-// FORMAT.md 4.3: which layout a file uses, and whether its first data line is a header.
+// docs/format.md "How dropline tells the layouts apart": which layout a file uses, and whether its
+// first data line is a header.
 import { SEPARATORS } from './records.ts';
 
 export type Layout = 'personalized' | 'bulk';
@@ -19,7 +20,7 @@ export const NUMBER_COLUMNS = new Set([
   'to',
   'destination',
 ]);
-/** FORMAT.md 8.3: the address column of an email file, in place of the number column. */
+/** docs/format.md "Email files": the address column of an email file, in place of the number column. */
 export const EMAIL_COLUMNS = new Set(['email', 'correo', 'destinatario', 'recipient']);
 export const MESSAGE_COLUMNS = new Set(['message', 'mensaje', 'text', 'texto', 'sms']);
 export const MESSAGE_ID_COLUMNS = new Set(['messageid', 'message_id', 'id', 'referencia', 'reference']);
@@ -67,8 +68,8 @@ export interface LayoutChoice {
 }
 
 /**
- * FORMAT.md 4.3 in its order: configured layout, file name, header, number + SEP, bulk. An
- * email file (8.3) is headed (an address column first: personalized, its other columns the
+ * In the order docs/format.md gives: configured layout, file name, header, number + SEP, bulk. An
+ * email file is headed (an address column first: personalized, its other columns the
  * recipient's fields) or lists addresses (bulk, without a message record).
  */
 export function chooseLayout(

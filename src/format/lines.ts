@@ -1,5 +1,5 @@
-// FORMAT.md 2: text chunks → physical lines (LF, CRLF or a lone CR), numbered from 1.
-// A line longer than `maxLength` is reported as too long and its text is not kept:
+// docs/format.md "Encoding and lines": text chunks → physical lines (LF, CRLF or a lone CR),
+// numbered from 1. A line longer than `maxLength` is reported as too long and its text is not kept:
 // memory stays bounded whatever the writer did.
 
 export type LineSink = (text: string, lineNo: number, tooLong: boolean) => void;

@@ -1,4 +1,4 @@
-// FORMAT.md section 5: recipient numbers to their sent form.
+// docs/format.md "Numbers": recipient numbers to their sent form.
 //
 // This runs once per recipient on files of millions of lines, so the Colombian cases
 // (rules 1 to 3) are decided by a single charCodeAt scan with no regex and no
@@ -251,7 +251,7 @@ function judgeInternational(d: string): Verdict {
   const v = judge(lib().parsePhoneNumberFromString('+' + d));
   if (v !== BAD) return v;
   // Mexico dropped the mobile `1` after the country code in 2019 and libphonenumber no
-  // longer accepts it, but FORMAT.md 5 names 5215512345678 as a valid sent number and
+  // longer accepts it, but docs/format.md "Numbers" names 5215512345678 as a valid sent number and
   // senders still write it: validate without the 1, send the digits as written.
   if (d.length === 13 && d.startsWith('521')) {
     const v = judge(lib().parsePhoneNumberFromString('+52' + d.slice(3)), d);
@@ -293,9 +293,9 @@ function national(d: string, rules: NumberRules): NumberResult {
 }
 
 /**
- * FORMAT.md 5: the sent form of `raw`, or the reason it cannot be sent. Never throws.
- * Formatting (spaces including NBSP, `-`, `.`, `(`, `)`) is removed first, then rules 1
- * to 6 apply in order. `allowedCountries` is checked only on otherwise valid mobiles.
+ * The sent form of `raw`, or the reason it cannot be sent. Never throws. Formatting (spaces
+ * including NBSP, `-`, `.`, `(`, `)`) is removed first, then the six rows of docs/format.md
+ * "Numbers" apply in order. `allowedCountries` is checked only on otherwise valid mobiles.
  */
 export function normalizeNumber(raw: string, rules: NumberRules): NumberResult {
   const co = rules.defaultCountry === 'CO';

@@ -12,16 +12,19 @@ import type { SuppressionList } from './suppression.ts';
 export type TransliterateMode = 'never' | 'gsm7';
 
 export interface ReadOptions {
-  /** File name, for the `.bulk.txt` / `.personalized.txt` rule of FORMAT.md 4.3. */
+  /**
+   * File name, for the `.bulk.txt` / `.personalized.txt` rule of docs/format.md "How dropline tells
+   * the layouts apart".
+   */
   name: string;
   layout?: Layout | null;
   numberRules: NumberRules;
   suppression?: SuppressionList | null;
-  /** FORMAT.md 2: longest physical line, in characters (default 64 KiB). */
+  /** docs/format.md "Encoding and lines": longest physical line, in characters (default 64 KiB). */
   maxLineLength?: number;
-  /** FORMAT.md 7: default 0.2. */
+  /** TOO_MANY_INVALID above it; default 0.2. */
   maxInvalidRatio?: number;
-  /** FORMAT.md 7: default 2 GiB. */
+  /** FILE_TOO_LARGE above it; default 2 GiB. */
   maxFileBytes?: number;
   /** How many errors and warnings the summary lists (counts are always complete). */
   maxListed?: number;
@@ -31,26 +34,26 @@ export interface ReadOptions {
   items?: boolean;
   /** A sniff already made of the same bytes: skips the first pass. */
   sniffed?: Sniff;
-  /** FORMAT.md 8.1: the source's `allowDirectives` (default: every directive). */
+  /** docs/format.md "Directives": the source's `allowDirectives` (default: every directive). */
   allowDirectives?: AllowDirectives;
-  /** FORMAT.md 8.1: the time zone of a `#! sendAt:` without offset (the send window's; default America/Bogota). */
+  /** The time zone of a `#! sendAt:` without offset (the send window's; default America/Bogota). */
   sendAtTimeZone?: string;
   /**
    * The source's `transliterate`: 'gsm7' replaces characters outside GSM-7 that have a
    * GSM-7 look-alike (á→a, “→") in every text sent; 'never' (default) sends the text as written.
    */
   transliterate?: TransliterateMode;
-  /** The source's channel (default sms); a file's `#! channel:` wins (FORMAT.md 8.1). */
+  /** The source's channel (default sms); a file's `#! channel:` wins (docs/format.md "Directives"). */
   channel?: Channel;
   /**
    * An email file's content from its source's configuration, used where the file gives none
    * (`#! subject:`, `#! templateId:`): a stored template, or a subject and an HTML body whose
-   * `{{column}}` placeholders are checked against the header (FORMAT.md 8.2, 8.3).
+   * `{{column}}` placeholders are checked against the header (docs/format.md "Templates").
    */
   email?: EmailContentOptions | null;
   /**
    * A WhatsApp file's template and sending number from its source's configuration, used where
-   * the file gives none (`#! templateId:`, `#! source:`; FORMAT.md 8.3).
+   * the file gives none (`#! templateId:`, `#! source:`; docs/format.md "WhatsApp files").
    */
   whatsapp?: WhatsAppContentOptions | null;
 }
@@ -93,7 +96,10 @@ export interface RecipientItem {
   number: string;
   country: string;
   text: string;
-  /** From the file's messageId column; null when the pipeline derives it (FORMAT.md 9). */
+  /**
+   * From the file's messageId column; null when the pipeline derives it (docs/format.md
+   * "Identifiers").
+   */
   messageId: string | null;
   /** SMS: the text's segments; RCS: 1 (one message, whatever its length); email, WhatsApp: 0. */
   segments: number;
@@ -132,17 +138,20 @@ export interface Issue {
 
 export interface ReadSummary {
   kind: 'summary';
-  /** The channel the file is read for: its `#! channel:`, else its source's (FORMAT.md 8.1). */
+  /**
+   * The channel the file is read for: its `#! channel:`, else its source's (docs/format.md
+   * "Directives").
+   */
   channel: Channel;
   /**
-   * Email files (FORMAT.md 8.3): what each recipient is sent, from the file's directives or
-   * its source's configuration: a stored template, or a subject and an HTML body (their
-   * `{{column}}` placeholders filled by the service from each recipient's fields). Null for
+   * Email files (docs/format.md "Email files"): what each recipient is sent, from the file's
+   * directives or its source's configuration: a stored template, or a subject and an HTML body
+   * (their `{{column}}` placeholders filled by the service from each recipient's fields). Null for
    * the other channels, and for an email file without content (rejected NO_MESSAGE).
    */
   email: { templateId: string | null; subject: string | null; html: string | null } | null;
   /**
-   * WhatsApp files (FORMAT.md 8.3, docs/format.md "WhatsApp files"): the approved template
+   * WhatsApp files (docs/format.md "WhatsApp files"): the approved template
    * every recipient is sent (`#! templateId:`, else the source's) and the sending number
    * (`#! source:`, else the source's; null: the account's own). Each recipient's `text` is its
    * template parameters as a JSON array of strings. Null for the other channels, and for a
@@ -182,8 +191,9 @@ export interface ReadSummary {
     recipientsChanged: number;
   };
   /**
-   * FORMAT.md 8.2: each distinct template (`#! message:`, or a message with placeholders) with
-   * the merged text of the first record that used it (`line`), as sent; at most 20.
+   * docs/format.md "Templates": each distinct template (`#! message:`, or a message with
+   * placeholders) with the merged text of the first record that used it (`line`), as sent; at most
+   * 20.
    */
   templates: { line: number; template: string; example: string }[];
   accepted: boolean;
@@ -195,7 +205,7 @@ export interface ReadSummary {
   errorCounts: Partial<Record<ReasonCode, number>>;
   warningCounts: Partial<Record<ReasonCode, number>>;
   trailer: { line: number; count: number | null } | null;
-  /** FORMAT.md 8.1: what the file's `#!` directives asked for. */
+  /** docs/format.md "Directives": what the file's `#!` directives asked for. */
   directives: Directives;
 }
 

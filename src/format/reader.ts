@@ -1,5 +1,5 @@
 // The drop-file reader: bytes → recipients, record errors, warnings and a final summary,
-// exactly as FORMAT.md defines them. One streaming API for `validate` and the pipeline.
+// exactly as docs/format.md defines them. One streaming API for `validate` and the pipeline.
 //
 // Pure: the caller passes a function that opens the bytes (it is called twice: a sniff
 // pass for the encoding, then the parse pass). Memory is bounded by the line-length limit
@@ -63,9 +63,9 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
 }
 
 /**
- * A file read for another channel than its source sends (its `#! channel:`; FORMAT.md 8.1):
- * rejected BAD_DIRECTIVE, never sent by the source's channel: a source sends one channel, its
- * account's (docs/channels.md).
+ * A file read for another channel than its source sends (its `#! channel:`; docs/format.md
+ * "Directives"): rejected BAD_DIRECTIVE, never sent by the source's channel: a source sends one
+ * channel, its account's (docs/channels.md).
  */
 export function refuseOtherChannel(summary: ReadSummary, sourceChannel: Channel): void {
   if (!summary.accepted || summary.channel === sourceChannel) return;

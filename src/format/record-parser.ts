@@ -1,8 +1,8 @@
-// The reader's record parser (docs/format.md "Lines and records"): physical lines from the
-// line splitter become records (a quoted field may span lines, FORMAT.md 3), `#!`
-// directives before the first record are read, the first data line decides the channel's
-// record rules, the layout and the header, and a trailer-looking line is held until the
-// file ends (FORMAT.md 6). Each record is handed to the channel's rules (record-rules/).
+// The reader's record parser (docs/format.md "Encoding and lines"): physical lines from the line
+// splitter become records (a quoted field may span lines: "Separator and quotes"), `#!` directives
+// before the first record are read, the first data line decides the channel's record rules, the
+// layout and the header, and a trailer-looking line is held until the file ends ("Proving a file is
+// complete: trailer"). Each record is handed to the channel's rules (from its channel, src/channels/).
 
 import { channelOf, channelsTaking } from '../channels/index.ts';
 import { REASONS } from '../errors.ts';
@@ -48,12 +48,12 @@ interface PendingRecord {
 export class RecordParser implements ParserState {
   mode: ParserState['mode'] = 'start';
   layout: Layout = 'bulk';
-  /** The separator (FORMAT.md 4.1), once a line has decided it. */
+  /** The separator (docs/format.md "Separator and quotes"), once a line has decided it. */
   sep: string | null = null;
   messageCol = -1;
   idCol = -1;
   columnCount = 0;
-  /** FORMAT.md 8.2: the header's columns as placeholders name them (headed files). */
+  /** docs/format.md "Templates": the header's columns as placeholders name them (headed files). */
   columns: TemplateColumns | null = null;
   /** Which fields of the last headed record were quoted (reused: no allocation per record). */
   readonly csvQuoted: boolean[] = [];
@@ -114,7 +114,10 @@ export class RecordParser implements ParserState {
     if (expect) this.#summary.checkCount('the `#! expect:` directive', expect.line, expect.count);
   }
 
-  /** The separator decided by `text` (FORMAT.md 4.1), as the summary gives it. */
+  /**
+   * The separator decided by `text` (docs/format.md "Separator and quotes"), as the summary gives
+   * it.
+   */
   detectSeparator(text: string): void {
     this.sep = detectSeparator(text);
     this.#summary.summary.separator = this.sep;
@@ -163,7 +166,7 @@ export class RecordParser implements ParserState {
     this.recordBytes = null;
   }
 
-  /** A line longer than the limit (FORMAT.md 2): its record is an error. */
+  /** A line longer than the limit (docs/format.md "Encoding and lines"): its record is an error. */
   #tooLong(text: string, lineNo: number): void {
     const maxLine = this.#maxLine;
     // A comment is never a record, however long (its first characters are still known).
@@ -173,8 +176,9 @@ export class RecordParser implements ParserState {
     }
     if (this.mode === 'start') this.#startFile(text, lineNo);
     if (this.mode === 'message') {
-      // The bulk message itself (FORMAT.md 2, 4.2; docs/format.md): no recipient record, and
-      // nothing can be sent without it, so the whole file is rejected with the line's code.
+      // The bulk message itself (docs/format.md "Bulk layout: one message, many numbers"): no
+      // recipient record, and nothing can be sent without it, so the whole file is rejected with
+      // the line's code.
       this.rules!.noMessage(
         `line ${lineNo}: the message is longer than ${maxLine} characters (the line-length limit)`,
         'LINE_TOO_LONG',
@@ -186,7 +190,10 @@ export class RecordParser implements ParserState {
     this.#stager.recordError(lineNo, 'LINE_TOO_LONG', `the line is longer than ${maxLine} characters`, text);
   }
 
-  /** A `#` line: a directive before the first data record (FORMAT.md 8.1), else a comment. */
+  /**
+   * A `#` line: a directive before the first data record (docs/format.md "Directives"), else a
+   * comment.
+   */
   #comment(text: string, lineNo: number, tooLong: boolean): void {
     if (this.mode !== 'start' || text.charCodeAt(1) !== 33 /* ! */) return;
     const options = this.#options;
@@ -358,8 +365,9 @@ export class RecordParser implements ParserState {
       const parsed = this.#parseRecord(joined);
       if (parsed === OPEN) return;
       if (parsed === MALFORMED) {
-        // The quote "closed" on a later line but text follows it: most often a quote never
-        // closed that met the next record's opening quote. Resynchronise like FORMAT.md 3.
+        // The quote "closed" on a later line but text follows it: most often a quote never closed
+        // that met the next record's opening quote. Resynchronise as docs/format.md "Separator and
+        // quotes" says.
         this.#abandonPending(REASONS.MALFORMED_QUOTE.message);
         return;
       }
@@ -367,13 +375,17 @@ export class RecordParser implements ParserState {
       this.#finishRecord(p.startLine, joined, parsed);
       return;
     }
-    // Whether or not it closes later: no record may outgrow the limit (FORMAT.md 3).
+    // Whether or not it closes later: no record may outgrow the limit (docs/format.md "Encoding and
+    // lines").
     this.#abandonPending(
       `a quoted field is not closed within ${this.#maxLine} characters (the line-length limit)`,
     );
   }
 
-  /** FORMAT.md 3: a quote never closed is an error for its record; parsing resumes at the next line. */
+  /**
+   * docs/format.md "Separator and quotes": a quote never closed is an error for its record; parsing
+   * resumes at the next line.
+   */
   #abandonPending(message = 'a quoted field is never closed'): void {
     const p = this.#pending!;
     this.#pending = null;

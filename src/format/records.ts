@@ -1,9 +1,10 @@
-// FORMAT.md 3 and 4: one record's text → fields. Pure.
+// docs/format.md "Separator and quotes" and the layouts: one record's text → fields. Pure.
 //
 // Not a general CSV parser on purpose: the unheaded personalized record ("the message is
-// everything after the first SEP") is not CSV, FORMAT.md resynchronises a broken quote at
+// everything after the first SEP") is not CSV, the format resynchronises a broken quote at
 // the next physical line and bounds a record by the line-length limit, and a CSV parser
-// costs ~4 µs a row here, the whole time budget (DESIGN-NOTES 6).
+// costs ~4 µs a row here, the whole time budget
+// (docs/architecture.md "The guarantees and where they live").
 
 /** The record continues on the next physical line (a quoted field is still open). */
 export const OPEN = 'open' as const;
@@ -54,7 +55,7 @@ export interface PersonalizedFields {
 }
 
 /**
- * FORMAT.md 4.1 without a header: field 1 is the number, the message is everything after
+ * The personalized layout without a header: field 1 is the number, the message is everything after
  * the first SEP (one trailing SEP dropped), unquoted when it starts with a quote.
  */
 export function parsePersonalized(s: string, sep: string | null): Parsed<PersonalizedFields> {
@@ -86,7 +87,7 @@ export function parsePersonalized(s: string, sep: string | null): Parsed<Persona
 }
 
 /**
- * FORMAT.md 4.1 with a header: strict CSV with SEP. `quoted`, when given, is filled with
+ * docs/format.md "With a header line": strict CSV with SEP. `quoted`, when given, is filled with
  * whether each field was quoted (a quoted message is kept exactly, docs/format.md). `out`,
  * when given, is the array the fields are written to and returned (reused by the reader
  * from record to record: one array fewer per record).
@@ -137,7 +138,7 @@ export function parseCsv(
   }
 }
 
-/** FORMAT.md 4.2: the bulk message record: the whole line, or one quoted field. */
+/** The bulk layout's message record: the whole line, or one quoted field. */
 export function parseMessageRecord(s: string): Parsed<{ message: string; quoted: boolean }> {
   if (s.charCodeAt(0) !== QUOTE) return { message: s, quoted: false };
   const q = scanQuoted(s, 0);
@@ -160,7 +161,7 @@ export function hasSeparatorOrQuote(s: string): boolean {
   return SEPARATOR_OR_QUOTE.test(s);
 }
 
-/** FORMAT.md 4.2: a numbers record: numbers separated by any of `; , | TAB`. Empty ones skipped. */
+/** The bulk layout's numbers record: numbers separated by any of `; , | TAB`. Empty ones skipped. */
 export function splitNumbers(s: string): string[] {
   const out: string[] = [];
   let start = 0;
@@ -182,7 +183,10 @@ export function splitNumbers(s: string): string[] {
   return out;
 }
 
-/** The first SEP met from the left outside quoted text (FORMAT.md 3), or null. */
+/**
+ * The first SEP met from the left outside quoted text (docs/format.md "Separator and quotes"), or
+ * null.
+ */
 export function detectSeparator(s: string): string | null {
   let inQuotes = false;
   for (let i = 0; i < s.length; i++) {
@@ -195,7 +199,10 @@ export function detectSeparator(s: string): string | null {
 
 const TRAILER = /^\s*EOF\s*(?:[;\t|,]\s*(\d+)\s*)?$/i;
 
-/** FORMAT.md 7: `EOF` or `EOF;<n>` (any SEP, any case). `undefined` when not a trailer. */
+/**
+ * docs/format.md "Proving a file is complete: trailer": `EOF` or `EOF;<n>` (any SEP, any case).
+ * `undefined` when not a trailer.
+ */
 export function parseTrailer(s: string): { count: number | null } | undefined {
   // Checked for every record: most lines are ruled out by their first character.
   const c = s.charCodeAt(0);

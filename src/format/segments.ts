@@ -1,8 +1,9 @@
-// FORMAT.md section 6: how many SMS parts a message costs, GSM-7 or UCS-2.
+// docs/format.md "Messages": how many SMS parts a message costs, GSM-7 or UCS-2.
 //
-// Runs once per recipient (DESIGN-NOTES 6), so the character sets are a hand-written
-// lookup table indexed by charCode rather than a regex or a library call. The table is
-// 3GPP TS 23.038 section 6.2.1 (GSM 7-bit default alphabet and its extension table).
+// Runs once per recipient (docs/architecture.md "The guarantees and where they live"), so
+// the character sets are a hand-written lookup table indexed by charCode rather than a regex
+// or a library call. The table is 3GPP TS 23.038 section 6.2.1 (GSM 7-bit default alphabet
+// and its extension table).
 // Position 0x09 is the capital Ç there (older GSM 03.38 copies draw it lower-case; the
 // lower-case ç is not in the alphabet).
 
@@ -109,8 +110,8 @@ function ucs2PartsGreedy(text: string): number {
 }
 
 /**
- * Segments of one message. `plain`: the caller already knows whether `isPlainGsm(text)`. The empty text costs 0 parts (nothing is sent; FORMAT.md
- * rejects it as EMPTY_MESSAGE before it gets here).
+ * Segments of one message. `plain`: the caller already knows whether `isPlainGsm(text)`. The empty
+ * text costs 0 parts (nothing is sent; the reader rejects it as EMPTY_MESSAGE before it gets here).
  */
 export function countSegments(text: string, plain = isPlainGsm(text)): SegmentInfo {
   const len = text.length;

@@ -136,7 +136,10 @@ export class SummaryBuilder {
       );
   }
 
-  /** The end of the file: countries largest first, then the verdict (FORMAT.md 7). */
+  /**
+   * The end of the file: countries largest first, then the verdict (docs/format.md "When the whole
+   * file is rejected (nothing is sent)").
+   */
   finish(maxInvalidRatio: number): ReadSummary {
     const summary = this.summary;
     this.#flushCountry();

@@ -1,4 +1,4 @@
-// FORMAT.md section 5, SUPPRESSED: an opt-out list, a text file of numbers (a local file, an
+// docs/format.md "Numbers", SUPPRESSED: an opt-out list, a text file of numbers (a local file, an
 // S3 object or a file on a source: readSuppressionList takes any byte stream).
 //
 // Lists can hold millions of numbers, so the file is streamed and each number is kept
@@ -229,11 +229,11 @@ class Collector {
     this.push(r.value);
   }
   /**
-   * A line of digits and the formatting normalizeNumber removes (space - . ( )), nothing
-   * else: `digits` of them, `value` their value (exact: at most twelve used) and `head`
-   * the first three. The two Colombian mobile forms (FORMAT.md 5 rules 1 and 3) are
-   * taken here, as normalizeNumber would take them (test/unit/format-suppression.test.ts
-   * compares); any other line goes through `line`. Returns false for those.
+   * A line of digits and the formatting normalizeNumber removes (space - . ( )), nothing else:
+   * `digits` of them, `value` their value (exact: at most twelve used) and `head` the first three.
+   * The two Colombian mobile forms (`3001234567`, `573001234567` in docs/format.md "Numbers") are
+   * taken here, as normalizeNumber would take them (test/unit/format-suppression.test.ts compares);
+   * any other line goes through `line`. Returns false for those.
    */
   simple(digits: number, value: number, head: number): boolean {
     if (digits === 12 && head === 573) {
@@ -511,13 +511,13 @@ class ListLines {
 }
 
 /**
- * Parses a list from any byte stream (a local file, an S3 object, a file on a source): one
- * number per line, any format FORMAT.md 5 accepts; blank lines and `#` comments skipped; LF,
- * CRLF or CR; UTF-8 (BOM or not) or UTF-16 with BOM, whatever the chunk boundaries. Each
- * number is normalised with `rules` (allowedCountries ignored). Memory: the numbers (8 bytes
- * each, the array doubling as it grows) and one chunk; a line longer than 1 KiB is counted
- * invalid without being kept. A stream that fails throws DroplineError
- * DROPLINE_ERR_SUPPRESSION_LIST, its message starting with `what` (a name, never a secret).
+ * Parses a list from any byte stream (a local file, an S3 object, a file on a source): one number
+ * per line, any format docs/format.md "Numbers" accepts; blank lines and `#` comments skipped; LF,
+ * CRLF or CR; UTF-8 (BOM or not) or UTF-16 with BOM, whatever the chunk boundaries. Each number is
+ * normalised with `rules` (allowedCountries ignored). Memory: the numbers (8 bytes each, the array
+ * doubling as it grows) and one chunk; a line longer than 1 KiB is counted invalid without being
+ * kept. A stream that fails throws DroplineError DROPLINE_ERR_SUPPRESSION_LIST, its message
+ * starting with `what` (a name, never a secret).
  */
 export async function readSuppressionList(
   bytes: AsyncIterable<Uint8Array>,

@@ -1,4 +1,4 @@
-// FORMAT.md 8.2: `{{column}}` placeholders in a message, and `{{{{` for a literal `{{`.
+// docs/format.md "Templates": `{{column}}` placeholders in a message, and `{{{{` for a literal `{{`.
 //
 // A template is parsed once into literal parts and column indexes (compileTemplate) and then
 // merged for each record by joining strings (mergeTemplate): no regex and no parsing per

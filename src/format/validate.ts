@@ -101,7 +101,7 @@ export interface ValidateOptions {
   /** The source's maxFileBytes when a configuration gives one. */
   maxFileBytes?: number;
   source?: string;
-  /** The source's `allowDirectives` (FORMAT.md 8.1) when a configuration gives one. */
+  /** The source's `allowDirectives` (docs/format.md "Directives") when a configuration gives one. */
   allowDirectives?: AllowDirectives;
   /** The source's `transliterate` (or --transliterate); default never. */
   transliterate?: TransliterateMode;

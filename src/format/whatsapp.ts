@@ -1,5 +1,5 @@
 /**
- * FORMAT.md 8.3 `whatsapp`: where a WhatsApp file's template parameters come from, in
+ * Where a WhatsApp file's template parameters come from, in
  * dropline's reading (docs/format.md "WhatsApp files"). Pure helpers for the reader:
  * - `splitParameters`: a `#! message:` value → one template text a parameter (`|` separates
  *   them, `||` is a literal `|`);

@@ -1,9 +1,10 @@
-// Status notification bodies (service-interface.md 2.6) → DeliveryEvents. Pure.
+// Status notification bodies (docs/service.md "Status notifications") → DeliveryEvents. Pure.
 //
-// A 400 is final for the service: the report is lost for good (section 6). So the decoder is
-// strict only where an event would be useless without the field (transactionNumber and to, the
-// idempotency key; status.name, the news) and lenient everywhere else: an optional field of an
-// odd shape becomes null or text rather than a rejection.
+// A 400 is final for the service: the report is lost for good (the table in docs/service.md
+// "Status notifications"). So the decoder is strict only where an event would be useless without
+// the field (transactionNumber and to, the idempotency key; status.name, the news) and lenient
+// everywhere else: an optional field of an odd shape becomes null or text rather than a
+// rejection.
 //
 // `results` "always has exactly one element"; more than one is decoded element by element (it
 // costs nothing and loses nothing), and one bad element rejects the whole body so a retry can
@@ -100,7 +101,7 @@ export interface ChunkRef {
 
 /**
  * The chunk named by the callbackData dropline sends with POST /mtmessage, `{"f": "<fileId>",
- * "c": <seq>}` (spec 2.3: returned as JSON text, 2.6), or null for anything else: not JSON, not
+ * "c": <seq>}` (sent and returned as JSON text), or null for anything else: not JSON, not
  * an object, `f` not non-empty text (or holding NUL, which no fileId has), `c` not an integer
  * from 0 to 2^31 - 1. Other keys are ignored. Called only for reports with an empty bulkId.
  */
@@ -142,10 +143,10 @@ function optionalText(value: unknown): string | null {
 }
 
 /**
- * 2.6: text; POST /mtmessage sends "the object converted to JSON text", which a sender might not
- * do. A value nested too deep to write back as text (JSON.parse reads ~64 KiB of `[` that
- * JSON.stringify overflows the stack on) is unknown, not a thrown error: that would crash the
- * process from the request's end handler.
+ * Notifications carry it as text; POST /mtmessage sends "the object converted to JSON text", which
+ * a sender might not do. A value nested too deep to write back as text (JSON.parse reads ~64 KiB of
+ * `[` that JSON.stringify overflows the stack on) is unknown, not a thrown error: that would crash
+ * the process from the request's end handler.
  */
 function callbackData(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;

@@ -349,8 +349,9 @@ export class GroupCommitter {
 }
 
 /**
- * Whether a batch may hold reports of POST /mtmessage (spec 6.3: bulkId always empty): the
- * massive sends' reports, nearly all of them, cost one comparison each and no parse.
+ * Whether a batch may hold reports of POST /mtmessage (their bulkId is empty, docs/notify.md
+ * "Reports of POST /mtmessage (RCS, flash SMS): the account webhook"): the massive sends'
+ * reports, nearly all of them, cost one comparison each and no parse.
  */
 function namesChunks(events: readonly DeliveryEvent[]): boolean {
   for (const e of events) if (e.bulkId === '' && e.callbackData !== null) return true;

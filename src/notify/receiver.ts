@@ -1,4 +1,5 @@
-// The delivery-report receiver (CONTRACT.md "Notification receiver", DESIGN-NOTES 2).
+// The delivery-report receiver (docs/contract.md "Notification receiver"; durable before 200:
+// docs/notify.md "What the receiver answers").
 //
 // The service retries only on 503 and loses a report on any other answer or on a timeout, so:
 // - 200 only once the event is committed. Requests queue their events; one batch per commit

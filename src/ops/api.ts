@@ -1,4 +1,4 @@
-// The ops server's JSON API beyond the manifests (CONTRACT.md additions, "Ops server"): what
+// The ops server's JSON API beyond the manifests (docs/contract.md "Ops server"): what
 // the dashboard reads (a file's activity, its reports, the service's health) and does (the
 // actions on a file, a file checked before it is dropped).
 
@@ -221,8 +221,8 @@ export async function validateUpload(
   let dir: string | null = null;
   try {
     dir = await mkdtemp(join(tmpdir(), 'dropline-check-'));
-    // The file's own name (its layout may come from it: `*.bulk.txt`, FORMAT.md 4.3), made
-    // safe; the folder is this check's own.
+    // The file's own name (its layout may come from it: `*.bulk.txt`, docs/format.md "How dropline
+    // tells the layouts apart"), made safe; the folder is this check's own.
     const path = join(
       dir,
       basename(name)

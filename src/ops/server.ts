@@ -1,4 +1,4 @@
-// The ops server (CONTRACT.md "Ops server"): health, readiness, metrics, the JSON API and the
+// The ops server (docs/contract.md "Ops server"): health, readiness, metrics, the JSON API and the
 // dashboard (src/ops/dashboard/, docs/dashboard.md).
 
 import { createHash, timingSafeEqual } from 'node:crypto';

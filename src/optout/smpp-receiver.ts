@@ -1,8 +1,7 @@
-// Users' replies over SMPP (service-interface.md section 4: "User replies to two-way SMS can also
-// be received over SMPP in Receiver mode"; 5.8: System ID and password). Binds as a receiver,
-// keeps the bind alive with enquire_link, reconnects with capped exponential back-off and
-// jitter, and acknowledges each deliver_sm only once `onReply` has recorded it: an error answer
-// (or none) leaves the message with the SMSC, which delivers it again. docs/opt-outs.md,
+// Users' replies over SMPP (Receiver mode, System ID and password). Binds as a receiver, keeps
+// the bind alive with enquire_link, reconnects with capped exponential back-off and jitter,
+// and acknowledges each deliver_sm only once `onReply` has recorded it: an error answer (or
+// none) leaves the message with the SMSC, which delivers it again. docs/opt-outs.md,
 // "Replies over SMPP".
 
 import { connect as netConnect, type Socket } from 'node:net';
@@ -36,7 +35,10 @@ export interface ReceiverLogger {
 
 export interface SmppReplyReceiverOptions {
   readonly host: string;
-  /** The spec's MO port is 6900. */
+  /**
+   * The service's MO port is 6900 (docs/service.md "Monitoring, SMPP replies, and what is not used
+   * yet").
+   */
   readonly port: number;
   /**
    * SMPP over TLS: true checks the server's certificate against the system's CAs; an object

@@ -1,4 +1,4 @@
-// What users read: the manifest (CONTRACT.md "Manifest") and the CSV reports. Built from
+// What users read: the manifest (docs/contract.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
 import { hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
@@ -17,7 +17,7 @@ export interface Manifest {
   encoding: string | null;
   separator: string | null;
   header: boolean;
-  /** The file's `#! priority:` directive (FORMAT.md 8.1); null: its source's `priority` applies. */
+  /** The file's `#! priority:` directive (docs/format.md "Directives"); null: its source's `priority` applies. */
   priority: Priority | null;
   state: string;
   reason: string | null;
@@ -152,7 +152,7 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 
 /**
  * One CSV cell. A text that a spreadsheet would run as a formula gets a leading `'`
- * (CONTRACT.md additions: every value starting with `= + - @`, TAB or CR, so a partner's
+ * (docs/contract.md "Reports": every value starting with `= + - @`, TAB or CR, so a partner's
  * line can never execute in whoever opens the report; `+57 300…` as written in a file too).
  */
 export function csvCell(value: string | number | null | undefined): string {

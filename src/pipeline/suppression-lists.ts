@@ -1,4 +1,4 @@
-// The opt-out lists of a configuration (FORMAT.md 5, SUPPRESSED; CONTRACT.md "Additions"):
+// The opt-out lists of a configuration (SUPPRESSED; docs/opt-outs.md "Opt-out lists"):
 // the global `suppressionList` and each source's own, each a local path, `s3://bucket/key`
 // or `<sourceName>:<path>` on a configured source, read through that source's own client.
 //

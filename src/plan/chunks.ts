@@ -12,10 +12,10 @@ export interface PlannedMessage {
 }
 
 /**
- * A chunk sent with POST /mtmessage (spec 2.3) rather than the massive endpoint: RCS, or SMS
- * with an option the massive endpoint does not take (flash). Its reports come to the account
- * webhook without a bulkId: `CallbackData` (`{"f": fileId, "c": seq}`) names the chunk, and
- * the receiver finds each recipient by its number in it (docs/channels.md).
+ * A chunk sent with POST /mtmessage (docs/channels.md "RCS and flash SMS") rather than the massive
+ * endpoint: RCS, or SMS with an option the massive endpoint does not take (flash). Its reports come
+ * to the account webhook without a bulkId: `CallbackData` (`{"f": fileId, "c": seq}`) names the
+ * chunk, and the receiver finds each recipient by its number in it (docs/channels.md).
  */
 export interface MtMessageVia {
   readonly channel: 'SMS' | 'RCS';
@@ -30,7 +30,10 @@ export interface PlannedChunk {
   readonly chunkId: string;
   readonly bulkId: string;
   readonly messages: readonly PlannedMessage[];
-  /** Already JSON text (2.4: "a JSON object must be sent as escaped text"), at most 200 characters. */
+  /**
+   * Already JSON text ("a JSON object must be sent as escaped text", docs/service.md), at most 200
+   * characters.
+   */
   readonly callbackData?: string | undefined;
   /** Sent with POST /mtmessage; absent: POST /mtmessage/massive. */
   readonly via?: MtMessageVia | undefined;
@@ -74,7 +77,7 @@ export function planChunk(
 /**
  * Assigns the valid recipients of a file, in file order, to chunks of at most `chunkSize`.
  * One request never carries one number twice: delivery reports are told apart by
- * (transactionNumber, to) (service-interface.md 6, rule 7), so two lines of one number with
+ * (transactionNumber, to) (docs/service.md "transactionNumber"), so two lines of one number with
  * different texts in one request would get reports the receiver takes for one repeated
  * report. A number already in the current chunk closes it and starts the next one: chunks
  * stay runs of consecutive recipients (the store keeps a chunk as one id range), only shorter

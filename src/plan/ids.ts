@@ -1,4 +1,4 @@
-// FORMAT.md 9 and DESIGN-NOTES 7: identifiers derived from content, stable across restarts.
+// docs/format.md "Identifiers": identifiers derived from content, stable across restarts.
 import { createHash } from 'node:crypto';
 
 /**

@@ -1,6 +1,6 @@
-// When commercial messages may be sent (CONTRACT.md additions `sendWindow`, issue 14): weekly
-// hours in a time zone, closed dates, and a country's public holidays. Pure: the caller gives
-// the instant. Colombia's holidays (those moved to Monday by Ley 51 de 1983 included) come
+// When commercial messages may be sent (docs/campaign-rules.md "Send windows (`sendWindow`)", issue
+// 14): weekly hours in a time zone, closed dates, and a country's public holidays. Pure: the caller
+// gives the instant. Colombia's holidays (those moved to Monday by Ley 51 de 1983 included) come
 // from the maintained colombian-holidays package, never from a table written here.
 
 import { getHolidaysForYear } from 'colombian-holidays';

@@ -1,4 +1,4 @@
-// Accounts and their tokens (service-interface.md 3 and 5): one active token per account, a new
+// Accounts and their tokens (docs/sandbox.md "Tokens"): one active token per account, a new
 // token (by password or by refresh) expires the previous one, and a token lapses after its lifetime.
 // A refresh token stays good after its access token lapsed by time, but not once a newer token
 // was issued: that is how a second login locks out the first process.
@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto';
 export interface Account {
   readonly username: string;
   readonly password: string;
-  /** The email host's `x-api-key` (spec 5.6); without one the account cannot use email. */
+  /**
+   * The email host's `x-api-key` (docs/sandbox.md "Email"); without one the account cannot use
+   * email.
+   */
   readonly apiKey?: string | undefined;
   /** false: the key is valid but has no permission to send email (403). Default true. */
   readonly email?: boolean | undefined;
@@ -17,9 +20,12 @@ export interface Account {
   readonly emailSenderDomains?: readonly string[] | undefined;
   /** false: RCS is not set up for the account (POST /mtmessage with Channel RCS: Status 1). Default true. */
   readonly rcs?: boolean | undefined;
-  /** The account webhook: where POST /mtmessage's notifications go (spec 6); none without. */
+  /**
+   * The account webhook: where POST /mtmessage's notifications go (docs/sandbox.md "POST
+   * /mtmessage"); none without.
+   */
   readonly webhook?: AccountWebhook | undefined;
-  /** WhatsApp set up for the account (spec 2.7); none: 403. */
+  /** WhatsApp set up for the account (docs/sandbox.md "WhatsApp"); none: 403. */
   readonly whatsapp?: WhatsAppSetup | undefined;
 }
 
@@ -36,7 +42,7 @@ export const DEMO_WHATSAPP: WhatsAppSetup = {
 };
 
 /**
- * Spec 5, the account webhook's two ways to authenticate: Basic (username and password given
+ * The account webhook's two ways to authenticate: Basic (username and password given
  * to support), or a token in the registered URL, used exactly as registered.
  */
 export interface AccountWebhook {

@@ -1,7 +1,7 @@
-// The email host of the sandbox (service-interface.md 2.8, 4, 5.6, 7, 8): POST /email/v1/deliver
-// and GET /email/v1/templates, authenticated by `x-api-key`. Served on the sandbox's one listener
-// under the /email/v1/ path prefix ({email_url} = the sandbox URL). Every choice where the spec
-// says "not shown" is in docs/sandbox.md, "Email".
+// The email host of the sandbox (docs/service.md "Email"): POST /email/v1/deliver and
+// GET /email/v1/templates, authenticated by `x-api-key`. Served on the sandbox's one listener
+// under the /email/v1/ path prefix ({email_url} = the sandbox URL). Every choice where the
+// service says "not shown" is in docs/sandbox.md, "Email".
 //
 // Status codes: 401 missing or unknown key; 403 key without email permission; 413 body above
 // 20,000,000 bytes (Content-Length checked first, bytes counted while reading, nothing kept past
@@ -43,7 +43,7 @@ export interface EmailRecipientResult {
   readonly reason?: string | undefined;
 }
 
-/** The 202 body: the sandbox's choice of types and values (the spec names only the fields). */
+/** The 202 body: the sandbox's choice of types and values (the service names only the fields). */
 export interface EmailDeliverAnswer {
   readonly overallStatus: EmailOverallStatus;
   readonly errors: readonly EmailError[];
@@ -208,8 +208,9 @@ function attachmentRules(list: readonly Attachment[], path: string): EmailError 
 }
 
 /**
- * Structure (types) breaks answer 400; the rules of 2.8 and 8 are reported in the 202 answer:
- * request-level ones in `errors` (every recipient then rejected), recipient ones per recipient.
+ * Structure (types) breaks answer 400; the rules of docs/sandbox.md "Email" are reported in the 202
+ * answer: request-level ones in `errors` (every recipient then rejected), recipient ones per
+ * recipient.
  */
 export function checkEmail(body: unknown, access: EmailAccess): EmailCheck {
   if (!isObject(body)) return { ok: false, reason: 'the body must be a JSON object' };
@@ -324,169 +325,186 @@ export interface EmailServiceDeps {
 
 /** Handles a request under /email/v1/; the body is read here, not by the server's reader. */
 export function createEmailHandler(deps: EmailServiceDeps) {
-  const { accounts, faults, ledger, random, now, log } = deps;
-
-  /** 401 / 403 from the x-api-key header; the access when the key may send email. */
-  function authenticate(
-    req: IncomingMessage,
-    done: (status: number, body: unknown) => void,
-  ): EmailAccess | null {
-    const header = req.headers['x-api-key'];
-    const key = Array.isArray(header) ? header[0] : header;
-    if (!key) {
-      done(401, { message: 'the x-api-key header is required' });
-      return null;
-    }
-    const access = accounts.byApiKey(key);
-    if (!access) {
-      done(401, { message: 'the API key is invalid' });
-      return null;
-    }
-    if (!access.email) {
-      done(403, { message: 'the API key has no permission to send email' });
-      return null;
-    }
-    return access;
-  }
-
-  function templates(req: IncomingMessage, res: ServerResponse) {
-    req.resume();
-    let account: string | undefined;
-    const done = (status: number, body: unknown, fault?: string) => {
-      log({ endpoint: TEMPLATES_PATH, status, account, fault, at: Date.now() });
-      sendJson(res, status, body);
-    };
-    const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
-    const fired = faults.pickIfAny('emailtemplates', random, keyed?.username);
-    if (fired && applyStatusFault(fired, res, (s, b) => done(s, b, fired.kind))) return;
-    const access = authenticate(req, done);
-    if (!access) return;
-    account = access.username;
-    if (fired?.kind === 'revoke') return done(401, { message: 'the API key is invalid' }, 'revoke');
-    if (fired?.kind === 'timeout')
-      return log({ endpoint: TEMPLATES_PATH, status: 0, account, fault: 'timeout', at: Date.now() });
-    if (fired?.kind === 'reset') {
-      log({ endpoint: TEMPLATES_PATH, status: 0, account, fault: 'reset', at: Date.now() });
-      req.socket.destroy();
-      return;
-    }
-    done(200, { templates: access.templates.map((templateId) => ({ templateId })) });
-  }
-
-  function deliver(req: IncomingMessage, res: ServerResponse) {
-    let account: string | undefined;
-    let recipients = 0;
-    let answered = false;
-    const done = (status: number, body: unknown, fault?: string) => {
-      answered = true;
-      log({ endpoint: DELIVER_PATH, status, account, recipients, fault, at: Date.now() });
-      sendJson(res, status, body);
-    };
-    // An answer given before the body was read: the rest is discarded as it arrives (Node's
-    // server drains it so the connection stays usable), never kept.
-    const answerEarly = (status: number, body: unknown, fault?: string) => {
-      done(status, body, fault);
-      drain(req);
-    };
-
-    const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
-    const fired = faults.pickIfAny('email', random, keyed?.username);
-    if (fired?.rule.account !== undefined) account = fired.rule.account;
-    if (fired && applyStatusFault(fired, res, (s, b) => answerEarly(s, b, fired.kind))) return;
-    const access = authenticate(req, answerEarly);
-    if (!access) return;
-    account = access.username;
-    if (fired?.kind === 'revoke') return answerEarly(401, { message: 'the API key is invalid' }, 'revoke');
-
-    const limit = faults.state.emailMaxBodyBytes ?? EMAIL_MAX_BODY_BYTES;
-    const tooLarge = () => ({
-      message: `the body is larger than ${limit} bytes; send fewer recipients or attachments per request`,
-    });
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) return answerEarly(413, tooLarge());
-
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    const onData = (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > limit) {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        chunks.length = 0;
-        answerEarly(413, tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      if (answered) return;
-      const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(raw.toString('utf8'));
-      } catch {
-        return done(400, { message: 'the body is not valid JSON' });
-      }
-      const payload = (parsed as { payload?: unknown } | null)?.payload;
-      recipients = Array.isArray(payload) ? payload.length : 0;
-      const checked = checkEmail(parsed, access);
-      if (!checked.ok) return done(400, { message: checked.reason });
-
-      const at = now();
-      const results: EmailRecipientResult[] = checked.recipients.map((r, i) => {
-        const request = checked.errors.length > 0;
-        const why = request ? undefined : recipientRule(r, i);
-        if (request)
-          return {
-            recipient: r.recipient,
-            status: 'rejected',
-            code: 'REQUEST_REJECTED',
-            reason: 'the request failed validation: see errors',
-          };
-        if (why) return { recipient: r.recipient, status: 'rejected', code: why.code, reason: why.message };
-        const messageId = randomBytes(12).toString('hex');
-        ledger.record(
-          access.username,
-          r.recipient,
-          messageId,
-          {
-            from: checked.from,
-            templateId: checked.templateId,
-            subject: checked.subject,
-            fields: r.fields,
-            attachments: r.attachments?.length ?? checked.rootAttachments,
-          },
-          at,
-        );
-        return { recipient: r.recipient, status: 'accepted', messageId };
-      });
-      const accepted = results.filter((r) => r.status === 'accepted').length;
-      const overallStatus: EmailOverallStatus =
-        accepted === results.length && accepted > 0 ? 'accepted' : accepted === 0 ? 'rejected' : 'partial';
-      const answer: EmailDeliverAnswer = { overallStatus, errors: checked.errors, recipients: results };
-      // As for SMS: timeout and reset accept first, then the answer is lost.
-      if (fired?.kind === 'timeout' || fired?.kind === 'reset') {
-        log({ endpoint: DELIVER_PATH, status: 0, account, recipients, fault: fired.kind, at: Date.now() });
-        if (fired.kind === 'reset') req.socket.destroy();
-        return;
-      }
-      done(202, answer);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-  }
-
   return (req: IncomingMessage, res: ServerResponse, url: URL): boolean => {
     if (req.method === 'POST' && url.pathname === DELIVER_PATH) {
-      deliver(req, res);
+      deliver(deps, req, res);
       return true;
     }
     if (req.method === 'GET' && url.pathname === TEMPLATES_PATH) {
-      templates(req, res);
+      templates(deps, req, res);
       return true;
     }
     return false;
   };
+}
+
+/** 401 / 403 from the x-api-key header; the access when the key may send email. */
+function authenticate(
+  accounts: Accounts,
+  req: IncomingMessage,
+  done: (status: number, body: unknown) => void,
+): EmailAccess | null {
+  const header = req.headers['x-api-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (!key) {
+    done(401, { message: 'the x-api-key header is required' });
+    return null;
+  }
+  const access = accounts.byApiKey(key);
+  if (!access) {
+    done(401, { message: 'the API key is invalid' });
+    return null;
+  }
+  if (!access.email) {
+    done(403, { message: 'the API key has no permission to send email' });
+    return null;
+  }
+  return access;
+}
+
+/** GET /email/v1/templates: the account's stored templates. */
+function templates(deps: EmailServiceDeps, req: IncomingMessage, res: ServerResponse) {
+  const { accounts, faults, random, log } = deps;
+  req.resume();
+  let account: string | undefined;
+  const done = (status: number, body: unknown, fault?: string) => {
+    log({ endpoint: TEMPLATES_PATH, status, account, fault, at: Date.now() });
+    sendJson(res, status, body);
+  };
+  const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
+  const fired = faults.pickIfAny('emailtemplates', random, keyed?.username);
+  if (fired && applyStatusFault(fired, res, (s, b) => done(s, b, fired.kind))) return;
+  const access = authenticate(accounts, req, done);
+  if (!access) return;
+  account = access.username;
+  if (fired?.kind === 'revoke') return done(401, { message: 'the API key is invalid' }, 'revoke');
+  if (fired?.kind === 'timeout')
+    return log({ endpoint: TEMPLATES_PATH, status: 0, account, fault: 'timeout', at: Date.now() });
+  if (fired?.kind === 'reset') {
+    log({ endpoint: TEMPLATES_PATH, status: 0, account, fault: 'reset', at: Date.now() });
+    req.socket.destroy();
+    return;
+  }
+  done(200, { templates: access.templates.map((templateId) => ({ templateId })) });
+}
+
+/**
+ * POST /email/v1/deliver: authenticated and size-checked before the body is read (an answer
+ * given early discards the rest), then checked and each recipient accepted or rejected.
+ */
+function deliver(deps: EmailServiceDeps, req: IncomingMessage, res: ServerResponse) {
+  const { accounts, faults, random, log } = deps;
+  let account: string | undefined;
+  let recipients = 0;
+  let answered = false;
+  const done = (status: number, body: unknown, fault?: string) => {
+    answered = true;
+    log({ endpoint: DELIVER_PATH, status, account, recipients, fault, at: Date.now() });
+    sendJson(res, status, body);
+  };
+  // An answer given before the body was read: the rest is discarded as it arrives (Node's
+  // server drains it so the connection stays usable), never kept.
+  const answerEarly = (status: number, body: unknown, fault?: string) => {
+    done(status, body, fault);
+    drain(req);
+  };
+
+  const keyed = accounts.byApiKey(String(req.headers['x-api-key'] ?? ''));
+  const fired = faults.pickIfAny('email', random, keyed?.username);
+  if (fired?.rule.account !== undefined) account = fired.rule.account;
+  if (fired && applyStatusFault(fired, res, (s, b) => answerEarly(s, b, fired.kind))) return;
+  const access = authenticate(accounts, req, answerEarly);
+  if (!access) return;
+  account = access.username;
+  if (fired?.kind === 'revoke') return answerEarly(401, { message: 'the API key is invalid' }, 'revoke');
+
+  const limit = faults.state.emailMaxBodyBytes ?? EMAIL_MAX_BODY_BYTES;
+  const tooLarge = () => ({
+    message: `the body is larger than ${limit} bytes; send fewer recipients or attachments per request`,
+  });
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return answerEarly(413, tooLarge());
+
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const onData = (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > limit) {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      chunks.length = 0;
+      answerEarly(413, tooLarge());
+      return;
+    }
+    chunks.push(chunk);
+  };
+  const onEnd = () => {
+    if (answered) return;
+    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return done(400, { message: 'the body is not valid JSON' });
+    }
+    const payload = (parsed as { payload?: unknown } | null)?.payload;
+    recipients = Array.isArray(payload) ? payload.length : 0;
+    const checked = checkEmail(parsed, access);
+    if (!checked.ok) return done(400, { message: checked.reason });
+    const answer = acceptRecipients(deps, checked, access.username);
+    // As for SMS: timeout and reset accept first, then the answer is lost.
+    if (fired?.kind === 'timeout' || fired?.kind === 'reset') {
+      log({ endpoint: DELIVER_PATH, status: 0, account, recipients, fault: fired.kind, at: Date.now() });
+      if (fired.kind === 'reset') req.socket.destroy();
+      return;
+    }
+    done(202, answer);
+  };
+  req.on('data', onData);
+  req.on('end', onEnd);
+}
+
+/**
+ * Each recipient of a checked request accepted (recorded in the ledger with a new messageId) or
+ * rejected, its own rule's code, or REQUEST_REJECTED for all when the request has errors.
+ */
+function acceptRecipients(
+  deps: EmailServiceDeps,
+  checked: Extract<EmailCheck, { ok: true }>,
+  username: string,
+): EmailDeliverAnswer {
+  const at = deps.now();
+  const results: EmailRecipientResult[] = checked.recipients.map((r, i) => {
+    const request = checked.errors.length > 0;
+    const why = request ? undefined : recipientRule(r, i);
+    if (request)
+      return {
+        recipient: r.recipient,
+        status: 'rejected',
+        code: 'REQUEST_REJECTED',
+        reason: 'the request failed validation: see errors',
+      };
+    if (why) return { recipient: r.recipient, status: 'rejected', code: why.code, reason: why.message };
+    const messageId = randomBytes(12).toString('hex');
+    deps.ledger.record(
+      username,
+      r.recipient,
+      messageId,
+      {
+        from: checked.from,
+        templateId: checked.templateId,
+        subject: checked.subject,
+        fields: r.fields,
+        attachments: r.attachments?.length ?? checked.rootAttachments,
+      },
+      at,
+    );
+    return { recipient: r.recipient, status: 'accepted', messageId };
+  });
+  const accepted = results.filter((r) => r.status === 'accepted').length;
+  const overallStatus: EmailOverallStatus =
+    accepted === results.length && accepted > 0 ? 'accepted' : accepted === 0 ? 'rejected' : 'partial';
+  return { overallStatus, errors: checked.errors, recipients: results };
 }
 
 /** Discards the rest of a body answered early; past MAX_DRAIN_BYTES the connection is closed. */

@@ -18,7 +18,7 @@ export const ENDPOINTS = [
  * state: they appear in `GET /_sandbox/faults` only once rules were set for them.
  */
 export const EMAIL_ENDPOINTS = ['email', 'emailtemplates'] as const;
-/** POST /mtmessage (spec 2.3) and WhatsApp (2.7): optional in the state as the email ones. */
+/** POST /mtmessage and WhatsApp: optional in the state as the email ones. */
 export const LATER_ENDPOINTS = [...EMAIL_ENDPOINTS, 'mtmessage', 'whatsapp'] as const;
 export type SmsEndpoint = (typeof ENDPOINTS)[number];
 export type EmailEndpoint = (typeof EMAIL_ENDPOINTS)[number];

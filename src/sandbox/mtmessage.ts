@@ -1,6 +1,6 @@
-// POST /mtmessage (spec 2.3, 4, 5.4, 6): one SMS or RCS send, Bearer or Basic, its
-// notifications to the account webhook (not to a URL in the request). The spec leaves much
-// "not shown"; the sandbox's readings are in docs/sandbox.md "POST /mtmessage".
+// POST /mtmessage: one SMS or RCS send, Bearer or Basic, its notifications to the account
+// webhook (not to a URL in the request). The service's interface leaves much "not shown"; the
+// sandbox's readings are in docs/sandbox.md "POST /mtmessage".
 //
 // - Type 1 (bulk): MessageText to every number of Devices (`<number>-<number>`).
 // - Type 2 (personalized): MessagePattern with `{0}`, `{1}`… and MessageData an array with one
@@ -125,7 +125,7 @@ export function createMtMessageHandler(deps: MtMessageDeps) {
       log({ endpoint: '/mtmessage', status, destinations, account, fault, at: Date.now() });
       sendJson(res, status, body);
     };
-    // Spec 5.4: Bearer (recommended) or Basic.
+    // Bearer (recommended) or Basic.
     const auth = req.headers.authorization ?? '';
     const bearer = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
     const basic = bearer ? null : parseBasic(auth);

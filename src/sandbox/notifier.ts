@@ -1,7 +1,7 @@
-// Status notifications (service-interface.md 2.6 and 6): one POST per accepted destination to its
-// message's notifyUrl, used exactly as sent. Only 503 is retried, 5 times, 10/20/30/40/50 s after
-// the previous answer (× timeScale); any other code is final; no answer (refused, reset, timeout)
-// is recorded as code 0 and never retried.
+// Status notifications (docs/service.md "Status notifications"): one POST per accepted destination
+// to its message's notifyUrl, used exactly as sent. Only 503 is retried, 5 times, 10/20/30/40/50 s
+// after the previous answer (× timeScale); any other code is final; no answer (refused, reset,
+// timeout) is recorded as code 0 and never retried.
 //
 // Speed: one FIFO per attempt number. Every job in a FIFO waits the same delay, so each FIFO is
 // already ordered by due time and picking the next job is a look at six heads (no heap, no timer
@@ -24,7 +24,7 @@ export interface NotificationJob {
   /** The account that sent it, and when it was accepted (sandbox clock), for the monitoring endpoints. */
   readonly account?: string | undefined;
   readonly acceptedAt?: number | undefined;
-  /** The account webhook's Basic credentials (spec 5), sent on every attempt. */
+  /** The account webhook's Basic credentials, sent on every attempt. */
   readonly authorization?: string | undefined;
 }
 

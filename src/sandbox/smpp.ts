@@ -1,10 +1,11 @@
-// The sandbox's SMPP server for users' replies (service-interface.md section 4: "Inbound
-// messages (MO), Receiver mode", port 6900; 2.5: replies return to the account's short code).
+// The sandbox's SMPP server for users' replies (Receiver mode, port 6900; replies to two-way SMS
+// return to the account's short code: docs/service.md "Monitoring, SMPP replies, and what is not
+// used yet").
 // Receiver binds only, authenticated with the sandbox's accounts (System ID = username). Replies
 // posted to `POST /_sandbox/replies` are queued and delivered as deliver_sm to a bound receiver;
 // one not acknowledged (no deliver_sm_resp, or one with a non-zero status) stays queued and is
 // delivered again, as an SMSC keeps a mobile-originated message until an ESME takes it.
-// Choices where the spec says nothing are in docs/sandbox.md, "SMPP server for replies".
+// Choices where the service says nothing are in docs/sandbox.md, "SMPP server for replies".
 
 import { randomInt } from 'node:crypto';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
@@ -159,28 +160,85 @@ const ESM_CLASS_RECEIPT = 0x04;
 const MIN_REDELIVERY_MS = 10;
 
 export async function startSmppServer(options: SmppServerOptions): Promise<SmppServer> {
-  const host = options.host ?? '127.0.0.1';
-  const redeliveryMs = Math.max(MIN_REDELIVERY_MS, options.redeliveryMs);
-  const window = options.window ?? 10;
-  const shortCode = options.shortCode ?? '85000';
+  const server = new ReplyServer(options);
+  await server.listen();
+  return server;
+}
+
+/**
+ * The server's state as fields: the replies pending, acknowledged and rejected, the connections,
+ * the counts; its steps as methods: a PDU read (bind, deliver_sm_resp, …), the pump that sends
+ * what is due, the sweep that gives up on unanswered deliveries.
+ */
+class ReplyServer implements SmppServer {
+  readonly host: string;
+  port = 0;
+  readonly tls: boolean;
+  url = '';
+  readonly #options: SmppServerOptions;
+  readonly #redeliveryMs: number;
+  readonly #window: number;
+  readonly #shortCode: string;
   // Ids unique within a run and unlikely to repeat across runs (a store may dedupe on them).
-  const idPrefix = `MO${Date.now().toString(36)}${randomInt(36 ** 3)
+  readonly #idPrefix = `MO${Date.now().toString(36)}${randomInt(36 ** 3)
     .toString(36)
     .padStart(3, '0')}`.toUpperCase();
-  let idCounter = 0;
+  #idCounter = 0;
 
   /** Replies not yet acknowledged, in posting order. */
-  const pending = new Map<string, Reply>();
-  let acknowledged: Reply[] = [];
-  let rejected: Reply[] = [];
-  const conns = new Set<Conn>();
-  let rotation = 0;
-  let bindsAccepted = 0;
-  let bindsRefused = 0;
-  let enquireLinks = 0;
-  let closed = false;
+  readonly #pending = new Map<string, Reply>();
+  #acknowledged: Reply[] = [];
+  #rejected: Reply[] = [];
+  readonly #conns = new Set<Conn>();
+  #rotation = 0;
+  #bindsAccepted = 0;
+  #bindsRefused = 0;
+  #enquireLinks = 0;
+  #closed = false;
+  readonly #sweeper: NodeJS.Timeout;
+  readonly #server: Server;
+  /** Every TCP connection, a TLS one before its handshake too: close() ends them all. */
+  readonly #sockets = new Set<Socket>();
 
-  const onSocket = (socket: Socket): void => {
+  constructor(options: SmppServerOptions) {
+    this.#options = options;
+    this.host = options.host ?? '127.0.0.1';
+    this.tls = options.tls !== undefined;
+    this.#redeliveryMs = Math.max(MIN_REDELIVERY_MS, options.redeliveryMs);
+    this.#window = options.window ?? 10;
+    this.#shortCode = options.shortCode ?? '85000';
+    // Redelivery: an unanswered deliver_sm past redeliveryMs is given up and sent again; a
+    // refused one is sent again once its notBefore passes.
+    const sweepEvery = Math.max(5, Math.min(250, Math.floor(this.#redeliveryMs / 4)));
+    this.#sweeper = setInterval(() => this.#sweep(), sweepEvery);
+    this.#sweeper.unref();
+    this.#server = options.tls
+      ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, this.#onSocket)
+      : createNetServer(this.#onSocket);
+  }
+
+  async listen(): Promise<void> {
+    const server = this.#server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.#options.port ?? 0, this.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // A client that fails its TLS handshake is its own problem, not the server's.
+    server.on('tlsClientError', () => {});
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    const address = server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+    const host = this.host;
+    this.url = `${this.tls ? 'ssmpp' : 'smpp'}://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
+  }
+
+  readonly #onSocket = (socket: Socket): void => {
     const session = new smpp.Session({ socket });
     const conn: Conn = {
       session,
@@ -191,59 +249,42 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
       silenced: false,
       inflight: new Set(),
     };
-    conns.add(conn);
+    this.#conns.add(conn);
     // An unreadable PDU stops the library's reading: the connection is useless then.
     session.on('error', () => session.destroy());
     session.on('close', () => {
-      conns.delete(conn);
+      this.#conns.delete(conn);
       for (const r of conn.inflight) giveUp(r);
       conn.inflight.clear();
-      pump();
+      this.#pump();
     });
     session.on('pdu', (pdu: PDU) => {
       if (conn.silenced) return;
       try {
-        onPdu(conn, pdu);
+        this.#onPdu(conn, pdu);
       } catch {
         session.destroy();
       }
     });
   };
 
-  const onPdu = (conn: Conn, pdu: PDU): void => {
+  #onPdu(conn: Conn, pdu: PDU): void {
     const { session } = conn;
     const answer = (options?: Record<string, unknown>): void => {
       session.send(pdu.response(options));
     };
     switch (pdu.command) {
-      case 'bind_receiver': {
-        if (conn.bound) {
-          answer({ command_status: S.ESME_RALYBND });
-          break;
-        }
-        const systemId = String(pdu.system_id ?? '');
-        const check = options.credentials(systemId, String(pdu.password ?? ''));
-        if (check !== 'ok') {
-          bindsRefused++;
-          answer({ command_status: check === 'unknown' ? S.ESME_RINVSYSID : S.ESME_RINVPASWD });
-          break;
-        }
-        bindsAccepted++;
-        conn.bound = true;
-        conn.account = systemId;
-        conn.boundAt = Date.now();
-        answer({ system_id: 'dropline-sandbox' });
-        pump();
+      case 'bind_receiver':
+        this.#onBind(conn, pdu, answer);
         break;
-      }
       case 'bind_transmitter':
       case 'bind_transceiver':
-        // The MO port (spec 4) takes Receiver binds only.
-        bindsRefused++;
+        // The MO port takes Receiver binds only.
+        this.#bindsRefused++;
         answer({ command_status: S.ESME_RINVBNDSTS });
         break;
       case 'enquire_link':
-        enquireLinks++;
+        this.#enquireLinks++;
         answer();
         break;
       case 'unbind':
@@ -251,7 +292,7 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
         session.send(pdu.response(), () => session.close());
         break;
       case 'deliver_sm_resp':
-        onDeliverResp(conn, pdu);
+        this.#onDeliverResp(conn, pdu);
         break;
       case 'unknown':
         answer(); // generic_nack, ESME_RINVCMDID
@@ -261,9 +302,29 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
         // any other request is not for a receiver, or not before a bind.
         if (!pdu.isResponse()) answer({ command_status: S.ESME_RINVBNDSTS });
     }
-  };
+  }
 
-  const onDeliverResp = (conn: Conn, pdu: PDU): void => {
+  #onBind(conn: Conn, pdu: PDU, answer: (options?: Record<string, unknown>) => void): void {
+    if (conn.bound) {
+      answer({ command_status: S.ESME_RALYBND });
+      return;
+    }
+    const systemId = String(pdu.system_id ?? '');
+    const check = this.#options.credentials(systemId, String(pdu.password ?? ''));
+    if (check !== 'ok') {
+      this.#bindsRefused++;
+      answer({ command_status: check === 'unknown' ? S.ESME_RINVSYSID : S.ESME_RINVPASWD });
+      return;
+    }
+    this.#bindsAccepted++;
+    conn.bound = true;
+    conn.account = systemId;
+    conn.boundAt = Date.now();
+    answer({ system_id: 'dropline-sandbox' });
+    this.#pump();
+  }
+
+  #onDeliverResp(conn: Conn, pdu: PDU): void {
     let reply: Reply | undefined;
     for (const r of conn.inflight) {
       if (r.inflight?.sequence === pdu.sequence_number) {
@@ -279,127 +340,206 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
     if (pdu.command_status === 0) {
       reply.state = 'acknowledged';
       reply.acknowledgedAt = Date.now();
-      pending.delete(reply.id);
-      acknowledged.push(reply);
-      if (acknowledged.length > MAX_HISTORY) acknowledged = acknowledged.slice(-MAX_HISTORY);
+      this.#pending.delete(reply.id);
+      this.#acknowledged.push(reply);
+      if (this.#acknowledged.length > MAX_HISTORY)
+        this.#acknowledged = this.#acknowledged.slice(-MAX_HISTORY);
     } else if (pdu.command_status === S.ESME_RX_P_APPN) {
       // A permanent error: given up, never delivered again (a temporary one is retried below).
       reply.refusals++;
       reply.state = 'rejected';
-      pending.delete(reply.id);
-      rejected.push(reply);
-      if (rejected.length > MAX_HISTORY) rejected = rejected.slice(-MAX_HISTORY);
+      this.#pending.delete(reply.id);
+      this.#rejected.push(reply);
+      if (this.#rejected.length > MAX_HISTORY) this.#rejected = this.#rejected.slice(-MAX_HISTORY);
     } else {
       reply.refusals++;
       reply.state = 'queued';
-      reply.notBefore = Date.now() + redeliveryMs;
+      reply.notBefore = Date.now() + this.#redeliveryMs;
     }
-    pump();
-  };
+    this.#pump();
+  }
 
-  /** The delivery of `r` goes unanswered: queued again, sent at once (to the next bind). */
-  const giveUp = (r: Reply): void => {
-    r.unanswered++;
-    r.state = 'queued';
-    r.inflight = null;
-    r.notBefore = 0;
-  };
-
-  const eligible = (r: Reply): Conn[] => {
+  #eligible(r: Reply): Conn[] {
     const out: Conn[] = [];
-    for (const c of conns) {
-      if (!c.bound || c.silenced || c.inflight.size >= window) continue;
+    for (const c of this.#conns) {
+      if (!c.bound || c.silenced || c.inflight.size >= this.#window) continue;
       if (r.account !== null && c.account !== r.account) continue;
       out.push(c);
     }
     return out;
-  };
-
-  const send = (conn: Conn, r: Reply): boolean => {
-    const encoded = encodeText(r.text);
-    const fields: Record<string, unknown> = {
-      service_type: '',
-      source_addr_ton: 1,
-      source_addr_npi: 1,
-      source_addr: r.from,
-      dest_addr_ton: 0,
-      dest_addr_npi: 0,
-      destination_addr: r.to,
-      esm_class: r.receipt ? ESM_CLASS_RECEIPT : 0,
-      data_coding: encoded.dataCoding,
-      receipted_message_id: r.id,
-    };
-    if (encoded.bytes.length <= SHORT_MESSAGE_MAX) fields.short_message = encoded.bytes;
-    else {
-      fields.short_message = Buffer.alloc(0);
-      fields.message_payload = encoded.bytes;
-    }
-    if (r.receipt) fields.message_state = 2; // DELIVERED
-    const pdu = new smpp.PDU('deliver_sm', fields);
-    if (!conn.session.send(pdu)) return false;
-    r.state = 'inflight';
-    r.attempts++;
-    r.inflight = { conn, sequence: pdu.sequence_number, sentAt: Date.now() };
-    conn.inflight.add(r);
-    return true;
-  };
+  }
 
   /** Sends every queued reply that is due to a bound receiver with room in its window. */
-  const pump = (): void => {
-    if (closed) return;
+  #pump(): void {
+    if (this.#closed) return;
     // Room left in the windows of every bound connection: none, nothing to walk.
     let room = 0;
-    for (const c of conns) if (c.bound && !c.silenced) room += Math.max(0, window - c.inflight.size);
+    for (const c of this.#conns)
+      if (c.bound && !c.silenced) room += Math.max(0, this.#window - c.inflight.size);
     const now = Date.now();
-    for (const r of pending.values()) {
+    for (const r of this.#pending.values()) {
       if (room <= 0) return;
       if (r.state !== 'queued' || r.notBefore > now) continue;
-      const candidates = eligible(r);
+      const candidates = this.#eligible(r);
       if (candidates.length === 0) continue;
-      const conn = candidates[rotation++ % candidates.length]!;
-      if (send(conn, r)) room--;
+      const conn = candidates[this.#rotation++ % candidates.length]!;
+      if (sendReply(conn, r)) room--;
     }
-  };
+  }
 
-  // Redelivery: an unanswered deliver_sm past redeliveryMs is given up and sent again; a
-  // refused one is sent again once its notBefore passes.
-  const sweepEvery = Math.max(5, Math.min(250, Math.floor(redeliveryMs / 4)));
-  const sweeper = setInterval(() => {
+  #sweep(): void {
     const now = Date.now();
-    for (const r of pending.values()) {
-      if (r.inflight && now - r.inflight.sentAt >= redeliveryMs) {
+    for (const r of this.#pending.values()) {
+      if (r.inflight && now - r.inflight.sentAt >= this.#redeliveryMs) {
         r.inflight.conn.inflight.delete(r);
         giveUp(r);
       }
     }
-    pump();
-  }, sweepEvery);
-  sweeper.unref();
+    this.#pump();
+  }
 
-  const server: Server = options.tls
-    ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, onSocket)
-    : createNetServer(onSocket);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
+  post(input: unknown): ReplyView[] {
+    const list = (Array.isArray(input) ? input : [input]).map((item, i) =>
+      checkReply(item, Array.isArray(input) ? `[${i}]` : '', this.#shortCode, this.#options.isAccount),
+    );
+    if (list.length === 0) throw new ReplyInputError('expected a reply or a non-empty array of replies');
+    if (list.length > MAX_REPLIES_PER_POST)
+      throw new ReplyInputError(`at most ${MAX_REPLIES_PER_POST} replies per request`);
+    const now = Date.now();
+    const queued = list.map((r): Reply => {
+      const reply: Reply = {
+        id: `${this.#idPrefix}${String(++this.#idCounter).padStart(8, '0')}`,
+        account: r.account ?? null,
+        from: r.from,
+        to: r.to ?? this.#shortCode,
+        text: r.text,
+        receipt: r.receipt ?? false,
+        state: 'queued',
+        attempts: 0,
+        refusals: 0,
+        unanswered: 0,
+        postedAt: now,
+        acknowledgedAt: null,
+        notBefore: 0,
+        inflight: null,
+      };
+      this.#pending.set(reply.id, reply);
+      return reply;
     });
-  });
-  // A client that fails its TLS handshake is its own problem, not the server's.
-  server.on('tlsClientError', () => {});
-  // Every TCP connection, a TLS one before its handshake too: close() ends them all.
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  const tls = options.tls !== undefined;
-  const url = `${tls ? 'ssmpp' : 'smpp'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.#pump();
+    return queued.map(replyView);
+  }
 
-  const view = (r: Reply): ReplyView => ({
+  view(): SmppServerView {
+    let queued = 0;
+    let inflight = 0;
+    for (const r of this.#pending.values()) {
+      if (r.state === 'inflight') inflight++;
+      else queued++;
+    }
+    return {
+      queued,
+      inflight,
+      acknowledged: this.#acknowledged.length,
+      rejected: this.#rejected.length,
+      binds: { accepted: this.#bindsAccepted, refused: this.#bindsRefused },
+      enquireLinks: this.#enquireLinks,
+      sessions: [...this.#conns].map((c) => ({
+        account: c.account,
+        bound: c.bound,
+        remote: c.remote,
+        boundAt: c.boundAt === null ? null : new Date(c.boundAt).toISOString(),
+        inflight: c.inflight.size,
+      })),
+      replies: [...this.#acknowledged, ...this.#rejected, ...this.#pending.values()].map(replyView),
+    };
+  }
+
+  drop(how: DropHow = 'destroy'): number {
+    const all = [...this.#conns];
+    for (const c of all) {
+      if (how === 'destroy') c.session.destroy();
+      else if (how === 'silence') {
+        c.silenced = true;
+        // Its deliveries will never be answered: queued again for the other connections.
+        for (const r of c.inflight) giveUp(r);
+        c.inflight.clear();
+      } else {
+        c.bound = false;
+        const done = setTimeout(() => c.session.destroy(), 1000);
+        done.unref();
+        const sent = c.session.send(new smpp.PDU('unbind'), () => {
+          clearTimeout(done);
+          c.session.destroy();
+        });
+        if (!sent) c.session.destroy();
+      }
+    }
+    this.#pump();
+    return all.length;
+  }
+
+  clear(): void {
+    for (const c of this.#conns) c.inflight.clear();
+    this.#pending.clear();
+    this.#acknowledged = [];
+    this.#rejected = [];
+    this.#bindsAccepted = 0;
+    this.#bindsRefused = 0;
+    this.#enquireLinks = 0;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    await new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      for (const c of this.#conns) c.session.destroy();
+      for (const socket of this.#sockets) socket.destroy();
+    });
+  }
+}
+
+/** The delivery of `r` goes unanswered: queued again, sent at once (to the next bind). */
+function giveUp(r: Reply): void {
+  r.unanswered++;
+  r.state = 'queued';
+  r.inflight = null;
+  r.notBefore = 0;
+}
+
+/** Sends `r` as a deliver_sm on `conn`; false when the session would not take it. */
+function sendReply(conn: Conn, r: Reply): boolean {
+  const encoded = encodeText(r.text);
+  const fields: Record<string, unknown> = {
+    service_type: '',
+    source_addr_ton: 1,
+    source_addr_npi: 1,
+    source_addr: r.from,
+    dest_addr_ton: 0,
+    dest_addr_npi: 0,
+    destination_addr: r.to,
+    esm_class: r.receipt ? ESM_CLASS_RECEIPT : 0,
+    data_coding: encoded.dataCoding,
+    receipted_message_id: r.id,
+  };
+  if (encoded.bytes.length <= SHORT_MESSAGE_MAX) fields.short_message = encoded.bytes;
+  else {
+    fields.short_message = Buffer.alloc(0);
+    fields.message_payload = encoded.bytes;
+  }
+  if (r.receipt) fields.message_state = 2; // DELIVERED
+  const pdu = new smpp.PDU('deliver_sm', fields);
+  if (!conn.session.send(pdu)) return false;
+  r.state = 'inflight';
+  r.attempts++;
+  r.inflight = { conn, sequence: pdu.sequence_number, sentAt: Date.now() };
+  conn.inflight.add(r);
+  return true;
+}
+
+function replyView(r: Reply): ReplyView {
+  return {
     id: r.id,
     account: r.account,
     from: r.from,
@@ -412,109 +552,6 @@ export async function startSmppServer(options: SmppServerOptions): Promise<SmppS
     unanswered: r.unanswered,
     postedAt: new Date(r.postedAt).toISOString(),
     acknowledgedAt: r.acknowledgedAt === null ? null : new Date(r.acknowledgedAt).toISOString(),
-  });
-
-  return {
-    host,
-    port,
-    tls,
-    url,
-    post(input) {
-      const list = (Array.isArray(input) ? input : [input]).map((item, i) =>
-        checkReply(item, Array.isArray(input) ? `[${i}]` : '', shortCode, options.isAccount),
-      );
-      if (list.length === 0) throw new ReplyInputError('expected a reply or a non-empty array of replies');
-      if (list.length > MAX_REPLIES_PER_POST)
-        throw new ReplyInputError(`at most ${MAX_REPLIES_PER_POST} replies per request`);
-      const now = Date.now();
-      const queued = list.map((r): Reply => {
-        const reply: Reply = {
-          id: `${idPrefix}${String(++idCounter).padStart(8, '0')}`,
-          account: r.account ?? null,
-          from: r.from,
-          to: r.to ?? shortCode,
-          text: r.text,
-          receipt: r.receipt ?? false,
-          state: 'queued',
-          attempts: 0,
-          refusals: 0,
-          unanswered: 0,
-          postedAt: now,
-          acknowledgedAt: null,
-          notBefore: 0,
-          inflight: null,
-        };
-        pending.set(reply.id, reply);
-        return reply;
-      });
-      pump();
-      return queued.map(view);
-    },
-    view() {
-      let queued = 0;
-      let inflight = 0;
-      for (const r of pending.values()) {
-        if (r.state === 'inflight') inflight++;
-        else queued++;
-      }
-      return {
-        queued,
-        inflight,
-        acknowledged: acknowledged.length,
-        rejected: rejected.length,
-        binds: { accepted: bindsAccepted, refused: bindsRefused },
-        enquireLinks,
-        sessions: [...conns].map((c) => ({
-          account: c.account,
-          bound: c.bound,
-          remote: c.remote,
-          boundAt: c.boundAt === null ? null : new Date(c.boundAt).toISOString(),
-          inflight: c.inflight.size,
-        })),
-        replies: [...acknowledged, ...rejected, ...pending.values()].map(view),
-      };
-    },
-    drop(how = 'destroy') {
-      const all = [...conns];
-      for (const c of all) {
-        if (how === 'destroy') c.session.destroy();
-        else if (how === 'silence') {
-          c.silenced = true;
-          // Its deliveries will never be answered: queued again for the other connections.
-          for (const r of c.inflight) giveUp(r);
-          c.inflight.clear();
-        } else {
-          c.bound = false;
-          const done = setTimeout(() => c.session.destroy(), 1000);
-          done.unref();
-          const sent = c.session.send(new smpp.PDU('unbind'), () => {
-            clearTimeout(done);
-            c.session.destroy();
-          });
-          if (!sent) c.session.destroy();
-        }
-      }
-      pump();
-      return all.length;
-    },
-    clear() {
-      for (const c of conns) c.inflight.clear();
-      pending.clear();
-      acknowledged = [];
-      rejected = [];
-      bindsAccepted = 0;
-      bindsRefused = 0;
-      enquireLinks = 0;
-    },
-    async close() {
-      closed = true;
-      clearInterval(sweeper);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const c of conns) c.session.destroy();
-        for (const socket of sockets) socket.destroy();
-      });
-    },
   };
 }
 

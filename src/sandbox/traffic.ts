@@ -1,4 +1,4 @@
-// What the sandbox's monitoring endpoints show (service-interface.md 2.9): its own traffic of
+// What the sandbox's monitoring endpoints show (docs/sandbox.md "Monitoring"): its own traffic of
 // the last 15 minutes, by account, mobile operator and status. The service's response fields are
 // "not shown"; the shapes below, the operator prefix table and the windows are the sandbox's own
 // choice (docs/sandbox.md, "Monitoring").
@@ -33,12 +33,18 @@ export function operatorOf(to: string): string {
   return BY_PREFIX.get(to.slice(2, 5)) ?? OTHER_OPERATOR;
 }
 
-/** The statuses a report carries (spec 2.6), and the state of a message accepted, not yet reported. */
+/**
+ * The statuses a report carries (docs/service.md "Status notifications"), and the state of a
+ * message accepted, not yet reported.
+ */
 export const REPORTED_STATUSES = ['DELIVERED_TO_HANDSET', 'NO_SUCCESS'] as const;
 export type ReportedStatus = (typeof REPORTED_STATUSES)[number];
 export const PENDING_STATUS = 'PENDING';
 
-/** The bireports window (spec 8: "last 15 minutes"). Not scaled by --time-scale. */
+/**
+ * The bireports window: "the last 15 minutes" (docs/service.md "Monitoring"). Not scaled by
+ * --time-scale.
+ */
 export const WINDOW_MS = 15 * 60_000;
 /** platformmonitory's "near real time": the delivery time of the reports of the last minute. */
 export const REAL_TIME_MS = 60_000;

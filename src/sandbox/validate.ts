@@ -1,9 +1,10 @@
-// The sandbox's reading of service-interface.md 2.4: what makes POST /mtmessage/massive answer
-// 400. Reasons name the field by path and never echo the number (it is personal data).
+// What makes POST /mtmessage/massive answer 400, in the sandbox's reading of docs/service.md
+// "POST /mtmessage/massive". Reasons name the field by path and never echo the number (it is
+// personal data).
 
 export interface AcceptedMessage {
   readonly text: string;
-  /** messageId is optional in 2.4: absent means an empty messageId. */
+  /** messageId is optional: absent means an empty messageId. */
   readonly destinations: readonly { readonly to: string; readonly messageId?: string | undefined }[];
   readonly notifyUrl: string | null;
   readonly notifyContentType: string;

@@ -1,6 +1,6 @@
-// POST /MultiChannelInput/SendMessageMetaWhatsApp (spec 2.7, 4, 5.5): one template message to
-// one recipient, Basic authentication. A 200 confirms receipt and creates a transaction number;
-// it does not confirm delivery (no notification is described for WhatsApp). The spec leaves the
+// POST /MultiChannelInput/SendMessageMetaWhatsApp: one template message to one recipient,
+// Basic authentication. A 200 confirms receipt and creates a transaction number; it does not
+// confirm delivery (no notification is described for WhatsApp). The service leaves the
 // answer's body and the refusals unshown; the sandbox's readings are in docs/sandbox.md
 // "WhatsApp".
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -85,7 +85,7 @@ export function createWhatsAppHandler(deps: WhatsAppDeps) {
     const fired = faults.pickIfAny('whatsapp', random, user);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
-    // Spec 5.5: Basic with the account's username and password (no token).
+    // Basic with the account's username and password (no token).
     if (user === undefined)
       return done(401, { message: basic ? 'wrong Basic credentials' : 'Basic credentials are required' });
     account = user;

@@ -169,7 +169,7 @@ export class ServiceClient extends EventEmitter {
   }
 
   /**
-   * The service's monitoring endpoints (spec 2.9, src/service/monitoring.ts), the three at
+   * The service's monitoring endpoints (src/service/monitoring.ts), the three at
    * once, each within `timeoutMs` (default 5 s) from its start to its answer, the token wait
    * included. The account's own token (a login or renewal is the sends' own, shared as
    * theirs; a 401 renews it once, as a send does) and pool, but no send permit: monitoring is
@@ -359,7 +359,7 @@ export class ServiceClient extends EventEmitter {
       'content-type': 'application/json',
       accept: 'application/json',
     };
-    // The refresh grant is the spec's "renewal without credentials" (5.3).
+    // The refresh grant is the "renewal without credentials" (docs/service.md "Tokens").
     if (grant.grant === 'password') headers.authorization = this.#basic;
     let tries = 0;
     let lastReason = '';

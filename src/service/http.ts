@@ -79,9 +79,10 @@ export function answerDecision(status: number, written: boolean): AnswerDecision
       return 'too_large';
     case 429:
       return 'rate_limited';
-    // 500: the service's own error (a gateway relays it; its own failures are 502/504), and
-    // spec 7 asks to retry it "after a few minutes". 503: unavailable, the request not
-    // handled (RFC 9110 15.6.4); the service itself resends its notifications on a 503 only.
+    // 500: the service's own error (a gateway relays it; its own failures are 502/504), and the
+    // service asks to retry it "after a few minutes" (docs/service.md "Answers"). 503: unavailable,
+    // the request not handled (RFC 9110 15.6.4); the service itself resends its notifications on a
+    // 503 only.
     case 500:
     case 503:
       return 'retry';

@@ -1,4 +1,4 @@
-// The messaging service's monitoring endpoints (service-interface.md 2.9), as the dashboard's
+// The messaging service's monitoring endpoints (docs/sandbox.md "Monitoring"), as the dashboard's
 // "Service health" shows them. Their query parameters and response fields are "not shown", so
 // nothing here reads into a body: it is kept as the service sent it (parsed JSON, or text).
 // Pure, like wire.ts: the requests themselves are ServiceClient.monitoring() (client.ts), with

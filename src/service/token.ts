@@ -1,4 +1,4 @@
-// The account's bearer token (service-interface.md 2.1, 2.2, 3, 5). The service keeps one active
+// The account's bearer token (docs/service.md "Tokens"). The service keeps one active
 // token per account and a new login expires the previous one, so every send in the process shares
 // one token, at most one token request is in flight (single-flight), and a 401 triggers a renewal
 // only when it was answered to the token we still hold (a late 401 for an already-replaced token

@@ -1,5 +1,5 @@
-// DTO ⇄ domain for the messaging service (service-interface.md 2.1, 2.2, 2.4). Pure: no I/O,
-// no clock; every function here is a value in, value out.
+// DTO ⇄ domain for the messaging service (docs/service.md "The service interface, as dropline uses
+// it"). Pure: no I/O, no clock; every function here is a value in, value out.
 
 import { redactSecrets } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
@@ -65,7 +65,10 @@ export function partDestinations(part: ChunkPart): Destination[] {
   return partMessages(part).flatMap((m) => m.destinations);
 }
 
-/** Throws DROPLINE_ERR_SERVICE_BAD_CHUNK when the chunk cannot become a valid 2.4 body. */
+/**
+ * Throws DROPLINE_ERR_SERVICE_BAD_CHUNK when the chunk cannot become a valid POST
+ * /mtmessage/massive body.
+ */
 export function checkChunk(chunk: PlannedChunk): void {
   if (countDestinations(chunk) === 0) {
     throw new DroplineError('DROPLINE_ERR_SERVICE_BAD_CHUNK', `chunk ${chunk.chunkId} has no destination`);
@@ -78,7 +81,10 @@ export function checkChunk(chunk: PlannedChunk): void {
   }
 }
 
-/** Turns a callback object into the escaped JSON text 2.4 asks for, refusing more than 200 characters. */
+/**
+ * Turns a callback object into the escaped JSON text the batch endpoint asks for, refusing more
+ * than 200 characters.
+ */
 export function encodeCallbackData(value: unknown): string {
   const text = JSON.stringify(value);
   if (text === undefined || text.length > MAX_CALLBACK_DATA_CHARS) {
@@ -132,10 +138,10 @@ export function massiveBody(part: ChunkPart, notify: NotifySettings): Buffer {
 }
 
 /**
- * The JSON body of POST /mtmessage (spec 2.3) for a part: Type 1 (`MessageText` to every
- * device) when its recipients share one text, else Type 2 (`MessagePattern` `{0}` and one
- * `MessageData` value list a device, in the order of `Devices`, the sandbox's reading of a
- * structure the spec does not show); `Devices` joined by `-`.
+ * The JSON body of POST /mtmessage (docs/sandbox.md "POST /mtmessage") for a part: Type 1
+ * (`MessageText` to every device) when its recipients share one text, else Type 2 (`MessagePattern`
+ * `{0}` and one `MessageData` value list a device, in the order of `Devices`, the sandbox's reading
+ * of a structure the service does not show); `Devices` joined by `-`.
  */
 export function mtMessageBody(part: ChunkPart, via: MtMessageVia): Buffer {
   const messages = partMessages(part);
@@ -157,7 +163,7 @@ export function mtMessageBody(part: ChunkPart, via: MtMessageVia): Buffer {
 }
 
 /**
- * POST /mtmessage's answer (spec 2.3, 7): `Status` 0 accepted; 1 a business rejection, its
+ * POST /mtmessage's answer (docs/service.md "Answers"): `Status` 0 accepted; 1 a business rejection, its
  * reason in `MessageText`; anything else (no body, no Status) unclear: a 200 may be either, so
  * the recipients are in doubt rather than sent.
  */
@@ -175,7 +181,7 @@ export function mtMessageAnswer(
   return { kind: 'rejected', reason: redactSecrets(reason, secrets) };
 }
 
-// ---- token (2.1, 2.2) ----
+// ---- token ----
 
 export type TokenGrant =
   | { readonly grant: 'password' }
@@ -188,9 +194,15 @@ export function tokenRequestBody(grant: TokenGrant): string {
 }
 
 export interface TokenPolicy {
-  /** Milliseconds per unit of `expires_in` (the spec does not show the unit; default 1000: seconds). */
+  /**
+   * Milliseconds per unit of `expires_in` (not documented, docs/service.md "Tokens"; default 1000:
+   * seconds).
+   */
   readonly expiresInUnitMs: number;
-  /** Upper bound on a token's lifetime whatever `expires_in` says (default 4 h, spec 5.2). */
+  /**
+   * Upper bound on a token's lifetime whatever `expires_in` says (default 4 h, docs/service.md
+   * "Tokens").
+   */
   readonly maxLifetimeMs: number;
 }
 
@@ -236,7 +248,10 @@ export function parseBody(text: string, contentType: string | undefined): unknow
   return text;
 }
 
-/** The transaction number of an accepted send, when the body carries one (the spec does not show it). */
+/**
+ * The transaction number of an accepted send, when the body carries one (docs/service.md
+ * "transactionNumber").
+ */
 export function transactionNumberOf(body: unknown): string | null {
   if (typeof body !== 'object' || body === null) return null;
   const o = body as Record<string, unknown>;

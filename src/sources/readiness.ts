@@ -1,5 +1,5 @@
-// When is a file in an inbox complete (FORMAT.md 7, DESIGN-NOTES 4)? Pure: the caller
-// passes the time and the probes, so tests run on fake time and every backend shares it.
+// When is a file in an inbox complete (docs/sources.md "When is a file complete?")? Pure: the
+// caller passes the time and the probes, so tests run on fake time and every backend shares it.
 import { parseTrailer } from '../format/records.ts';
 import type { Source, SourceEntry } from './source.ts';
 
@@ -153,9 +153,10 @@ export class ReadinessTracker {
 }
 
 /**
- * Whether the tail of a file ends with a trailer line (FORMAT.md 7): the last non-blank
- * line is `EOF` or `EOF<SEP><n>`. `requested` is the byte count asked of `readTail`: when
- * the tail is that long its first line may be cut, so it is not trusted as a whole line.
+ * Whether the tail of a file ends with a trailer line (docs/format.md "Proving a file is complete:
+ * trailer"): the last non-blank line is `EOF` or `EOF<SEP><n>`. `requested` is the byte count asked
+ * of `readTail`: when the tail is that long its first line may be cut, so it is not trusted as a
+ * whole line.
  */
 export function tailHasTrailer(tail: string, requested: number): boolean {
   const cut = tail.length >= requested;

@@ -1,5 +1,6 @@
 // An S3 prefix (AWS or any S3-compatible store) as a Source: `<prefix>inbox/`,
-// `<prefix>processing/`, … are key prefixes in one bucket (CONTRACT.md "Folders").
+// `<prefix>processing/`, … are key prefixes in one bucket (docs/contract.md "Folders inside every
+// source").
 //
 // - Listing reads `<prefix>inbox/` only, with Delimiter "/" (sub-"folders" are not drop
 //   files), page by page: one ListObjectsV2 request per 1000 keys per poll.

@@ -41,8 +41,9 @@ export interface Source {
   /** Throws when the backend cannot be reached (readiness). */
   ping(): Promise<void>;
   /**
-   * The drop files in `inbox/`: FORMAT.md 1 names only (`.txt`, no dot/tilde/partial names).
-   * `ignored` hears of every other entry worth a word to the operator (see ignoredReason).
+   * The drop files in `inbox/`: the names of docs/format.md "Which files are picked up" (`.txt`, no
+   * dot/tilde/partial names). `ignored` hears of every other entry worth a word to the operator
+   * (see ignoredReason).
    */
   list(options?: ListOptions): Promise<SourceEntry[]>;
   /** Whether a file exists (the `<name>.done` marker). */
@@ -192,7 +193,7 @@ export function ignoredReason(name: string, kind: EntryKind): string | null {
   return null;
 }
 
-/** FORMAT.md 1: which names in an inbox are drop files. */
+/** Which names in an inbox are drop files (docs/format.md "Which files are picked up"). */
 export function isDropFileName(name: string): boolean {
   const lower = name.toLowerCase();
   if (!lower.endsWith('.txt')) return false;

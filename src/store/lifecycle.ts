@@ -1,5 +1,5 @@
 // The file lifecycle rules a store decides with: which states count as "this content is being
-// or was just sent" when the same bytes are dropped again (FORMAT.md: DUPLICATE_FILE).
+// or was just sent" when the same bytes are dropped again (DUPLICATE_FILE, docs/errors.md).
 
 import type { FileRecord, FileState } from './store.ts';
 

@@ -7,8 +7,9 @@
 //   `pending` with a code is a row held back on its own (a part the service refused with 403
 //   while other parts went on).
 // - A delivery report already in for a recipient of an in-doubt part proves that part's
-//   request reached the service (DESIGN-NOTES 1): the part is sent. Checked per part, not per
-//   chunk: the reports of a bisected chunk's accepted part prove nothing about its other parts.
+//   request reached the service (docs/architecture.md "The guarantees and where they live"):
+//   the part is sent. Checked per part, not per chunk: the reports of a bisected chunk's
+//   accepted part prove nothing about its other parts.
 
 import type { ChunkResult, ChunkState, PartOutcome, RecipientOutcome } from './store.ts';
 

@@ -22,7 +22,9 @@ function importsOf(file: string, text: string, dynamic: boolean): string[] {
 }
 
 /** Every file of src/ (relative) and the files of src/ it imports, static or dynamic, types too. */
-const graph = new Map<string, string[]>([...texts].map(([file, text]) => [file, importsOf(file, text, true)]));
+const graph = new Map<string, string[]>(
+  [...texts].map(([file, text]) => [file, importsOf(file, text, true)]),
+);
 const folderOf = (file: string) => (file.includes('/') ? file.split('/')[0]! : '.');
 
 /** Each import from `from` into a folder it must not reach, as `file → imported`. */
@@ -119,10 +121,11 @@ describe('the channels (docs/architecture.md "Channels")', () => {
   });
 
   it('format/ reaches the channels only through their registry and names', () => {
-    const found = crossings('format', ['channels'], [
-      'format/record-parser.ts → channels/index.ts',
-      'format/directives.ts → channels/names.ts',
-    ]);
+    const found = crossings(
+      'format',
+      ['channels'],
+      ['format/record-parser.ts → channels/index.ts', 'format/directives.ts → channels/names.ts'],
+    );
     expect(found).toEqual([]);
   });
 });

@@ -22,12 +22,12 @@ import { EMAIL_MAX_RECIPIENTS, EmailClient, type EmailContent } from './client.t
 
 export interface EmailAccountOptions extends ChannelAccountOptions {
   readonly client: EmailClient;
-  /** The sender (spec 2.8 `from`, `fromName`): the account's, checked by the service. */
+  /** The sender (`from`, `fromName`: docs/service.md "Email"): the account's, checked by the service. */
   readonly from: string;
   readonly fromName?: string | undefined;
 }
 
-/** What a file sends: a stored template, or a subject and an HTML body (FORMAT.md 8.3). */
+/** What a file sends: a stored template, or a subject and an HTML body (docs/format.md "Email files"). */
 export type EmailMessage = Omit<EmailContent, 'from' | 'fromName'>;
 
 /** How long the account's template list is used before it is asked again. */

@@ -1,16 +1,16 @@
 // An email file's shared attachments (issue 15): the regular files of the folder
 // `attachments/<file base name>/` of its source, beside `inbox/` (`facturas-enero.txt` takes
-// `attachments/facturas-enero/`). Read once, with the file, within the service's limits (spec
-// 8: at most 10 files, 8 MB in all), and sent to every recipient as root `attachments`. No
-// folder: no attachments.
+// `attachments/facturas-enero/`). Read once, with the file, within the service's limits (at most
+// 10 files, 8 MB in all: docs/channels.md "Email"), and sent to every recipient as root
+// `attachments`. No folder: no attachments.
 import { lookup } from 'mime-types';
 import type { FileReasonCode } from '../../errors.ts';
 import { baseName, type HeldFolder, type Source, SourceFileError } from '../../sources/source.ts';
 import type { FileAttachment } from '../../store/store.ts';
 
-/** Spec 8: attachments a request. */
+/** The service's limit of attachments a request (docs/channels.md "Email"). */
 export const MAX_ATTACHMENTS = 10;
-/** Spec 8: "8 MB" in all, read as 8,000,000 bytes (as the sandbox does). */
+/** The service's "8 MB" in all, read as 8,000,000 bytes (as the sandbox does). */
 export const MAX_ATTACHMENT_BYTES = 8_000_000;
 
 /** The folder of a drop file's attachments, relative to its source's root. */

@@ -1,12 +1,12 @@
-// The email host's client (spec 2.8, 4, 5.6, 7, 8): POST /email/v1/deliver with the account's
+// The email host's client (docs/service.md "Email"): POST /email/v1/deliver with the account's
 // x-api-key, GET /email/v1/templates. Transport only: what it answers for each recipient, in
 // order; the pipeline records it.
 //
-// - At most 50 recipients a request (spec 8), `concurrency` requests at once.
+// - At most 50 recipients a request, `concurrency` requests at once.
 // - The 20 MB body limit: a request whose body would pass it is split in halves before it is
 //   sent (root attachments repeat in every request), and so is one the service answers 413.
 //   A single recipient too large alone fails (DROPLINE_ERR_SERVICE_TOO_LARGE), never sent.
-// - 202 (spec 7: also when recipients fail): each recipient's status, matched by position, or by
+// - 202 (also when recipients fail): each recipient's status, matched by position, or by
 //   address when the answer lists them otherwise; one it does not list is in doubt.
 // - 401 (key missing or invalid) and 403 (no permission; an address not allowed): every
 //   recipient of that request, and the requests not yet sent are not sent (failed, retryable,
@@ -22,9 +22,9 @@ import type { RecipientOutcome } from '../../service/channel-account.ts';
 import { answerDecision, describeError, headerOf, postOnce, serviceHost } from '../../service/http.ts';
 import { backoffDelay, parseBody, parseRetryAfter, reasonOf } from '../../service/wire.ts';
 
-/** Spec 8: recipients a request. */
+/** Recipients a request (docs/service.md "Email"). */
 export const EMAIL_MAX_RECIPIENTS = 50;
-/** Spec 7: 413 above 20 MB (read as 20,000,000 bytes, as the sandbox does). */
+/** 413 above 20 MB (read as 20,000,000 bytes, as the sandbox does). */
 export const EMAIL_MAX_BODY_BYTES = 20_000_000;
 
 export interface EmailClientOptions {

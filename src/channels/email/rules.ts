@@ -1,4 +1,4 @@
-// Email files' record rules (FORMAT.md 8.3, docs/format.md "Email files"): addresses, a
+// Email files' record rules (docs/format.md "Email files"): addresses, a
 // header whose other columns are each recipient's fields, and the content from the file's
 // directives or its source: a stored template, or a subject and an HTML body.
 

@@ -1,5 +1,5 @@
 // SMS files' record rules (docs/format.md): a bulk file's message record, personalized
-// texts (merged when they hold placeholders, FORMAT.md 8.2), their segments, encodings and
+// texts (merged when they hold placeholders, docs/format.md "Templates"), their segments, encodings and
 // warnings. RCS files are read the same way, one message a recipient (docs/format.md "RCS
 // files").
 import { REASONS } from '../../errors.ts';
@@ -93,14 +93,14 @@ export class SmsRules extends BaseRules implements RecordRules {
   message(line: number, text: string, parsed: { message: string; quoted: boolean }): void {
     const { message, quoted } = parsed;
     this.parser.mode = 'records';
-    // FORMAT.md 4.2: a first record that is itself a valid number list is no message.
+    // docs/format.md "Bulk layout: one message, many numbers": a first record that is itself a valid number list is no message.
     const tokens = splitNumbers(message);
     if (!quoted && tokens.length > 0 && tokens.every((t) => isNumber(normalizeNumber(t, this.numberRules)))) {
       this.noMessage();
       this.numbers(line, text);
       return;
     }
-    // FORMAT.md 8.2 reading (docs/format.md): a bulk message has no columns to name, so a
+    // docs/format.md "Templates": a bulk message has no columns to name, so a
     // placeholder in it is UNKNOWN_PLACEHOLDER; `{{{{` is a literal `{{` as everywhere.
     const merged = message.includes('{{') ? mergeTemplate(this.#templateOf(message, line), [], []) : message;
     const bulk = prepareMessage(String(merged), quoted, false, this.gsm7);
@@ -203,7 +203,7 @@ export class SmsRules extends BaseRules implements RecordRules {
   }
 
   /**
-   * FORMAT.md 8.2: a message text with `{{`, parsed once per distinct text. A placeholder
+   * docs/format.md "Templates": a message text with `{{`, parsed once per distinct text. A placeholder
    * naming no column (or a `{{` never closed) rejects the file, UNKNOWN_PLACEHOLDER, naming
    * the first line where it appears; the rest of the file is still read.
    */

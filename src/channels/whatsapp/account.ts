@@ -11,14 +11,14 @@ import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '
 import { WhatsAppClient } from './client.ts';
 
 /**
- * Recipients a WhatsApp chunk: each is its own request (spec 2.7), all in flight together, so a
+ * Recipients a WhatsApp chunk: each is its own request (docs/channels.md "WhatsApp"), all in flight together, so a
  * crash leaves at most this many of a chunk in doubt.
  */
 export const WHATSAPP_CHUNK_RECIPIENTS = 10;
 
 export interface WhatsAppAccountOptions extends ChannelAccountOptions {
   readonly client: WhatsAppClient;
-  /** The account's sending number (spec 2.7 `source`), unless a file names another. */
+  /** The account's sending number (`source`, docs/channels.md "WhatsApp"), unless a file names another. */
   readonly source: string;
 }
 

@@ -1,9 +1,9 @@
-// The WhatsApp host's client (spec 2.7, 4, 5.5, 7): POST
+// The WhatsApp host's client (docs/channels.md "WhatsApp"): POST
 // /MultiChannelInput/SendMessageMetaWhatsApp with the account's Basic credentials, one template
 // message to one recipient a request. Transport only: what the service answered for each
 // message, in order; the pipeline records it.
 //
-// - 200 (any 2xx): received, not delivered (spec 2.7): accepted, with the transaction number
+// - 200 (any 2xx): received, not delivered: accepted, with the transaction number
 //   when the body carries one (its shape is not shown: transactionNumber and its spellings).
 // - 400: this message refused (a template not approved, wrong parameter count, a number not
 //   the account's): rejected with the service's message. Final.
@@ -27,7 +27,7 @@ import {
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
 
-/** One message: an approved template with its parameters in the template's order (spec 2.7). */
+/** One message: an approved template with its parameters in the template's order. */
 export interface WhatsAppMessage {
   /** The sending number. */
   readonly source: string;

@@ -1,4 +1,4 @@
-// WhatsApp files' record rules (FORMAT.md 8.3, docs/format.md "WhatsApp files"): numbers
+// WhatsApp files' record rules (docs/format.md "WhatsApp files"): numbers
 // and an approved template's parameters, from `#! message:`, the numbered columns of a
 // header, or the fields after the number of a headless line.
 
@@ -35,7 +35,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
   readonly #values: string[] = [];
 
   /**
-   * FORMAT.md 4.3 for a WhatsApp file, which has no message record: a first line whose every
+   * docs/format.md "How dropline tells the layouts apart", for a WhatsApp file, which has no message record: a first line whose every
    * field is a number is a list of numbers (bulk), not a number and its parameters, unless the
    * source's layout or the file's name says personalized.
    */
@@ -120,7 +120,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
   /**
    * A headless line: its fields after the number are the parameters; the first line sets how
    * many every line has (more: TOO_MANY_FIELDS; fewer: MISSING_FIELD). One trailing SEP is
-   * dropped, as FORMAT.md 4.1 drops it from a message.
+   * dropped, as docs/format.md "Separator and quotes" drops it from a message.
    */
   headless(line: number, text: string, parsed: unknown): void {
     const fields = parsed as string[];
@@ -240,7 +240,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
 
   /**
    * `#! message:`: its parameters separated by `|` (`||` a literal `|`), each a template
-   * (FORMAT.md 8.2) whose placeholders must name columns (UNKNOWN_PLACEHOLDER).
+   * (docs/format.md "Templates") whose placeholders must name columns (UNKNOWN_PLACEHOLDER).
    */
   #parameters(directive: { line: number; template: string }, cols: TemplateColumns | null): Template[] {
     this.#description = directive.template;

@@ -1,4 +1,4 @@
-// `dropline sandbox`: the messaging-service sandbox alone (CONTRACT.md, section Sandbox), until
+// `dropline sandbox`: the messaging-service sandbox alone (docs/contract.md "Sandbox"), until
 // SIGINT or SIGTERM.
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';

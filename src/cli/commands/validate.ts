@@ -150,7 +150,7 @@ async function withSourceSettings(
 export function registerValidate(program: Command, setExit: SetExit): void {
   program
     .command('validate')
-    .description('check a drop file against FORMAT.md: nothing is sent, nothing stored')
+    .description('check a drop file against the format (docs/format.md): nothing is sent, nothing stored')
     .argument('<file>', 'the .txt drop file')
     .option('--json', jsonHelp('the result (counts, errors, warnings)'))
     .addOption(new Option('--layout <layout>', 'force the layout').choices(['personalized', 'bulk']))

@@ -19,7 +19,7 @@ import { DELIVERED, PENDING_DELIVERY } from '../store.ts';
  * A report's status onto the recipient it names. VALUES rows are (line, k, status, smsCount,
  * transactionNumber, to) for a generated messageId, (messageId, NULL, status, …) for an own one.
  * A recipient delivered stays delivered: another of its sends (a resend after doubt) reported
- * failed, in whatever order the reports come (spec 6 rule 7), does not undo it.
+ * failed, in whatever order the reports come (docs/service.md "Status notifications"), does not undo it.
  */
 export const DELIVERY_SET = `SET status = CASE WHEN status = '${DELIVERED}' THEN status ELSE v.column3 END,
      sms_count = coalesce(v.column4, sms_count),

@@ -1,2 +1,3 @@
--- A file's own `#! priority:` directive (FORMAT.md 8.1): high, normal or low; null: its source's.
+-- A file's own `#! priority:` directive (docs/format.md "Directives"): high, normal or low; null:
+-- its source's.
 ALTER TABLE files ADD COLUMN priority text;

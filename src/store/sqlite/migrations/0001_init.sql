@@ -14,7 +14,7 @@ CREATE TABLE files (
   encoding            TEXT,
   separator           TEXT,
   header              INTEGER NOT NULL DEFAULT 0,      -- boolean
-  -- ingest counts (FORMAT.md), written once the file is read
+  -- ingest counts (docs/format.md "What `validate` tells you"), written once the file is read
   records             INTEGER NOT NULL DEFAULT 0,
   valid               INTEGER NOT NULL DEFAULT 0,
   invalid             INTEGER NOT NULL DEFAULT 0,
