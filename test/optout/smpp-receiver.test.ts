@@ -7,7 +7,7 @@ import {
   type SmppReply,
   SmppReplyReceiver,
   type SmppReplyReceiverOptions,
-} from '../../src/optout/smpp-receiver.ts';
+} from '../../src/replies/smpp-receiver.ts';
 import type { Sandbox } from '../../src/sandbox/server.ts';
 import { closedPort, waitFor } from '../service/helpers.ts';
 import {

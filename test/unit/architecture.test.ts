@@ -39,7 +39,19 @@ function crossings(from: string, forbidden: readonly string[], allowed: readonly
 }
 
 /** The I/O rooms: what talks to files, networks, the store, processes. */
-const IO = ['sources', 'store', 'service', 'notify', 'ops', 'pipeline', 'app', 'cli', 'sandbox', 'optout'];
+const IO = [
+  'sources',
+  'store',
+  'service',
+  'notify',
+  'ops',
+  'pipeline',
+  'app',
+  'cli',
+  'sandbox',
+  'optout',
+  'replies',
+];
 
 describe('what each folder may import', () => {
   it('nothing imports cli/; only cli/ imports app/ (the composition root)', () => {

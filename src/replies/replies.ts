@@ -7,8 +7,8 @@ import { maskNumber } from '../core/redact.ts';
 import { makeNumberRules, normalizeNumber } from '../format/numbers.ts';
 import type { Logger } from '../log.ts';
 import { isOptOut } from '../optout/keywords.ts';
-import { type SmppReply, SmppReplyReceiver } from '../optout/smpp-receiver.ts';
 import type { Store } from '../store/store.ts';
+import { type SmppReply, SmppReplyReceiver } from './smpp-receiver.ts';
 
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */
 export function replyRecorder(
