@@ -265,7 +265,7 @@ async function startServices(
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
-  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent.
+  // Users' replies over SMPP (replies.smpp): kept, opt-outs held back from chunks not yet sent.
   const replies = startReplies(rt.store, rt.loaded, log);
   return {
     receiver,

@@ -32,7 +32,7 @@ export interface LoadedConfig {
     opsToken: string | undefined;
     /** Each of `alerts`' signing keys, in their order (null: unsigned). */
     alertSecrets: readonly (string | null)[];
-    /** optOut.smpp's bind password (null: no SMPP receiver). */
+    /** replies.smpp's bind password (null: no SMPP receiver). */
     smppPassword: string | null;
   };
   /** The URL the service posts delivery reports to (token in the query string); null until the token is known. */
@@ -258,18 +258,18 @@ export function loadConfig(
       throw new DroplineError('DROPLINE_ERR_CONFIG', `alerts.${i}: give secret or secretFile, not both`);
     return a.secretFile ? readSecretFile(a.secretFile, `alerts.${i}.secretFile`) : (a.secret ?? null);
   });
-  const smpp = config.optOut.smpp;
+  const smpp = config.replies.smpp;
   let smppPassword: string | null = null;
   if (smpp) {
     if (smpp.password !== undefined && smpp.passwordFile !== undefined)
-      throw new DroplineError('DROPLINE_ERR_CONFIG', 'optOut.smpp: give password or passwordFile, not both');
+      throw new DroplineError('DROPLINE_ERR_CONFIG', 'replies.smpp: give password or passwordFile, not both');
     smppPassword = smpp.passwordFile
-      ? readSecretFile(smpp.passwordFile, 'optOut.smpp.passwordFile')
+      ? readSecretFile(smpp.passwordFile, 'replies.smpp.passwordFile')
       : (smpp.password ?? null);
     if (!smppPassword)
       throw new DroplineError(
         'DROPLINE_ERR_CONFIG',
-        'optOut.smpp.password: required (or optOut.smpp.passwordFile)',
+        'replies.smpp.password: required (or replies.smpp.passwordFile)',
       );
   }
   // Checked now: a mistake in it stops the command before anything opens.

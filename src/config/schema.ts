@@ -120,6 +120,14 @@ const sourceCommon = {
    * that channel.
    */
   channel: z.enum(['sms', 'rcs', 'email', 'whatsapp']).default('sms'),
+  /**
+   * SMS: the short code its files are sent from (the massive message's `shortCode`); replies to
+   * it are joined to the campaign (docs/replies.md). Default: its account's, if it has one.
+   */
+  shortCode: z
+    .string()
+    .regex(/^\d{3,15}$/, '3 to 15 digits')
+    .optional(),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
   /** A WhatsApp source's template and sending number, unless its files' directives give them. */
@@ -231,6 +239,47 @@ const s3Source = z
   })
   .strict();
 
+/** Bind as an SMPP receiver for users' replies (docs/opt-outs.md "Replies over SMPP"). */
+const smppReceiver = z
+  .object({
+    host: z.string().min(1),
+    port: z.number().int().positive().max(65_535).default(6900),
+    tls: z.boolean().default(false),
+    systemId: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+  })
+  .strict()
+  .nullable();
+
+const keywordList = z.array(z.string().min(1));
+
+/**
+ * Users' replies (docs/replies.md): where they come from, how long one can be joined to the
+ * campaign that sent to its number, and the keywords and texts of docs/opt-outs.md.
+ */
+const replies = z
+  .object({
+    smpp: smppReceiver.default(null),
+    /** A reply is joined to the latest row sent to its number from its short code this long ago at most. */
+    windowHours: z.number().positive().default(72),
+    keywords: z
+      .object({
+        /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
+        optOut: keywordList.default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
+        optIn: keywordList.default(['ALTA', 'START', 'UNSTOP', 'INICIAR']),
+        help: keywordList.default(['AYUDA', 'HELP']),
+      })
+      .strict()
+      .prefault({}),
+    /** docs/opt-outs.md: the answer to a help keyword, and the texts confirming an opt-out or opt-in. */
+    helpText: z.string().min(1).nullable().default(null),
+    confirmOptOut: z.string().min(1).nullable().default(null),
+    confirmOptIn: z.string().min(1).nullable().default(null),
+  })
+  .strict();
+export type RepliesConfig = z.output<typeof replies>;
+
 export const configSchema = z
   .object({
     /** Accounts by name; "default" is the `api` credentials unless named here. */
@@ -319,26 +368,13 @@ export const configSchema = z
       .default(null),
     /** A local path, s3://bucket/key, or <sourceName>:<path> on a configured source. */
     suppressionList: z.string().min(1).nullable().default(null),
+    /** Users' replies: the SMPP receiver, their keywords, joined to campaigns (docs/replies.md). */
+    replies: replies.optional(),
+    /** The older spelling of `replies` (`{ keywords, smpp }`), read as `replies` (docs/replies.md "Configuration"). */
     optOut: z
-      .object({
-        /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
-        keywords: z.array(z.string().min(1)).default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
-        /** Bind as an SMPP receiver for users' replies (docs/opt-outs.md "Replies over SMPP"). */
-        smpp: z
-          .object({
-            host: z.string().min(1),
-            port: z.number().int().positive().max(65_535).default(6900),
-            tls: z.boolean().default(false),
-            systemId: z.string().min(1),
-            password: z.string().optional(),
-            passwordFile: z.string().optional(),
-          })
-          .strict()
-          .nullable()
-          .default(null),
-      })
+      .object({ keywords: z.array(z.string().min(1)).optional(), smpp: smppReceiver.optional() })
       .strict()
-      .prefault({}),
+      .optional(),
     report: z
       .object({
         /** Adds the sent text to report.csv (texts may be personal: off by default). */
@@ -435,7 +471,27 @@ export const configSchema = z
         });
     }
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.replies !== undefined && config.optOut !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['optOut'],
+        message: 'give replies or optOut (its older spelling), not both',
+      });
+  })
+  .transform(({ optOut, replies: given, ...config }) => ({
+    ...config,
+    replies: given ?? repliesOf(optOut),
+  }));
+
+/** `optOut: { keywords, smpp }` read as `replies` (keywords: its opt-out keywords). */
+function repliesOf(optOut: { keywords?: string[] | undefined; smpp?: unknown } | undefined): RepliesConfig {
+  return replies.parse({
+    ...(optOut?.smpp === undefined ? {} : { smpp: optOut.smpp }),
+    ...(optOut?.keywords === undefined ? {} : { keywords: { optOut: optOut.keywords } }),
+  });
+}
 
 export type RawConfig = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;

@@ -142,7 +142,7 @@ export class Sender {
    */
   private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.c.config.contactLimit;
-    const optOuts = this.c.config.optOut.smpp !== null;
+    const optOuts = this.c.config.replies.smpp !== null;
     if (!limit && !optOuts) return null;
     const account = this.c.sourceConfig(file.source).account;
     // The contact limit's day is the store's (its clock), not this worker's.

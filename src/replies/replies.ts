@@ -37,9 +37,9 @@ export function replyRecorder(
   };
 }
 
-/** The SMPP receiver of `optOut.smpp`, started; null when none is configured. */
+/** The SMPP receiver of `replies.smpp`, started; null when none is configured. */
 export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger): SmppReplyReceiver | null {
-  const smpp = loaded.config.optOut.smpp;
+  const smpp = loaded.config.replies.smpp;
   const password = loaded.secrets.smppPassword;
   if (!smpp || password === null) return null;
   const receiver = new SmppReplyReceiver({
@@ -48,7 +48,7 @@ export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger)
     tls: smpp.tls,
     systemId: smpp.systemId,
     password,
-    onReply: replyRecorder(store, loaded.config.optOut.keywords, logger),
+    onReply: replyRecorder(store, loaded.config.replies.keywords.optOut, logger),
     logger,
   });
   receiver.start();
