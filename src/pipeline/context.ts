@@ -90,6 +90,18 @@ export class PipelineContext {
     return cfg;
   }
 
+  /**
+   * The short code a source's files are sent from (docs/replies.md): its own `shortCode`, else
+   * its account's (two-way accounts have one); null: none.
+   */
+  shortCodeOf(sourceName: string): string | null {
+    const cfg = this.sourceConfig(sourceName);
+    if (cfg.shortCode !== undefined) return cfg.shortCode;
+    const account: object | undefined = this.config.accounts[cfg.account];
+    const code = account && 'shortCode' in account ? account.shortCode : undefined;
+    return typeof code === 'string' ? code : null;
+  }
+
   /** The account a source's files are sent with (its `account`: "default" unless it names one). */
   accountOf(sourceName: string): SendingAccount {
     const name = this.sourceConfig(sourceName).account;

@@ -207,7 +207,7 @@ export class Ingest {
     summary: ReadSummary,
     planner: ChunkPlanner,
   ): Promise<void> {
-    const patch = patchOf(summary);
+    const patch = { ...patchOf(summary), shortCode: this.c.shortCodeOf(file.source) };
     refuseOtherChannel(summary, cfg.channel);
     // What the file's account checks (or reads) before anything is planned: an email file's
     // template and shared attachments.

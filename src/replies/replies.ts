@@ -1,7 +1,8 @@
-// Users' replies (issue 14 "Replies that opt out"): the SMPP receiver (src/optout) hands each
-// reply here; it is kept in the store, and one whose text is an opt-out keyword puts its
-// sender on the opt-out list in the same transaction, before the SMSC gets its acknowledgement.
-// Chunks not yet sent are checked against that list (Store.holdBack).
+// Users' replies (docs/opt-outs.md, docs/replies.md): the SMPP receiver hands each reply here;
+// it is kept in the store, joined to the campaign that last sent to its number from the short
+// code it answers (within replies.windowHours), and one whose text is an opt-out keyword puts
+// its sender on the opt-out list, all in one transaction, before the SMSC gets its
+// acknowledgement. Chunks not yet sent are checked against that list (Store.holdBack).
 import type { LoadedConfig } from '../config/load.ts';
 import { maskNumber } from '../core/redact.ts';
 import { makeNumberRules, normalizeNumber } from '../format/numbers.ts';
@@ -13,9 +14,10 @@ import { type SmppReply, SmppReplyReceiver } from './smpp-receiver.ts';
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */
 export function replyRecorder(
   store: Store,
-  keywords: readonly string[],
+  options: { keywords: readonly string[]; windowHours: number },
   logger: Logger,
 ): (reply: SmppReply) => Promise<void> {
+  const { keywords, windowHours } = options;
   // A reply's sender is the number campaigns send to: the same sent form (573001234567),
   // whatever the SMSC wrote (+57…, a national number). A sender that is no mobile number (a
   // short code, an alphanumeric name) is kept as written.
@@ -31,6 +33,7 @@ export function replyRecorder(
       text: reply.text,
       optOut,
       messageId: reply.messageId ?? null,
+      joinSince: joinSince(reply.receivedAt, windowHours),
     });
     // The receiver logs every reply (masked); an opt-out is worth its own line.
     if (optOut && kept) logger.info({ from: maskNumber(from) }, 'reply: opt-out recorded');
@@ -48,9 +51,18 @@ export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger)
     tls: smpp.tls,
     systemId: smpp.systemId,
     password,
-    onReply: replyRecorder(store, loaded.config.replies.keywords.optOut, logger),
+    onReply: replyRecorder(
+      store,
+      { keywords: loaded.config.replies.keywords.optOut, windowHours: loaded.config.replies.windowHours },
+      logger,
+    ),
     logger,
   });
   receiver.start();
   return receiver;
+}
+
+/** The earliest send a reply received at `receivedAt` may answer: `windowHours` before it. */
+export function joinSince(receivedAt: string, windowHours: number): string {
+  return new Date(Date.parse(receivedAt) - windowHours * 3_600_000).toISOString();
 }

@@ -15,6 +15,7 @@ import type {
   FileEvent,
   FilePatch,
   FileRecord,
+  FileReply,
   FileState,
   ListedIssue,
   RecipientOutcome,
@@ -89,6 +90,7 @@ export function toFile(r: Row): FileRecord {
     cost: json<FileRecord['cost']>(r.cost ?? null),
     content: json<FileRecord['content']>(r.content ?? null),
     detail: json<FileRecord['detail']>(r.detail ?? null),
+    shortCode: strOrNull(r.short_code),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
     takenOverFrom: strOrNull(r.taken_over_from),
@@ -114,7 +116,13 @@ export function toReply(r: Row): ReplyRecord {
     text: str(r.text),
     optOut: bool(r.opt_out),
     messageId: strOrNull(r.message_id),
+    fileId: strOrNull(r.file_id),
   };
+}
+
+/** A replies row joined to its recipient (line, k). */
+export function toFileReply(r: Row): FileReply {
+  return { ...toReply(r), fileId: str(r.file_id), line: num(r.line), k: num(r.k) };
 }
 
 /** A file_events row (at, state, reason). */
@@ -308,6 +316,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     content: p.content ? JSON.stringify(p.content) : null,
     set_detail: flag(p.detail),
     detail: p.detail ? JSON.stringify(p.detail) : null,
+    set_short_code: flag(p.shortCode),
+    short_code: p.shortCode ?? null,
   };
 }
 
@@ -320,6 +330,7 @@ export function toReportRow(r: readonly unknown[], fileId: string): ReportRow {
   const line = num(r[1]);
   return {
     line,
+    k: num(r[2]),
     number: strOrNull(r[3]),
     value: strOrNull(r[4]),
     messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),

@@ -83,3 +83,57 @@ export function messageIdSql(fileId: string, r: string): string {
   return `CASE WHEN ${r}message_id IS NULL THEN ${fileId} || '-' || ${r}line || CASE WHEN ${r}k > 0 THEN '-' || ${r}k ELSE '' END
   ELSE nullif(${r}message_id, '') END`;
 }
+
+// ---- replies joined to their campaign (docs/replies.md) ----
+
+/** A named parameter as the backend writes it: `:name` (SQLite), `:name::type` (PostgreSQL). */
+export type Param = (name: string, type: string) => string;
+
+/** The factor of a recipient's id that is its file's number (file_no * 2^32 + idx). */
+const FILE_NO_OF_ID = 4294967296;
+
+/**
+ * A chunk's recipients the service took (outcome sent, their chunk's result applied) become
+ * the reply targets of its file's short code, sent at :now. Run with the chunk's result, for
+ * a file with a short code only.
+ */
+export function insertReplyTargets(p: Param, now: string): string {
+  return `INSERT INTO reply_targets (short_code, number, sent_at, recipient)
+  SELECT ${p('short_code', 'text')}, r.number, ${now}, r.id
+  FROM recipients r LEFT JOIN chunks c ON ${FOLLOWS_CHUNK} AND c.file_id = ${p('file_id', 'text')} AND c.seq = r.chunk_seq
+  WHERE r.id BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')} AND r.chunk_seq = ${p('seq', 'int')}
+    AND r.number IS NOT NULL AND ${ROW_OUTCOME} = 'sent'
+  ON CONFLICT DO NOTHING`;
+}
+
+/**
+ * A reply kept (once per message_id), joined to the latest recipient sent to its number from
+ * the short code it was sent to, at or after :since (a NULL :since joins nothing); its id.
+ */
+export function recordReplySql(p: Param): string {
+  return `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, recipient, file_id)
+  SELECT ${p('received_at', 'timestamptz')}, ${p('from_number', 'text')}, ${p('to_number', 'text')}, ${p('text', 'text')},
+    ${p('opt_out', 'boolean')}, ${p('message_id', 'text')}, t.recipient, f.file_id
+  FROM (SELECT 1 AS one) one
+  LEFT JOIN (SELECT recipient FROM reply_targets
+      WHERE short_code = ${p('to_number', 'text')} AND number = ${p('from_number', 'text')}
+        AND sent_at >= ${p('since', 'timestamptz')}
+      ORDER BY sent_at DESC, recipient DESC LIMIT 1) t ON true
+  LEFT JOIN files f ON f.file_no = t.recipient / ${FILE_NO_OF_ID}
+  WHERE true
+  ON CONFLICT (message_id) DO NOTHING
+  RETURNING id, from_number, received_at, opt_out`;
+}
+
+/** Every reply joined to file :file_id, in the order received, with its recipient's line and k. */
+export function fileRepliesSql(p: Param): string {
+  return `SELECT y.id, y.received_at, y.from_number, y.to_number, y.text, y.opt_out, y.message_id, y.file_id,
+    r.line, r.k
+  FROM replies y JOIN recipients r ON r.id = y.recipient
+  WHERE y.file_id = ${p('file_id', 'text')} ORDER BY y.id`;
+}
+
+/** A file's replies and the recipients who replied. */
+export function replyCountsSql(p: Param): string {
+  return `SELECT count(*) AS replies, count(DISTINCT recipient) AS replied FROM replies WHERE file_id = ${p('file_id', 'text')}`;
+}

@@ -15,7 +15,14 @@
 
 import type { BudgetView, PermitAnswer, PermitRequest } from '../core/budget.ts';
 import type { BudgetAccount, SharedToken } from './records/accounts.ts';
-import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from './records/campaign.ts';
+import type {
+  FileReply,
+  HeldBack,
+  HoldBackOptions,
+  NewReply,
+  ReplyCounts,
+  ReplyRecord,
+} from './records/campaign.ts';
 import type { DeliveryEvent, DeliveryMinute, DeliveryResult } from './records/deliveries.ts';
 import type {
   ClaimedFile,
@@ -239,12 +246,18 @@ export interface Store {
    */
   pruneContacts(timezone: string): Promise<number>;
   /**
-   * A user's reply, kept (once per `messageId` when it has one); an opt-out also puts its
-   * sender on the opt-out list, in the same transaction. false: a reply already kept.
+   * A user's reply, kept (once per `messageId` when it has one), joined in the same
+   * transaction to the latest recipient sent to its number from its short code since
+   * `joinSince` (docs/replies.md); an opt-out also puts its sender on the opt-out list.
+   * false: a reply already kept.
    */
   recordReply(reply: NewReply): Promise<boolean>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */
   replies(options: { since?: string | undefined; afterId?: number; limit: number }): Promise<ReplyRecord[]>;
+  /** Every reply joined to the file, in the order received (docs/replies.md). */
+  fileReplies(fileId: string): Promise<FileReply[]>;
+  /** How many replies the file has, and how many of its recipients replied. */
+  replyCounts(fileId: string): Promise<ReplyCounts>;
 
   // ---- accounts (accounts.ts): settings, the shared service token, send budgets ----
   /**

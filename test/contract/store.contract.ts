@@ -20,6 +20,7 @@ import {
   validRows,
 } from './store/helpers.ts';
 import { ingest } from './store/ingest.ts';
+import { repliesJoined } from './store/replies-joined.ts';
 import { sendingAndResults } from './store/sending-and-results.ts';
 import { workersAndBudgets } from './store/workers-and-budgets.ts';
 
@@ -90,5 +91,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     workersAndBudgets(t);
     dashboard(t);
     describe('campaign rules', () => campaignRules(t));
+    describe('replies joined', () => repliesJoined(t));
   });
 }

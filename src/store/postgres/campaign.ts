@@ -2,9 +2,9 @@
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
 import { holdBackRule } from '../campaign-rules.ts';
-import { toReply } from '../mapping.ts';
+import { num, toFileReply, toReply } from '../mapping.ts';
 import { runAsync } from '../steps.ts';
-import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import type { FileReply, HeldBack, HoldBackOptions, NewReply, ReplyCounts, ReplyRecord } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -42,6 +42,7 @@ export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {
     text: reply.text,
     opt_out: reply.optOut,
     message_id: reply.messageId,
+    since: reply.joinSince ?? null,
   });
   return rows.length > 0;
 }
@@ -60,4 +61,14 @@ export async function replies(
     limit: options.limit,
   });
   return rows.map(toReply);
+}
+
+export async function fileReplies(db: PgDb, fileId: string): Promise<FileReply[]> {
+  const rows = await db.rows(`reading the replies of ${fileId}`, S.FILE_REPLIES, { file_id: fileId });
+  return rows.map(toFileReply);
+}
+
+export async function replyCounts(db: PgDb, fileId: string): Promise<ReplyCounts> {
+  const [r] = await db.rows(`counting the replies of ${fileId}`, S.REPLY_COUNTS, { file_id: fileId });
+  return { replies: num(r?.replies ?? 0), replied: num(r?.replied ?? 0) };
 }

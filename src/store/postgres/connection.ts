@@ -7,7 +7,7 @@ import { DroplineError, type ErrorCode } from '../../errors.ts';
 import { num, type Row } from '../mapping.ts';
 import { idRange } from '../message-ids.ts';
 import { checkSchemaName, redactStoreUrl } from '../url.ts';
-import { FILE_NO, type Statement, values } from './sql.ts';
+import { FILE_NO, SHORT_CODE, type Statement, values } from './sql.ts';
 
 /** What a statement runs on: the pool (one statement) or a checked-out client (a transaction). */
 export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
@@ -236,6 +236,11 @@ export class PgDb {
    * Filled only after the transaction that read it committed.
    */
   readonly fileNos = new Map<string, number>();
+  /**
+   * Short codes by fileId, read when a file's first chunk result is recorded: set when the file
+   * is read, before any chunk is sent, and never changed after (docs/replies.md).
+   */
+  readonly shortCodes = new Map<string, string | null>();
 
   constructor(pool: pg.Pool, clock: (() => Date) | null, pageSize: number) {
     this.pool = pool;
@@ -322,6 +327,20 @@ export class PgDb {
     // Remembered from a read on its own (committed), never from inside a transaction.
     if (on === this.pool) this.rememberFileNo(fileId, num(r.file_no));
     return num(r.file_no);
+  }
+
+  /** The short code of a file being sent (null: none). */
+  async shortCode(fileId: string): Promise<string | null> {
+    const known = this.shortCodes.get(fileId);
+    if (known !== undefined) return known;
+    const [r] = await this.rows(`reading ${fileId}`, SHORT_CODE, { file_id: fileId });
+    const code = r?.short_code == null ? null : String(r.short_code);
+    if (this.shortCodes.size >= FILE_NO_CACHE) {
+      const oldest = this.shortCodes.keys().next().value;
+      if (oldest !== undefined) this.shortCodes.delete(oldest);
+    }
+    this.shortCodes.set(fileId, code);
+    return code;
   }
 
   async range(fileId: string, on: Queryable = this.pool): Promise<{ lo: number; hi: number } | null> {

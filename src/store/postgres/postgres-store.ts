@@ -98,6 +98,8 @@ export class PostgresStore implements Store {
   readonly pruneContacts: Store['pruneContacts'] = (...a) => campaign.pruneContacts(this.db, ...a);
   readonly recordReply: Store['recordReply'] = (...a) => campaign.recordReply(this.db, ...a);
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
+  readonly fileReplies: Store['fileReplies'] = (...a) => campaign.fileReplies(this.db, ...a);
+  readonly replyCounts: Store['replyCounts'] = (...a) => campaign.replyCounts(this.db, ...a);
   // accounts
   readonly keepSetting: Store['keepSetting'] = (...a) => accounts.keepSetting(this.db, ...a);
   readonly sharedToken: Store['sharedToken'] = (...a) => accounts.sharedToken(this.db, ...a);

@@ -123,7 +123,10 @@ export async function recordChunkResult(
 ): Promise<ChunkState> {
   const what = `recording the result of chunk ${seq} of ${fileId}`;
   const parts = resultParts(result);
-  if (!parts.some(needsReportCheck) && !result.finalStatus) {
+  // A file with a short code keeps its chunk's recipients as reply targets in the same
+  // transaction (docs/replies.md); others take the one-statement path when they can.
+  const shortCode = await db.shortCode(fileId);
+  if (!parts.some(needsReportCheck) && !result.finalStatus && shortCode === null) {
     const plan = planChunkResult(result, parts, () => false);
     if (plan.byIds.length === 0) return finishAlone(db, fileId, seq, result, plan);
   }
@@ -173,6 +176,8 @@ export async function recordChunkResult(
         { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
         c,
       );
+    if (shortCode !== null)
+      await db.count(what, S.INSERT_REPLY_TARGETS, { ...at, short_code: shortCode, now }, c);
     return plan.state;
   });
 }

@@ -8,11 +8,16 @@
 import {
   acquisitionOrder,
   FOLLOWS_CHUNK,
+  fileRepliesSql,
+  insertReplyTargets,
   isDue,
   leaseFree,
   messageIdSql,
+  type Param,
   ROW_OUTCOME,
   recipientColumns,
+  recordReplySql,
+  replyCountsSql,
   GAUGE_FILES as SHARED_GAUGE_FILES,
   GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
   TAKEN_OVER_FROM,
@@ -244,6 +249,7 @@ export const PATCH_FILE = statement(
   cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
   content = CASE WHEN :set_content::boolean THEN :content::jsonb ELSE content END,
   detail = CASE WHEN :set_detail::boolean THEN :detail::jsonb ELSE detail END,
+  short_code = CASE WHEN :set_short_code::boolean THEN :short_code::text ELSE short_code END,
   updated_at = ${NOW}
 WHERE file_id = :file_id
   AND (:from::text[] IS NULL OR state = ANY(:from::text[]))
@@ -1036,11 +1042,9 @@ export const HOLD_BACK_CONTACTS = statement(
 /** Slots of local days before yesterday (the store's clock) limit nothing any more. */
 export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
+const param: Param = (name, type) => `:${name}::${type}`;
 export const RECORD_REPLY = statement(
-  `WITH reply AS (
-     INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
-     VALUES (:received_at::timestamptz, :from_number::text, :to_number::text, :text::text, :opt_out::boolean, :message_id::text)
-     ON CONFLICT (message_id) DO NOTHING RETURNING id, from_number, received_at, opt_out),
+  `WITH reply AS (${recordReplySql(param)}),
    opted AS (
      INSERT INTO opt_outs (number, at, reply) SELECT from_number, received_at, id FROM reply WHERE opt_out
      ON CONFLICT DO NOTHING)
@@ -1048,7 +1052,12 @@ export const RECORD_REPLY = statement(
 );
 
 export const REPLIES = statement(
-  `SELECT id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id FROM replies
+  `SELECT id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id, file_id FROM replies
    WHERE id > :after_id::bigint AND (:since::timestamptz IS NULL OR received_at >= :since::timestamptz)
    ORDER BY id LIMIT :limit::int`,
 );
+
+export const FILE_REPLIES = statement(fileRepliesSql(param));
+export const REPLY_COUNTS = statement(replyCountsSql(param));
+export const INSERT_REPLY_TARGETS = statement(insertReplyTargets(param, NOW));
+export const SHORT_CODE = statement('SELECT short_code FROM files WHERE file_id = :file_id');

@@ -28,8 +28,28 @@ export interface NewReply {
   optOut: boolean;
   /** The service's id of the reply, when it gives one. */
   messageId: string | null;
+  /**
+   * Joined to the latest recipient sent to `from` from the short code `to` at or after this
+   * instant (ISO-8601: the reply's time less `replies.windowHours`); null or absent: not joined.
+   */
+  joinSince?: string | null;
 }
 
-export interface ReplyRecord extends NewReply {
+export interface ReplyRecord extends Omit<NewReply, 'joinSince'> {
   id: number;
+  /** The campaign it was joined to; null: unjoined. */
+  fileId: string | null;
+}
+
+/** A reply joined to a campaign: its recipient's row (line, and position on a bulk line). */
+export interface FileReply extends ReplyRecord {
+  fileId: string;
+  line: number;
+  k: number;
+}
+
+/** A campaign's replies: how many, and how many recipients replied. */
+export interface ReplyCounts {
+  replies: number;
+  replied: number;
 }

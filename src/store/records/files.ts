@@ -100,6 +100,8 @@ export interface FileRecord {
   content: FileContent | null;
   /** What a sending file waits on, as a code and its parameters (issue 32); null: nothing. */
   detail: StateDetail | null;
+  /** The short code it is sent from, set when it is read (docs/replies.md); null: none, no reply is joined to it. */
+  shortCode: string | null;
   leaseOwner: string | null;
   leaseUntil: string | null;
   /** The worker whose expired lease the file's last acquisition took (dead or stalled); null: it was free. */
@@ -234,4 +236,5 @@ export interface FilePatch {
   cost?: FileCost | null;
   content?: FileContent | null;
   detail?: StateDetail | null;
+  shortCode?: string | null;
 }

@@ -108,6 +108,7 @@ export interface StoreSummary {
 export type ReportRow = Pick<
   RecipientRecord,
   | 'line'
+  | 'k'
   | 'number'
   | 'value'
   | 'messageId'

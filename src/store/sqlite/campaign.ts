@@ -4,9 +4,9 @@
 
 import { localDate } from '../../plan/send-window.ts';
 import { holdBackRule } from '../campaign-rules.ts';
-import { num, toReply } from '../mapping.ts';
+import { num, toFileReply, toReply } from '../mapping.ts';
 import { runSync } from '../steps.ts';
-import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import type { FileReply, HeldBack, HoldBackOptions, NewReply, ReplyCounts, ReplyRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -42,9 +42,15 @@ export async function pruneContacts(db: SqliteDb, timezone: string): Promise<num
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
   return db.tx(() => {
-    const r = db
-      .stmt(S.RECORD_REPLY)
-      .get(reply.receivedAt, reply.from, reply.to, reply.text, reply.optOut ? 1 : 0, reply.messageId);
+    const r = db.stmt(S.RECORD_REPLY).get({
+      received_at: reply.receivedAt,
+      from_number: reply.from,
+      to_number: reply.to,
+      text: reply.text,
+      opt_out: reply.optOut ? 1 : 0,
+      message_id: reply.messageId,
+      since: reply.joinSince ?? null,
+    });
     if (!r) return false;
     if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
     return true;
@@ -63,4 +69,13 @@ export async function replies(
     .stmt(S.REPLIES)
     .all(options.afterId ?? 0, options.since ?? '', options.limit)
     .map(toReply);
+}
+
+export async function fileReplies(db: SqliteDb, fileId: string): Promise<FileReply[]> {
+  return db.stmt(S.FILE_REPLIES).all({ file_id: fileId }).map(toFileReply);
+}
+
+export async function replyCounts(db: SqliteDb, fileId: string): Promise<ReplyCounts> {
+  const r = db.stmt(S.REPLY_COUNTS).get({ file_id: fileId });
+  return { replies: num(r?.replies ?? 0), replied: num(r?.replied ?? 0) };
 }

@@ -180,6 +180,10 @@ export async function recordChunkResult(
       file_id: fileId,
       seq,
     });
+    // Replies to the file's short code find these recipients (docs/replies.md).
+    const shortCode = db.stmt(S.SHORT_CODE).get(fileId)?.short_code;
+    if (typeof shortCode === 'string')
+      db.stmt(S.INSERT_REPLY_TARGETS).run({ short_code: shortCode, now, file_id: fileId, lo, hi, seq });
     return plan.state;
   });
 }

@@ -6,11 +6,16 @@
 import {
   acquisitionOrder,
   FOLLOWS_CHUNK,
+  fileRepliesSql,
+  insertReplyTargets,
   isDue,
   leaseFree,
   messageIdSql,
+  type Param,
   ROW_OUTCOME,
   recipientColumns,
+  recordReplySql,
+  replyCountsSql,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
 import { DELIVERED, PENDING_DELIVERY } from '../store.ts';
@@ -70,6 +75,7 @@ UPDATE files SET
   cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
   content = CASE WHEN :set_content THEN :content ELSE content END,
   detail = CASE WHEN :set_detail THEN :detail ELSE detail END,
+  short_code = CASE WHEN :set_short_code THEN :short_code ELSE short_code END,
   updated_at = :now
 WHERE file_id = :file_id
   AND (:from IS NULL OR state IN (SELECT value FROM json_each(:from)))
@@ -361,8 +367,12 @@ export const DELIVERY_TIMELINE = `SELECT minute, delivered, undelivered, unknown
 
 export const PRUNE_CONTACTS = 'DELETE FROM contacts WHERE day < ?';
 
-export const RECORD_REPLY = `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
-  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING RETURNING id`;
+const param: Param = (name) => `:${name}`;
+export const RECORD_REPLY = recordReplySql(param);
+export const FILE_REPLIES = fileRepliesSql(param);
+export const REPLY_COUNTS = replyCountsSql(param);
+export const INSERT_REPLY_TARGETS = insertReplyTargets(param, ':now');
+export const SHORT_CODE = 'SELECT short_code FROM files WHERE file_id = ?';
 
 export const OPT_OUT = 'INSERT INTO opt_outs (number, at, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
 

@@ -1,0 +1,24 @@
+-- Replies joined to their campaign (issue 35, docs/replies.md).
+
+-- The short code a file is sent from (its source's shortCode, else its account's); NULL: none,
+-- and its replies are never joined to it.
+ALTER TABLE files ADD COLUMN short_code TEXT;
+
+-- Who was sent what from a short code, and when: one row per recipient whose chunk the
+-- service accepted, written with the chunk's result. A reply from `number` to `short_code`
+-- finds the latest one within the window by this key alone (a lookup, not a scan of
+-- recipients, which have no index by number).
+CREATE TABLE reply_targets (
+  short_code TEXT NOT NULL,
+  number     TEXT NOT NULL,
+  sent_at    TEXT NOT NULL,
+  recipient  INTEGER NOT NULL,
+  PRIMARY KEY (short_code, number, sent_at, recipient)
+) WITHOUT ROWID;
+-- retention removes a pruned file's rows by their id range
+CREATE INDEX reply_targets_recipient ON reply_targets (recipient);
+
+-- A reply joined: the recipient row it answers and that row's file.
+ALTER TABLE replies ADD COLUMN recipient INTEGER;
+ALTER TABLE replies ADD COLUMN file_id TEXT;
+CREATE INDEX replies_file ON replies (file_id, id) WHERE file_id IS NOT NULL;

@@ -1,0 +1,98 @@
+// The store contract, replies joined to their campaign (issue 35, docs/replies.md): a reply
+// from N to short code S is joined, in its own transaction, to the latest recipient sent to N
+// from S within the window; otherwise it stays unjoined. Its file lists it and counts it.
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Store } from '../../../src/store/store.ts';
+import type { ContractContext } from './helpers.ts';
+
+export function repliesJoined(t: ContractContext): void {
+  let store: Store;
+  beforeEach(() => {
+    store = t.store;
+  });
+
+  /** A file of `n` recipients (573000000001…) sent whole from `shortCode` at the clock's now. */
+  const sentFrom = async (fileId: string, shortCode: string | null, n = 4) => {
+    await t.sendingFile(fileId, n, 2);
+    if (shortCode !== null) await store.updateFile(fileId, { shortCode });
+    for (let seq = 1; (seq - 1) * 2 < n; seq++) {
+      await store.setChunkState(fileId, seq, 'inflight', ['pending']);
+      await store.recordChunkResult(fileId, seq, {
+        state: 'accepted',
+        attempts: 1,
+        transactionNumber: `${fileId}-T${seq}`,
+        parts: [
+          { messageIds: [], wholeChunk: true, outcome: 'sent', transactionNumber: `${fileId}-T${seq}` },
+        ],
+      });
+    }
+  };
+  const reply = (from: string, to: string, text: string, at: number, windowMs = 3_600_000) => ({
+    receivedAt: t.at(at),
+    from,
+    to,
+    text,
+    optOut: false,
+    messageId: null,
+    joinSince: t.at(at - windowMs),
+  });
+
+  it("keeps a file's short code", async () => {
+    await sentFrom('a', '890123');
+    expect((await store.getFile('a'))?.shortCode).toBe('890123');
+    await sentFrom('b', null);
+    expect((await store.getFile('b'))?.shortCode).toBeNull();
+  });
+
+  it('joins a reply to the latest recipient sent to its number from its short code, within the window', async () => {
+    await sentFrom('plain', null);
+    await sentFrom('a', '890123');
+    t.h.clock.advance(60_000);
+    await sentFrom('b', '890123', 2);
+    await sentFrom('other', '555');
+    // 573000000002 was sent by a (T0) and b (T0 + 1 min) from 890123: b is the latest.
+    await store.recordReply(reply('573000000002', '890123', 'SI', 120_000));
+    // 573000000003 only by a.
+    await store.recordReply(reply('573000000003', '890123', 'Sí, confirmo', 121_000));
+    // Another short code, a number nobody sent to, a window that ends before the send: unjoined.
+    await store.recordReply(reply('573000000003', '999', 'hola', 122_000));
+    await store.recordReply(reply('573009999999', '890123', 'hola', 123_000));
+    await store.recordReply(reply('573000000004', '890123', 'tarde', 2 * 3_600_000, 3_600_000));
+    // A second reply of the same recipient.
+    await store.recordReply(reply('573000000003', '890123', 'gracias', 124_000));
+
+    const all = await store.replies({ limit: 10 });
+    expect(all.map((r) => [r.from, r.to, r.fileId])).toEqual([
+      ['573000000002', '890123', 'b'],
+      ['573000000003', '890123', 'a'],
+      ['573000000003', '999', null],
+      ['573009999999', '890123', null],
+      ['573000000004', '890123', null],
+      ['573000000003', '890123', 'a'],
+    ]);
+    const ofA = await store.fileReplies('a');
+    expect(ofA.map((r) => [r.line, r.k, r.text, r.receivedAt])).toEqual([
+      [4, 0, 'Sí, confirmo', t.at(121_000)],
+      [4, 0, 'gracias', t.at(124_000)],
+    ]);
+    expect(await store.replyCounts('a')).toEqual({ replies: 2, replied: 1 });
+    expect(await store.replyCounts('b')).toEqual({ replies: 1, replied: 1 });
+    expect(await store.replyCounts('plain')).toEqual({ replies: 0, replied: 0 });
+    expect(await store.fileReplies('plain')).toEqual([]);
+  });
+
+  it('joins only recipients the service took', async () => {
+    await t.sendingFile('r', 4, 2);
+    await store.updateFile('r', { shortCode: '890123' });
+    await store.setChunkState('r', 1, 'inflight', ['pending']);
+    await store.recordChunkResult('r', 1, {
+      state: 'rejected',
+      attempts: 1,
+      errorCode: '400',
+      errorMessage: 'bad',
+      parts: [{ messageIds: [], wholeChunk: true, outcome: 'rejected', code: '400', detail: 'bad' }],
+    });
+    await store.recordReply(reply('573000000001', '890123', 'SI', 1000));
+    expect((await store.replies({ limit: 10 }))[0]?.fileId).toBeNull();
+  });
+}
