@@ -1,7 +1,7 @@
 // The store contract, replies joined to their campaign (issue 35, docs/replies.md): a reply
 // from N to short code S is joined, in its own transaction, to the latest recipient sent to N
 // from S within the window; otherwise it stays unjoined. Its file lists it and counts it.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import type { Store } from '../../../src/store/store.ts';
 import type { ContractContext } from './helpers.ts';
 
