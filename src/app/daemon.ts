@@ -265,8 +265,9 @@ async function startServices(
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
-  // Users' replies over SMPP (replies.smpp): kept, opt-outs held back from chunks not yet sent.
-  const replies = startReplies(rt.store, rt.loaded, log);
+  // Users' replies over SMPP (replies.smpp): kept, opt-outs held back from chunks not yet sent;
+  // a reply joined to a finished file has its report.csv written again, as a delivery report would.
+  const replies = startReplies(rt.store, rt.loaded, log, (fileId) => o.delivered([fileId]));
   return {
     receiver,
     metrics,

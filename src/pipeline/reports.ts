@@ -3,7 +3,15 @@
 import { hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
-import type { FileCost, FileCounts, FileRecord, ReportRow, StateDetail, Store } from '../store/store.ts';
+import type {
+  FileCost,
+  FileCounts,
+  FileRecord,
+  FileReply,
+  ReportRow,
+  StateDetail,
+  Store,
+} from '../store/store.ts';
 
 export interface Manifest {
   fileId: string;
@@ -22,8 +30,11 @@ export interface Manifest {
   state: string;
   reason: string | null;
   forced: boolean;
-  /** The store's counts, in-flight chunks counted as pending, plus possibleDuplicates. */
-  counts: Omit<FileCounts, 'chunksInflight'> & { possibleDuplicates: number };
+  /**
+   * The store's counts, in-flight chunks counted as pending, plus possibleDuplicates; and, for
+   * a file sent from a short code, `replied`: its recipients who replied (docs/replies.md).
+   */
+  counts: Omit<FileCounts, 'chunksInflight'> & { possibleDuplicates: number; replied?: number };
   rejection: { code: string; message: string } | null;
   timestamps: Record<string, string>;
   deliveryDeadline: string | null;
@@ -61,7 +72,7 @@ function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 
   return { ...c, chunksPending: c.chunksPending + chunksInflight };
 }
 
-export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
+export function buildManifest(file: FileRecord, c: FileCounts, replied = 0): Manifest {
   return {
     fileId: file.fileId,
     source: file.source,
@@ -86,6 +97,8 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
       valid: file.counts.valid - c.optedOut - c.contactLimited,
       suppressed: file.counts.suppressed + c.optedOut,
       possibleDuplicates: file.possibleDuplicates,
+      // Only a file with a short code can be replied to: other manifests stay as they were.
+      ...(file.shortCode === null ? {} : { replied }),
     },
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
@@ -144,7 +157,8 @@ function maskNumbersIn(text: string): string {
 export async function manifestOf(store: Store, fileId: string): Promise<Manifest | null> {
   const file = await store.getFile(fileId);
   if (!file) return null;
-  return buildManifest(file, await store.counts(fileId));
+  const replied = file.shortCode === null ? 0 : (await store.replyCounts(fileId)).replied;
+  return buildManifest(file, await store.counts(fileId), replied);
 }
 
 /** What a spreadsheet would evaluate as a formula (OWASP "CSV injection"). */
@@ -187,24 +201,34 @@ function reportLine(r: ReportRow): string {
 /**
  * `<name>.<fileId>.report.csv`: one row per record of the file, in file order. `includeText`
  * (the configuration's `report.includeText`: texts may be personal) adds the text sent to each
- * valid recipient, merged, as a last column `text`.
+ * valid recipient, merged, as a column `text`. A file sent from a short code ends each row with
+ * its recipient's first reply and when it came, `reply` and `repliedAt` (docs/replies.md).
  */
 export async function* reportCsv(
   store: Store,
   fileId: string,
   options: { includeText?: boolean } = {},
 ): AsyncGenerator<string> {
+  const file = await store.getFile(fileId);
+  const replies = file?.shortCode == null ? null : await firstReplies(store, fileId);
+  const replyCells = (r: ReportRow): string => {
+    if (replies === null) return '';
+    // The row the reply was joined to: sent, on its line, to the number that replied.
+    const first = r.outcome === 'sent' ? replies.get(`${r.line}:${r.number}`) : undefined;
+    return first ? `,${csvCell(first.text)},${first.receivedAt}` : ',,';
+  };
+  const replyHeader = replies === null ? '' : ',reply,repliedAt';
   if (!options.includeText) {
-    yield `${REPORT_HEADER}\n`;
+    yield `${REPORT_HEADER}${replyHeader}\n`;
     for await (const page of store.reportPages(fileId)) {
       let buf = '';
-      for (const r of page) buf += `${reportLine(r)}\n`;
+      for (const r of page) buf += `${reportLine(r)}${replyCells(r)}\n`;
       yield buf;
     }
     return;
   }
-  yield `${REPORT_HEADER},text\n`;
-  const bulk = (await store.getFile(fileId))?.layout === 'bulk';
+  yield `${REPORT_HEADER},text${replyHeader}\n`;
+  const bulk = file?.layout === 'bulk';
   // A bulk file's one message is kept on its first valid recipient, which comes first.
   let message: string | null = null;
   for await (const page of store.recipientPages(fileId)) {
@@ -212,10 +236,20 @@ export async function* reportCsv(
     for (const r of page) {
       if (bulk && r.text !== null) message ??= r.text;
       const text = r.chunkSeq === null ? null : bulk ? message : r.text;
-      buf += `${reportLine(r)},${csvCell(text)}\n`;
+      buf += `${reportLine(r)},${csvCell(text)}${replyCells(r)}\n`;
     }
     yield buf;
   }
+}
+
+/** Each replying recipient's first reply, by `line:number`: as many entries as recipients replied. */
+async function firstReplies(store: Store, fileId: string): Promise<Map<string, FileReply>> {
+  const first = new Map<string, FileReply>();
+  for (const r of await store.fileReplies(fileId)) {
+    const key = `${r.line}:${r.from}`;
+    if (!first.has(key)) first.set(key, r);
+  }
+  return first;
 }
 
 /**

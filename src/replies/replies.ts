@@ -11,13 +11,22 @@ import { isOptOut } from '../optout/keywords.ts';
 import type { Store } from '../store/store.ts';
 import { type SmppReply, SmppReplyReceiver } from './smpp-receiver.ts';
 
+export interface RecorderOptions {
+  /** A reply whose whole text is one of these opts its sender out (docs/opt-outs.md "Keywords"). */
+  keywords: readonly string[];
+  /** replies.windowHours: how far back a reply may find the send it answers. */
+  windowHours: number;
+  /** A reply was joined to this file: its report.csv, if written, is due again. */
+  onJoined?: ((fileId: string) => void) | undefined;
+}
+
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */
 export function replyRecorder(
   store: Store,
-  options: { keywords: readonly string[]; windowHours: number },
+  options: RecorderOptions,
   logger: Logger,
 ): (reply: SmppReply) => Promise<void> {
-  const { keywords, windowHours } = options;
+  const { keywords, windowHours, onJoined } = options;
   // A reply's sender is the number campaigns send to: the same sent form (573001234567),
   // whatever the SMSC wrote (+57…, a national number). A sender that is no mobile number (a
   // short code, an alphanumeric name) is kept as written.
@@ -37,11 +46,17 @@ export function replyRecorder(
     });
     // The receiver logs every reply (masked); an opt-out is worth its own line.
     if (optOut && kept) logger.info({ from: maskNumber(from) }, 'reply: opt-out recorded');
+    if (kept?.fileId) onJoined?.(kept.fileId);
   };
 }
 
 /** The SMPP receiver of `replies.smpp`, started; null when none is configured. */
-export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger): SmppReplyReceiver | null {
+export function startReplies(
+  store: Store,
+  loaded: LoadedConfig,
+  logger: Logger,
+  onJoined?: (fileId: string) => void,
+): SmppReplyReceiver | null {
   const smpp = loaded.config.replies.smpp;
   const password = loaded.secrets.smppPassword;
   if (!smpp || password === null) return null;
@@ -53,7 +68,11 @@ export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger)
     password,
     onReply: replyRecorder(
       store,
-      { keywords: loaded.config.replies.keywords.optOut, windowHours: loaded.config.replies.windowHours },
+      {
+        keywords: loaded.config.replies.keywords.optOut,
+        windowHours: loaded.config.replies.windowHours,
+        onJoined,
+      },
       logger,
     ),
     logger,

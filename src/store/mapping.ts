@@ -330,7 +330,6 @@ export function toReportRow(r: readonly unknown[], fileId: string): ReportRow {
   const line = num(r[1]);
   return {
     line,
-    k: num(r[2]),
     number: strOrNull(r[3]),
     value: strOrNull(r[4]),
     messageId: readMessageId(strOrNull(r[5]), fileId, line, num(r[2]), numOrNull(r[6])),

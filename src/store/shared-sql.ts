@@ -122,7 +122,7 @@ export function recordReplySql(p: Param): string {
   LEFT JOIN files f ON f.file_no = t.recipient / ${FILE_NO_OF_ID}
   WHERE true
   ON CONFLICT (message_id) DO NOTHING
-  RETURNING id, from_number, received_at, opt_out`;
+  RETURNING id, from_number, received_at, opt_out, file_id`;
 }
 
 /** Every reply joined to file :file_id, in the order received, with its recipient's line and k. */

@@ -19,6 +19,7 @@ import type {
   FileReply,
   HeldBack,
   HoldBackOptions,
+  KeptReply,
   NewReply,
   ReplyCounts,
   ReplyRecord,
@@ -249,9 +250,9 @@ export interface Store {
    * A user's reply, kept (once per `messageId` when it has one), joined in the same
    * transaction to the latest recipient sent to its number from its short code since
    * `joinSince` (docs/replies.md); an opt-out also puts its sender on the opt-out list.
-   * false: a reply already kept.
+   * null: a reply already kept.
    */
-  recordReply(reply: NewReply): Promise<boolean>;
+  recordReply(reply: NewReply): Promise<KeptReply | null>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */
   replies(options: { since?: string | undefined; afterId?: number; limit: number }): Promise<ReplyRecord[]>;
   /** Every reply joined to the file, in the order received (docs/replies.md). */

@@ -2,9 +2,17 @@
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
 import { holdBackRule } from '../campaign-rules.ts';
-import { num, toFileReply, toReply } from '../mapping.ts';
+import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { runAsync } from '../steps.ts';
-import type { FileReply, HeldBack, HoldBackOptions, NewReply, ReplyCounts, ReplyRecord } from '../store.ts';
+import type {
+  FileReply,
+  HeldBack,
+  HoldBackOptions,
+  KeptReply,
+  NewReply,
+  ReplyCounts,
+  ReplyRecord,
+} from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -34,7 +42,7 @@ export async function pruneContacts(db: PgDb, timezone: string): Promise<number>
   return db.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: db.now() });
 }
 
-export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {
+export async function recordReply(db: PgDb, reply: NewReply): Promise<KeptReply | null> {
   const rows = await db.rows('recording a reply', S.RECORD_REPLY, {
     received_at: reply.receivedAt,
     from_number: reply.from,
@@ -44,7 +52,8 @@ export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {
     message_id: reply.messageId,
     since: reply.joinSince ?? null,
   });
-  return rows.length > 0;
+  const r = rows[0];
+  return r ? { id: num(r.id), fileId: strOrNull(r.file_id) } : null;
 }
 
 export async function replies(

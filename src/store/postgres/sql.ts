@@ -1048,7 +1048,7 @@ export const RECORD_REPLY = statement(
    opted AS (
      INSERT INTO opt_outs (number, at, reply) SELECT from_number, received_at, id FROM reply WHERE opt_out
      ON CONFLICT DO NOTHING)
-   SELECT id FROM reply`,
+   SELECT id, file_id FROM reply`,
 );
 
 export const REPLIES = statement(

@@ -41,6 +41,12 @@ export interface ReplyRecord extends Omit<NewReply, 'joinSince'> {
   fileId: string | null;
 }
 
+/** A reply just kept: its id, and the campaign it was joined to (null: unjoined). */
+export interface KeptReply {
+  id: number;
+  fileId: string | null;
+}
+
 /** A reply joined to a campaign: its recipient's row (line, and position on a bulk line). */
 export interface FileReply extends ReplyRecord {
   fileId: string;

@@ -108,7 +108,6 @@ export interface StoreSummary {
 export type ReportRow = Pick<
   RecipientRecord,
   | 'line'
-  | 'k'
   | 'number'
   | 'value'
   | 'messageId'

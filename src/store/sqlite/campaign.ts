@@ -4,9 +4,17 @@
 
 import { localDate } from '../../plan/send-window.ts';
 import { holdBackRule } from '../campaign-rules.ts';
-import { num, toFileReply, toReply } from '../mapping.ts';
+import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { runSync } from '../steps.ts';
-import type { FileReply, HeldBack, HoldBackOptions, NewReply, ReplyCounts, ReplyRecord } from '../store.ts';
+import type {
+  FileReply,
+  HeldBack,
+  HoldBackOptions,
+  KeptReply,
+  NewReply,
+  ReplyCounts,
+  ReplyRecord,
+} from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -40,7 +48,7 @@ export async function pruneContacts(db: SqliteDb, timezone: string): Promise<num
   return changes(db.stmt(S.PRUNE_CONTACTS).run(yesterday));
 }
 
-export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
+export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptReply | null> {
   return db.tx(() => {
     const r = db.stmt(S.RECORD_REPLY).get({
       received_at: reply.receivedAt,
@@ -51,9 +59,9 @@ export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolea
       message_id: reply.messageId,
       since: reply.joinSince ?? null,
     });
-    if (!r) return false;
+    if (!r) return null;
     if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
-    return true;
+    return { id: num(r.id), fileId: strOrNull(r.file_id) };
   });
 }
 
