@@ -1,21 +1,26 @@
-// `dropline replies [--since <ISO-8601>]`: users' replies received over SMPP (docs/opt-outs.md)
-// as CSV, oldest first, read from the store in pages (flat memory however many there are).
+// `dropline replies [--since <ISO-8601>] [--file <fileId>]`: users' replies received over SMPP
+// (docs/opt-outs.md, docs/replies.md) as CSV, oldest first, read from the store in pages (flat
+// memory however many there are); with --file, every reply joined to that campaign.
 import { once } from 'node:events';
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import { csvCell } from '../../pipeline/reports.ts';
+import type { ReplyRecord, Store } from '../../store/store.ts';
 import { withStore } from './context.ts';
 import type { SetExit } from './options.ts';
 
 const PAGE = 5000;
 export const REPLIES_HEADER = 'receivedAt,from,to,text,optOut';
+/** `--file`: the same columns, then the report.csv line of the recipient the reply answers. */
+export const FILE_REPLIES_HEADER = `${REPLIES_HEADER},line`;
 
 export function registerReplies(program: Command, setExit: SetExit): void {
   program
     .command('replies')
     .description('users’ replies (opt-outs and others) as CSV, oldest first')
     .option('--since <time>', 'only replies received at or after this ISO-8601 time (e.g. 2026-11-01)')
-    .action(async (opts: { since?: string }, cmd: Command) => {
+    .option('--file <fileId>', 'only the replies joined to this campaign, with the line each answers')
+    .action(async (opts: { since?: string; file?: string }, cmd: Command) => {
       let since: string | undefined;
       if (opts.since !== undefined) {
         const t = Date.parse(opts.since);
@@ -24,18 +29,36 @@ export function registerReplies(program: Command, setExit: SetExit): void {
         since = new Date(t).toISOString();
       }
       await withStore(cmd, async (store) => {
-        const out = process.stdout;
-        out.write(`${REPLIES_HEADER}\n`);
-        for (let afterId = 0; ; ) {
-          const page = await store.replies({ since, afterId, limit: PAGE });
-          if (page.length === 0) break;
-          let buf = '';
-          for (const r of page)
-            buf += `${r.receivedAt},${csvCell(r.from)},${csvCell(r.to)},${csvCell(r.text)},${r.optOut}\n`;
-          if (!out.write(buf)) await once(out, 'drain');
-          afterId = page.at(-1)!.id;
-        }
+        if (opts.file !== undefined) await writeFileReplies(store, opts.file, since);
+        else await writeReplies(store, since);
       });
       setExit(0);
     });
+}
+
+function replyLine(r: ReplyRecord): string {
+  return `${r.receivedAt},${csvCell(r.from)},${csvCell(r.to)},${csvCell(r.text)},${r.optOut}`;
+}
+
+async function writeReplies(store: Store, since: string | undefined): Promise<void> {
+  const out = process.stdout;
+  out.write(`${REPLIES_HEADER}\n`);
+  for (let afterId = 0; ; ) {
+    const page = await store.replies({ since, afterId, limit: PAGE });
+    if (page.length === 0) break;
+    let buf = '';
+    for (const r of page) buf += `${replyLine(r)}\n`;
+    if (!out.write(buf)) await once(out, 'drain');
+    afterId = page.at(-1)!.id;
+  }
+}
+
+/** A campaign's replies: as many as its recipients sent, read at once. */
+async function writeFileReplies(store: Store, fileId: string, since: string | undefined): Promise<void> {
+  if (!(await store.getFile(fileId))) throw new DroplineError('DROPLINE_ERR_UNKNOWN_FILE', fileId);
+  const out = process.stdout;
+  let buf = `${FILE_REPLIES_HEADER}\n`;
+  for (const r of await store.fileReplies(fileId))
+    if (since === undefined || r.receivedAt >= since) buf += `${replyLine(r)},${r.line}\n`;
+  if (!out.write(buf)) await once(out, 'drain');
 }
