@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pipeline as streamPipeline } from 'node:stream/promises';
 import type { Config } from '../config/schema.ts';
-import { redactText } from '../core/redact.ts';
+import { maskNumber, redactText } from '../core/redact.ts';
 import { DroplineError, hintOf } from '../errors.ts';
 import { sourceValidateOptions, toJson, validateFile } from '../format/validate.ts';
 import type { Logger } from '../log.ts';
@@ -152,7 +152,38 @@ export async function fileActivity(store: Store, fileId: string): Promise<Answer
       deliveries,
       errors,
       actions: allowedActions(manifest),
+      replies: await repliesOf(store, manifest),
     },
+  };
+}
+
+/** Replies the campaign page lists, newest first. */
+const REPLIES_SHOWN = 50;
+
+/**
+ * A file sent from a short code (its manifest counts `replied`): its replies and reply rate
+ * (recipients who replied of those submitted), and the latest replies with their numbers
+ * masked (docs/dashboard.md "Replies"); null for other files.
+ */
+async function repliesOf(store: Store, manifest: Manifest): Promise<unknown> {
+  const replied = manifest.counts.replied;
+  if (replied === undefined) return null;
+  const [counts, latest] = await Promise.all([
+    store.replyCounts(manifest.fileId),
+    store.fileReplies(manifest.fileId, { latest: REPLIES_SHOWN }),
+  ]);
+  const submitted = manifest.counts.submitted;
+  return {
+    replies: counts.replies,
+    replied: counts.replied,
+    rate: submitted > 0 ? counts.replied / submitted : null,
+    latest: latest.reverse().map((r) => ({
+      receivedAt: r.receivedAt,
+      from: maskNumber(r.from),
+      text: redactText(r.text),
+      line: r.line,
+      optOut: r.optOut,
+    })),
   };
 }
 

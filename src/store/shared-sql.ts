@@ -125,12 +125,15 @@ export function recordReplySql(p: Param): string {
   RETURNING id, from_number, received_at, opt_out, file_id`;
 }
 
-/** Every reply joined to file :file_id, in the order received, with its recipient's line and k. */
+/**
+ * The replies joined to file :file_id, newest first, with their recipient's line and k;
+ * :limit of them (SQLite: -1, PostgreSQL: NULL for all).
+ */
 export function fileRepliesSql(p: Param): string {
   return `SELECT y.id, y.received_at, y.from_number, y.to_number, y.text, y.opt_out, y.message_id, y.file_id,
     r.line, r.k
   FROM replies y JOIN recipients r ON r.id = y.recipient
-  WHERE y.file_id = ${p('file_id', 'text')} ORDER BY y.id`;
+  WHERE y.file_id = ${p('file_id', 'text')} ORDER BY y.id DESC LIMIT ${p('limit', 'bigint')}`;
 }
 
 /** A file's replies and the recipients who replied. */

@@ -255,8 +255,8 @@ export interface Store {
   recordReply(reply: NewReply): Promise<KeptReply | null>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */
   replies(options: { since?: string | undefined; afterId?: number; limit: number }): Promise<ReplyRecord[]>;
-  /** Every reply joined to the file, in the order received (docs/replies.md). */
-  fileReplies(fileId: string): Promise<FileReply[]>;
+  /** The replies joined to the file, in the order received: every one, or its `latest` (docs/replies.md). */
+  fileReplies(fileId: string, options?: { latest?: number }): Promise<FileReply[]>;
   /** How many replies the file has, and how many of its recipients replied. */
   replyCounts(fileId: string): Promise<ReplyCounts>;
 

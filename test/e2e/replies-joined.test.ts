@@ -92,6 +92,23 @@ describe('a campaign sent from a short code', () => {
 
     const m = await h.waitForFile(fileId, 'completed');
     expect(m.counts.replied).toBe(2);
+    // The dashboard's campaign page: the reply rate and the latest replies, numbers masked.
+    const activity = (await h.opsGet(`/api/files/${fileId}/activity`)).body as {
+      replies: {
+        replies: number;
+        replied: number;
+        rate: number;
+        latest: { from: string; text: string; line: number }[];
+      };
+    };
+    expect(activity.replies).toMatchObject({ replies: 3, replied: 2, rate: 2 / 6 });
+    expect(activity.replies.latest.map((r) => [r.text, r.line])).toEqual([
+      ['gracias', 1],
+      ['No puedo, ¿el jueves?', 4],
+      ['SI', 1],
+    ]);
+    expect(activity.replies.latest[1]!.from).toBe(`57${numbers[3]!.slice(0, 3)}****${numbers[3]!.slice(-3)}`);
+    expect(JSON.stringify(activity)).not.toContain(numbers[3]!);
     // Logs mask the numbers that replied.
     expect(h.daemonOutput).not.toContain(numbers[3]!);
   });

@@ -1,7 +1,8 @@
-// The sections of a campaign's page below its chart: errors by code, chunks, cost, downloads.
+// The sections of a campaign's page below its chart: errors by code, chunks, cost, replies,
+// downloads.
 
 import { h, table } from './dom.js';
-import { codeText, num, t, when } from './i18n.js';
+import { codeText, language, num, t, when } from './i18n.js';
 
 export function renderErrors(el, errors) {
   if (errors.length === 0) {
@@ -93,6 +94,50 @@ export function renderDownloads(el, m) {
         },
         kind,
       ),
+    ),
+  );
+}
+
+/**
+ * A campaign sent from a short code: its reply rate and latest replies, numbers masked by the
+ * server (docs/dashboard.md "Replies"). Other campaigns have no such section.
+ */
+export function renderReplies(section, el, replies, submitted) {
+  section.hidden = replies === null;
+  if (replies === null) return;
+  if (replies.replies === 0) {
+    el.replaceChildren(h('p', { class: 'muted' }, t('replies.none')));
+    return;
+  }
+  const rate =
+    replies.rate === null
+      ? '—'
+      : new Intl.NumberFormat(language() === 'es' ? 'es-CO' : 'en-US', {
+          style: 'percent',
+          maximumFractionDigits: 1,
+        }).format(replies.rate);
+  const latest = replies.latest;
+  el.replaceChildren(
+    h(
+      'p',
+      { 'data-reply-rate': replies.rate ?? '' },
+      t('replies.rate', {
+        rate,
+        replied: num(replies.replied),
+        submitted: num(submitted),
+        replies: num(replies.replies),
+      }),
+    ),
+    h('p', { class: 'muted' }, t('replies.latest', { n: num(latest.length) })),
+    table(
+      [t('col.received'), t('col.from'), t('col.line'), t('col.reply'), t('col.optOut')],
+      latest.map((r) => [
+        when(r.receivedAt),
+        h('code', {}, r.from),
+        num(r.line),
+        r.text,
+        r.optOut ? '✓' : '',
+      ]),
     ),
   );
 }

@@ -4,7 +4,7 @@
 import { api, poll, Unauthorized, unauthorized } from './api.js';
 import { renderChart } from './chart.js';
 import { h } from './dom.js';
-import { renderChunks, renderCost, renderDownloads, renderErrors } from './file-sections.js';
+import { renderChunks, renderCost, renderDownloads, renderErrors, renderReplies } from './file-sections.js';
 import { num, t, when } from './i18n.js';
 import { confirmed, notice } from './notice.js';
 import { badge, FINAL, numbers, progressBar, Rates, recipientsRead } from './progress.js';
@@ -21,9 +21,13 @@ export function fileView(view, fileId, meta) {
   const errors = h('div', { id: 'errors' });
   const chunks = h('div', { id: 'chunks' });
   const cost = h('div', { id: 'cost' });
+  const replies = h('div', { id: 'replies' });
   const timeline = h('ol', { class: 'timeline', id: 'timeline' });
   const downloads = h('div', { class: 'downloads', id: 'downloads' });
   const section = (title, ...body) => h('section', {}, h('h2', {}, title), ...body);
+  // Shown for a campaign sent from a short code only (renderReplies).
+  const repliesSection = section(t('file.replies'), replies);
+  repliesSection.hidden = true;
   view.append(
     h('a', { href: '#/', class: 'back' }, t('file.back')),
     head,
@@ -36,6 +40,7 @@ export function fileView(view, fileId, meta) {
       section(t('file.errors'), errors),
       section(t('file.chunks'), chunks),
       section(t('file.cost'), cost),
+      repliesSection,
       section(t('file.timeline'), timeline),
       section(t('file.downloads'), downloads),
     ),
@@ -79,6 +84,7 @@ export function fileView(view, fileId, meta) {
     );
     renderDownloads(downloads, manifest);
     renderCost(cost, manifest.cost);
+    renderReplies(repliesSection, replies, activity.replies ?? null, manifest.counts.submitted);
   };
   const resize = () => chart?.setSize({ width: chartBox.clientWidth, height: 220 });
   window.addEventListener('resize', resize);

@@ -72,9 +72,16 @@ export async function replies(
   return rows.map(toReply);
 }
 
-export async function fileReplies(db: PgDb, fileId: string): Promise<FileReply[]> {
-  const rows = await db.rows(`reading the replies of ${fileId}`, S.FILE_REPLIES, { file_id: fileId });
-  return rows.map(toFileReply);
+export async function fileReplies(
+  db: PgDb,
+  fileId: string,
+  options: { latest?: number } = {},
+): Promise<FileReply[]> {
+  const rows = await db.rows(`reading the replies of ${fileId}`, S.FILE_REPLIES, {
+    file_id: fileId,
+    limit: options.latest ?? null,
+  });
+  return rows.map(toFileReply).reverse();
 }
 
 export async function replyCounts(db: PgDb, fileId: string): Promise<ReplyCounts> {

@@ -79,8 +79,13 @@ export async function replies(
     .map(toReply);
 }
 
-export async function fileReplies(db: SqliteDb, fileId: string): Promise<FileReply[]> {
-  return db.stmt(S.FILE_REPLIES).all({ file_id: fileId }).map(toFileReply);
+export async function fileReplies(
+  db: SqliteDb,
+  fileId: string,
+  options: { latest?: number } = {},
+): Promise<FileReply[]> {
+  const rows = db.stmt(S.FILE_REPLIES).all({ file_id: fileId, limit: options.latest ?? -1 });
+  return rows.map(toFileReply).reverse();
 }
 
 export async function replyCounts(db: SqliteDb, fileId: string): Promise<ReplyCounts> {
