@@ -140,3 +140,14 @@ export function fileRepliesSql(p: Param): string {
 export function replyCountsSql(p: Param): string {
   return `SELECT count(*) AS replies, count(DISTINCT recipient) AS replied FROM replies WHERE file_id = ${p('file_id', 'text')}`;
 }
+
+/**
+ * Retention: at most :max_rows reply targets of recipients with ids in [:lo, :hi] (a file's
+ * range) deleted, by the reply_targets_recipient index; its replies stay, unjoined from rows
+ * that are gone.
+ */
+export function pruneReplyTargetsSql(p: Param): string {
+  return `DELETE FROM reply_targets WHERE (short_code, number, sent_at, recipient) IN (
+    SELECT short_code, number, sent_at, recipient FROM reply_targets
+    WHERE recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')} LIMIT ${p('max_rows', 'int')})`;
+}

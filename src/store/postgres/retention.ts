@@ -43,7 +43,8 @@ export async function prune(
           for (const r of rows) if (r.transaction_number != null) tns.push(str(r.transaction_number));
         }
         const [left] = await db.rows(what, S.ID_BOUNDS, range, c);
-        return { deleted, tns, left: left?.first != null };
+        const targets = await db.count(what, S.PRUNE_REPLY_TARGETS, { ...range, max_rows: maxRows }, c);
+        return { deleted, tns, left: left?.first != null || targets >= maxRows };
       },
       finishFile: async (f) => {
         const tns = (await db.rows(what, S.CHUNK_TNS, { file_id: f.fileId }, c)).map((r) =>

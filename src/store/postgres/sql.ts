@@ -14,6 +14,7 @@ import {
   leaseFree,
   messageIdSql,
   type Param,
+  pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
   recordReplySql,
@@ -1060,4 +1061,5 @@ export const REPLIES = statement(
 export const FILE_REPLIES = statement(fileRepliesSql(param));
 export const REPLY_COUNTS = statement(replyCountsSql(param));
 export const INSERT_REPLY_TARGETS = statement(insertReplyTargets(param, NOW));
+export const PRUNE_REPLY_TARGETS = statement(pruneReplyTargetsSql(param));
 export const SHORT_CODE = statement('SELECT short_code FROM files WHERE file_id = :file_id');

@@ -30,7 +30,8 @@ export async function prune(
         const deleted = db.arrays(S.PRUNE_RECIPIENTS).all(lo, hi, maxRows) as unknown as SQLOutputValue[][];
         const tns: string[] = [];
         for (const [tn] of deleted) if (tn !== null && tn !== undefined) tns.push(str(tn));
-        return { deleted: deleted.length, tns, left: deleted.length >= maxRows };
+        const targets = changes(db.stmt(S.PRUNE_REPLY_TARGETS).run({ lo, hi, max_rows: maxRows }));
+        return { deleted: deleted.length, tns, left: deleted.length >= maxRows || targets >= maxRows };
       },
       finishFile: (f) => {
         const tns = db

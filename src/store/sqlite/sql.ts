@@ -12,6 +12,7 @@ import {
   leaseFree,
   messageIdSql,
   type Param,
+  pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
   recordReplySql,
@@ -372,6 +373,7 @@ export const RECORD_REPLY = recordReplySql(param);
 export const FILE_REPLIES = fileRepliesSql(param);
 export const REPLY_COUNTS = replyCountsSql(param);
 export const INSERT_REPLY_TARGETS = insertReplyTargets(param, ':now');
+export const PRUNE_REPLY_TARGETS = pruneReplyTargetsSql(param);
 // The whole row: a store at an older schema (its migration tests) has no short_code column.
 export const SHORT_CODE = 'SELECT * FROM files WHERE file_id = ?';
 

@@ -2,6 +2,7 @@
 // from N to short code S is joined, in its own transaction, to the latest recipient sent to N
 // from S within the window; otherwise it stays unjoined. Its file lists it and counts it.
 import { beforeEach, expect, it } from 'vitest';
+import { pruneOld } from '../../../src/store/retention.ts';
 import type { Store } from '../../../src/store/store.ts';
 import type { ContractContext } from './helpers.ts';
 
@@ -93,6 +94,16 @@ export function repliesJoined(t: ContractContext): void {
       parts: [{ messageIds: [], wholeChunk: true, outcome: 'rejected', code: '400', detail: 'bad' }],
     });
     await store.recordReply(reply('573000000001', '890123', 'SI', 1000));
+    expect((await store.replies({ limit: 10 }))[0]?.fileId).toBeNull();
+  });
+
+  it('retention removes the reply targets of a pruned file, a few at a time', async () => {
+    await sentFrom('old', '890123', 8);
+    await store.transition('old', 'completed');
+    t.h.clock.advance(1000);
+    const totals = await pruneOld(store, { retentionDays: 0, now: new Date(t.at(2000)), maxRows: 3 });
+    expect(totals).toMatchObject({ files: 1, recipients: 8 });
+    await store.recordReply(reply('573000000001', '890123', 'SI', 3000));
     expect((await store.replies({ limit: 10 }))[0]?.fileId).toBeNull();
   });
 }
