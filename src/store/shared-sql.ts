@@ -142,12 +142,12 @@ export function replyCountsSql(p: Param): string {
 }
 
 /**
- * Retention: at most :max_rows reply targets of recipients with ids in [:lo, :hi] (a file's
- * range) deleted, by the reply_targets_recipient index; its replies stay, unjoined from rows
- * that are gone.
+ * Retention: the reply targets of recipients just pruned, found by their file's short code and
+ * their numbers (`numbers`: the backend's list of :numbers as a subquery) within the file's
+ * id range [:lo, :hi]: lookups of the primary key, no index of its own to keep at every send.
+ * The file's replies stay, unjoined from rows that are gone.
  */
-export function pruneReplyTargetsSql(p: Param): string {
-  return `DELETE FROM reply_targets WHERE (short_code, number, sent_at, recipient) IN (
-    SELECT short_code, number, sent_at, recipient FROM reply_targets
-    WHERE recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')} LIMIT ${p('max_rows', 'int')})`;
+export function pruneReplyTargetsSql(p: Param, numbers: string): string {
+  return `DELETE FROM reply_targets WHERE short_code = ${p('short_code', 'text')} AND number IN (${numbers})
+    AND recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')}`;
 }

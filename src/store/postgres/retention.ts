@@ -1,10 +1,12 @@
 // The PostgreSQL store's retention area: one prune step (the rule and the loop: ../retention.ts).
 
+import type pg from 'pg';
 import { num, type Row, str } from '../mapping.ts';
 import { idRange } from '../message-ids.ts';
 import { type PruneFile, pruneRule } from '../retention.ts';
 import { runAsync } from '../steps.ts';
 import type { PruneStep } from '../store.ts';
+import { textArray } from './arrays.ts';
 import type { PgDb } from './connection.ts';
 import { countsOn } from './reads.ts';
 import * as S from './sql.ts';
@@ -41,10 +43,10 @@ export async function prune(
           );
           deleted = rows.length;
           for (const r of rows) if (r.transaction_number != null) tns.push(str(r.transaction_number));
+          await pruneReplyTargets(db, c, f.fileId, range, rows);
         }
         const [left] = await db.rows(what, S.ID_BOUNDS, range, c);
-        const targets = await db.count(what, S.PRUNE_REPLY_TARGETS, { ...range, max_rows: maxRows }, c);
-        return { deleted, tns, left: left?.first != null || targets >= maxRows };
+        return { deleted, tns, left: left?.first != null };
       },
       finishFile: async (f) => {
         const tns = (await db.rows(what, S.CHUNK_TNS, { file_id: f.fileId }, c)).map((r) =>
@@ -59,4 +61,25 @@ export async function prune(
       pruneEvents: (f, tns) => db.count(what, S.PRUNE_EVENTS, { tns: [...tns], file_id: f.fileId }, c),
     });
   });
+}
+
+/** The reply targets of recipients just pruned (docs/replies.md "Retention"), when the file had a short code. */
+async function pruneReplyTargets(
+  db: PgDb,
+  c: pg.PoolClient,
+  fileId: string,
+  range: { lo: number; hi: number },
+  rows: readonly Row[],
+): Promise<void> {
+  const numbers = new Set<string>();
+  for (const r of rows) if (r.number != null) numbers.add(str(r.number));
+  if (numbers.size === 0) return;
+  const [file] = await db.rows('pruning', S.SHORT_CODE, { file_id: fileId }, c);
+  if (file?.short_code == null) return;
+  await db.count(
+    'pruning',
+    S.PRUNE_REPLY_TARGETS,
+    { short_code: str(file.short_code), numbers: textArray([...numbers]), ...range },
+    c,
+  );
 }

@@ -852,7 +852,7 @@ export const PRUNE_ORPHANS = statement(
 /** At most :max_rows of the file's rows, from its first one left (a window of ids: see ID_BOUNDS). */
 export const PRUNE_RECIPIENTS = statement(
   `DELETE FROM recipients WHERE id BETWEEN :from AND least(:from::bigint + :max_rows - 1, :hi)
-   RETURNING transaction_number`,
+   RETURNING transaction_number, number`,
 );
 export const CHUNK_TNS = statement(
   'SELECT transaction_number FROM chunks WHERE file_id = :file_id AND transaction_number IS NOT NULL',
@@ -1061,5 +1061,5 @@ export const REPLIES = statement(
 export const FILE_REPLIES = statement(fileRepliesSql(param));
 export const REPLY_COUNTS = statement(replyCountsSql(param));
 export const INSERT_REPLY_TARGETS = statement(insertReplyTargets(param, NOW));
-export const PRUNE_REPLY_TARGETS = statement(pruneReplyTargetsSql(param));
+export const PRUNE_REPLY_TARGETS = statement(pruneReplyTargetsSql(param, 'SELECT unnest(:numbers::text[])'));
 export const SHORT_CODE = statement('SELECT short_code FROM files WHERE file_id = :file_id');

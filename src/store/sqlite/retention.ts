@@ -29,9 +29,21 @@ export async function prune(
         const { lo, hi } = idRange(f.fileNo);
         const deleted = db.arrays(S.PRUNE_RECIPIENTS).all(lo, hi, maxRows) as unknown as SQLOutputValue[][];
         const tns: string[] = [];
-        for (const [tn] of deleted) if (tn !== null && tn !== undefined) tns.push(str(tn));
-        const targets = changes(db.stmt(S.PRUNE_REPLY_TARGETS).run({ lo, hi, max_rows: maxRows }));
-        return { deleted: deleted.length, tns, left: deleted.length >= maxRows || targets >= maxRows };
+        const numbers = new Set<string>();
+        for (const [tn, number] of deleted) {
+          if (tn !== null && tn !== undefined) tns.push(str(tn));
+          if (number !== null && number !== undefined) numbers.add(str(number));
+        }
+        // Their reply targets (docs/replies.md "Retention"), when the file had a short code.
+        const shortCode = db.stmt(S.SHORT_CODE).get(f.fileId)?.short_code;
+        if (typeof shortCode === 'string' && numbers.size > 0)
+          db.stmt(S.PRUNE_REPLY_TARGETS).run({
+            short_code: shortCode,
+            numbers: JSON.stringify([...numbers]),
+            lo,
+            hi,
+          });
+        return { deleted: deleted.length, tns, left: deleted.length >= maxRows };
       },
       finishFile: (f) => {
         const tns = db

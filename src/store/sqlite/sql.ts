@@ -118,7 +118,7 @@ export const PRUNE_ORPHANS = `DELETE FROM delivery_events WHERE (transaction_num
     SELECT transaction_number, to_number FROM delivery_events WHERE orphan = 1 AND recorded_at < ? LIMIT ?)`;
 /** At most ? of the file's rows (its id range), their transaction numbers returned. */
 export const PRUNE_RECIPIENTS = `DELETE FROM recipients WHERE id IN (SELECT id FROM recipients WHERE id BETWEEN ? AND ? LIMIT ?)
-  RETURNING transaction_number`;
+  RETURNING transaction_number, number`;
 export const CHUNK_TNS =
   'SELECT transaction_number FROM chunks WHERE file_id = ? AND transaction_number IS NOT NULL';
 export const CLEAR_CHUNKS = 'DELETE FROM chunks WHERE file_id = ?';
@@ -373,7 +373,7 @@ export const RECORD_REPLY = recordReplySql(param);
 export const FILE_REPLIES = fileRepliesSql(param);
 export const REPLY_COUNTS = replyCountsSql(param);
 export const INSERT_REPLY_TARGETS = insertReplyTargets(param, ':now');
-export const PRUNE_REPLY_TARGETS = pruneReplyTargetsSql(param);
+export const PRUNE_REPLY_TARGETS = pruneReplyTargetsSql(param, 'SELECT value FROM json_each(:numbers)');
 // The whole row: a store at an older schema (its migration tests) has no short_code column.
 export const SHORT_CODE = 'SELECT * FROM files WHERE file_id = ?';
 

@@ -15,8 +15,8 @@ CREATE TABLE reply_targets (
   recipient  bigint NOT NULL,
   PRIMARY KEY (short_code, number, sent_at, recipient)
 );
--- retention removes a pruned file's rows by their id range
-CREATE INDEX reply_targets_recipient ON reply_targets (recipient);
+-- No other index: retention finds a pruned recipient's targets by its short code and number
+-- (the primary key), so a send keeps one index, not two.
 
 -- A reply joined: the recipient row it answers and that row's file.
 ALTER TABLE replies ADD COLUMN recipient bigint;
