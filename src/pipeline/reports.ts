@@ -72,7 +72,11 @@ function manifestCounts({ chunksInflight, ...c }: FileCounts): Omit<FileCounts, 
   return { ...c, chunksPending: c.chunksPending + chunksInflight };
 }
 
-export function buildManifest(file: FileRecord, c: FileCounts, replied = 0): Manifest {
+/**
+ * `replied`: the file's recipients who replied, counted for a file sent from a short code by
+ * manifestOf; lists of manifests leave it out (one count a file is not worth a page).
+ */
+export function buildManifest(file: FileRecord, c: FileCounts, replied?: number): Manifest {
   return {
     fileId: file.fileId,
     source: file.source,
@@ -98,7 +102,7 @@ export function buildManifest(file: FileRecord, c: FileCounts, replied = 0): Man
       suppressed: file.counts.suppressed + c.optedOut,
       possibleDuplicates: file.possibleDuplicates,
       // Only a file with a short code can be replied to: other manifests stay as they were.
-      ...(file.shortCode === null ? {} : { replied }),
+      ...(file.shortCode === null || replied === undefined ? {} : { replied }),
     },
     rejection: file.rejection,
     timestamps: file.timestamps as Record<string, string>,
@@ -157,7 +161,7 @@ function maskNumbersIn(text: string): string {
 export async function manifestOf(store: Store, fileId: string): Promise<Manifest | null> {
   const file = await store.getFile(fileId);
   if (!file) return null;
-  const replied = file.shortCode === null ? 0 : (await store.replyCounts(fileId)).replied;
+  const replied = file.shortCode === null ? undefined : (await store.replyCounts(fileId)).replied;
   return buildManifest(file, await store.counts(fileId), replied);
 }
 

@@ -51,7 +51,9 @@ describe('a campaign sent from a short code', () => {
     );
     const done = await h.waitForState('citas.txt', 'completed');
     const { fileId } = done;
-    expect(done.counts).toMatchObject({ submitted: 6, replied: 0 });
+    // The file's own manifest counts its replies (a list of manifests leaves them out).
+    expect((await h.waitForFile(fileId, 'completed')).counts).toMatchObject({ submitted: 6, replied: 0 });
+    expect(done.counts.replied).toBeUndefined();
 
     await postReplies([
       { from: `57${numbers[0]}`, to: SHORT_CODE, text: 'SI' },
@@ -92,6 +94,9 @@ describe('a campaign sent from a short code', () => {
 
     const m = await h.waitForFile(fileId, 'completed');
     expect(m.counts.replied).toBe(2);
+    // The manifest beside report.csv was written again with it.
+    const written = JSON.parse(await h.readReport(done, 'manifest.json')) as typeof m;
+    expect(written.counts.replied).toBe(2);
     // The dashboard's campaign page: the reply rate and the latest replies, numbers masked.
     const activity = (await h.opsGet(`/api/files/${fileId}/activity`)).body as {
       replies: {
