@@ -125,6 +125,7 @@ export class SqliteStore implements Store {
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
   // accounts
   readonly keepSetting: Store['keepSetting'] = (...a) => accounts.keepSetting(this.db, ...a);
+  readonly settingsUnder: Store['settingsUnder'] = (...a) => accounts.settingsUnder(this.db, ...a);
   readonly sharedToken: Store['sharedToken'] = (...a) => accounts.sharedToken(this.db, ...a);
   readonly claimTokenRenewal: Store['claimTokenRenewal'] = (...a) =>
     accounts.claimTokenRenewal(this.db, ...a);
