@@ -22,7 +22,7 @@
 // - A full queue answers 503 at once rather than letting the service time out.
 // - Reports of POST /mtmessage (the account webhook: empty bulkId, the chunk in callbackData)
 //   are given their recipient's bulkId and messageId before the commit, one store read per
-//   chunk in the batch (chunkReports); a failed read fails the batch like a failed commit.
+//   chunk in the batch (channels/sms/reports.ts chunkReports); a failed read fails the batch like a failed commit.
 // - Never log the query string (the token) or a body; numbers are masked.
 // - The port is public, so sockets are a budget: at most `maxConnections` (default 512,
 //   twice what the sandbox opens at once). A connection that has not sent a request with the

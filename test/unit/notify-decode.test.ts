@@ -1,7 +1,8 @@
 // service-interface.md 2.6 bodies → DeliveryEvents: strict on the idempotency key and the
 // status, lenient on the rest (a 400 loses the report for good).
 import { describe, expect, it } from 'vitest';
-import { chunkOf, decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
+import { chunkOf } from '../../src/channels/sms/reports.ts';
+import { decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
 
 const AT = '2025-01-02T03:04:05.000Z';
 

@@ -8,6 +8,7 @@ import { type SendResult, ServiceClient } from '../../service/client.ts';
 import type { MtMessageVia, PlannedChunk } from '../../service/wire.ts';
 import type { ChunkDestination, ChunkResult, ChunkState, PartOutcome } from '../../store/store.ts';
 import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
+import { chunkCallback } from './reports.ts';
 
 /** The SMS host's accounts: sms and rcs (the same host and credentials). */
 type MtChannel = 'sms' | 'rcs';
@@ -42,7 +43,7 @@ export class MtAccount implements SendingAccount {
         channel: mt.channel === 'rcs' ? 'RCS' : 'SMS',
         flash: mt.flash === true,
         customMessageId: chunk.chunkId,
-        callbackData: { f: fileId, c: seq },
+        callbackData: chunkCallback(fileId, seq),
       };
       return { ...chunk, via };
     };
