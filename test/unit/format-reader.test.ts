@@ -1,4 +1,5 @@
-// FORMAT.md sections 1-4, 6, 7 and 9 as the streaming reader decides them, fed from memory.
+// The rules of docs/format.md as the streaming reader decides them, fed from memory (the number
+// rules alone: format-numbers.test.ts).
 // Every read goes through `read()`, which also feeds the same bytes in 1-byte and 7-byte
 // chunks and expects the very same items and summary: every test is a chunk-boundary test
 // too (CRLF, multi-byte UTF-8 and BOMs split across chunks).
@@ -1907,7 +1908,7 @@ describe('properties (fast-check)', () => {
   });
 });
 
-describe('email files (FORMAT.md 8.3)', () => {
+describe('email files (docs/format.md "Email files")', () => {
   const HTML = { html: '<p>Hola {{nombre}}, su factura de {{mes}}</p>' };
 
   it('a headed file: the address column, every other column a field, sent with the subject and the source html', async () => {

@@ -274,7 +274,7 @@ describe('readSuppressionList fast paths against normalizeNumber, line by line',
     }
   }
 
-  /** One line of a list: numbers of every form FORMAT.md 5 reads, and what is not one. */
+  /** One line of a list: numbers of every form docs/format.md "Numbers" reads, and what is not one. */
   function line(rand: () => number, earlier: readonly string[]): string {
     const r = rand();
     if (r < 0.08 && earlier.length > 0) return pick(rand, earlier); // a duplicate line

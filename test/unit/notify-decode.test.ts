@@ -1,5 +1,5 @@
-// service-interface.md 2.6 bodies → DeliveryEvents: strict on the idempotency key and the
-// status, lenient on the rest (a 400 loses the report for good).
+// Status notification bodies (docs/service.md "Status notifications") → DeliveryEvents: strict on
+// the idempotency key and the status, lenient on the rest (a 400 loses the report for good).
 import { describe, expect, it } from 'vitest';
 import { chunkOf } from '../../src/channels/sms/reports.ts';
 import { decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
