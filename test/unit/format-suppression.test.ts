@@ -23,7 +23,7 @@ async function listFrom(name: string, content: string | Buffer, rules = makeNumb
   return loadSuppressionList(path, rules);
 }
 
-describe('FORMAT 5 suppression list (SUPPRESSED): one number per line, same normalisation', () => {
+describe('suppression list (SUPPRESSED, docs/opt-outs.md "The file"): one number per line, same normalisation', () => {
   it('mixed formats, comments, blank lines, CRLF, a BOM and an invalid line', async () => {
     const content =
       '\ufeff# opt-outs exported 2026-11-01\r\n' +

@@ -12,9 +12,9 @@ const SCANNED = ['src', 'test', 'bench', 'scripts'];
 /** What the scan leaves out: this file, and the benches' output (not in the repository). */
 const SKIPPED = new Set(['test/unit/self-contained.test.ts', 'bench/out']);
 
-/** Documents outside the repository, by name, by path or by section number ("spec 2.4"). */
+/** Documents outside the repository, by name, by path or by section number ("spec 2.4", "FORMAT 5"). */
 const OUTSIDE =
-  /service-interface|FORMAT\.md|CONTRACT\.md|ARCHITECTURE\.md|DESIGN-NOTES|TOOLING\.md|\.\.\/shared(?![\w-])|\b[Ss]pec \d/;
+  /service-interface|FORMAT\.md|CONTRACT\.md|ARCHITECTURE\.md|DESIGN-NOTES|TOOLING\.md|\.\.\/shared(?![\w-])|\b[Ss]pec \d|\bFORMAT \d/;
 
 /** The files under `dir` (a path relative to the repository, with `/`), skipped ones left out. */
 function files(dir: string): string[] {
