@@ -27,7 +27,7 @@ function reason(body: unknown): string {
 }
 
 describe('decodeNotification', () => {
-  it('decodes a 2.6 body into one event, receivedAt passed in', () => {
+  it('decodes a status notification body into one event, receivedAt passed in', () => {
     const r = decodeNotification(Buffer.from(JSON.stringify({ results: [element()] })), AT);
     expect(r).toEqual({
       ok: true,
@@ -114,7 +114,7 @@ describe('decodeNotification', () => {
     });
   });
 
-  it('callbackData as an object (2.6: "the object converted to JSON text") becomes that text', () => {
+  it('callbackData as an object (docs/notify.md "Reports of POST /mtmessage": as JSON text) becomes that text', () => {
     const r = decode({ results: [element({ callbackData: { a: 1 } })] });
     expect(r.ok && r.events[0]?.callbackData).toBe('{"a":1}');
   });
