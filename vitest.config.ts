@@ -20,6 +20,7 @@ const ON_BOTH_STORES = [
   'test/e2e/email-attachments.test.ts',
   'test/e2e/mixed-day.test.ts',
   'test/e2e/rcs-send.test.ts',
+  'test/e2e/twoway-send.test.ts',
 ];
 
 export default defineConfig({
