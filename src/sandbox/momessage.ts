@@ -17,55 +17,6 @@ export const MOMESSAGE_PATH = '/momessage';
 /** The sandbox's `Status` values (the service does not show its own). */
 export const MO_STATUS = { ok: 0, badNumber: 1, notShortCode: 2, noText: 3 } as const;
 
-/** What the sandbox accepted, keyed by account, short code, number and text. */
-export interface MoLedgerEntry {
-  readonly account: string;
-  readonly shortCode: string;
-  readonly phoneNumber: string;
-  readonly text: string;
-  count: number;
-  /** The last acceptance's `Id`. */
-  id: string;
-}
-
-export class MoLedger {
-  readonly #entries = new Map<string, MoLedgerEntry>();
-  #accepted = 0;
-  #duplicates = 0;
-
-  record(entry: Omit<MoLedgerEntry, 'count'>): void {
-    this.#accepted++;
-    const key = JSON.stringify([entry.account, entry.shortCode, entry.phoneNumber, entry.text]);
-    const found = this.#entries.get(key);
-    if (found) {
-      if (found.count === 1) this.#duplicates++;
-      found.count++;
-      found.id = entry.id;
-      return;
-    }
-    this.#entries.set(key, { ...entry, count: 1 });
-  }
-
-  get accepted(): number {
-    return this.#accepted;
-  }
-
-  /** Messages accepted more than once (same account, short code, number and text). */
-  get duplicates(): number {
-    return this.#duplicates;
-  }
-
-  entries(): MoLedgerEntry[] {
-    return [...this.#entries.values()];
-  }
-
-  clear(): void {
-    this.#entries.clear();
-    this.#accepted = 0;
-    this.#duplicates = 0;
-  }
-}
-
 type Checked =
   | { readonly ok: true; readonly text: string; readonly phoneNumber: string; readonly shortCode: string }
   | { readonly ok: false; readonly status: 400; readonly reason: string }

@@ -8,7 +8,7 @@ import { Faults } from './faults.ts';
 import type { RequestRecord } from './http.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
-import { MoLedger } from './momessage.ts';
+import { MoLedger } from './mo-ledger.ts';
 import { Notifier } from './notifier.ts';
 import type { SandboxOptions } from './options.ts';
 import type { SmppServer } from './smpp.ts';

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
-import type { MoLedgerEntry } from '../../src/sandbox/momessage.ts';
+import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
 import type { SmppServerView } from '../../src/sandbox/smpp.ts';
 import { csvRecords, PipelineHarness } from '../helpers/pipeline-harness.ts';
 

@@ -10,7 +10,7 @@ import {
   type TwoWayClientOptions,
   type TwoWayMessage,
 } from '../../src/channels/twoway/client.ts';
-import type { MoLedgerEntry } from '../../src/sandbox/momessage.ts';
+import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
 import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { getJson, postJson } from './helpers.ts';
 
