@@ -103,8 +103,8 @@ async function expectContract(path: string, run: Run, json: ValidateJson): Promi
   // Email recipients have no SMS encoding, segments or country, WhatsApp recipients a country
   // but no encoding or segments (docs/format.md "Email files", "WhatsApp files", "RCS files").
   const channel = (json as { channel?: string }).channel ?? 'sms';
-  // RCS texts are read as SMS texts: their encodings are counted, one message a recipient.
-  const sms = channel === 'sms' || channel === 'rcs' ? json.valid : 0;
+  // RCS and two-way texts are read as SMS texts: their encodings are counted.
+  const sms = channel === 'sms' || channel === 'rcs' || channel === 'twoway' ? json.valid : 0;
   expect(json.encodings.gsm7 + json.encodings.ucs2).toBe(sms);
   expect(Object.values(json.countries).reduce((a, b) => a + b, 0)).toBe(channel === 'email' ? 0 : json.valid);
   if (sms === 0) expect(json.segments).toBe(0);
