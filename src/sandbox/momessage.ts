@@ -56,7 +56,10 @@ export function createMoMessageHandler(
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
     if (!check) return done(401, { message: 'a Bearer token is required' });
-    if (!check.ok) return done(401, { message: check.reason });
+    if (!check.ok) {
+      if (check.username !== undefined && check.why !== 'unknown') meter.refused(check.username, check.why);
+      return done(401, { message: check.reason });
+    }
     account = check.username;
     if (fired?.kind === 'revoke') {
       accounts.revoke(check.username);

@@ -206,3 +206,55 @@ it("an SMS source's shortCode goes with every massive message, and replies retur
   const view = (await (await fetch(`${h.sandbox.url}/_sandbox/replies`)).json()) as SmppServerView;
   expect(view.replies.map((r) => r.to)).toEqual([SHORT_CODE]);
 });
+
+it('an sms and a twoway account on the same credentials share one token: one login, nobody logged out', async () => {
+  h = await PipelineHarness.create({
+    sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: [SHORT_CODE] }] },
+    api: { chunkSize: 10 },
+    config: (sandbox) => ({
+      accounts: {
+        dosvias: {
+          channel: 'twoway',
+          baseUrl: sandbox.url,
+          username: 'demo',
+          password: 'demo',
+          shortCode: SHORT_CODE,
+        },
+      },
+      // Relative to the daemon's folder (the harness's).
+      sources: [
+        { name: 'masivo', type: 'local', path: './masivo', stableMs: 100, pollMs: 100 },
+        {
+          name: 'citas',
+          type: 'local',
+          path: './citas',
+          channel: 'twoway',
+          account: 'dosvias',
+          stableMs: 100,
+          pollMs: 100,
+        },
+      ],
+    }),
+  });
+  await h.start();
+  await writeFile(
+    join(h.dir, 'masivo', 'inbox', 'promo.txt'),
+    `${numbers(60)
+      .map((n) => `${n};Promo`)
+      .join('\n')}\n`,
+  );
+  await writeFile(
+    join(h.dir, 'citas', 'inbox', 'citas.txt'),
+    `${numbers(60)
+      .map((n) => `${n};Responde SI`)
+      .join('\n')}\n`,
+  );
+  const sms = await h.waitForState('promo.txt', ['submitted', 'completed']);
+  const twoway = await h.waitForState('citas.txt', 'completed');
+  expect(sms.counts.submitted).toBe(60);
+  expect(twoway.counts.accepted).toBe(60);
+  const logins = (await (await fetch(`${h.sandbox.url}/_sandbox/logins`)).json()) as {
+    accounts: Record<string, { password: number; refresh: number; replaced: number; expired: number }>;
+  };
+  expect(logins.accounts.demo).toEqual({ password: 1, refresh: 0, replaced: 0, expired: 0 });
+});
