@@ -1,4 +1,4 @@
-// The sandbox's POST /momessage (spec 2.5, 4): Bearer only, one message to one number from a
+// The sandbox's POST /momessage (docs/sandbox.md "POST /momessage"): Bearer only, one message to one number from a
 // short code of the account; `Message` OK with an Id, or ERROR with the sandbox's Status;
 // 400 for a broken body; recorded in its ledger and the request log with its short code; a
 // massive message's shortCode checked against the same short codes; a reply posted without
