@@ -150,7 +150,7 @@ export class Ingest {
     this.leases.fence(file.fileId);
     if (rows.rows.length > 0) await this.c.store.insertRecipients(file.fileId, rows.rows);
     if (!rows.summary) throw new Error('the reader ended without a summary');
-    await this.#conclude(file, source, cfg, rows.summary, planner);
+    await this.#conclude(file, source, cfg, { summary: rows.summary, bulkText: rows.bulkText }, planner);
   }
 
   /**
@@ -204,10 +204,11 @@ export class Ingest {
     file: FileRecord,
     source: Source,
     cfg: SourceConfig,
-    summary: ReadSummary,
+    read: { summary: ReadSummary; bulkText: string | null },
     planner: ChunkPlanner,
   ): Promise<void> {
-    const patch = patchOf(summary);
+    const { summary } = read;
+    const patch = { ...patchOf(summary), bulkText: read.bulkText };
     refuseOtherChannel(summary, cfg.channel);
     // What the file's account checks (or reads) before anything is planned: an email file's
     // template and shared attachments.
@@ -329,7 +330,12 @@ class RowBatch {
   idx = 0;
   summary: ReadSummary | null = null;
   readonly #planner: ChunkPlanner;
-  #bulkTextStored = false;
+  /**
+   * A bulk file's message (its first bulk recipient's text: k > 0 only in bulk files), kept on
+   * the file (FileRecord.bulkText), not on its rows.
+   */
+  bulkText: string | null = null;
+  #bulkTextSeen = false;
 
   constructor(planner: ChunkPlanner) {
     this.#planner = planner;
@@ -338,9 +344,10 @@ class RowBatch {
   add(item: ReadBatch[number]): void {
     switch (item.kind) {
       case 'recipient': {
-        // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-        const text = item.k === 0 ? item.text : this.#bulkTextStored ? null : item.text;
-        if (item.k > 0) this.#bulkTextStored = true;
+        if (item.k > 0 && !this.#bulkTextSeen) {
+          this.bulkText = item.text;
+          this.#bulkTextSeen = true;
+        }
         this.rows.push({
           idx: ++this.idx,
           line: item.line,
@@ -349,7 +356,7 @@ class RowBatch {
           value: null,
           messageId: item.messageId,
           generatedMessageId: item.messageId === null,
-          text,
+          text: item.k === 0 ? item.text : null,
           chunkSeq: this.#planner.place(item.number),
           outcome: 'pending',
           code: null,

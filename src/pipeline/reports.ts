@@ -204,13 +204,13 @@ export async function* reportCsv(
     return;
   }
   yield `${REPORT_HEADER},text\n`;
-  const bulk = (await store.getFile(fileId))?.layout === 'bulk';
-  // A bulk file's one message is kept on its first valid recipient, which comes first.
-  let message: string | null = null;
+  const file = await store.getFile(fileId);
+  const bulk = file?.layout === 'bulk';
+  // A bulk file's one message is kept on the file, not on its rows.
+  const message = bulk ? file.bulkText : null;
   for await (const page of store.recipientPages(fileId)) {
     let buf = '';
     for (const r of page) {
-      if (bulk && r.text !== null) message ??= r.text;
       const text = r.chunkSeq === null ? null : bulk ? message : r.text;
       buf += `${reportLine(r)},${csvCell(text)}\n`;
     }

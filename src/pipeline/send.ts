@@ -41,32 +41,6 @@ export class Sender {
     return file.priority ?? this.c.sourceConfig(file.source).priority;
   }
 
-  bulkTexts = new Map<string, string>();
-
-  private async bulkText(fileId: string): Promise<string | null> {
-    const cached = this.bulkTexts.get(fileId);
-    if (cached !== undefined) return cached;
-    // The text is kept on the file's first valid recipient, the first of chunk 1.
-    const first = (await this.c.store.chunkRecipients(fileId, 1)).find((r) => r.text !== null);
-    if (first?.text != null) {
-      this.bulkTexts.set(fileId, first.text);
-      return first.text;
-    }
-    for await (const r of this.c.store.recipients(fileId, [
-      'pending',
-      'sent',
-      'rejected',
-      'failed',
-      'in_doubt',
-    ])) {
-      if (r.text !== null) {
-        this.bulkTexts.set(fileId, r.text);
-        return r.text;
-      }
-    }
-    return null;
-  }
-
   /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
   async send(file: FileRecord): Promise<FileRecord> {
     const fileId = file.fileId;
@@ -80,7 +54,8 @@ export class Sender {
     const holding = this.holdBackOptions(file);
     await this.outputs.dropStaleReport(file);
     const pending = await this.c.store.listChunks(fileId, ['pending']);
-    const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
+    // A bulk file's message is kept on the file (docs/architecture.md "Stores: the same areas on each backend").
+    const bulkText = file.layout === 'bulk' ? file.bulkText : null;
     // The file goes out with its source's account, as its channel sends (src/channels).
     const account = this.c.accountOf(file.source);
     // The read refused a file of another channel than its source's (refuseOtherChannel), and

@@ -88,6 +88,7 @@ export function toFile(r: Row): FileRecord {
     scheduledUntil: strOrNull(r.scheduled_until),
     cost: json<FileRecord['cost']>(r.cost ?? null),
     content: json<FileRecord['content']>(r.content ?? null),
+    bulkText: strOrNull(r.bulk_text),
     detail: json<FileRecord['detail']>(r.detail ?? null),
     leaseOwner: strOrNull(r.lease_owner),
     leaseUntil: strOrNull(r.lease_until),
@@ -306,6 +307,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     cost: p.cost ? JSON.stringify(p.cost) : null,
     set_content: flag(p.content),
     content: p.content ? JSON.stringify(p.content) : null,
+    set_bulk_text: flag(p.bulkText),
+    bulk_text: p.bulkText ?? null,
     set_detail: flag(p.detail),
     detail: p.detail ? JSON.stringify(p.detail) : null,
   };

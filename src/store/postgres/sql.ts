@@ -243,6 +243,7 @@ export const PATCH_FILE = statement(
   scheduled_until = CASE WHEN :set_scheduled_until::boolean THEN :scheduled_until::timestamptz ELSE scheduled_until END,
   cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
   content = CASE WHEN :set_content::boolean THEN :content::jsonb ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text::boolean THEN :bulk_text::text ELSE bulk_text END,
   detail = CASE WHEN :set_detail::boolean THEN :detail::jsonb ELSE detail END,
   updated_at = ${NOW}
 WHERE file_id = :file_id

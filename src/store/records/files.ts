@@ -98,6 +98,12 @@ export interface FileRecord {
    * read; null for sms, and until read.
    */
   content: FileContent | null;
+  /**
+   * What every recipient of a bulk file is sent (docs/format.md "Bulk layout: one message, many
+   * numbers"; a WhatsApp file's: its template parameters as a JSON array), from its read; null
+   * for a personalized file, and until read. Its recipient rows carry no text.
+   */
+  bulkText: string | null;
   /** What a sending file waits on, as a code and its parameters (issue 32); null: nothing. */
   detail: StateDetail | null;
   leaseOwner: string | null;
@@ -233,5 +239,6 @@ export interface FilePatch {
   scheduledUntil?: string | null;
   cost?: FileCost | null;
   content?: FileContent | null;
+  bulkText?: string | null;
   detail?: StateDetail | null;
 }

@@ -69,6 +69,7 @@ UPDATE files SET
   scheduled_until = CASE WHEN :set_scheduled_until THEN :scheduled_until ELSE scheduled_until END,
   cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
   content = CASE WHEN :set_content THEN :content ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text THEN :bulk_text ELSE bulk_text END,
   detail = CASE WHEN :set_detail THEN :detail ELSE detail END,
   updated_at = :now
 WHERE file_id = :file_id
