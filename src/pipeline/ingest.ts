@@ -5,7 +5,7 @@ import pLimit from 'p-limit';
 import type { Prepared } from '../channels/channel.ts';
 import { channelOf } from '../channels/index.ts';
 import type { SourceConfig } from '../config/schema.ts';
-import type { FileReasonCode } from '../errors.ts';
+import { type FileReasonCode, rejectionReason, type TextParams } from '../errors.ts';
 import type { Sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadBatch, type ReadSummary, readDropFile, refuseOtherChannel } from '../format/reader.ts';
@@ -31,10 +31,14 @@ const SNIFFS_KEPT = 2000;
 /** Files read at once by one worker (each holds its duplicate index and read buffers). */
 const READS_AT_ONCE = 2;
 
-export function tooLarge(maxBytes: number, bytes: number): { reason: 'FILE_TOO_LARGE'; message: string } {
+export function tooLarge(
+  maxBytes: number,
+  bytes: number,
+): { reason: 'FILE_TOO_LARGE'; message: string; params: TextParams } {
   return {
     reason: 'FILE_TOO_LARGE',
     message: `the file is larger than ${maxBytes} bytes (maxFileBytes): ${bytes} bytes or more`,
+    params: { max: maxBytes, bytes },
   };
 }
 
@@ -137,8 +141,7 @@ export class Ingest {
       Math.min(this.c.accountOf(file.source).chunkRecipients, this.c.config.api.chunkSize),
     );
     if (file.bytes > cfg.maxFileBytes) {
-      const { reason, message } = tooLarge(cfg.maxFileBytes, file.bytes);
-      await this.refuse(file, source, { reason, message });
+      await this.refuse(file, source, tooLarge(cfg.maxFileBytes, file.bytes));
       return;
     }
     const rows = new RowBatch(planner);
@@ -215,14 +218,12 @@ export class Ingest {
     const prepared = await this.#prepare(file, source, summary, patch.content);
     patch.content = prepared.content;
     if (!summary.accepted || prepared.refusal) {
-      const rejection = prepared.refusal ?? {
-        code: summary.rejection!.code,
-        message: summary.rejection!.message,
-      };
+      const { code, message, params } = prepared.refusal ?? summary.rejection!;
+      const rejection = { code, message };
       const rejected = await this.c.transition(file.fileId, 'rejected', ['validating'], {
         ...patch,
         rejection,
-        reason: rejection.message,
+        ...rejectionReason({ ...rejection, params: params ?? {} }),
       });
       if (rejected) await this.outputs.finishFailed(rejected, source);
       return;
@@ -279,7 +280,7 @@ export class Ingest {
   private async refuse(
     file: FileRecord,
     source: Source,
-    refusal: { reason: FileReasonCode; message: string },
+    refusal: { reason: FileReasonCode; message: string; params?: TextParams },
   ): Promise<void> {
     this.leases.fence(file.fileId);
     await this.c.store.clearRecipients(file.fileId);
@@ -290,7 +291,7 @@ export class Ingest {
     );
     const rejected = await this.c.transition(file.fileId, 'rejected', ['validating'], {
       rejection,
-      reason: rejection.message,
+      ...rejectionReason({ ...rejection, params: refusal.params ?? {} }),
       // The records-read progress of a read it ended: none of those rows is kept.
       counts: { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0, segments: 0 },
     });

@@ -1,6 +1,6 @@
 // What users read: the manifest (docs/contract.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
-import { hintOf } from '../errors.ts';
+import { type CodedText, hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
 import type { FileCost, FileCounts, FileRecord, ReportRow, StateDetail, Store } from '../store/store.ts';
@@ -21,6 +21,11 @@ export interface Manifest {
   priority: Priority | null;
   state: string;
   reason: string | null;
+  /**
+   * The reason as its code and parameters (docs/dashboard.md "Codes and languages"); null
+   * without a reason, or for one written before the store kept codes.
+   */
+  reasonCode: CodedText | null;
   forced: boolean;
   /** The store's counts, in-flight chunks counted as pending, plus possibleDuplicates. */
   counts: Omit<FileCounts, 'chunksInflight'> & { possibleDuplicates: number };
@@ -77,6 +82,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     priority: file.priority,
     state: file.state,
     reason: file.reason,
+    reasonCode: file.reasonCode,
     forced: file.forced,
     counts: {
       ...manifestCounts(c),

@@ -1,7 +1,7 @@
 // The pipeline's send stage (docs/architecture.md "The pipeline"): a file's chunks sent with
 // its source's account, fairly among the files sending at once, until none is pending.
 import type { ChunkSender } from '../channels/channel.ts';
-import { DroplineError } from '../errors.ts';
+import { DroplineError, stateReason } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import type { Flow } from '../service/dispatch.ts';
 import type {
@@ -103,8 +103,8 @@ export class Sender {
     if (open.some((c) => c.state === 'pending' || c.state === 'inflight')) return after;
     if (open.length > 0) {
       const failed = open.filter((c) => c.state === 'failed').length;
-      const reason = `${failed} chunk(s) failed, ${open.length - failed} in doubt: dropline retry ${fileId} resends them`;
-      const partial = await this.progress.finish(fileId, 'partial', ['sending'], { reason });
+      const reason = stateReason('PARTIAL', { failed, inDoubt: open.length - failed }, fileId);
+      const partial = await this.progress.finish(fileId, 'partial', ['sending'], reason);
       return partial ?? after;
     }
     return this.progress.submitted(fileId, ['sending']);
@@ -276,7 +276,12 @@ class FileSend {
         this.stop = true;
         await results.last();
         try {
-          await c.transition(fileId, 'paused', ['sending'], { reason: refused });
+          await c.transition(
+            fileId,
+            'paused',
+            ['sending'],
+            stateReason('ACCOUNT_REFUSED', { text: refused }),
+          );
         } catch (err) {
           if (err instanceof LeaseLost) return;
           throw err;

@@ -45,36 +45,64 @@ function stopsAfterFirst(client: ServiceClient, stop: { now: () => void }): Serv
   });
 }
 
+/** The triggers of file_events as they were before reasons had codes (SQLite 0011, PostgreSQL 0004). */
+const OLD_EVENT_TRIGGERS = {
+  sqlite: `DROP TRIGGER files_event_recorded;
+    CREATE TRIGGER files_event_recorded AFTER INSERT ON files
+    BEGIN
+      INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state, NEW.reason);
+    END;
+    DROP TRIGGER files_event_moved;
+    CREATE TRIGGER files_event_moved AFTER UPDATE OF state ON files WHEN NEW.state IS NOT OLD.state
+    BEGIN
+      INSERT INTO file_events (file_id, at, state, reason)
+      VALUES (NEW.file_id, NEW.updated_at, NEW.state, CASE WHEN NEW.reason IS NOT OLD.reason THEN NEW.reason END);
+    END;`,
+  postgres: `CREATE OR REPLACE FUNCTION files_recorded_events() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO file_events (file_id, at, state, reason)
+      SELECT file_id, updated_at, state, reason FROM new_files ORDER BY file_no;
+      RETURN NULL;
+    END $$;
+    CREATE OR REPLACE FUNCTION files_moved_event() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO file_events (file_id, at, state, reason) VALUES (NEW.file_id, NEW.updated_at, NEW.state,
+        CASE WHEN NEW.reason IS DISTINCT FROM OLD.reason THEN NEW.reason END);
+      RETURN NULL;
+    END $$;`,
+};
+
 /**
- * The store as it was before the bulk message moved to the file: the file's first valid
- * recipient carries the text, files have no bulk_text, and the migration is not recorded.
+ * The store as the version before this one left it (the migration that added files.bulk_text
+ * undone): the message on the file's first valid recipient, no bulk_text, no reason codes.
  */
 async function backToOldShape(workers: Workers, fileId: string, message: string): Promise<void> {
   const quoted = `'${message.replaceAll("'", "''")}'`;
   const range = `(SELECT file_no FROM files WHERE file_id = '${fileId}') * 4294967296`;
   const firstRow = `(SELECT min(id) FROM recipients WHERE id BETWEEN ${range} AND ${range} + 4294967295 AND chunk_seq IS NOT NULL)`;
+  const added = (sql: string) => sql.includes('ADD COLUMN bulk_text');
+  const undo = (version: number) => `UPDATE recipients SET text = ${quoted} WHERE id = ${firstRow};
+    ${OLD_EVENT_TRIGGERS[TEST_STORE]}
+    ALTER TABLE files DROP COLUMN bulk_text;
+    ALTER TABLE files DROP COLUMN reason_code;
+    ALTER TABLE files DROP COLUMN reason_params;
+    ALTER TABLE file_events DROP COLUMN reason_code;
+    ALTER TABLE file_events DROP COLUMN reason_params;
+    DELETE FROM schema_migrations WHERE version = ${version};`;
   if (TEST_STORE === 'sqlite') {
-    const version = sqliteMigrations().find((m) => m.sql.includes('ADD COLUMN bulk_text'))!.version;
     const db = new DatabaseSync(workers.dbPath, { timeout: 10_000 });
     try {
-      db.exec(`BEGIN IMMEDIATE;
-        UPDATE recipients SET text = ${quoted} WHERE id = ${firstRow};
-        ALTER TABLE files DROP COLUMN bulk_text;
-        DELETE FROM schema_migrations WHERE version = ${version};
-        COMMIT;`);
+      db.exec(`BEGIN IMMEDIATE; ${undo(sqliteMigrations().find((m) => added(m.sql))!.version)} COMMIT;`);
     } finally {
       db.close();
     }
     return;
   }
-  const version = loadPostgresMigrations().find((m) => m.sql.includes('ADD COLUMN bulk_text'))!.version;
   const schema = new URL(workers.storeUrl).searchParams.get('schema')!;
   await admin(
     sharedPostgresUrl(),
     `BEGIN; SET LOCAL search_path TO ${schema};
-     UPDATE recipients SET text = ${quoted} WHERE id = ${firstRow};
-     ALTER TABLE files DROP COLUMN bulk_text;
-     DELETE FROM schema_migrations WHERE version = ${version};
+     ${undo(loadPostgresMigrations().find((m) => added(m.sql))!.version)}
      COMMIT;`,
   );
 }

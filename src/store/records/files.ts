@@ -2,7 +2,7 @@
 // registering, claiming and patching it take (docs/contract.md "File states (the manifest's
 // `state`)").
 
-import type { STATE_DETAILS } from '../../errors.ts';
+import type { CodedText, STATE_DETAILS, TextParams } from '../../errors.ts';
 import type { Priority } from '../../format/directives.ts';
 
 export type FileState =
@@ -73,6 +73,12 @@ export interface FileRecord {
   rejection: { code: string; message: string } | null;
   /** Why the file is paused, partial or cancelled (shown by `status`). */
   reason: string | null;
+  /**
+   * The same reason as its code and parameters, for a page to word it in its language
+   * (docs/dashboard.md "Codes and languages"); null when there is none, or when the reason
+   * was written without one (before the store kept codes).
+   */
+  reasonCode: CodedText | null;
   /** Sent with `send --force` despite DUPLICATE_FILE. */
   forced: boolean;
   /** Recipients resent after an in-doubt grace period: possible duplicates (api.inDoubt "resend"). */
@@ -192,8 +198,12 @@ export interface NewFile {
   forced?: boolean;
   /** Initial state; `validating` when the pipeline claims a ready file. */
   state: FileState;
-  /** A file recorded `rejected`: why, written with it (never a rejected file without its code). */
-  rejection?: { code: string; message: string } | undefined;
+  /**
+   * A file recorded `rejected`: why, written with it (never a rejected file without its code);
+   * `params` what its message says beyond its code: given, the code and them are its reason's
+   * (FileRecord.reasonCode); absent, its reason has none.
+   */
+  rejection?: { code: string; message: string; params?: TextParams } | undefined;
 }
 
 /** A file newly ready in a source's inbox (claimFiles). */
@@ -231,7 +241,10 @@ export interface FilePatch {
   priority?: Priority | null;
   counts?: IngestCounts;
   rejection?: { code: string; message: string } | null;
+  /** A reason set without its code (reasonCode absent) is kept with none. */
   reason?: string | null;
+  /** Written with `reason`, never alone. */
+  reasonCode?: CodedText | null;
   errors?: ListedIssue[];
   errorCounts?: Record<string, number>;
   deliveryDeadline?: string | null;
