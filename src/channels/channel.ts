@@ -2,7 +2,9 @@
 // files are read with, what a read file keeps as its content, how `validate` describes it,
 // and its accounts, which send a file's chunks and check a file before it is planned. A definition is pure (the reader imports the registry); its
 // account and client are loaded only when an account of the channel is opened.
+
 import type { AccountConfig, Config } from '../config/schema.ts';
+import type { TextParams } from '../errors.ts';
 import type { ReadContext, RecordRules } from '../format/channel-rules.ts';
 import type { ReadSummary } from '../format/read-types.ts';
 import type { Logger } from '../log.ts';
@@ -102,7 +104,11 @@ export interface PreparingFile {
 /** What a preparation decided: the content to keep, or a refusal of the file. */
 export type Prepared =
   | { readonly content: FileContent | null; readonly refusal: null }
-  | { readonly content: FileContent | null; readonly refusal: { code: string; message: string } };
+  | {
+      readonly content: FileContent | null;
+      /** `params`: what `message` says beyond the code (the file's reason's parameters). */
+      readonly refusal: { code: string; message: string; params?: TextParams };
+    };
 
 /** An account of a channel, opened from the configuration. */
 export interface SendingAccount {

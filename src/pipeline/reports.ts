@@ -1,6 +1,6 @@
 // What users read: the manifest (docs/contract.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
-import { hintOf } from '../errors.ts';
+import { type CodedText, hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
 import type {
@@ -29,6 +29,11 @@ export interface Manifest {
   priority: Priority | null;
   state: string;
   reason: string | null;
+  /**
+   * The reason as its code and parameters (docs/dashboard.md "Codes and languages"); null
+   * without a reason, or for one written before the store kept codes.
+   */
+  reasonCode: CodedText | null;
   forced: boolean;
   /** The store's counts, in-flight chunks counted as pending, plus possibleDuplicates. */
   counts: Omit<FileCounts, 'chunksInflight'> & { possibleDuplicates: number };
@@ -85,6 +90,7 @@ export function buildManifest(file: FileRecord, c: FileCounts): Manifest {
     priority: file.priority,
     state: file.state,
     reason: file.reason,
+    reasonCode: file.reasonCode,
     forced: file.forced,
     counts: {
       ...manifestCounts(c),
@@ -212,13 +218,13 @@ export async function* reportCsv(
     return;
   }
   yield `${REPORT_HEADER},text\n`;
-  const bulk = (await store.getFile(fileId))?.layout === 'bulk';
-  // A bulk file's one message is kept on its first valid recipient, which comes first.
-  let message: string | null = null;
+  const file = await store.getFile(fileId);
+  const bulk = file?.layout === 'bulk';
+  // A bulk file's one message is kept on the file, not on its rows.
+  const message = bulk ? file.bulkText : null;
   for await (const page of store.recipientPages(fileId)) {
     let buf = '';
     for (const r of page) {
-      if (bulk && r.text !== null) message ??= r.text;
       const text = r.chunkSeq === null ? null : bulk ? message : r.text;
       buf += `${reportLine(r)},${csvCell(text)}\n`;
     }

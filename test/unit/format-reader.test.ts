@@ -22,6 +22,7 @@ import {
   type WarningItem,
 } from '../../src/format/reader.ts';
 import { loadSuppressionList, type SuppressionList } from '../../src/format/suppression.ts';
+import { rejectionParams } from '../../src/ops/wording.ts';
 
 const CO = makeNumberRules();
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'format');
@@ -105,6 +106,10 @@ async function read(
     }
     expect(other.summary, `summary with chunking ${String(chunking)}`).toEqual(whole.summary);
   }
+  // A rejection's parameters are what its message says: the file keeps them with its reason,
+  // and the dashboard's reading of an older store's message finds the same (src/ops/wording.ts).
+  const rejected = whole.summary.rejection;
+  if (rejected) expect(rejected.params).toEqual(rejectionParams(rejected.code, rejected.message));
   return whole;
 }
 

@@ -90,9 +90,10 @@ export const REGISTERED = statement(
 );
 
 const INSERT_FILE_COLUMNS = `file_id, source, name, name_folded, path, sha256, bytes, state, forced, rejection_code,
-  rejection_message, reason, created_at, updated_at, timestamps`;
+  rejection_message, reason, reason_code, reason_params, created_at, updated_at, timestamps`;
 const INSERT_FILE_VALUES = `:file_id, :source, :name, :name_folded, :path, :sha256, :bytes, :state, :forced,
-  :rejection_code, :rejection_message, :reason, ${NOW}, ${NOW}, jsonb_build_object(:state::text, iso_time(${NOW}))`;
+  :rejection_code, :rejection_message, :reason, :reason_code::text, :reason_params::jsonb, ${NOW}, ${NOW},
+  jsonb_build_object(:state::text, iso_time(${NOW}))`;
 
 /** Nothing on any conflict (same place and content, same fileId): the caller re-reads. */
 export const INSERT_FILE = statement(
@@ -159,12 +160,12 @@ export const CLAIM_BATCH_LOOKUP = statement(
  */
 export const INSERT_CLAIMED = statement(
   `INSERT INTO files (file_id, source, name, name_folded, path, sha256, bytes, state, forced, rejection_code,
-     rejection_message, reason, created_at, updated_at, timestamps)
+     rejection_message, reason, reason_code, reason_params, created_at, updated_at, timestamps)
    SELECT v.file_id, :source, v.name, v.folded, v.path, v.sha, v.bytes, v.state, :force::boolean, v.code, v.message,
-     v.message, ${NOW}, ${NOW}, jsonb_build_object(v.state, iso_time(${NOW}))
+     v.message, v.code, v.params::jsonb, ${NOW}, ${NOW}, jsonb_build_object(v.state, iso_time(${NOW}))
    FROM unnest(:file_ids::text[], :names::text[], :folded_names::text[], :paths::text[], :shas::text[],
-     :bytes::bigint[], :states::text[], :codes::text[], :messages::text[])
-     WITH ORDINALITY AS v(file_id, name, folded, path, sha, bytes, state, code, message, ord)
+     :bytes::bigint[], :states::text[], :codes::text[], :messages::text[], :params::text[])
+     WITH ORDINALITY AS v(file_id, name, folded, path, sha, bytes, state, code, message, params, ord)
    ORDER BY v.ord
    ON CONFLICT DO NOTHING RETURNING *`,
 );
@@ -192,8 +193,8 @@ export const LIST_FILES = statement(
 
 /** The newest :limit states the file entered, oldest first. */
 export const FILE_EVENTS = statement(
-  `SELECT at, state, reason FROM (
-     SELECT id, at, state, reason FROM file_events WHERE file_id = :file_id ORDER BY id DESC LIMIT :limit::bigint) e
+  `SELECT at, state, reason, reason_code, reason_params FROM (
+     SELECT id, at, state, reason, reason_code, reason_params FROM file_events WHERE file_id = :file_id ORDER BY id DESC LIMIT :limit::bigint) e
    ORDER BY id`,
 );
 
@@ -236,6 +237,8 @@ export const PATCH_FILE = statement(
   rejection_code = CASE WHEN :set_rejection::boolean THEN :rejection_code::text ELSE rejection_code END,
   rejection_message = CASE WHEN :set_rejection::boolean THEN :rejection_message::text ELSE rejection_message END,
   reason = CASE WHEN :set_reason::boolean THEN :reason::text ELSE reason END,
+  reason_code = CASE WHEN :set_reason::boolean THEN :reason_code::text ELSE reason_code END,
+  reason_params = CASE WHEN :set_reason::boolean THEN :reason_params::jsonb ELSE reason_params END,
   errors = CASE WHEN :set_errors::boolean THEN :errors::jsonb ELSE errors END,
   error_counts = CASE WHEN :set_error_counts::boolean THEN :error_counts::jsonb ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline::boolean THEN :deadline::timestamptz ELSE delivery_deadline END,
@@ -243,6 +246,7 @@ export const PATCH_FILE = statement(
   scheduled_until = CASE WHEN :set_scheduled_until::boolean THEN :scheduled_until::timestamptz ELSE scheduled_until END,
   cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
   content = CASE WHEN :set_content::boolean THEN :content::jsonb ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text::boolean THEN :bulk_text::text ELSE bulk_text END,
   detail = CASE WHEN :set_detail::boolean THEN :detail::jsonb ELSE detail END,
   updated_at = ${NOW}
 WHERE file_id = :file_id

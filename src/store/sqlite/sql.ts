@@ -62,6 +62,8 @@ UPDATE files SET
   rejection_code = CASE WHEN :set_rejection THEN :rejection_code ELSE rejection_code END,
   rejection_message = CASE WHEN :set_rejection THEN :rejection_message ELSE rejection_message END,
   reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
+  reason_code = CASE WHEN :set_reason THEN :reason_code ELSE reason_code END,
+  reason_params = CASE WHEN :set_reason THEN :reason_params ELSE reason_params END,
   errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
   error_counts = CASE WHEN :set_error_counts THEN :error_counts ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
@@ -69,6 +71,7 @@ UPDATE files SET
   scheduled_until = CASE WHEN :set_scheduled_until THEN :scheduled_until ELSE scheduled_until END,
   cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
   content = CASE WHEN :set_content THEN :content ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text THEN :bulk_text ELSE bulk_text END,
   detail = CASE WHEN :set_detail THEN :detail ELSE detail END,
   updated_at = :now
 WHERE file_id = :file_id
@@ -202,10 +205,20 @@ export const RENEW_LEASE = 'UPDATE files SET lease_until = ? WHERE file_id = ? A
 export const RELEASE_LEASE =
   'UPDATE files SET lease_owner = NULL, lease_until = NULL WHERE file_id = ? AND lease_owner = ?';
 
-export const INSERT_FILE = `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
-    rejection_code, rejection_message, reason, created_at, updated_at, timestamps)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+const insertFile = (
+  coded: boolean,
+) => `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
+    rejection_code, rejection_message, reason, ${coded ? 'reason_code, reason_params, ' : ''}created_at, updated_at, timestamps)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${coded ? '?, ?, ' : ''}?, ?, json_object(?, ?))
   ON CONFLICT DO NOTHING RETURNING *`;
+
+/**
+ * registerFile's insert: only the columns every schema since version 1 has (the migration
+ * tests record files at older versions through it), and INSERT_FILE_CODED for a file
+ * recorded rejected with its rejection's parameters (its reason's code).
+ */
+export const INSERT_FILE = insertFile(false);
+export const INSERT_FILE_CODED = insertFile(true);
 
 export const REGISTERED = `SELECT * FROM files WHERE (source = ? AND path = ? AND sha256 = ?) OR file_id = ?
   ORDER BY file_id = ? LIMIT 1`;
@@ -223,8 +236,8 @@ export const CLAIM_DUPLICATE_OF = `SELECT * FROM files WHERE source = :source AN
   ORDER BY created_at DESC, rowid DESC LIMIT 1`;
 
 export const INSERT_CLAIMED = `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, rejection_code, rejection_message,
-    reason, created_at, updated_at, timestamps)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+    reason, reason_code, reason_params, created_at, updated_at, timestamps)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
   ON CONFLICT DO NOTHING RETURNING *`;
 
 export const SET_PATH = 'UPDATE files SET path = ?, updated_at = ? WHERE file_id = ?';
@@ -381,8 +394,8 @@ export const LIST_FILES = `SELECT * FROM files
     AND (:before IS NULL OR (created_at, rowid) < (SELECT created_at, rowid FROM files WHERE file_id = :before))
   ORDER BY created_at DESC, rowid DESC LIMIT :limit`;
 
-export const FILE_EVENTS = `SELECT at, state, reason FROM (
-    SELECT id, at, state, reason FROM file_events WHERE file_id = ? ORDER BY id DESC LIMIT ?)
+export const FILE_EVENTS = `SELECT at, state, reason, reason_code, reason_params FROM (
+    SELECT id, at, state, reason, reason_code, reason_params FROM file_events WHERE file_id = ? ORDER BY id DESC LIMIT ?)
   ORDER BY id`;
 
 export const REPORT_FAILURES = 'SELECT report_failures FROM files WHERE file_id = ?';
