@@ -11,6 +11,7 @@ import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { watchService } from '../ops/service-outage.ts';
 import { startReplies } from '../pipeline/replies.ts';
 import { HEARTBEAT_MS } from '../pipeline/workers.ts';
+import { MoMessageAnswerer } from '../replies/answers.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker } from '../sources/readiness.ts';
 import { pruneOld } from '../store/retention.ts';
@@ -265,8 +266,15 @@ async function startServices(
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
-  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent.
-  const replies = startReplies(rt.store, rt.loaded, log);
+  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent,
+  // help and confirmations answered through POST /momessage with the SMS account's token.
+  const replies = startReplies({
+    store: rt.store,
+    loaded: rt.loaded,
+    logger: log,
+    lists: rt.suppressionLists,
+    answerer: new MoMessageAnswerer({ baseUrl: rt.serviceUrl, tokens: rt.client.tokens }),
+  });
   return {
     receiver,
     metrics,

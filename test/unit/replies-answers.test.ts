@@ -1,0 +1,89 @@
+// MoMessageAnswerer (docs/opt-outs.md "Answers") against a small POST /momessage server on
+// loopback: the sandbox of this branch has no /momessage yet. The request's fields and Bearer,
+// `Message: OK` taken, `ERROR` and HTTP failures rejected, a 401 renewing the token once.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MoMessageAnswerer } from '../../src/replies/answers.ts';
+
+interface Seen {
+  path: string;
+  auth: string | undefined;
+  body: unknown;
+}
+let server: Server;
+let base: string;
+const seen: Seen[] = [];
+let answers: { status: number; body: unknown }[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => {
+      raw += c.toString('utf8');
+    });
+    req.on('end', () => {
+      seen.push({ path: req.url ?? '', auth: req.headers.authorization, body: JSON.parse(raw) });
+      const a = answers.shift() ?? { status: 200, body: { Id: 'mo-1', Message: 'OK', Status: '0' } };
+      res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.body));
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
+});
+afterAll(() => new Promise<void>((done) => server.close(() => done())));
+beforeEach(() => {
+  seen.length = 0;
+  answers = [];
+});
+
+function tokens() {
+  let n = 1;
+  const dropped: string[] = [];
+  return {
+    dropped,
+    get: async () => `tok-${n}`,
+    invalidate: (t: string) => {
+      dropped.push(t);
+      n++;
+    },
+  };
+}
+
+describe('MoMessageAnswerer', () => {
+  it('posts MessageText, PhoneNumber and ShortCode with the Bearer token; OK is taken', async () => {
+    const a = new MoMessageAnswerer({ baseUrl: base, tokens: tokens() });
+    await a.answer('573001112233', '890123', 'Acme: ayuda en acme.co');
+    expect(seen).toEqual([
+      {
+        path: '/api/momessage',
+        auth: 'Bearer tok-1',
+        body: { MessageText: 'Acme: ayuda en acme.co', PhoneNumber: '573001112233', ShortCode: '890123' },
+      },
+    ]);
+  });
+
+  it('ERROR rejects with the Status; an HTTP failure rejects without the token', async () => {
+    const a = new MoMessageAnswerer({ baseUrl: base, tokens: tokens() });
+    answers = [{ status: 200, body: { Id: '', Message: 'ERROR', Status: '17' } }];
+    await expect(a.answer('573001112233', '890123', 'x')).rejects.toThrow('ERROR (Status 17)');
+    answers = [{ status: 500, body: { message: 'boom, token tok-1' } }];
+    const err = await a.answer('573001112233', '890123', 'x').catch((e: Error) => e);
+    expect((err as Error).message).toContain('answered 500');
+    expect((err as Error).message).not.toContain('tok-1');
+  });
+
+  it('a 401 renews the token and tries once more', async () => {
+    const t = tokens();
+    const a = new MoMessageAnswerer({ baseUrl: base, tokens: t });
+    answers = [{ status: 401, body: { message: 'expired' } }];
+    await a.answer('573001112233', '890123', 'x');
+    expect(seen.map((s) => s.auth)).toEqual(['Bearer tok-1', 'Bearer tok-2']);
+    expect(t.dropped).toEqual(['tok-1']);
+    answers = [
+      { status: 401, body: {} },
+      { status: 401, body: {} },
+    ];
+    await expect(a.answer('573001112233', '890123', 'x')).rejects.toThrow('answered 401');
+  });
+});
