@@ -1,0 +1,193 @@
+// Issue 35, keywords and a number's standing, end to end: `dropline run` bound to the sandbox's
+// SMPP server. SALIR then ALTA across two campaigns (the second reaches the number again), help
+// answered through POST /momessage (per short code), one confirmation a number a day, a soft
+// opt-out flagged for review and not applied, a listed number's ALTA not lifting it.
+//
+// This branch's sandbox has no POST /momessage yet: the daemon's service URL is a small proxy
+// in this test that answers /momessage itself (and records it) and passes every other request
+// to the sandbox unchanged.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+
+interface MoMessage {
+  auth: string | undefined;
+  MessageText: string;
+  PhoneNumber: string;
+  ShortCode: string;
+}
+
+let h: PipelineHarness;
+let proxy: Server;
+let target = '';
+let listDir = '';
+const answered: MoMessage[] = [];
+
+const A = '3001110001'; // SALIR, then ALTA
+const B = '3001110002'; // AYUDA
+const C = '3001110003'; // a soft opt-out
+const D = '3001110004'; // on the configured list, then ALTA
+const E = '3001110005'; // HELP to another short code
+const HELP = 'Acme: ayuda en acme.co o al 601 555 0100';
+const HELP_COBROS = 'Cobros Acme: 601 555 0000';
+const CONFIRM_OUT = 'No recibirás más mensajes de Acme. Responde ALTA para volver.';
+const CONFIRM_IN = 'Volverás a recibir mensajes de Acme.';
+
+/** The proxy: /momessage answered here, anything else forwarded to the sandbox. */
+function startProxy(): Promise<string> {
+  proxy = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(parts);
+      if (req.method === 'POST' && req.url?.endsWith('/momessage')) {
+        answered.push({ auth: req.headers.authorization, ...JSON.parse(body.toString('utf8')) });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ Id: `mo-${answered.length}`, Message: 'OK', Status: '0' }));
+      }
+      const headers: Record<string, string> = {};
+      for (const k of ['authorization', 'content-type', 'accept'])
+        if (typeof req.headers[k] === 'string') headers[k] = req.headers[k];
+      try {
+        const r = await fetch(`${target}${req.url}`, {
+          method: req.method ?? 'GET',
+          headers,
+          ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
+        });
+        const out: Record<string, string> = {};
+        for (const k of ['content-type', 'retry-after']) {
+          const v = r.headers.get(k);
+          if (v !== null) out[k] = v;
+        }
+        res.writeHead(r.status, out).end(Buffer.from(await r.arrayBuffer()));
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+  return new Promise((done) =>
+    proxy.listen(0, '127.0.0.1', () => done(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)),
+  );
+}
+
+beforeAll(async () => {
+  const proxyUrl = await startProxy();
+  listDir = await mkdtemp(join(tmpdir(), 'dropline-list-'));
+  await writeFile(join(listDir, 'optouts.txt'), `# kept by compliance\n${D}\n`);
+  h = await PipelineHarness.create({
+    sandbox: { smpp: {} },
+    api: { baseUrl: proxyUrl },
+    config: (sandbox) => ({
+      suppressionList: join(listDir, 'optouts.txt'),
+      optOut: { smpp: { host: '127.0.0.1', port: sandbox.smpp!.port, systemId: 'demo', password: 'demo' } },
+      replies: {
+        helpText: HELP,
+        confirmOptOut: CONFIRM_OUT,
+        confirmOptIn: CONFIRM_IN,
+        byShortCode: { '890123': { helpText: HELP_COBROS } },
+      },
+    }),
+  });
+  target = h.sandbox.url;
+  await h.start();
+});
+
+afterAll(async () => {
+  await h?.close();
+  await new Promise((done) => proxy?.close(done));
+  if (listDir) await rm(listDir, { recursive: true, force: true });
+});
+
+async function reply(from: string, text: string, to?: string): Promise<void> {
+  const res = await fetch(`${h.sandbox.url}/_sandbox/replies`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify([{ from: `57${from}`, text, ...(to ? { to } : {}) }]),
+  });
+  expect(res.status, await res.text()).toBe(202);
+}
+
+async function cli(args: string[]): Promise<string> {
+  const r = await h.cli(args);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout;
+}
+
+async function campaign(name: string, numbers: string[]): Promise<Record<string, string>> {
+  await h.dropFile(name, `${numbers.map((n) => `${n};Hola ${n}`).join('\n')}\n`);
+  const m = await h.waitForState(name, 'completed');
+  const report = csvRecords(await cli(['report', m.fileId]));
+  return Object.fromEntries(report.map((r) => [r.number!.slice(-10), r.outcome!]));
+}
+
+const answersTo = (n: string) => answered.filter((a) => a.PhoneNumber === `57${n}`);
+
+it('keywords, help, a soft opt-out and a listed number, across two campaigns', async () => {
+  await reply(A, 'Salir.');
+  await reply(B, '¿Ayuda?');
+  await reply(C, 'no me escriban más');
+  await reply(D, 'ALTA');
+  await reply(E, 'help', '890123');
+  await waitFor('five replies kept', async () => csvRecords(await cli(['replies'])).length === 5);
+
+  // Help answered with the short code's text, from the short code written to, with the SMS
+  // account's token; the opt-out confirmed.
+  await waitFor('help and confirmation answered', () => answered.length >= 3);
+  expect(answersTo(B)).toEqual([
+    {
+      auth: expect.stringMatching(/^Bearer \S+/),
+      MessageText: HELP,
+      PhoneNumber: `57${B}`,
+      ShortCode: '85000',
+    },
+  ]);
+  expect(answersTo(E).map((a) => [a.MessageText, a.ShortCode])).toEqual([[HELP_COBROS, '890123']]);
+  expect(answersTo(A).map((a) => a.MessageText)).toEqual([CONFIRM_OUT]);
+
+  // The soft opt-out is flagged, nothing else is.
+  const review = csvRecords(await cli(['replies', '--review']));
+  expect(review.map((r) => [r.from, r.text, r.optOut])).toEqual([[`57${C}`, 'no me escriban más', 'false']]);
+
+  // Standing: A opted out by its reply, D kept by the list, C untouched.
+  expect(await cli(['optouts', `+57 ${A.slice(0, 3)} ${A.slice(3)}`])).toMatch(
+    new RegExp(
+      `^57${A}: opted out since \\S+ \\(reply \\d+\\)\\nhistory:\\n  \\S+  opted out by reply \\d+ "SALIR"\\n$`,
+    ),
+  );
+  const d = JSON.parse(await cli(['optouts', D, '--json']));
+  expect(d.optedOut).toBeNull();
+  expect(d.history.map((c: Record<string, unknown>) => [c.change, c.source, c.keyword, c.detail])).toEqual([
+    ['kept_by_list', 'list', 'ALTA', 'suppressionList'],
+  ]);
+  expect(await cli(['optouts', C])).toBe(`57${C}: not opted out by a reply\nhistory: none\n`);
+
+  // Campaign 1: A held back (its reply), D suppressed (the list), C reached (flagged only).
+  expect(await campaign('one.txt', [A, B, C, D])).toEqual({
+    [A]: 'suppressed',
+    [B]: 'sent',
+    [C]: 'sent',
+    [D]: 'suppressed',
+  });
+
+  // ALTA lifts A's opt-out: campaign 2 reaches A again; D stays suppressed.
+  await reply(A, 'alta');
+  await waitFor('A opted in', async () => JSON.parse(await cli(['optouts', A, '--json'])).optedOut === null);
+  const a = JSON.parse(await cli(['optouts', A, '--json']));
+  expect(a.history.map((c: Record<string, unknown>) => [c.change, c.source, c.keyword])).toEqual([
+    ['opted_out', 'reply', 'SALIR'],
+    ['opted_in', 'reply', 'ALTA'],
+  ]);
+  expect(await campaign('two.txt', [A, D])).toEqual({ [A]: 'sent', [D]: 'suppressed' });
+
+  // One confirmation a number a day: A's opt-in, the same day as its opt-out, got none; nor
+  // did D's (a list still holds it).
+  expect(answersTo(A).map((a) => a.MessageText)).toEqual([CONFIRM_OUT]);
+  expect(answersTo(D)).toEqual([]);
+  // Logs mask the numbers; no text of a reply is logged.
+  expect(h.daemonOutput).not.toContain(A);
+  expect(h.daemonOutput).not.toContain('no me escriban');
+});
