@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { maskNumber } from '../../src/core/redact.ts';
 import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
 interface MoMessage {
@@ -151,6 +152,18 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
   // The soft opt-out is flagged, nothing else is.
   const review = csvRecords(await cli(['replies', '--review']));
   expect(review.map((r) => [r.from, r.text, r.optOut])).toEqual([[`57${C}`, 'no me escriban más', 'false']]);
+  // The dashboard: the count in the header, the list with the number masked.
+  const summary = (await h.opsGet('/api/summary')).body as { repliesToReview: number };
+  expect(summary.repliesToReview).toBe(1);
+  expect((await h.opsGet('/api/replies/review')).body).toEqual([
+    {
+      id: expect.any(Number),
+      receivedAt: expect.any(String),
+      from: maskNumber(`57${C}`),
+      to: '85000',
+      text: 'no me escriban más',
+    },
+  ]);
 
   // Standing: A opted out by its reply, D kept by the list, C untouched.
   expect(await cli(['optouts', `+57 ${A.slice(0, 3)} ${A.slice(3)}`])).toMatch(
