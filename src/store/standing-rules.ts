@@ -4,12 +4,13 @@
 // number's history. A configured suppression list is not the store's to change: an opt-in from
 // a number one holds is kept as `kept_by_list`, and the list goes on suppressing it.
 import { asker, type Rule } from './steps.ts';
-import type { NewReply, ReplyIntent, StandingChangeKind, StandingSource } from './store.ts';
+import type { NewReply, OperatorChange, ReplyIntent, StandingChangeKind, StandingSource } from './store.ts';
 
 /** A history row as written (its id and the number's normal form come from the backend). */
 export interface StandingRow {
   number: string;
-  at: string;
+  /** null: the store's clock (PostgreSQL's own now(), when no clock is injected). */
+  at: string | null;
   change: StandingChangeKind;
   source: StandingSource;
   reply: number | null;
@@ -55,5 +56,32 @@ export function* recordReplyRule(reply: NewReply): Rule<ReplyOperations, boolean
     if (lists.length > 0)
       yield* ask('history', { ...row, change: 'kept_by_list', source: 'list', detail: lists.join(', ') });
   }
+  return true;
+}
+
+/** What a backend does for an operator's change, inside its one transaction. */
+export type OperatorOperations = Pick<ReplyOperations, 'liftOptOut' | 'history'> & {
+  /** The number put on the opt-out list by no reply: false when it was on it. */
+  optOutByHand(): boolean;
+};
+
+const askOperator = asker<OperatorOperations>();
+
+/**
+ * An operator's change (`dropline optouts <number> --opt-out | --opt-in`): the same list and
+ * history as a reply's, source `operator`, `detail` the operator's note. false: nothing changed.
+ */
+export function* operatorRule(change: OperatorChange, at: string | null): Rule<OperatorOperations, boolean> {
+  const done = change.optedOut ? yield* askOperator('optOutByHand') : yield* askOperator('liftOptOut');
+  if (!done) return false;
+  yield* askOperator('history', {
+    number: change.number,
+    at,
+    change: change.optedOut ? 'opted_out' : 'opted_in',
+    source: 'operator',
+    reply: null,
+    keyword: null,
+    detail: change.note,
+  });
   return true;
 }

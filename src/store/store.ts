@@ -50,7 +50,7 @@ import type {
   ChunkState,
   ChunkStateGuard,
 } from './records/sending.ts';
-import type { Standing } from './records/standing.ts';
+import type { OperatorChange, Standing } from './records/standing.ts';
 
 export * from './records/accounts.ts';
 export * from './records/campaign.ts';
@@ -252,6 +252,11 @@ export interface Store {
   // ---- standing (standing.ts): a number's history, confirmations, replies to review ----
   /** The number's standing now and every change to it, oldest first (docs/opt-outs.md). */
   standing(number: string): Promise<Standing>;
+  /**
+   * An operator puts the number on the opt-out list or takes it off, at the store's clock,
+   * kept in its history (source `operator`). false: it was so already, nothing kept.
+   */
+  changeStanding(change: OperatorChange): Promise<boolean>;
   /**
    * The right to send `number` a confirmation text on the local day (in `timezone`) of the
    * store's clock: true once a number a day, whatever the number of workers (a primary key).

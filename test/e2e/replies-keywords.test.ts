@@ -1,7 +1,8 @@
 // Issue 35, keywords and a number's standing, end to end: `dropline run` bound to the sandbox's
 // SMPP server. SALIR then ALTA across two campaigns (the second reaches the number again), help
 // answered through POST /momessage (per short code), one confirmation a number a day, a soft
-// opt-out flagged for review and not applied, a listed number's ALTA not lifting it.
+// opt-out flagged for review and not applied, a listed number's ALTA not lifting it, an
+// operator's opt-out by hand.
 //
 // This branch's sandbox has no POST /momessage yet: the daemon's service URL is a small proxy
 // in this test that answers /momessage itself (and records it) and passes every other request
@@ -33,6 +34,7 @@ const B = '3001110002'; // AYUDA
 const C = '3001110003'; // a soft opt-out
 const D = '3001110004'; // on the configured list, then ALTA
 const E = '3001110005'; // HELP to another short code
+const F = '3001110006'; // opted out by an operator
 const HELP = 'Acme: ayuda en acme.co o al 601 555 0100';
 const HELP_COBROS = 'Cobros Acme: 601 555 0000';
 const CONFIRM_OUT = 'No recibirás más mensajes de Acme. Responde ALTA para volver.';
@@ -194,7 +196,26 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
     ['opted_out', 'reply', 'SALIR'],
     ['opted_in', 'reply', 'ALTA'],
   ]);
-  expect(await campaign('two.txt', [A, D])).toEqual({ [A]: 'sent', [D]: 'suppressed' });
+  // An operator opts F out by hand (a phone call): held back like a reply's opt-out.
+  const byHand = await cli(['optouts', F, '--opt-out', '--note', 'ticket 88: asked by phone']);
+  expect(byHand).toMatch(
+    new RegExp(
+      `^57${F}: opted out since \\S+\nhistory:\n  \\S+  opted out by operator: ticket 88: asked by phone\n$`,
+    ),
+  );
+  expect(await campaign('two.txt', [A, D, F])).toEqual({ [A]: 'sent', [D]: 'suppressed', [F]: 'suppressed' });
+  const f = JSON.parse(await cli(['optouts', F, '--opt-in', '--json']));
+  expect(f.optedOut).toBeNull();
+  expect(f.history.map((c: Record<string, unknown>) => [c.change, c.source, c.detail])).toEqual([
+    ['opted_out', 'operator', 'ticket 88: asked by phone'],
+    ['opted_in', 'operator', null],
+  ]);
+  for (const bad of [
+    ['optouts', 'abc'],
+    ['optouts', F, '--opt-out', '--opt-in'],
+    ['optouts', F, '--note', 'x'],
+  ])
+    expect((await h.cli(bad)).code).toBe(2);
 
   // One confirmation a number a day: A's opt-in, the same day as its opt-out, got none; nor
   // did D's (a list still holds it).

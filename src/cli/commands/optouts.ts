@@ -1,6 +1,7 @@
-// `dropline optouts <number> [--json]`: a number's standing and every change to it (who, what,
-// when), read from the store (docs/opt-outs.md "A number's standing"). The number is printed
-// whole, as `dropline replies` prints it: the operator asked for that number.
+// `dropline optouts <number> [--json] [--opt-out | --opt-in [--note <text>]]`: a number's
+// standing and every change to it (who, what, when), read from the store (docs/opt-outs.md "A
+// number's standing"); with a flag, an operator's change first. The number is printed whole,
+// as `dropline replies` prints it: the operator asked for that number.
 import type { Command } from 'commander';
 import { DroplineError } from '../../errors.ts';
 import type { Standing, StandingChange } from '../../store/store.ts';
@@ -13,14 +14,43 @@ export function registerOptouts(program: Command, setExit: SetExit): void {
     .description('a number’s opt-out standing and its history (any form: 3001234567, +57 300 123 4567)')
     .argument('<number>', 'the number, in any form a drop file may write it')
     .option('--json', 'print the standing as JSON')
-    .action(async (raw: string, opts: { json?: boolean }, cmd: Command) => {
+    .option('--opt-out', 'put the number on the opt-out list by hand (kept in its history, source operator)')
+    .option(
+      '--opt-in',
+      'take the number off the opt-out list by hand (never off a configured suppression list)',
+    )
+    .option('--note <text>', 'why, with --opt-out or --opt-in (a ticket, a call): kept in the history')
+    .action(async (raw: string, opts: Flags, cmd: Command) => {
+      const change = changeOf(opts);
       const number = await sentForm(raw);
       await withStore(cmd, async (store) => {
+        if (change) {
+          const changed = await store.changeStanding({ number, ...change });
+          if (!changed)
+            process.stderr.write(`${number}: ${change.optedOut ? 'opted out' : 'not opted out'} already\n`);
+        }
         const s = await store.standing(number);
         process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : describeStanding(s));
       });
       setExit(0);
     });
+}
+
+interface Flags {
+  json?: boolean;
+  optOut?: boolean;
+  optIn?: boolean;
+  note?: string;
+}
+
+/** The operator's change the flags ask for, or null (only reading). */
+function changeOf(opts: Flags): { optedOut: boolean; note: string | null } | null {
+  if (opts.optOut && opts.optIn)
+    throw new DroplineError('DROPLINE_ERR_USAGE', 'give --opt-out or --opt-in, not both');
+  if (opts.note !== undefined && !opts.optOut && !opts.optIn)
+    throw new DroplineError('DROPLINE_ERR_USAGE', '--note goes with --opt-out or --opt-in');
+  if (!opts.optOut && !opts.optIn) return null;
+  return { optedOut: opts.optOut === true, note: opts.note?.trim() || null };
 }
 
 /** The number as campaigns send it (573001234567), the way replies' senders are kept. */

@@ -61,7 +61,7 @@ export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {
       optOut: async (id) =>
         (await db.count(what, S.OPT_OUT, { number, at: reply.receivedAt, reply: id }, c)) > 0,
       liftOptOut: async () => (await db.count(what, S.LIFT_OPT_OUT, { number }, c)) > 0,
-      history: async (row) => void (await db.count(what, S.STANDING_CHANGE, { ...row }, c)),
+      history: async (row) => void (await db.count(what, S.STANDING_CHANGE, { ...row, now: db.now() }, c)),
     }),
   );
 }

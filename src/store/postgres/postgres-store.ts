@@ -101,6 +101,7 @@ export class PostgresStore implements Store {
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
   // standing
   readonly standing: Store['standing'] = (...a) => standing.standing(this.db, ...a);
+  readonly changeStanding: Store['changeStanding'] = (...a) => standing.changeStanding(this.db, ...a);
   readonly takeConfirmation: Store['takeConfirmation'] = (...a) => standing.takeConfirmation(this.db, ...a);
   readonly repliesToReview: Store['repliesToReview'] = (...a) => standing.repliesToReview(this.db, ...a);
   readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);

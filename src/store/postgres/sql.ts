@@ -1061,9 +1061,16 @@ export const REPLIES = statement(
 
 export const LIFT_OPT_OUT = statement('DELETE FROM opt_outs WHERE number = :number::text');
 
+/** :at NULL: the store's clock (an operator's change). */
 export const STANDING_CHANGE = statement(
   `INSERT INTO standing_changes (number, at, change, source, reply, keyword, detail)
-   VALUES (:number::text, :at::timestamptz, :change::text, :source::text, :reply::bigint, :keyword::text, :detail::text)`,
+   VALUES (:number::text, coalesce(:at::timestamptz, ${NOW}), :change::text, :source::text, :reply::bigint,
+     :keyword::text, :detail::text)`,
+);
+
+/** An operator's opt-out, at the store's clock, by no reply. */
+export const OPT_OUT_BY_HAND = statement(
+  `INSERT INTO opt_outs (number, at, reply) VALUES (:number::text, ${NOW}, NULL) ON CONFLICT DO NOTHING`,
 );
 
 export const OPTED_OUT = statement(

@@ -2,7 +2,9 @@
 // right, the replies flagged for review (docs/opt-outs.md "A number's standing").
 
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
-import type { ReplyRecord, Standing } from '../store.ts';
+import { operatorRule } from '../standing-rules.ts';
+import { runAsync } from '../steps.ts';
+import type { OperatorChange, ReplyRecord, Standing } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -15,6 +17,19 @@ export async function standing(db: PgDb, number: string): Promise<Standing> {
     optedOut: out ? { at: str(out.at), reply: numOrNull(out.reply) } : null,
     history: history.map(toStandingChange),
   };
+}
+
+export async function changeStanding(db: PgDb, change: OperatorChange): Promise<boolean> {
+  const what = 'changing a number’s standing';
+  const number = change.number;
+  const now = db.now();
+  return db.tx(what, (c) =>
+    runAsync(operatorRule(change, now), {
+      optOutByHand: async () => (await db.count(what, S.OPT_OUT_BY_HAND, { number, now }, c)) > 0,
+      liftOptOut: async () => (await db.count(what, S.LIFT_OPT_OUT, { number }, c)) > 0,
+      history: async (row) => void (await db.count(what, S.STANDING_CHANGE, { ...row, now }, c)),
+    }),
+  );
 }
 
 export async function takeConfirmation(db: PgDb, number: string, timezone: string): Promise<boolean> {

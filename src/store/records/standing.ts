@@ -27,7 +27,10 @@ export interface StandingChange {
   reply: number | null;
   /** The keyword, normalised. */
   keyword: string | null;
-  /** `kept_by_list`: the configured lists holding the number (their names, comma-separated). */
+  /**
+   * `kept_by_list`: the configured lists holding the number (their names, comma-separated);
+   * an operator's change: the operator's note.
+   */
   detail: string | null;
 }
 
@@ -37,4 +40,13 @@ export interface Standing {
   optedOut: { at: string; reply: number | null } | null;
   /** Every change, oldest first. */
   history: StandingChange[];
+}
+
+/** An operator's change to a number's standing. */
+export interface OperatorChange {
+  number: string;
+  /** true: put on the opt-out list; false: taken off it. */
+  optedOut: boolean;
+  /** Why, as the operator wrote it (a ticket, a call): kept as the change's detail. */
+  note: string | null;
 }

@@ -3,7 +3,9 @@
 
 import { localDate } from '../../plan/send-window.ts';
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
-import type { ReplyRecord, Standing } from '../store.ts';
+import { operatorRule } from '../standing-rules.ts';
+import { runSync } from '../steps.ts';
+import type { OperatorChange, ReplyRecord, Standing } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -14,6 +16,17 @@ export async function standing(db: SqliteDb, number: string): Promise<Standing> 
     optedOut: out ? { at: str(out.at), reply: numOrNull(out.reply) } : null,
     history: db.stmt(S.STANDING_HISTORY).all(number).map(toStandingChange),
   };
+}
+
+export async function changeStanding(db: SqliteDb, change: OperatorChange): Promise<boolean> {
+  const at = db.now();
+  return db.tx(() =>
+    runSync(operatorRule(change, at), {
+      optOutByHand: () => changes(db.stmt(S.OPT_OUT).run(change.number, at, null)) > 0,
+      liftOptOut: () => changes(db.stmt(S.LIFT_OPT_OUT).run(change.number)) > 0,
+      history: (row) => void db.stmt(S.STANDING_CHANGE).run({ ...row }),
+    }),
+  );
 }
 
 export async function takeConfirmation(db: SqliteDb, number: string, timezone: string): Promise<boolean> {

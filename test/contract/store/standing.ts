@@ -119,6 +119,33 @@ export function standing(t: ContractContext): void {
     expect(s.history.map((c) => c.change)).toEqual(['opted_out', 'opted_in']);
   });
 
+  it('an operator opts a number out and back in: on the store clock, noted, held back meanwhile', async () => {
+    await t.sendingFile('a', 2, 1);
+    const first = '573000000001';
+    expect(
+      await store.changeStanding({ number: first, optedOut: true, note: 'ticket 88: asked by phone' }),
+    ).toBe(true);
+    expect(await store.changeStanding({ number: first, optedOut: true, note: null })).toBe(false);
+    expect(await store.holdBack('a', 1, { optOuts: true, contactLimit: null })).toEqual({
+      suppressed: 1,
+      contactLimited: 0,
+    });
+    h.clock.advance(60_000);
+    expect(await store.changeStanding({ number: first, optedOut: false, note: null })).toBe(true);
+    expect(await store.changeStanding({ number: first, optedOut: false, note: null })).toBe(false);
+    const s = await store.standing(first);
+    expect(s.optedOut).toBeNull();
+    expect(s.history.map((c) => [c.change, c.source, c.reply, c.keyword, c.at, c.detail])).toEqual([
+      ['opted_out', 'operator', null, null, t.at(0), 'ticket 88: asked by phone'],
+      ['opted_in', 'operator', null, null, t.at(60_000), null],
+    ]);
+    // A reply's opt-in lifts an operator's opt-out as it lifts a reply's.
+    await store.changeStanding({ number: N, optedOut: true, note: null });
+    expect((await store.standing(N)).optedOut).toEqual({ at: t.at(60_000), reply: null });
+    await store.recordReply(reply(70_000, 'ALTA', 'opt_in', 'ALTA'));
+    expect((await store.standing(N)).optedOut).toBeNull();
+  });
+
   it('one confirmation a number a Bogotá day, on the store clock, whatever the number of stores', async () => {
     // T0 is 07:00 in Bogotá (UTC-5).
     const other = h.reopen ? await h.reopen() : store;
