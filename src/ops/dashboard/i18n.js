@@ -165,7 +165,7 @@ const en = {
   'summary.review': 'Replies to review',
   'review.title': 'Replies to review',
   'review.text':
-    'Replies that read like a request to stop but are no keyword (“no me escriban más”, “stop please”). Nothing was applied: the numbers are still sent to until someone decides.',
+    'Replies that read like a request to stop but are no keyword (“no me escriban más”, “stop please”). Nothing was applied: the numbers are still sent to until someone decides (dropline optouts <number> --opt-out).',
   'review.none': 'No reply to review.',
   'review.received': 'Received',
   'review.from': 'From',
@@ -338,7 +338,7 @@ const es = {
   'summary.review': 'Respuestas por revisar',
   'review.title': 'Respuestas por revisar',
   'review.text':
-    'Respuestas que parecen pedir que no se escriba más pero no son una palabra clave (“no me escriban más”, “stop please”). No se aplicó nada: a esos números se les sigue enviando hasta que alguien decida.',
+    'Respuestas que parecen pedir que no se escriba más pero no son una palabra clave (“no me escriban más”, “stop please”). No se aplicó nada: a esos números se les sigue enviando hasta que alguien decida (dropline optouts <número> --opt-out).',
   'review.none': 'Ninguna respuesta por revisar.',
   'review.received': 'Recibida',
   'review.from': 'De',
