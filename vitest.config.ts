@@ -21,6 +21,8 @@ const ON_BOTH_STORES = [
   'test/e2e/email-attachments.test.ts',
   'test/e2e/mixed-day.test.ts',
   'test/e2e/rcs-send.test.ts',
+  'test/e2e/twoway-send.test.ts',
+  'test/e2e/twoway-crash.test.ts',
 ];
 
 export default defineConfig({

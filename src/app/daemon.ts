@@ -214,6 +214,7 @@ async function startServices(
     listen: config.notify.listen,
     path: new URL(rt.loaded.notifyUrl).pathname,
     token: secrets.notifyToken,
+    formerTokens: rt.formerNotifyTokens,
     store: rt.store,
     logger: log,
     onDelivered: o.delivered,

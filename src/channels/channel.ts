@@ -80,6 +80,8 @@ export interface OutgoingFile {
   readonly content: FileContent | null;
   /** A bulk file's message (kept once), else null. */
   readonly bulkText: string | null;
+  /** Its source's `shortCode` (docs/channels.md "Two-way SMS"): where replies return; null: none set. */
+  readonly shortCode: string | null;
   /** An email file's shared attachments, as read with it. */
   attachments(): Promise<FileAttachment[]>;
 }

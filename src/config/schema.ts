@@ -120,6 +120,9 @@ const whatsappContent = z
   })
   .strict();
 
+/** A short code of the SMS host (docs/channels.md "Two-way SMS"): where replies to its messages return. */
+const shortCode = z.string().regex(/^\d{3,10}$/, '3 to 10 digits');
+
 const sourceCommon = {
   name: z
     .string()
@@ -158,7 +161,12 @@ const sourceCommon = {
    * What its files send (docs/format.md "Directives": `#! channel:` must agree), with an account of
    * that channel.
    */
-  channel: z.enum(['sms', 'rcs', 'email', 'whatsapp']).default('sms'),
+  channel: z.enum(['sms', 'rcs', 'email', 'whatsapp', 'twoway']).default('sms'),
+  /**
+   * The short code its messages go out from (sms: the massive message's `shortCode`; twoway:
+   * instead of the account's), so replies come back to it (docs/channels.md "Two-way SMS").
+   */
+  shortCode: shortCode.optional(),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
   /** A WhatsApp source's template and sending number, unless its files' directives give them. */
@@ -168,8 +176,8 @@ const sourceCommon = {
 /**
  * A sending account of the messaging service, its own credentials, budget and pause state.
  * `sms` (POST /mtmessage/massive, the default), `rcs` (POST /mtmessage, Channel RCS: the SMS
- * host and credentials), `email` (POST /email/v1/deliver) and `whatsapp` (POST
- * /MultiChannelInput/SendMessageMetaWhatsApp).
+ * host and credentials), `email` (POST /email/v1/deliver), `whatsapp` (POST
+ * /MultiChannelInput/SendMessageMetaWhatsApp) and `twoway` (POST /momessage: the SMS host).
  */
 const budgetKeys = {
   /** Default: api.ratePerSecond (recipients a second). */
@@ -218,12 +226,25 @@ const whatsappAccount = z
     ...budgetKeys,
   })
   .strict();
+/** Two-way SMS (POST /momessage): the SMS host, its credentials and token, and a short code. */
+const twowayAccount = z
+  .object({
+    channel: z.literal('twoway'),
+    baseUrl: z.string().url(),
+    username: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+    /** The short code assigned to the account (the request's `ShortCode`): replies return to it. */
+    shortCode,
+    ...budgetKeys,
+  })
+  .strict();
 const account = z.preprocess(
   (v) =>
     typeof v === 'object' && v !== null && !Array.isArray(v) && !('channel' in v)
       ? { ...v, channel: 'sms' }
       : v,
-  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount]),
+  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount, twowayAccount]),
 );
 export type AccountConfig = z.output<typeof account>;
 export type EmailAccountConfig = z.output<typeof emailAccount>;
@@ -468,6 +489,12 @@ export const configSchema = z
             message: `only for channel "${name}"`,
           });
       }
+      if (s.shortCode !== undefined && !CHANNEL_SETTINGS[s.channel].shortCode)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'shortCode'],
+          message: `only for channels ${CHANNELS.filter((c) => CHANNEL_SETTINGS[c].shortCode).join(', ')}`,
+        });
       if (s.email?.html !== undefined && s.email.htmlFile !== undefined)
         ctx.addIssue({
           code: 'custom',

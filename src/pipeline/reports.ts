@@ -3,7 +3,15 @@
 import { hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
-import type { FileCost, FileCounts, FileRecord, ReportRow, StateDetail, Store } from '../store/store.ts';
+import type {
+  FileContent,
+  FileCost,
+  FileCounts,
+  FileRecord,
+  ReportRow,
+  StateDetail,
+  Store,
+} from '../store/store.ts';
 
 export interface Manifest {
   fileId: string;
@@ -45,7 +53,7 @@ export interface Manifest {
   /** An email file's shared attachments (attachments/<name>/ beside the inbox); null: none. */
   attachments: { name: string; bytes: number }[] | null;
   /** The channel the file is sent on (its source's, or its `#! channel:`); sms until it is read. */
-  channel: 'sms' | 'rcs' | 'email' | 'whatsapp';
+  channel: FileContent['channel'];
   /** An sms file sent as flash SMS (`#! flash: true`). */
   flash: boolean;
   /** `sending`: what it waits on (a code and its parameters, docs/dashboard.md); else null. */

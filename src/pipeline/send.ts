@@ -95,6 +95,7 @@ export class Sender {
       fileId,
       content: file.content,
       bulkText,
+      shortCode: this.c.sourceConfig(file.source).shortCode ?? null,
       attachments: () => this.c.store.attachments(fileId),
     });
     const run = new FileSend({

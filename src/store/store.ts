@@ -273,6 +273,8 @@ export interface Store {
    * else the one kept (the first writer wins; processes that start at once all read the same).
    */
   keepSetting(key: string, value: string): Promise<string>;
+  /** The settings whose key starts with `prefix`, by key. */
+  settingsUnder(prefix: string): Promise<{ key: string; value: string }[]>;
   /** The token stored for the account `key` (see SharedToken), or null. */
   sharedToken(key: string): Promise<SharedToken | null>;
   /**

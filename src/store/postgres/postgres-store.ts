@@ -107,6 +107,7 @@ export class PostgresStore implements Store {
   readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);
   // accounts
   readonly keepSetting: Store['keepSetting'] = (...a) => accounts.keepSetting(this.db, ...a);
+  readonly settingsUnder: Store['settingsUnder'] = (...a) => accounts.settingsUnder(this.db, ...a);
   readonly sharedToken: Store['sharedToken'] = (...a) => accounts.sharedToken(this.db, ...a);
   readonly claimTokenRenewal: Store['claimTokenRenewal'] = (...a) =>
     accounts.claimTokenRenewal(this.db, ...a);

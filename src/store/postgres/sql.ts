@@ -862,6 +862,9 @@ export const KEEP_SETTING = statement(
   'INSERT INTO settings (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING',
 );
 export const SETTING = statement('SELECT value FROM settings WHERE key = :key');
+export const SETTINGS_UNDER = statement(
+  'SELECT key, value FROM settings WHERE starts_with(key, :prefix) ORDER BY key',
+);
 
 // ---- service tokens ----
 

@@ -174,7 +174,12 @@ export interface FileMtMessage {
   flash?: boolean;
 }
 
-export type FileContent = FileEmail | FileWhatsApp | FileMtMessage;
+/** A two-way SMS file (docs/channels.md "Two-way SMS"): its recipients' texts, one POST /momessage each. */
+export interface FileTwoWay {
+  channel: 'twoway';
+}
+
+export type FileContent = FileEmail | FileWhatsApp | FileMtMessage | FileTwoWay;
 
 export interface NewFile {
   fileId: string;

@@ -141,6 +141,9 @@ export const SETTING = 'SELECT value FROM settings WHERE key = ?';
 
 export const KEEP_SETTING = 'INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)';
 
+export const SETTINGS_UNDER =
+  'SELECT key, value FROM settings WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key';
+
 export const SHARED_TOKEN = `SELECT access_token, refresh_token, renew_at, generation FROM service_tokens
   WHERE account_key = ? AND generation > 0`;
 
