@@ -4,30 +4,25 @@
 // opt-out flagged for review and not applied, a listed number's ALTA not lifting it, an
 // operator's opt-out by hand.
 //
-// This branch's sandbox has no POST /momessage yet: the daemon's service URL is a small proxy
-// in this test that answers /momessage itself (and records it) and passes every other request
-// to the sandbox unchanged.
+// Answers go to the sandbox's POST /momessage with the SMS account's token; its two-way ledger
+// (GET /_sandbox/momessage/ledger) is what the test reads.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { maskNumber } from '../../src/core/redact.ts';
 import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
-interface MoMessage {
-  auth: string | undefined;
-  MessageText: string;
-  PhoneNumber: string;
-  ShortCode: string;
+interface MoEntry {
+  account: string;
+  shortCode: string;
+  phoneNumber: string;
+  text: string;
+  count: number;
 }
 
 let h: PipelineHarness;
-let proxy: Server;
-let target = '';
 let listDir = '';
-const answered: MoMessage[] = [];
 
 const A = '3001110001'; // SALIR, then ALTA
 const B = '3001110002'; // AYUDA
@@ -40,50 +35,14 @@ const HELP_COBROS = 'Cobros Acme: 601 555 0000';
 const CONFIRM_OUT = 'No recibirás más mensajes de Acme. Responde ALTA para volver.';
 const CONFIRM_IN = 'Volverás a recibir mensajes de Acme.';
 
-/** The proxy: /momessage answered here, anything else forwarded to the sandbox. */
-function startProxy(): Promise<string> {
-  proxy = createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(parts);
-      if (req.method === 'POST' && req.url?.endsWith('/momessage')) {
-        answered.push({ auth: req.headers.authorization, ...JSON.parse(body.toString('utf8')) });
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ Id: `mo-${answered.length}`, Message: 'OK', Status: '0' }));
-      }
-      const headers: Record<string, string> = {};
-      for (const k of ['authorization', 'content-type', 'accept'])
-        if (typeof req.headers[k] === 'string') headers[k] = req.headers[k];
-      try {
-        const r = await fetch(`${target}${req.url}`, {
-          method: req.method ?? 'GET',
-          headers,
-          ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
-        });
-        const out: Record<string, string> = {};
-        for (const k of ['content-type', 'retry-after']) {
-          const v = r.headers.get(k);
-          if (v !== null) out[k] = v;
-        }
-        res.writeHead(r.status, out).end(Buffer.from(await r.arrayBuffer()));
-      } catch {
-        res.destroy();
-      }
-    });
-  });
-  return new Promise((done) =>
-    proxy.listen(0, '127.0.0.1', () => done(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)),
-  );
-}
-
 beforeAll(async () => {
-  const proxyUrl = await startProxy();
   listDir = await mkdtemp(join(tmpdir(), 'dropline-list-'));
   await writeFile(join(listDir, 'optouts.txt'), `# kept by compliance\n${D}\n`);
   h = await PipelineHarness.create({
-    sandbox: { smpp: {} },
-    api: { baseUrl: proxyUrl },
+    sandbox: {
+      smpp: {},
+      accounts: [{ username: 'demo', password: 'demo', shortCodes: ['85000', '890123'] }],
+    },
     config: (sandbox) => ({
       suppressionList: join(listDir, 'optouts.txt'),
       optOut: { smpp: { host: '127.0.0.1', port: sandbox.smpp!.port, systemId: 'demo', password: 'demo' } },
@@ -95,13 +54,11 @@ beforeAll(async () => {
       },
     }),
   });
-  target = h.sandbox.url;
   await h.start();
 });
 
 afterAll(async () => {
   await h?.close();
-  await new Promise((done) => proxy?.close(done));
   if (listDir) await rm(listDir, { recursive: true, force: true });
 });
 
@@ -127,7 +84,12 @@ async function campaign(name: string, numbers: string[]): Promise<Record<string,
   return Object.fromEntries(report.map((r) => [r.number!.slice(-10), r.outcome!]));
 }
 
-const answersTo = (n: string) => answered.filter((a) => a.PhoneNumber === `57${n}`);
+/** What the sandbox took on POST /momessage, in the order taken. */
+async function answered(): Promise<MoEntry[]> {
+  const res = await fetch(`${h.sandbox.url}/_sandbox/momessage/ledger`);
+  return ((await res.json()) as { entries: MoEntry[] }).entries;
+}
+const answersTo = async (n: string) => (await answered()).filter((a) => a.phoneNumber === `57${n}`);
 
 it('keywords, help, a soft opt-out and a listed number, across two campaigns', async () => {
   await reply(A, 'Salir.');
@@ -138,18 +100,20 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
   await waitFor('five replies kept', async () => csvRecords(await cli(['replies'])).length === 5);
 
   // Help answered with the short code's text, from the short code written to, with the SMS
-  // account's token; the opt-out confirmed.
-  await waitFor('help and confirmation answered', () => answered.length >= 3);
-  expect(answersTo(B)).toEqual([
+  // account's token (the sandbox takes Bearer only); the opt-out confirmed.
+  await waitFor('help and confirmation answered', async () => (await answered()).length >= 3);
+  expect(await answersTo(B)).toEqual([
     {
-      auth: expect.stringMatching(/^Bearer \S+/),
-      MessageText: HELP,
-      PhoneNumber: `57${B}`,
-      ShortCode: '85000',
+      account: 'demo',
+      shortCode: '85000',
+      phoneNumber: `57${B}`,
+      text: HELP,
+      count: 1,
+      id: expect.any(String),
     },
   ]);
-  expect(answersTo(E).map((a) => [a.MessageText, a.ShortCode])).toEqual([[HELP_COBROS, '890123']]);
-  expect(answersTo(A).map((a) => a.MessageText)).toEqual([CONFIRM_OUT]);
+  expect((await answersTo(E)).map((a) => [a.text, a.shortCode])).toEqual([[HELP_COBROS, '890123']]);
+  expect((await answersTo(A)).map((a) => a.text)).toEqual([CONFIRM_OUT]);
 
   // The soft opt-out is flagged, nothing else is.
   const review = csvRecords(await cli(['replies', '--review']));
@@ -219,8 +183,8 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
 
   // One confirmation a number a day: A's opt-in, the same day as its opt-out, got none; nor
   // did D's (a list still holds it).
-  expect(answersTo(A).map((a) => a.MessageText)).toEqual([CONFIRM_OUT]);
-  expect(answersTo(D)).toEqual([]);
+  expect((await answersTo(A)).map((a) => [a.text, a.count])).toEqual([[CONFIRM_OUT, 1]]);
+  expect(await answersTo(D)).toEqual([]);
   // Logs mask the numbers; no text of a reply is logged.
   expect(h.daemonOutput).not.toContain(A);
   expect(h.daemonOutput).not.toContain('no me escriban');

@@ -1,6 +1,7 @@
 // MoMessageAnswerer (docs/opt-outs.md "Answers") against a small POST /momessage server on
-// loopback: the sandbox of this branch has no /momessage yet. The request's fields and Bearer,
-// `Message: OK` taken, `ERROR` and HTTP failures rejected, a 401 renewing the token once.
+// loopback whose answers each case chooses (the sandbox's own /momessage is used end to end by
+// test/e2e/replies-keywords.test.ts): the request's fields and Bearer, `Message: OK` taken,
+// `ERROR` and HTTP failures rejected without the token, a 401 renewing the token once.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
