@@ -243,7 +243,7 @@ export interface Store {
   /**
    * A user's reply, kept (once per `messageId` when it has one); in the same transaction an
    * opt-out puts its sender on the opt-out list, an opt-in takes it off, each change kept in
-   * the number's history (../store/standing-rules.ts). false: a reply already kept.
+   * the number's history (./standing-rules.ts). false: a reply already kept.
    */
   recordReply(reply: NewReply): Promise<boolean>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */

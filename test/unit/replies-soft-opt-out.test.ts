@@ -51,3 +51,15 @@ describe('looksLikeOptOut', () => {
     expect(looksLikeOptOut('quiero salir', ['PARAR'])).toBe(false);
   });
 });
+
+describe('looksLikeOptOut: its documented limits (docs/opt-outs.md "Flagged for review")', () => {
+  it('flags some replies that are no request to stop: a person looks, nothing is applied', () => {
+    expect(looksLikeOptOut('¿Cómo cancelar mi cita?', KW)).toBe(true);
+    expect(looksLikeOptOut('no me mandaron el código', KW)).toBe(true);
+  });
+
+  it('misses what it has no words for', () => {
+    expect(looksLikeOptOut('no me escrivan', KW)).toBe(false);
+    expect(looksLikeOptOut('ya bastaaa', KW)).toBe(false);
+  });
+});
