@@ -11,13 +11,13 @@ import { type OpsServer, startOpsServer } from '../ops/server.ts';
 import { watchService } from '../ops/service-outage.ts';
 import { startReplies } from '../pipeline/replies.ts';
 import { HEARTBEAT_MS } from '../pipeline/workers.ts';
-import { MoMessageAnswerer } from '../replies/answers.ts';
 import { serviceHealth } from '../service/monitoring.ts';
 import { ReadinessTracker } from '../sources/readiness.ts';
 import { pruneOld } from '../store/retention.ts';
 import { VERSION } from '../version.ts';
 import { FileSlots } from './file-slots.ts';
 import { ProgressLoop } from './progress-loop.ts';
+import { replyAnswerer } from './reply-answers.ts';
 import type { Runtime } from './runtime.ts';
 import { SourceScan } from './source-scan.ts';
 import { type StalledWork, StepQueue } from './step-queue.ts';
@@ -268,13 +268,13 @@ async function startServices(
     log.info({ url: ops.url }, 'ops server listening');
   }
   // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent,
-  // help and confirmations answered through POST /momessage with the SMS account's token.
+  // help and confirmations answered through POST /momessage (./reply-answers.ts).
   const replies = startReplies({
     store: rt.store,
     loaded: rt.loaded,
     logger: log,
     lists: rt.suppressionLists,
-    answerer: new MoMessageAnswerer({ baseUrl: rt.serviceUrl, tokens: rt.client.tokens }),
+    answerer: replyAnswerer(rt),
   });
   return {
     receiver,

@@ -51,7 +51,7 @@ const replies = z
   .object({
     ...replySettings,
     byShortCode: z
-      .record(z.string().regex(/^\d{3,15}$/, '3 to 15 digits'), z.object(replySettings).strict())
+      .record(z.string().regex(/^\d{3,10}$/, '3 to 10 digits'), z.object(replySettings).strict())
       .default({}),
   })
   .strict();

@@ -1,7 +1,10 @@
 // Answers to users' replies (docs/opt-outs.md "Answers"): the help text, the confirmation of an
 // opt-out or an opt-in, sent back to the number through the service's two-way SMS,
-// `POST /momessage` (docs/service.md), from the short code the reply was sent to.
+// `POST /momessage`, from the short code the reply was sent to: with the two-way account of
+// that short code when there is one (its own client, token and retries), else with the SMS
+// account's token (a minimal client, below).
 import { redactText } from '../core/redact.ts';
+import type { RecipientOutcome } from '../service/channel-account.ts';
 import { serviceHost } from '../service/http.ts';
 
 /** Sends one text to `to` from `shortCode`; rejects when the service did not take it. */
@@ -79,4 +82,32 @@ function parseAnswer(text: string): { Message?: unknown; Status?: unknown } | nu
 /** The service's answer as a reason: short, no token (a service may echo a request back). */
 function shown(text: string, token: string): string {
   return redactText(text.split(token).join('***')).slice(0, 200);
+}
+
+/** What an answer needs of a two-way account's client (src/channels/twoway/client.ts). */
+export interface TwoWaySender {
+  send(
+    messages: readonly { text: string; phoneNumber: string; shortCode: string }[],
+  ): Promise<{ outcomes: readonly RecipientOutcome[] }>;
+}
+
+/** Answers through a two-way account's client: taken when its one message is accepted. */
+export function twoWayAnswerer(client: TwoWaySender): ReplyAnswerer {
+  return {
+    async answer(to, shortCode, text) {
+      const [o] = (await client.send([{ text, phoneNumber: to, shortCode }])).outcomes;
+      if (!o) throw new Error('POST /momessage: no answer');
+      if (o.kind !== 'accepted') throw new Error(`POST /momessage: ${o.kind}: ${o.reason}`);
+    },
+  };
+}
+
+/** Each short code's own answerer (its two-way account's), else `fallback` (the SMS account's). */
+export function answerersByShortCode(
+  byShortCode: ReadonlyMap<string, ReplyAnswerer>,
+  fallback: ReplyAnswerer,
+): ReplyAnswerer {
+  return {
+    answer: (to, shortCode, text) => (byShortCode.get(shortCode) ?? fallback).answer(to, shortCode, text),
+  };
 }

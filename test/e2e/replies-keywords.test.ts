@@ -41,9 +41,22 @@ beforeAll(async () => {
   h = await PipelineHarness.create({
     sandbox: {
       smpp: {},
-      accounts: [{ username: 'demo', password: 'demo', shortCodes: ['85000', '890123'] }],
+      accounts: [
+        { username: 'demo', password: 'demo', shortCodes: ['85000'] },
+        { username: 'acme', password: 'acme-cobros', shortCodes: ['890123'] },
+      ],
     },
     config: (sandbox) => ({
+      // A two-way account of its own credentials: replies to its short code are answered with it.
+      accounts: {
+        cobros: {
+          channel: 'twoway',
+          baseUrl: sandbox.url,
+          username: 'acme',
+          password: 'acme-cobros',
+          shortCode: '890123',
+        },
+      },
       suppressionList: join(listDir, 'optouts.txt'),
       optOut: { smpp: { host: '127.0.0.1', port: sandbox.smpp!.port, systemId: 'demo', password: 'demo' } },
       replies: {
@@ -112,7 +125,10 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
       id: expect.any(String),
     },
   ]);
-  expect((await answersTo(E)).map((a) => [a.text, a.shortCode])).toEqual([[HELP_COBROS, '890123']]);
+  // A reply to the two-way account's short code: answered with that account.
+  expect((await answersTo(E)).map((a) => [a.account, a.shortCode, a.text])).toEqual([
+    ['acme', '890123', HELP_COBROS],
+  ]);
   expect((await answersTo(A)).map((a) => a.text)).toEqual([CONFIRM_OUT]);
 
   // The soft opt-out is flagged, nothing else is.

@@ -86,7 +86,7 @@ describe('replySettings', () => {
     expect(() => parse({ replies: { keywords: { optOut: ['Salir'], optIn: ['SALIR'] } } })).toThrow(
       /in two keyword lists: SALIR/,
     );
-    expect(() => parse({ replies: { byShortCode: { acme: {} } } })).toThrow(/3 to 15 digits/);
+    expect(() => parse({ replies: { byShortCode: { acme: {} } } })).toThrow(/3 to 10 digits/);
     expect(() => parse({ replies: { helpTxt: 'x' } })).toThrow();
   });
 });

@@ -5,7 +5,15 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MoMessageAnswerer } from '../../src/replies/answers.ts';
+import { TwoWayClient } from '../../src/channels/twoway/client.ts';
+import {
+  answerersByShortCode,
+  MoMessageAnswerer,
+  type ReplyAnswerer,
+  twoWayAnswerer,
+} from '../../src/replies/answers.ts';
+import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
 
 interface Seen {
   path: string;
@@ -86,5 +94,41 @@ describe('MoMessageAnswerer', () => {
       { status: 401, body: {} },
     ];
     await expect(a.answer('573001112233', '890123', 'x')).rejects.toThrow('answered 401');
+  });
+});
+
+describe('twoWayAnswerer and answerersByShortCode', () => {
+  it("a two-way account's client answers from its short code; another code is refused", async () => {
+    const sandbox = await startSandbox({
+      timeScale: 0.001,
+      notify: false,
+      accounts: [{ username: 'acme', password: 'clave', shortCodes: ['890123'] }],
+    });
+    const client = new TwoWayClient({ baseUrl: sandbox.url, username: 'acme', password: 'clave' });
+    try {
+      const a = twoWayAnswerer(client);
+      await a.answer('573001112233', '890123', 'Cobros Acme: 601 555 0000');
+      const ledger = (await (await fetch(`${sandbox.url}/_sandbox/momessage/ledger`)).json()) as {
+        entries: MoLedgerEntry[];
+      };
+      expect(ledger.entries.map((e) => [e.account, e.shortCode, e.phoneNumber, e.text])).toEqual([
+        ['acme', '890123', '573001112233', 'Cobros Acme: 601 555 0000'],
+      ]);
+      await expect(a.answer('573001112233', '85000', 'x')).rejects.toThrow(/^POST \/momessage: rejected: /);
+    } finally {
+      await client.close();
+      await sandbox.close();
+    }
+  });
+
+  it('routes each short code to its own answerer, any other to the fallback', async () => {
+    const calls: string[] = [];
+    const named = (name: string): ReplyAnswerer => ({
+      answer: async (to, shortCode) => void calls.push(`${name} ${to} ${shortCode}`),
+    });
+    const a = answerersByShortCode(new Map([['890123', named('cobros')]]), named('sms'));
+    await a.answer('573001112233', '890123', 'x');
+    await a.answer('573001112233', '85000', 'x');
+    expect(calls).toEqual(['cobros 573001112233 890123', 'sms 573001112233 85000']);
   });
 });
