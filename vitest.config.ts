@@ -13,6 +13,7 @@ const ON_BOTH_STORES = [
   'test/e2e/send-window.test.ts',
   'test/e2e/contact-limit.test.ts',
   'test/e2e/replies-optout.test.ts',
+  'test/e2e/replies-keywords.test.ts',
   'test/e2e/email-send.test.ts',
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',

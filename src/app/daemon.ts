@@ -17,6 +17,7 @@ import { pruneOld } from '../store/retention.ts';
 import { VERSION } from '../version.ts';
 import { FileSlots } from './file-slots.ts';
 import { ProgressLoop } from './progress-loop.ts';
+import { replyAnswerer } from './reply-answers.ts';
 import type { Runtime } from './runtime.ts';
 import { SourceScan } from './source-scan.ts';
 import { type StalledWork, StepQueue } from './step-queue.ts';
@@ -266,8 +267,15 @@ async function startServices(
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
-  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent.
-  const replies = startReplies(rt.store, rt.loaded, log);
+  // Users' replies over SMPP (optOut.smpp): kept, opt-outs held back from chunks not yet sent,
+  // help and confirmations answered through POST /momessage (./reply-answers.ts).
+  const replies = startReplies({
+    store: rt.store,
+    loaded: rt.loaded,
+    logger: log,
+    lists: rt.suppressionLists,
+    answerer: replyAnswerer(rt),
+  });
   return {
     receiver,
     metrics,

@@ -40,6 +40,8 @@ export interface Runtime {
   /** The accounts of the SMS host by name, "default" first: the service's health checks. */
   accounts: ReadonlyMap<string, Monitored>;
   pipeline: Pipeline;
+  /** The configuration's accounts as opened, by name (the answers to replies pick theirs). */
+  sendingAccounts: ReadonlyMap<string, SendingAccount>;
   /** The opt-out lists (global and per source), kept fresh; null when none is configured. */
   suppressionLists: SuppressionLists | null;
   logger: Logger;
@@ -226,6 +228,7 @@ async function assemble(
     sources,
     client,
     accounts: monitored,
+    sendingAccounts: accounts,
     formerNotifyTokens: new FormerTokens(store),
     pipeline,
     suppressionLists: suppression,

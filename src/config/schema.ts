@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { CHANNEL_SETTINGS, CHANNELS } from '../channels/names.ts';
 import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { DAYS, windowProblem } from '../plan/send-window.ts';
+import { overlappingKeywords } from '../replies/keywords.ts';
 import { isLoopbackListen, parseListenAddress } from './listen.ts';
 
 const duration = z.number().int().nonnegative();
@@ -17,6 +18,44 @@ export const ALERT_EVENTS = [
   'suppression-list-refused',
   'service-down',
 ] as const;
+
+const keywordList = z.array(z.string().min(1));
+const keywordSets = z
+  .object({ optOut: keywordList.optional(), optIn: keywordList.optional(), help: keywordList.optional() })
+  .strict()
+  .superRefine((sets, ctx) => {
+    const twice = overlappingKeywords({
+      optOut: sets.optOut ?? [],
+      optIn: sets.optIn ?? [],
+      help: sets.help ?? [],
+    });
+    if (twice.length > 0)
+      ctx.addIssue({ code: 'custom', message: `in two keyword lists: ${twice.join(', ')}` });
+  });
+/** What a short code answers: a text, or null for no answer. */
+const answerText = z.string().min(1).max(1000).nullable();
+const replySettings = {
+  keywords: keywordSets.optional(),
+  /** The answer to a help keyword (sent through POST /momessage); null: help is recorded, not answered. */
+  helpText: answerText.optional(),
+  /** Sent after an opt-out, at most one confirmation a number a day; null: none. */
+  confirmOptOut: answerText.optional(),
+  /** Sent after an opt-in (not to a number a configured list still holds). */
+  confirmOptIn: answerText.optional(),
+};
+/**
+ * Users' replies (docs/opt-outs.md "Keywords"): the global settings, and a short code's own
+ * (`byShortCode`), each key of which replaces the global one for replies to that code.
+ */
+const replies = z
+  .object({
+    ...replySettings,
+    byShortCode: z
+      .record(z.string().regex(/^\d{3,10}$/, '3 to 10 digits'), z.object(replySettings).strict())
+      .default({}),
+  })
+  .strict();
+export type RepliesConfig = z.output<typeof replies>;
 
 const listenAddress = z.string().superRefine((value, ctx) => {
   const parsed = parseListenAddress(value);
@@ -340,10 +379,12 @@ export const configSchema = z
       .default(null),
     /** A local path, s3://bucket/key, or <sourceName>:<path> on a configured source. */
     suppressionList: z.string().min(1).nullable().default(null),
+    /** Keywords, help and confirmation texts of users' replies (docs/opt-outs.md "Keywords"). */
+    replies: replies.prefault({}),
     optOut: z
       .object({
-        /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
-        keywords: z.array(z.string().min(1)).default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
+        /** The older spelling of replies.keywords.optOut (that one wins when both are given). */
+        keywords: keywordList.optional(),
         /** Bind as an SMPP receiver for users' replies (docs/opt-outs.md "Replies over SMPP"). */
         smpp: z
           .object({

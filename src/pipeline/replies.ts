@@ -1,56 +1,72 @@
-// Users' replies (issue 14 "Replies that opt out"): the SMPP receiver (src/optout) hands each
-// reply here; it is kept in the store, and one whose text is an opt-out keyword puts its
-// sender on the opt-out list in the same transaction, before the SMSC gets its acknowledgement.
-// Chunks not yet sent are checked against that list (Store.holdBack).
+// Users' replies (issue 14 "Replies that opt out", issue 35 keywords): the SMPP receiver
+// (src/optout) hands each reply here; src/replies/standing.ts reads it against its short
+// code's keywords and keeps it in the store, which changes the sender's standing in the same
+// transaction, before the SMSC gets its acknowledgement. Chunks not yet sent are checked
+// against the opt-out list (Store.holdBack).
 import type { LoadedConfig } from '../config/load.ts';
-import { maskNumber } from '../core/redact.ts';
 import { makeNumberRules, normalizeNumber } from '../format/numbers.ts';
 import type { Logger } from '../log.ts';
-import { isOptOut } from '../optout/keywords.ts';
 import { type SmppReply, SmppReplyReceiver } from '../optout/smpp-receiver.ts';
+import type { ReplyAnswerer } from '../replies/answers.ts';
+import { type ReplyHandler, replyHandler } from '../replies/standing.ts';
 import type { Store } from '../store/store.ts';
+import type { SuppressionLists } from './suppression-lists.ts';
+
+export interface RepliesOptions {
+  readonly store: Store;
+  readonly loaded: LoadedConfig;
+  readonly logger: Logger;
+  /** The configured opt-out lists (an opt-in does not lift them); null: none. */
+  readonly lists?: SuppressionLists | null | undefined;
+  /** Sends the help text and confirmations; null: they are not sent. */
+  readonly answerer?: ReplyAnswerer | null | undefined;
+}
 
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */
-export function replyRecorder(
-  store: Store,
-  keywords: readonly string[],
-  logger: Logger,
-): (reply: SmppReply) => Promise<void> {
+export function replyRecorder(handler: ReplyHandler): (reply: SmppReply) => Promise<void> {
   // A reply's sender is the number campaigns send to: the same sent form (573001234567),
   // whatever the SMSC wrote (+57…, a national number). A sender that is no mobile number (a
   // short code, an alphanumeric name) is kept as written.
   const rules = { ...makeNumberRules(), allowedCountries: null };
   return async (reply) => {
     const n = normalizeNumber(reply.from, rules);
-    const from = n.ok ? n.number : reply.from;
-    const optOut = isOptOut(reply.text, keywords);
-    const kept = await store.recordReply({
+    await handler.record({
       receivedAt: reply.receivedAt,
-      from,
+      from: n.ok ? n.number : reply.from,
       to: reply.to,
       text: reply.text,
-      optOut,
       messageId: reply.messageId ?? null,
     });
-    // The receiver logs every reply (masked); an opt-out is worth its own line.
-    if (optOut && kept) logger.info({ from: maskNumber(from) }, 'reply: opt-out recorded');
   };
 }
 
 /** The SMPP receiver of `optOut.smpp`, started; null when none is configured. */
-export function startReplies(store: Store, loaded: LoadedConfig, logger: Logger): SmppReplyReceiver | null {
-  const smpp = loaded.config.optOut.smpp;
-  const password = loaded.secrets.smppPassword;
+export function startReplies(o: RepliesOptions): { stop(): Promise<void> } | null {
+  const smpp = o.loaded.config.optOut.smpp;
+  const password = o.loaded.secrets.smppPassword;
   if (!smpp || password === null) return null;
+  const lists = o.lists ?? null;
+  const handler = replyHandler({
+    store: o.store,
+    config: o.loaded.config,
+    listsHolding: lists ? (number) => lists.holding(number) : null,
+    answerer: o.answerer ?? null,
+    logger: o.logger,
+  });
   const receiver = new SmppReplyReceiver({
     host: smpp.host,
     port: smpp.port,
     tls: smpp.tls,
     systemId: smpp.systemId,
     password,
-    onReply: replyRecorder(store, loaded.config.optOut.keywords, logger),
-    logger,
+    onReply: replyRecorder(handler),
+    logger: o.logger,
   });
   receiver.start();
-  return receiver;
+  return {
+    async stop() {
+      await receiver.stop();
+      await handler.drain();
+    },
+  };
 }

@@ -20,9 +20,13 @@ import type {
   ListedIssue,
   RecipientOutcome,
   RecipientRecord,
+  ReplyIntent,
   ReplyRecord,
   ReportRow,
   SharedToken,
+  StandingChange,
+  StandingChangeKind,
+  StandingSource,
   WorkerInfo,
   WorkerRecord,
 } from './store.ts';
@@ -123,6 +127,22 @@ export function toReply(r: Row): ReplyRecord {
     text: str(r.text),
     optOut: bool(r.opt_out),
     messageId: strOrNull(r.message_id),
+    intent: strOrNull(r.intent) as ReplyIntent | null,
+    keyword: strOrNull(r.keyword),
+  };
+}
+
+/** A standing_changes row. */
+export function toStandingChange(r: Row): StandingChange {
+  return {
+    id: num(r.id),
+    number: str(r.number),
+    at: str(r.at),
+    change: str(r.change) as StandingChangeKind,
+    source: str(r.source) as StandingSource,
+    reply: numOrNull(r.reply),
+    keyword: strOrNull(r.keyword),
+    detail: strOrNull(r.detail),
   };
 }
 

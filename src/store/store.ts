@@ -50,6 +50,7 @@ import type {
   ChunkState,
   ChunkStateGuard,
 } from './records/sending.ts';
+import type { OperatorChange, Standing } from './records/standing.ts';
 
 export * from './records/accounts.ts';
 export * from './records/campaign.ts';
@@ -60,6 +61,7 @@ export * from './records/leases.ts';
 export * from './records/reads.ts';
 export * from './records/retention.ts';
 export * from './records/sending.ts';
+export * from './records/standing.ts';
 
 export interface Store {
   // ---- the store itself: its schema, health and connection ----
@@ -239,12 +241,31 @@ export interface Store {
    */
   pruneContacts(timezone: string): Promise<number>;
   /**
-   * A user's reply, kept (once per `messageId` when it has one); an opt-out also puts its
-   * sender on the opt-out list, in the same transaction. false: a reply already kept.
+   * A user's reply, kept (once per `messageId` when it has one); in the same transaction an
+   * opt-out puts its sender on the opt-out list, an opt-in takes it off, each change kept in
+   * the number's history (./standing-rules.ts). false: a reply already kept.
    */
   recordReply(reply: NewReply): Promise<boolean>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */
   replies(options: { since?: string | undefined; afterId?: number; limit: number }): Promise<ReplyRecord[]>;
+
+  // ---- standing (standing.ts): a number's history, confirmations, replies to review ----
+  /** The number's standing now and every change to it, oldest first (docs/opt-outs.md). */
+  standing(number: string): Promise<Standing>;
+  /**
+   * An operator puts the number on the opt-out list or takes it off, at the store's clock,
+   * kept in its history (source `operator`). false: it was so already, nothing kept.
+   */
+  changeStanding(change: OperatorChange): Promise<boolean>;
+  /**
+   * The right to send `number` a confirmation text on the local day (in `timezone`) of the
+   * store's clock: true once a number a day, whatever the number of workers (a primary key).
+   */
+  takeConfirmation(number: string, timezone: string): Promise<boolean>;
+  /** Replies flagged for review (intent `review`), in the order received, after `afterId`. */
+  repliesToReview(options: { afterId?: number; limit: number }): Promise<ReplyRecord[]>;
+  /** How many replies are flagged for review. */
+  countRepliesToReview(): Promise<number>;
 
   // ---- accounts (accounts.ts): settings, the shared service token, send budgets ----
   /**

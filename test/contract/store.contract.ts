@@ -21,6 +21,7 @@ import {
 } from './store/helpers.ts';
 import { ingest } from './store/ingest.ts';
 import { sendingAndResults } from './store/sending-and-results.ts';
+import { standing } from './store/standing.ts';
 import { workersAndBudgets } from './store/workers-and-budgets.ts';
 
 export {
@@ -90,5 +91,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     workersAndBudgets(t);
     dashboard(t);
     describe('campaign rules', () => campaignRules(t));
+    describe('a number’s standing', () => standing(t));
   });
 }

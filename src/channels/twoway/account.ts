@@ -46,6 +46,14 @@ export class TwoWayAccount extends ChannelAccount<TwoWaySend> implements Sending
     return { send: (_seq, rows, options) => this.sendChunk(send, rows, options) };
   }
 
+  /**
+   * What answers to users' replies to the account's short code go out with (docs/opt-outs.md
+   * "Answers"): its client, so its token, retries and in-doubt rules.
+   */
+  get replies(): { readonly shortCode: string; readonly client: TwoWayClient } {
+    return { shortCode: this.#shortCode, client: this.#client };
+  }
+
   close(): Promise<void> {
     return this.#client.close();
   }

@@ -1,4 +1,4 @@
-// `dropline replies [--since <ISO-8601>]`: users' replies received over SMPP (docs/opt-outs.md)
+// `dropline replies [--since <ISO-8601>] [--review]`: users' replies received over SMPP (docs/opt-outs.md)
 // as CSV, oldest first, read from the store in pages (flat memory however many there are).
 import { once } from 'node:events';
 import type { Command } from 'commander';
@@ -15,7 +15,8 @@ export function registerReplies(program: Command, setExit: SetExit): void {
     .command('replies')
     .description('users’ replies (opt-outs and others) as CSV, oldest first')
     .option('--since <time>', 'only replies received at or after this ISO-8601 time (e.g. 2026-11-01)')
-    .action(async (opts: { since?: string }, cmd: Command) => {
+    .option('--review', 'only replies flagged for review: they look like an opt-out, are no keyword')
+    .action(async (opts: { since?: string; review?: boolean }, cmd: Command) => {
       let since: string | undefined;
       if (opts.since !== undefined) {
         const t = Date.parse(opts.since);
@@ -27,11 +28,14 @@ export function registerReplies(program: Command, setExit: SetExit): void {
         const out = process.stdout;
         out.write(`${REPLIES_HEADER}\n`);
         for (let afterId = 0; ; ) {
-          const page = await store.replies({ since, afterId, limit: PAGE });
+          const page = opts.review
+            ? await store.repliesToReview({ afterId, limit: PAGE })
+            : await store.replies({ since, afterId, limit: PAGE });
           if (page.length === 0) break;
           let buf = '';
           for (const r of page)
-            buf += `${r.receivedAt},${csvCell(r.from)},${csvCell(r.to)},${csvCell(r.text)},${r.optOut}\n`;
+            if (!opts.review || since === undefined || Date.parse(r.receivedAt) >= Date.parse(since))
+              buf += `${r.receivedAt},${csvCell(r.from)},${csvCell(r.to)},${csvCell(r.text)},${r.optOut}\n`;
           if (!out.write(buf)) await once(out, 'drain');
           afterId = page.at(-1)!.id;
         }

@@ -24,6 +24,7 @@ import * as reads from './reads.ts';
 import * as retention from './retention.ts';
 import * as sending from './sending.ts';
 import * as S from './sql.ts';
+import * as standing from './standing.ts';
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -98,6 +99,12 @@ export class PostgresStore implements Store {
   readonly pruneContacts: Store['pruneContacts'] = (...a) => campaign.pruneContacts(this.db, ...a);
   readonly recordReply: Store['recordReply'] = (...a) => campaign.recordReply(this.db, ...a);
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
+  // standing
+  readonly standing: Store['standing'] = (...a) => standing.standing(this.db, ...a);
+  readonly changeStanding: Store['changeStanding'] = (...a) => standing.changeStanding(this.db, ...a);
+  readonly takeConfirmation: Store['takeConfirmation'] = (...a) => standing.takeConfirmation(this.db, ...a);
+  readonly repliesToReview: Store['repliesToReview'] = (...a) => standing.repliesToReview(this.db, ...a);
+  readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);
   // accounts
   readonly keepSetting: Store['keepSetting'] = (...a) => accounts.keepSetting(this.db, ...a);
   readonly settingsUnder: Store['settingsUnder'] = (...a) => accounts.settingsUnder(this.db, ...a);

@@ -1044,18 +1044,67 @@ export const HOLD_BACK_CONTACTS = statement(
 export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
 export const RECORD_REPLY = statement(
-  `WITH reply AS (
-     INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
-     VALUES (:received_at::timestamptz, :from_number::text, :to_number::text, :text::text, :opt_out::boolean, :message_id::text)
-     ON CONFLICT (message_id) DO NOTHING RETURNING id, from_number, received_at, opt_out),
-   opted AS (
-     INSERT INTO opt_outs (number, at, reply) SELECT from_number, received_at, id FROM reply WHERE opt_out
-     ON CONFLICT DO NOTHING)
-   SELECT id FROM reply`,
+  `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, intent, keyword)
+   VALUES (:received_at::timestamptz, :from_number::text, :to_number::text, :text::text, :opt_out::boolean,
+     :message_id::text, :intent::text, :keyword::text)
+   ON CONFLICT (message_id) DO NOTHING RETURNING id`,
 );
 
+export const OPT_OUT = statement(
+  `INSERT INTO opt_outs (number, at, reply) VALUES (:number::text, :at::timestamptz, :reply::bigint)
+   ON CONFLICT DO NOTHING`,
+);
+
+const REPLY_COLUMNS =
+  'id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id, intent, keyword';
+
 export const REPLIES = statement(
-  `SELECT id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id FROM replies
+  `SELECT ${REPLY_COLUMNS} FROM replies
    WHERE id > :after_id::bigint AND (:since::timestamptz IS NULL OR received_at >= :since::timestamptz)
    ORDER BY id LIMIT :limit::int`,
 );
+
+// ---- a number's standing (../standing-rules.ts) ----
+
+export const LIFT_OPT_OUT = statement('DELETE FROM opt_outs WHERE number = :number::text');
+
+/** :at NULL: the store's clock (an operator's change). */
+export const STANDING_CHANGE = statement(
+  `INSERT INTO standing_changes (number, at, change, source, reply, keyword, detail)
+   VALUES (:number::text, coalesce(:at::timestamptz, ${NOW}), :change::text, :source::text, :reply::bigint,
+     :keyword::text, :detail::text)`,
+);
+
+/** An operator's opt-out, at the store's clock, by no reply. */
+export const OPT_OUT_BY_HAND = statement(
+  `INSERT INTO opt_outs (number, at, reply) VALUES (:number::text, ${NOW}, NULL) ON CONFLICT DO NOTHING`,
+);
+
+export const OPTED_OUT = statement(
+  'SELECT iso_time(at) AS at, reply FROM opt_outs WHERE number = :number::text',
+);
+
+export const STANDING_HISTORY = statement(
+  `SELECT id, number, iso_time(at) AS at, change, source, reply, keyword, detail FROM standing_changes
+   WHERE number = :number::text ORDER BY id`,
+);
+
+/** The confirmation's local day, in its timezone, on the store's clock (as the contact limit's). */
+const CONFIRMATION_DAY = `(${NOW} AT TIME ZONE :timezone::text)::date`;
+
+export const TAKE_CONFIRMATION = statement(
+  `INSERT INTO reply_confirmations (number, day) VALUES (:number::text, ${CONFIRMATION_DAY})
+   ON CONFLICT DO NOTHING`,
+);
+
+/** Days before yesterday decide nothing any more. */
+export const PRUNE_CONFIRMATIONS = statement(
+  `DELETE FROM reply_confirmations WHERE day < ${CONFIRMATION_DAY} - 1`,
+);
+
+export const REPLIES_TO_REVIEW = statement(
+  `SELECT ${REPLY_COLUMNS} FROM replies WHERE intent = 'review' AND id > :after_id::bigint
+   ORDER BY id LIMIT :limit::int`,
+);
+
+export const COUNT_REPLIES_TO_REVIEW = statement(`SELECT count(*) AS n FROM replies WHERE intent = 'review'`);

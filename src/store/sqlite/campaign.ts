@@ -5,6 +5,7 @@
 import { localDate } from '../../plan/send-window.ts';
 import { holdBackRule } from '../campaign-rules.ts';
 import { num, toReply } from '../mapping.ts';
+import { recordReplyRule } from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
 import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
@@ -41,14 +42,28 @@ export async function pruneContacts(db: SqliteDb, timezone: string): Promise<num
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
-  return db.tx(() => {
-    const r = db
-      .stmt(S.RECORD_REPLY)
-      .get(reply.receivedAt, reply.from, reply.to, reply.text, reply.optOut ? 1 : 0, reply.messageId);
-    if (!r) return false;
-    if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
-    return true;
-  });
+  return db.tx(() =>
+    runSync(recordReplyRule(reply), {
+      insertReply: (intent) => {
+        const r = db
+          .stmt(S.RECORD_REPLY)
+          .get(
+            reply.receivedAt,
+            reply.from,
+            reply.to,
+            reply.text,
+            intent === 'opt_out' ? 1 : 0,
+            reply.messageId,
+            intent,
+            reply.keyword ?? null,
+          );
+        return r ? num(r.id) : null;
+      },
+      optOut: (id) => changes(db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, id)) > 0,
+      liftOptOut: () => changes(db.stmt(S.LIFT_OPT_OUT).run(reply.from)) > 0,
+      history: (row) => void db.stmt(S.STANDING_CHANGE).run({ ...row }),
+    }),
+  );
 }
 
 export async function replies(

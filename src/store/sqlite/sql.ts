@@ -377,8 +377,8 @@ export const DELIVERY_TIMELINE = `SELECT minute, delivered, undelivered, unknown
 
 export const PRUNE_CONTACTS = 'DELETE FROM contacts WHERE day < ?';
 
-export const RECORD_REPLY = `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id)
-  VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING RETURNING id`;
+export const RECORD_REPLY = `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, intent, keyword)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING RETURNING id`;
 
 export const OPT_OUT = 'INSERT INTO opt_outs (number, at, reply) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
 
@@ -479,3 +479,23 @@ export const SUMMARY = `SELECT (SELECT count(*) FROM files WHERE state = 'sendin
      (SELECT total(delivered) FROM delivery_minutes WHERE minute >= ?1) AS delivered,
      (SELECT total(undelivered) FROM delivery_minutes WHERE minute >= ?1) AS undelivered`;
 export const SUMMARY_FILES = `SELECT file_id FROM files WHERE state IN ('sending', 'submitted', 'paused', 'partial')`;
+
+// ---- a number's standing (../standing-rules.ts) ----
+
+export const LIFT_OPT_OUT = 'DELETE FROM opt_outs WHERE number = ?';
+
+export const STANDING_CHANGE = `INSERT INTO standing_changes (number, at, change, source, reply, keyword, detail)
+  VALUES (:number, :at, :change, :source, :reply, :keyword, :detail)`;
+
+export const OPTED_OUT = 'SELECT at, reply FROM opt_outs WHERE number = ?';
+
+export const STANDING_HISTORY = 'SELECT * FROM standing_changes WHERE number = ? ORDER BY id';
+
+export const TAKE_CONFIRMATION =
+  'INSERT INTO reply_confirmations (number, day) VALUES (?, ?) ON CONFLICT DO NOTHING';
+
+export const PRUNE_CONFIRMATIONS = 'DELETE FROM reply_confirmations WHERE day < ?';
+
+export const REPLIES_TO_REVIEW = `SELECT * FROM replies WHERE intent = 'review' AND id > ? ORDER BY id LIMIT ?`;
+
+export const COUNT_REPLIES_TO_REVIEW = `SELECT count(*) AS n FROM replies WHERE intent = 'review'`;
