@@ -310,7 +310,8 @@ describe('PostgresStore', () => {
       );
       const store = open();
       await store.migrate();
-      expect(store.migrated).toEqual([14]);
+      // 0014 and the migrations after it; none of the earlier ones again.
+      expect(store.migrated[0]).toBe(14);
       expect((await store.replies({ limit: 10 })).map((r) => [r.intent, r.optOut])).toEqual([
         ['opt_out', true],
         [null, false],
