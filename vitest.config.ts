@@ -15,6 +15,7 @@ const ON_BOTH_STORES = [
   'test/e2e/replies-optout.test.ts',
   'test/e2e/replies-joined.test.ts',
   'test/e2e/replies-outage.test.ts',
+  'test/e2e/replies-keywords.test.ts',
   'test/e2e/email-send.test.ts',
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',
@@ -22,6 +23,8 @@ const ON_BOTH_STORES = [
   'test/e2e/email-attachments.test.ts',
   'test/e2e/mixed-day.test.ts',
   'test/e2e/rcs-send.test.ts',
+  'test/e2e/twoway-send.test.ts',
+  'test/e2e/twoway-crash.test.ts',
 ];
 
 export default defineConfig({

@@ -1,6 +1,6 @@
 // What the email bench (bench/email.bench.ts) and its floor (bench/floor-email.ts) share: the
-// sender, the source's HTML body, and the headed email drop file (FORMAT.md 8.3: an address
-// column and two fields, the subject from the file's `#! subject:`).
+// sender, the source's HTML body, and the headed email drop file (docs/format.md "Email files": an
+// address column and two fields, the subject from the file's `#! subject:`).
 import { once } from 'node:events';
 import { createWriteStream, existsSync } from 'node:fs';
 

@@ -18,7 +18,7 @@ const root = join(import.meta.dirname, '..');
 const out = join(root, 'bench', 'out');
 const LINES = Number(process.env.EMAIL_BENCH_LINES ?? 100_000);
 const ROUNDS = Number(process.env.EMAIL_BENCH_ROUNDS ?? 5);
-/** Spec 8, EMAIL_MAX_RECIPIENTS: recipients a request. */
+/** EMAIL_MAX_RECIPIENTS: recipients a request (docs/service.md "Email"). */
 const BATCH = 50;
 /** The email account's requests in flight: its `concurrency`, by default api.concurrency (4). */
 const IN_FLIGHT = 4;

@@ -1,8 +1,8 @@
 // Issue 2: `dropline validate --json` as a whole process on 1M-line files, against a floor
 // measured in the same run (stream the file, split lines, regex-check the number), and
-// peak RSS at 1M and 5M lines (memory may grow only with the duplicate index). FORMAT.md 8.2:
-// a headed 1M-line file whose `#! message:` template names two columns, checked against a
-// 1M-number suppression list (loaded by validate's loadSuppressionList).
+// peak RSS at 1M and 5M lines (memory may grow only with the duplicate index). docs/format.md
+// "Templates": a headed 1M-line file whose `#! message:` template names two columns, checked
+// against a 1M-number suppression list (loaded by validate's loadSuppressionList).
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, statSync } from 'node:fs';

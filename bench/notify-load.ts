@@ -1,10 +1,11 @@
 // The load and the rounds of the delivery-report ingest benches (bench/notify.bench.ts on
 // SQLite, bench/postgres.bench.ts on PostgreSQL): CONNECTIONS keep-alive connections posting
-// one-result 2.6 bodies, REQUESTS of them or for SECONDS, whichever ends first, after WARMUP
-// requests to another file; the server under load on its own worker thread
-// (bench/notify-server.ts), the bare node:http receiver or src/notify/receiver.ts on the store
-// at a given URL. Rounds of (bare, receiver) in alternating order, each round's ratio taken in
-// that round: the machine's speed drifts by tens of percent within a minute.
+// one-result status notifications (docs/service.md "Status notifications"), REQUESTS of them or for
+// SECONDS, whichever ends first, after WARMUP requests to another file; the server under load on
+// its own worker thread (bench/notify-server.ts), the bare node:http receiver or
+// src/notify/receiver.ts on the store at a given URL. Rounds of (bare, receiver) in alternating
+// order, each round's ratio taken in that round: the machine's speed drifts by tens of percent
+// within a minute.
 import { Worker } from 'node:worker_threads';
 import { Pool } from 'undici';
 import type { ServerData, ServerReport } from './notify-server.ts';

@@ -22,7 +22,7 @@ export default async function notifyBench(): Promise<string> {
       prestored: PRESTORED,
     });
     return [
-      `${CONNECTIONS} keep-alive connections (undici Pool) post one-result service-interface.md 2.6 bodies,`,
+      `${CONNECTIONS} keep-alive connections (undici Pool) post one-result [status notifications](service.md#status-notifications),`,
       `${REQUESTS} requests or ${SECONDS} s, after ${WARMUP} warm-up requests; each server runs on its own worker`,
       'thread. The receiver commits to a SQLite file store (WAL, checkpoints on a worker thread as in',
       '`dropline run`), every report updating a recipient of a sent file (generated messageIds, chunks',

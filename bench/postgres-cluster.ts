@@ -1,6 +1,6 @@
-// A private PostgreSQL 15 cluster from the Debian binaries (TOOLING.md), with no vitest in it so
-// a bench can start one as well as a test harness: initdb and pg_ctl as the `postgres` user
-// (PostgreSQL refuses root) through setpriv, data and socket directories in a temp dir that
+// A private PostgreSQL 15 cluster from the Debian binaries (docs/architecture.md "Tests"), with no
+// vitest in it so a bench can start one as well as a test harness: initdb and pg_ctl as the `postgres`
+// user (PostgreSQL refuses root) through setpriv, data and socket directories in a temp dir that
 // user owns, a free port on 127.0.0.1, trust authentication for the `app` superuser.
 // Commits are durable unless `fsync: false` is asked for (tests that only need correctness):
 // a bench measures what a production server pays for every COMMIT.

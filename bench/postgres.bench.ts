@@ -161,7 +161,7 @@ async function ingestBench(cluster: PostgresCluster): Promise<string[]> {
   return [
     '### 2. Delivery-report ingest, store on PostgreSQL',
     '',
-    `${CONNECTIONS} keep-alive connections (undici Pool) post one-result service-interface.md 2.6 bodies,`,
+    `${CONNECTIONS} keep-alive connections (undici Pool) post one-result [status notifications](service.md#status-notifications),`,
     `${REQUESTS} requests or ${SECONDS} s, after ${WARMUP} warm-up requests; each server runs on its own worker`,
     'thread (bench/notify-load.ts, as the notify bench). The receiver commits each group of reports',
     'in one PostgreSQL transaction (synchronous_commit on: 200 only after the WAL is flushed), every',

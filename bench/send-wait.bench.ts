@@ -185,6 +185,6 @@ export default async function sendWaitBench(): Promise<string> {
     `- send --wait against send without notifications: ${ratio.toFixed(2)}× (goal ≤ 2×): ${ratio <= 2 ? 'met' : 'NOT met'}.`,
     `- send --wait against the floor with notifications: ${floorRatio.toFixed(2)}× (goal ≤ 2×): ${floorRatio <= 2 ? 'met' : 'NOT met'}.`,
     `- The floor alone is ${(f.seconds / p.seconds).toFixed(1)}× the send without notifications: the service's one HTTP request per`,
-    '  report (service-interface.md 6) bounds any receiver, so the floor with notifications is the fair measure.',
+    '  report ([service.md](service.md#status-notifications)) bounds any receiver, so the floor with notifications is the fair measure.',
   ].join('\n');
 }

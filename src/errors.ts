@@ -371,6 +371,70 @@ export const STATE_DETAILS = {
   },
 } as const satisfies Record<string, { hint: string }>;
 
+/** What a coded text's page words into it: a line, figures, a time, a file's id. */
+export type TextParams = Record<string, string | number>;
+
+/**
+ * A text shown to people as its code and parameters (docs/dashboard.md "Codes and languages"):
+ * the store keeps a file's reason so, beside its English, for a page to word it in its language.
+ */
+export interface CodedText {
+  code: string;
+  params: TextParams;
+}
+
+/** Where a user's state change came from (pause, resume, cancel), as its reason says it. */
+export const ACTION_SOURCES = { DASHBOARD: 'from the dashboard', USER: 'by a user' } as const;
+export type ActionSource = keyof typeof ACTION_SOURCES;
+
+const acted = (past: string, by: ActionSource) => () => `${past} ${ACTION_SOURCES[by]}`;
+
+/**
+ * Why a file is in its state, for the reasons of dropline's own (a rejected or duplicate
+ * file's reason is its rejection, a REASONS code): the English of each code from its
+ * parameters, for the manifest's `reason`, status and the CLI; the dashboard words the same
+ * code and parameters in its language (docs/dashboard.md "Codes and languages").
+ */
+export const STATE_REASONS = {
+  PAUSED_BY_DASHBOARD: acted('paused', 'DASHBOARD'),
+  PAUSED_BY_USER: acted('paused', 'USER'),
+  RESUMED_BY_DASHBOARD: acted('resumed', 'DASHBOARD'),
+  RESUMED_BY_USER: acted('resumed', 'USER'),
+  CANCELLED_BY_DASHBOARD: acted('cancelled', 'DASHBOARD'),
+  CANCELLED_BY_USER: acted('cancelled', 'USER'),
+  SCHEDULED_WINDOW: (p: { at: string; zone: string }) =>
+    `outside the send window: starts ${p.at} (${p.zone})`,
+  SCHEDULED_SEND_AT: (p: { at: string; zone: string }) => `#! sendAt: starts ${p.at} (${p.zone})`,
+  WINDOW_NEVER_OPENS: () => 'the send window never opens in the next 400 days: check sendWindow',
+  // The command names the file; the page has its Retry button instead (not a parameter).
+  PARTIAL: (p: { failed: number; inDoubt: number }, fileId: string) =>
+    `${p.failed} chunk(s) failed, ${p.inDoubt} in doubt: dropline retry ${fileId} resends them`,
+  // The service's own words (401/403): no English of dropline's around them.
+  ACCOUNT_REFUSED: (p: { text: string }) => p.text,
+} as const;
+
+export type StateReasonCode = keyof typeof STATE_REASONS;
+/** A user's state change's reason (`${past}_BY_${by}`). */
+export type ActionReasonCode = Extract<StateReasonCode, `${string}_BY_${ActionSource}`>;
+
+/** A state's reason as a file keeps it (FilePatch): its English and its code with parameters. */
+export function stateReason<C extends StateReasonCode>(
+  code: C,
+  ...args: Parameters<(typeof STATE_REASONS)[C]>
+): { reason: string; reasonCode: CodedText } {
+  const english = STATE_REASONS[code] as (...a: unknown[]) => string;
+  const params = (args[0] ?? {}) as TextParams;
+  return { reason: english(...args), reasonCode: { code, params: { ...params } } };
+}
+
+/** A rejected or duplicate file's reason: its rejection's message, and its code with parameters. */
+export function rejectionReason(rejection: { code: string; message: string; params?: TextParams }): {
+  reason: string;
+  reasonCode: CodedText;
+} {
+  return { reason: rejection.message, reasonCode: { code: rejection.code, params: rejection.params ?? {} } };
+}
+
 /** What to do about a code, from either table ('' for a code of the service's own). */
 export function hintOf(code: string | null): string {
   if (code === null) return '';

@@ -17,6 +17,7 @@ import { pruneOld } from '../store/retention.ts';
 import { VERSION } from '../version.ts';
 import { FileSlots } from './file-slots.ts';
 import { ProgressLoop } from './progress-loop.ts';
+import { replyAnswerer } from './reply-answers.ts';
 import type { Runtime } from './runtime.ts';
 import { SourceScan } from './source-scan.ts';
 import { type StalledWork, StepQueue } from './step-queue.ts';
@@ -213,6 +214,7 @@ async function startServices(
     listen: config.notify.listen,
     path: new URL(rt.loaded.notifyUrl).pathname,
     token: secrets.notifyToken,
+    formerTokens: rt.formerNotifyTokens,
     store: rt.store,
     logger: log,
     onDelivered: o.delivered,
@@ -265,9 +267,17 @@ async function startServices(
     });
     log.info({ url: ops.url }, 'ops server listening');
   }
-  // Users' replies over SMPP (replies.smpp): kept, opt-outs held back from chunks not yet sent;
-  // a reply joined to a finished file has its report.csv written again, as a delivery report would.
-  const replies = startReplies(rt.store, rt.loaded, log, (fileId) => o.delivered([fileId]));
+  // Users' replies over SMPP (replies.smpp): kept, opt-outs held back from chunks not yet sent,
+  // help and confirmations answered through POST /momessage (./reply-answers.ts); a reply
+  // joined to a finished file has its report.csv written again, as a delivery report would.
+  const replies = startReplies({
+    store: rt.store,
+    loaded: rt.loaded,
+    logger: log,
+    lists: rt.suppressionLists,
+    answerer: replyAnswerer(rt),
+    onJoined: (fileId) => o.delivered([fileId]),
+  });
   return {
     receiver,
     metrics,

@@ -14,6 +14,7 @@ import type { AccountConfig } from '../config/schema.ts';
 import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { adoptFormerToken, FormerTokens } from '../notify/former-tokens.ts';
 import { patientStore } from '../pipeline/patient-store.ts';
 import { Pipeline } from '../pipeline/pipeline.ts';
 import { SuppressionLists } from '../pipeline/suppression-lists.ts';
@@ -39,6 +40,8 @@ export interface Runtime {
   /** The accounts of the SMS host by name, "default" first: the service's health checks. */
   accounts: ReadonlyMap<string, Monitored>;
   pipeline: Pipeline;
+  /** The configuration's accounts as opened, by name (the answers to replies pick theirs). */
+  sendingAccounts: ReadonlyMap<string, SendingAccount>;
   /** The opt-out lists (global and per source), kept fresh; null when none is configured. */
   suppressionLists: SuppressionLists | null;
   logger: Logger;
@@ -48,6 +51,8 @@ export interface Runtime {
   /** The service URL in use. */
   serviceUrl: string;
   stateDir: string;
+  /** Hosts' older notify tokens, accepted by this process's receivers a while (docs/notify.md "The token"). */
+  formerNotifyTokens: FormerTokens;
   /** The daemon, once fully started: advertises its embedded sandbox in sandbox.url. */
   advertise(): Promise<void>;
   close(): Promise<void>;
@@ -223,6 +228,8 @@ async function assemble(
     sources,
     client,
     accounts: monitored,
+    sendingAccounts: accounts,
+    formerNotifyTokens: new FormerTokens(store),
     pipeline,
     suppressionLists: suppression,
     logger,
@@ -433,7 +440,10 @@ async function sharedNotifyToken(store: Store, stateDir: string): Promise<string
       throw storeFolderError('read', path, err);
     }
   }
-  return store.keepSetting('notify.token', earlier ?? randomBytes(24).toString('base64url'));
+  const kept = await store.keepSetting('notify.token', earlier ?? randomBytes(24).toString('base64url'));
+  // Another host's token won: this host's older one stays accepted by every receiver a while.
+  if (earlier !== null && earlier !== kept) await adoptFormerToken(store, earlier, new Date());
+  return kept;
 }
 
 /** notify.listen as [host, port], and whether a receiver answers there now. */

@@ -1,6 +1,6 @@
 // What the channels' record rules share: the parts of the reader they use, the bulk
 // message (or its absence) and a line that lists numbers.
-import type { ReasonCode } from '../errors.ts';
+import type { ReasonCode, TextParams } from '../errors.ts';
 import type { ParserState, ReadContext } from '../format/channel-rules.ts';
 import type { LayoutChoice } from '../format/layout.ts';
 import { NO_TEXT, type PreparedMessage } from '../format/message.ts';
@@ -33,10 +33,10 @@ export abstract class BaseRules {
     return choice;
   }
 
-  noMessage(detail?: string, code: ReasonCode = 'NO_MESSAGE', hint?: string): void {
+  noMessage(detail?: string, code: ReasonCode = 'NO_MESSAGE', hint?: string, params?: TextParams): void {
     this.parser.mode = 'records';
     this.bulkMessage = NO_TEXT;
-    this.summary.reject(code, detail, hint);
+    this.summary.reject(code, detail, hint, params);
   }
 
   /** A line of numbers, each sent the bulk message (docs/format.md "Bulk layout: one message, many numbers"). */

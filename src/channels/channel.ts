@@ -2,7 +2,9 @@
 // files are read with, what a read file keeps as its content, how `validate` describes it,
 // and its accounts, which send a file's chunks and check a file before it is planned. A definition is pure (the reader imports the registry); its
 // account and client are loaded only when an account of the channel is opened.
+
 import type { AccountConfig, Config } from '../config/schema.ts';
+import type { TextParams } from '../errors.ts';
 import type { ReadContext, RecordRules } from '../format/channel-rules.ts';
 import type { ReadSummary } from '../format/read-types.ts';
 import type { Logger } from '../log.ts';
@@ -80,6 +82,8 @@ export interface OutgoingFile {
   readonly content: FileContent | null;
   /** A bulk file's message (kept once), else null. */
   readonly bulkText: string | null;
+  /** Its source's `shortCode` (docs/channels.md "Two-way SMS"): where replies return; null: none set. */
+  readonly shortCode: string | null;
   /** An email file's shared attachments, as read with it. */
   attachments(): Promise<FileAttachment[]>;
 }
@@ -100,7 +104,11 @@ export interface PreparingFile {
 /** What a preparation decided: the content to keep, or a refusal of the file. */
 export type Prepared =
   | { readonly content: FileContent | null; readonly refusal: null }
-  | { readonly content: FileContent | null; readonly refusal: { code: string; message: string } };
+  | {
+      readonly content: FileContent | null;
+      /** `params`: what `message` says beyond the code (the file's reason's parameters). */
+      readonly refusal: { code: string; message: string; params?: TextParams };
+    };
 
 /** An account of a channel, opened from the configuration. */
 export interface SendingAccount {

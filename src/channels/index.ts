@@ -5,13 +5,14 @@ import { email } from './email/channel.ts';
 import type { ChannelDirective, ChannelName } from './names.ts';
 import { rcs } from './rcs/channel.ts';
 import { sms } from './sms/channel.ts';
+import { twoway } from './twoway/channel.ts';
 import { whatsapp } from './whatsapp/channel.ts';
 
 export type { Channel } from './channel.ts';
 export { CHANNELS, type ChannelDirective, type ChannelName } from './names.ts';
 
 /** In the order BAD_DIRECTIVE names the channels a directive is for. */
-const REGISTRY: { readonly [name in ChannelName]: Channel } = { sms, rcs, email, whatsapp };
+const REGISTRY: { readonly [name in ChannelName]: Channel } = { sms, rcs, email, whatsapp, twoway };
 
 export function channelOf(name: ChannelName): Channel {
   return REGISTRY[name];

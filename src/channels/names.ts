@@ -11,14 +11,17 @@ interface ChannelSettings {
   readonly secret: 'password' | 'apiKey';
   /** Its sources' own block of settings (`email`, `whatsapp`), which other sources may not have. */
   readonly sourceSettings: 'email' | 'whatsapp' | null;
+  /** Its sources may set `shortCode`: the short code its messages go out from, where replies return. */
+  readonly shortCode: boolean;
 }
 
 /** In the order `#! channel:`'s error lists them. */
 export const CHANNEL_SETTINGS = {
-  sms: { secret: 'password', sourceSettings: null },
-  rcs: { secret: 'password', sourceSettings: null },
-  whatsapp: { secret: 'password', sourceSettings: 'whatsapp' },
-  email: { secret: 'apiKey', sourceSettings: 'email' },
+  sms: { secret: 'password', sourceSettings: null, shortCode: true },
+  rcs: { secret: 'password', sourceSettings: null, shortCode: false },
+  whatsapp: { secret: 'password', sourceSettings: 'whatsapp', shortCode: false },
+  email: { secret: 'apiKey', sourceSettings: 'email', shortCode: false },
+  twoway: { secret: 'password', sourceSettings: null, shortCode: true },
 } as const satisfies Record<string, ChannelSettings>;
 
 export type ChannelName = keyof typeof CHANNEL_SETTINGS;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { CHANNEL_SETTINGS, CHANNELS } from '../channels/names.ts';
 import { DIRECTIVE_NAMES, PRIORITIES } from '../format/directives.ts';
 import { DAYS, windowProblem } from '../plan/send-window.ts';
+import { DEFAULT_KEYWORDS, overlappingKeywords } from '../replies/keywords.ts';
 import { isLoopbackListen, parseListenAddress } from './listen.ts';
 
 const duration = z.number().int().nonnegative();
@@ -81,6 +82,9 @@ const whatsappContent = z
   })
   .strict();
 
+/** A short code of the SMS host (docs/channels.md "Two-way SMS"): where replies to its messages return. */
+const shortCode = z.string().regex(/^\d{3,10}$/, '3 to 10 digits');
+
 const sourceCommon = {
   name: z
     .string()
@@ -119,15 +123,12 @@ const sourceCommon = {
    * What its files send (docs/format.md "Directives": `#! channel:` must agree), with an account of
    * that channel.
    */
-  channel: z.enum(['sms', 'rcs', 'email', 'whatsapp']).default('sms'),
+  channel: z.enum(['sms', 'rcs', 'email', 'whatsapp', 'twoway']).default('sms'),
   /**
-   * SMS: the short code its files are sent from (the massive message's `shortCode`); replies to
-   * it are joined to the campaign (docs/replies.md). Default: its account's, if it has one.
+   * The short code its messages go out from (sms: the massive message's `shortCode`; twoway:
+   * instead of the account's), so replies come back to it (docs/channels.md "Two-way SMS").
    */
-  shortCode: z
-    .string()
-    .regex(/^\d{3,15}$/, '3 to 15 digits')
-    .optional(),
+  shortCode: shortCode.optional(),
   /** An email source's content, unless its files' directives give it. */
   email: emailContent.optional(),
   /** A WhatsApp source's template and sending number, unless its files' directives give them. */
@@ -137,8 +138,8 @@ const sourceCommon = {
 /**
  * A sending account of the messaging service, its own credentials, budget and pause state.
  * `sms` (POST /mtmessage/massive, the default), `rcs` (POST /mtmessage, Channel RCS: the SMS
- * host and credentials), `email` (POST /email/v1/deliver) and `whatsapp` (POST
- * /MultiChannelInput/SendMessageMetaWhatsApp).
+ * host and credentials), `email` (POST /email/v1/deliver), `whatsapp` (POST
+ * /MultiChannelInput/SendMessageMetaWhatsApp) and `twoway` (POST /momessage: the SMS host).
  */
 const budgetKeys = {
   /** Default: api.ratePerSecond (recipients a second). */
@@ -187,12 +188,25 @@ const whatsappAccount = z
     ...budgetKeys,
   })
   .strict();
+/** Two-way SMS (POST /momessage): the SMS host, its credentials and token, and a short code. */
+const twowayAccount = z
+  .object({
+    channel: z.literal('twoway'),
+    baseUrl: z.string().url(),
+    username: z.string().min(1),
+    password: z.string().optional(),
+    passwordFile: z.string().optional(),
+    /** The short code assigned to the account (the request's `ShortCode`): replies return to it. */
+    shortCode,
+    ...budgetKeys,
+  })
+  .strict();
 const account = z.preprocess(
   (v) =>
     typeof v === 'object' && v !== null && !Array.isArray(v) && !('channel' in v)
       ? { ...v, channel: 'sms' }
       : v,
-  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount]),
+  z.discriminatedUnion('channel', [smsAccount, emailAccount, whatsappAccount, twowayAccount]),
 );
 export type AccountConfig = z.output<typeof account>;
 export type EmailAccountConfig = z.output<typeof emailAccount>;
@@ -253,29 +267,53 @@ const smppReceiver = z
   .nullable();
 
 const keywordList = z.array(z.string().min(1));
+const keywordSets = z
+  .object({ optOut: keywordList.optional(), optIn: keywordList.optional(), help: keywordList.optional() })
+  .strict()
+  .superRefine((sets, ctx) => {
+    const twice = overlappingKeywords({
+      optOut: sets.optOut ?? [],
+      optIn: sets.optIn ?? [],
+      help: sets.help ?? [],
+    });
+    if (twice.length > 0)
+      ctx.addIssue({ code: 'custom', message: `in two keyword lists: ${twice.join(', ')}` });
+  });
+/** What a short code answers: a text, or null for no answer. */
+const answerText = z.string().min(1).max(1000).nullable();
+/** A short code's own settings: each key given replaces the global one for replies to it. */
+const shortCodeReplies = z
+  .object({
+    keywords: keywordSets.optional(),
+    helpText: answerText.optional(),
+    confirmOptOut: answerText.optional(),
+    confirmOptIn: answerText.optional(),
+  })
+  .strict();
 
 /**
- * Users' replies (docs/replies.md): where they come from, how long one can be joined to the
- * campaign that sent to its number, and the keywords and texts of docs/opt-outs.md.
+ * Users' replies (docs/replies.md, docs/opt-outs.md "Keywords"): where they come from, how long
+ * one can be joined to the campaign that sent to its number, the keywords and answers, and a
+ * short code's own (`byShortCode`), each key of which replaces the global one for that code.
  */
 const replies = z
   .object({
     smpp: smppReceiver.default(null),
     /** A reply is joined to the latest row sent to its number from its short code this long ago at most. */
     windowHours: z.number().positive().default(72),
-    keywords: z
-      .object({
-        /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
-        optOut: keywordList.default(['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO']),
-        optIn: keywordList.default(['ALTA', 'START', 'UNSTOP', 'INICIAR']),
-        help: keywordList.default(['AYUDA', 'HELP']),
-      })
-      .strict()
-      .prefault({}),
-    /** docs/opt-outs.md: the answer to a help keyword, and the texts confirming an opt-out or opt-in. */
-    helpText: z.string().min(1).nullable().default(null),
-    confirmOptOut: z.string().min(1).nullable().default(null),
-    confirmOptIn: z.string().min(1).nullable().default(null),
+    /** Replies whose whole text is one of these (case and accents ignored); a list not given: the defaults. */
+    keywords: keywordSets.prefault({}).transform((sets) => ({
+      optOut: sets.optOut ?? DEFAULT_KEYWORDS.optOut,
+      optIn: sets.optIn ?? DEFAULT_KEYWORDS.optIn,
+      help: sets.help ?? DEFAULT_KEYWORDS.help,
+    })),
+    /** The answer to a help keyword (sent through POST /momessage); null: help is recorded, not answered. */
+    helpText: answerText.default(null),
+    /** Sent after an opt-out, at most one confirmation a number a day; null: none. */
+    confirmOptOut: answerText.default(null),
+    /** Sent after an opt-in (not to a number a configured list still holds). */
+    confirmOptIn: answerText.default(null),
+    byShortCode: z.record(shortCode, shortCodeReplies).default({}),
   })
   .strict();
 export type RepliesConfig = z.output<typeof replies>;
@@ -463,6 +501,12 @@ export const configSchema = z
             message: `only for channel "${name}"`,
           });
       }
+      if (s.shortCode !== undefined && !CHANNEL_SETTINGS[s.channel].shortCode)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'shortCode'],
+          message: `only for channels ${CHANNELS.filter((c) => CHANNEL_SETTINGS[c].shortCode).join(', ')}`,
+        });
       if (s.email?.html !== undefined && s.email.htmlFile !== undefined)
         ctx.addIssue({
           code: 'custom',
@@ -477,7 +521,7 @@ export const configSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['optOut'],
-        message: 'give replies or optOut (its older spelling), not both',
+        message: 'give replies or its older spelling optOut, not both',
       });
   })
   .transform(({ optOut, replies: given, ...config }) => ({

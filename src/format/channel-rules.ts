@@ -2,7 +2,7 @@
 // reading a drop file that differ by channel. The record parser calls them at the file's
 // start, at its header and for each record; the recipient stager calls `accept` for each
 // recipient the duplicate index lets through.
-import type { ReasonCode } from '../errors.ts';
+import type { ReasonCode, TextParams } from '../errors.ts';
 import type { Layout, LayoutChoice } from './layout.ts';
 import type { ReadOptions } from './read-types.ts';
 import type { AcceptRecipient, RecipientStager } from './recipient-stager.ts';
@@ -55,7 +55,7 @@ export interface RecordRules extends AcceptRecipient {
   /** A bulk file's message record (docs/format.md "Bulk layout: one message, many numbers"; only when start set the mode 'message'). */
   message(line: number, text: string, parsed: { message: string; quoted: boolean }): void;
   /** The bulk file has no usable message: rejected, its numbers still read for the counts. */
-  noMessage(detail?: string, code?: ReasonCode, hint?: string): void;
+  noMessage(detail?: string, code?: ReasonCode, hint?: string, params?: TextParams): void;
   /** A line of a bulk file (a list of numbers or addresses). */
   numbers(line: number, text: string): void;
   /** A record of a personalized file without a header (records.ts parsed it). */

@@ -127,7 +127,14 @@ export function parseSendAt(value: string, timezone: string): Date | null {
   return new Date(Date.UTC(year!, month! - 1, day!, hour!, minute!, second!, ms) - offsetMinutes * 60_000);
 }
 
-export class DirectiveError extends Error {}
+/** A directive docs/format.md rejects; its message names the line (`line N: …`). */
+export class DirectiveError extends Error {
+  readonly line: number;
+  constructor(line: number, why: string) {
+    super(`line ${line}: ${why}`);
+    this.line = line;
+  }
+}
 
 /**
  * A `#! message:` value written in quotes (`"Hola {{nombre}};"`, to keep a trailing separator
@@ -157,7 +164,7 @@ export function readDirective(
   // The message quotes what was written, and is shown on pages and in the manifest: a phone
   // number in it (`#! priority: 573001234567`) is masked as pages mask numbers.
   const fail: (why: string) => never = (why) => {
-    throw new DirectiveError(`line ${line}: ${redactText(why)}`);
+    throw new DirectiveError(line, redactText(why));
   };
   const body = text.slice(2);
   const colon = body.indexOf(':');

@@ -137,5 +137,6 @@ export function refuseUnknownTemplate(summary: ReadSummary, available: readonly 
     code: 'UNKNOWN_TEMPLATE',
     message: `${line === undefined ? '' : `line ${line}: `}the email account has no template ${templateId.slice(0, 60)} (its templates: ${available.length === 0 ? 'none' : `${listed}${available.length > 10 ? ', …' : ''}`})`,
     hint: REASONS.UNKNOWN_TEMPLATE.hint,
+    params: line === undefined ? {} : { line },
   };
 }

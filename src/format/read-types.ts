@@ -1,7 +1,7 @@
 // What the drop-file reader takes and gives (docs/format.md): its options, the items it
 // yields and the summary it ends with. Types and limits only, so that the channel helpers
 // (email.ts) and the reader's parts import them without importing the reader.
-import type { ReasonCode } from '../errors.ts';
+import type { ReasonCode, TextParams } from '../errors.ts';
 import type { Sniff, TextEncoding } from './decode.ts';
 import type { AllowDirectives, Channel, Directives } from './directives.ts';
 import type { Layout } from './layout.ts';
@@ -197,7 +197,8 @@ export interface ReadSummary {
    */
   templates: { line: number; template: string; example: string }[];
   accepted: boolean;
-  rejection: { code: ReasonCode; message: string; hint: string } | null;
+  /** `params`: what `message` says beyond the code (summary-builder.ts reject). */
+  rejection: { code: ReasonCode; message: string; hint: string; params: TextParams } | null;
   errors: Issue[];
   warnings: Issue[];
   errorsTruncated: boolean;

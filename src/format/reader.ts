@@ -75,5 +75,6 @@ export function refuseOtherChannel(summary: ReadSummary, sourceChannel: Channel)
     code: 'BAD_DIRECTIVE',
     message: `${line === undefined ? '' : `line ${line}: `}this source sends ${sourceChannel}, not ${summary.channel}: drop the file in a source whose account sends ${summary.channel}`,
     hint: REASONS.BAD_DIRECTIVE.hint,
+    params: line === undefined ? {} : { line },
   };
 }

@@ -183,6 +183,7 @@ export class RecordParser implements ParserState {
         `line ${lineNo}: the message is longer than ${maxLine} characters (the line-length limit)`,
         'LINE_TOO_LONG',
         `shorten the message to at most ${maxLine} characters, or raise the line-length limit (validate --max-line-length, at most ${MAX_LINE_LENGTH})`,
+        { line: lineNo },
       );
       return;
     }
@@ -199,7 +200,7 @@ export class RecordParser implements ParserState {
     const options = this.#options;
     try {
       if (tooLong)
-        throw new DirectiveError(`line ${lineNo}: the directive is longer than ${this.#maxLine} characters`);
+        throw new DirectiveError(lineNo, `the directive is longer than ${this.#maxLine} characters`);
       readDirective(
         text,
         lineNo,
@@ -210,7 +211,7 @@ export class RecordParser implements ParserState {
       );
     } catch (err) {
       if (!(err instanceof DirectiveError)) throw err;
-      this.#summary.reject('BAD_DIRECTIVE', err.message);
+      this.#summary.reject('BAD_DIRECTIVE', err.message, undefined, { line: err.line });
     }
   }
 
@@ -258,6 +259,8 @@ export class RecordParser implements ParserState {
         this.#summary.reject(
           'BAD_DIRECTIVE',
           `line ${at.line}: \`#! ${name}:\` is for ${files}; this file is for ${channel}`,
+          undefined,
+          { line: at.line },
         );
   }
 
@@ -292,6 +295,7 @@ export class RecordParser implements ParserState {
           'UNKNOWN_PLACEHOLDER',
           `line ${lineNo}: the ${role} column is ambiguous: ${twins}`,
           TWINS_HINT,
+          { line: lineNo },
         );
     }
     rules.header(lineNo);

@@ -1,7 +1,7 @@
 // The reader's summary (docs/format.md "The summary"): counts, countries, templates listed,
 // errors and warnings listed up to a limit, and the verdict. The record parser and the
 // recipient stager report to it; readDropFile yields what it holds at the end.
-import { REASONS, type ReasonCode } from '../errors.ts';
+import { REASONS, type ReasonCode, type TextParams } from '../errors.ts';
 import { noDirectives } from './directives.ts';
 import type { PreparedMessage } from './message.ts';
 import { type Issue, type ReadSummary, TEMPLATES_LISTED, type TransliterateMode } from './read-types.ts';
@@ -61,11 +61,15 @@ export class SummaryBuilder {
     };
   }
 
-  /** The file is rejected: the first reason found is the one given. */
-  reject(code: ReasonCode, detail?: string, hint?: string): void {
+  /**
+   * The file is rejected: the first reason found is the one given. `params`: what `detail`
+   * says beyond the code (its `line`, its figures), kept with the file's reason for a page to
+   * word it (docs/dashboard.md "Codes and languages").
+   */
+  reject(code: ReasonCode, detail?: string, hint?: string, params: TextParams = {}): void {
     if (this.summary.rejection) return;
     const info = REASONS[code];
-    this.summary.rejection = { code, message: detail ?? info.message, hint: hint ?? info.hint };
+    this.summary.rejection = { code, message: detail ?? info.message, hint: hint ?? info.hint, params };
   }
 
   listIssue(list: 'errors' | 'warnings', issue: Issue): void {
@@ -148,9 +152,13 @@ export class SummaryBuilder {
     if (summary.records === 0 && !summary.rejection) this.reject('EMPTY_FILE');
     const judged = summary.valid + summary.invalid;
     if (judged > 0 && summary.invalid / judged > maxInvalidRatio) {
+      const percent = ((100 * summary.invalid) / judged).toFixed(1);
+      const limit = (100 * maxInvalidRatio).toFixed(1);
       this.reject(
         'TOO_MANY_INVALID',
-        `${summary.invalid} of ${judged} recipients are invalid (${((100 * summary.invalid) / judged).toFixed(1)}%, the limit is ${(100 * maxInvalidRatio).toFixed(1)}%)`,
+        `${summary.invalid} of ${judged} recipients are invalid (${percent}%, the limit is ${limit}%)`,
+        undefined,
+        { invalid: summary.invalid, judged, percent: Number(percent), limit: Number(limit) },
       );
     }
     summary.accepted = summary.rejection === null;

@@ -236,7 +236,12 @@ export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
     transliteration: s.transliteration,
     templates: s.templates,
     accepted: s.accepted,
-    rejection: s.rejection,
+    // Its parameters are the dashboard's (docs/dashboard.md "Codes and languages").
+    rejection: s.rejection && {
+      code: s.rejection.code,
+      message: s.rejection.message,
+      hint: s.rejection.hint,
+    },
     errors: s.errors,
     warnings: s.warnings,
     errorsTruncated: s.errorsTruncated,

@@ -10,7 +10,6 @@
 // costs nothing and loses nothing), and one bad element rejects the whole body so a retry can
 // never record half of it. Reasons name the field by path and never echo a value: the value may
 // be a phone number.
-import { isChunkSeq } from '../store/message-ids.ts';
 import { type DeliveryEvent, PENDING_DELIVERY } from '../store/store.ts';
 
 export type DecodeResult =
@@ -93,34 +92,6 @@ function decodeResult(value: unknown, at: string, receivedAt: string): DeliveryE
   };
 }
 
-/** The chunk a report's callbackData names: dropline's POST /mtmessage requests (docs/notify.md). */
-export interface ChunkRef {
-  readonly fileId: string;
-  readonly seq: number;
-}
-
-/**
- * The chunk named by the callbackData dropline sends with POST /mtmessage, `{"f": "<fileId>",
- * "c": <seq>}` (sent and returned as JSON text), or null for anything else: not JSON, not
- * an object, `f` not non-empty text (or holding NUL, which no fileId has), `c` not an integer
- * from 0 to 2^31 - 1. Other keys are ignored. Called only for reports with an empty bulkId.
- */
-export function chunkOf(callbackData: string | null): ChunkRef | null {
-  // Every JSON object starts with `{` (after blanks): most other texts need no parse.
-  if (callbackData === null || !/^\s*\{/.test(callbackData)) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(callbackData);
-  } catch {
-    return null;
-  }
-  if (!isObject(value)) return null;
-  const { f, c } = value;
-  if (typeof f !== 'string' || f === '' || f.includes('\0')) return null;
-  if (!isChunkSeq(c)) return null;
-  return { fileId: f, seq: c };
-}
-
 /**
  * Text identifiers (transactionNumber, to). A JSON number is accepted only when it survived
  * JSON.parse exactly: a 28-digit transaction number as a number has lost digits already, and
@@ -172,7 +143,7 @@ function noNul(s: string): string {
   return s.includes('\0') ? s.replaceAll('\0', '') : s;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

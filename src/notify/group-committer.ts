@@ -7,10 +7,9 @@
 // queue answers 503 at once. The header of receiver.ts says why each rule is there.
 import diagnosticsChannel from 'node:diagnostics_channel';
 import type { Logger } from 'pino';
+import { chunkReports, namesChunks } from '../channels/sms/reports.ts';
 import { maskNumber, redactText } from '../core/redact.ts';
-import { sentForm } from '../store/message-ids.ts';
 import type { DeliveryEvent, DeliveryResult, Store } from '../store/store.ts';
-import { chunkOf } from './decode.ts';
 
 /** diagnostics_channel: every commit of delivery reports (/metrics counts them). */
 export const COMMIT_CHANNEL = 'dropline:notify:commit';
@@ -346,65 +345,6 @@ export class GroupCommitter {
     this.#stalled = false;
     this.#schedule();
   }
-}
-
-/**
- * Whether a batch may hold reports of POST /mtmessage (their bulkId is empty, docs/notify.md
- * "Reports of POST /mtmessage (RCS, flash SMS): the account webhook"): the massive sends'
- * reports, nearly all of them, cost one comparison each and no parse.
- */
-function namesChunks(events: readonly DeliveryEvent[]): boolean {
-  for (const e of events) if (e.bulkId === '' && e.callbackData !== null) return true;
-  return false;
-}
-
-/**
- * POST /mtmessage carries a chunk's recipients under one CustomMessageId, with CallbackData
- * `{"f": "<fileId>", "c": <seq>}` (docs/notify.md "Reports of POST /mtmessage"): its reports
- * come back with an empty bulkId and that messageId for every recipient. Each one whose
- * callbackData names a chunk and whose `to` is a number of that chunk gets bulkId := fileId and
- * messageId := that recipient's, so the store applies it as any other report; the rest are
- * left as they came (a number not in the chunk stays an orphan). One store read per chunk
- * named in the batch. A failed read rejects: the batch fails as a failed commit.
- */
-async function chunkReports(
-  store: Pick<Store, 'chunkMessageIds'>,
-  events: DeliveryEvent[],
-): Promise<DeliveryEvent[]> {
-  /** fileId → seq → indexes of the events naming that chunk. */
-  const named = new Map<string, Map<number, number[]>>();
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    if (e.bulkId !== '') continue;
-    const chunk = chunkOf(e.callbackData);
-    if (!chunk) continue;
-    let seqs = named.get(chunk.fileId);
-    if (!seqs) named.set(chunk.fileId, (seqs = new Map()));
-    const at = seqs.get(chunk.seq);
-    if (at) at.push(i);
-    else seqs.set(chunk.seq, [i]);
-  }
-  if (named.size === 0) return events;
-  const out = events.slice();
-  const reads: Promise<void>[] = [];
-  for (const [fileId, seqs] of named) {
-    for (const [seq, at] of seqs) {
-      // Numbers as the store keeps them (digits, country code first), as recordDeliveries compares them.
-      const numbers = [...new Set(at.map((i) => sentForm(events[i]!.to)))].filter((n) => n !== '');
-      if (numbers.length === 0) continue;
-      reads.push(
-        store.chunkMessageIds(fileId, seq, numbers).then((ids) => {
-          for (const i of at) {
-            const e = events[i]!;
-            const messageId = ids.get(sentForm(e.to));
-            if (messageId !== undefined) out[i] = { ...e, bulkId: fileId, messageId };
-          }
-        }),
-      );
-    }
-  }
-  await Promise.all(reads);
-  return out;
 }
 
 export function errorText(err: unknown): string {

@@ -22,7 +22,7 @@
 // - A full queue answers 503 at once rather than letting the service time out.
 // - Reports of POST /mtmessage (the account webhook: empty bulkId, the chunk in callbackData)
 //   are given their recipient's bulkId and messageId before the commit, one store read per
-//   chunk in the batch (chunkReports); a failed read fails the batch like a failed commit.
+//   chunk in the batch (channels/sms/reports.ts chunkReports); a failed read fails the batch like a failed commit.
 // - Never log the query string (the token) or a body; numbers are masked.
 // - The port is public, so sockets are a budget: at most `maxConnections` (default 512,
 //   twice what the sandbox opens at once). A connection that has not sent a request with the
@@ -57,6 +57,8 @@ export interface ReceiverOptions {
   readonly path: string;
   /** notify.token: the `token` query parameter every notification must carry. */
   readonly token: string;
+  /** Older tokens also accepted (hosts' `notify-token` files adopted at an upgrade: former-tokens.ts). */
+  readonly formerTokens?: { accepts(token: string): Promise<boolean> } | undefined;
   readonly store: Store;
   /** How long the first event of a batch waits for others before the commit (default 2 ms; 0: the current round of reads). */
   readonly batchMs?: number | undefined;
@@ -168,20 +170,33 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
       return reply(res, 405, '{"status":"method not allowed"}', refuse);
     }
     const given = q === -1 ? null : tokenOf(url.slice(q + 1));
-    if (!timingSafeEqual(sha256(given ?? ''), expected) || given === null) {
-      // Anyone can send these (the port is public): each case is said at once the first time (a
-      // service with a wrong token shows), then at most once each AWAY_REMINDER_MS with the
-      // count since, not a line per request an attacker sends.
-      const reason = given === null ? 'missing token' : 'wrong token';
-      const { log: shown, repeated } = refusals.pass(reason, reason);
-      if (shown)
-        log.warn(
-          // Not under a key named token: the logger redacts those, and this says which case it was.
-          { remote: req.socket.remoteAddress, reason, ...(repeated > 0 ? { refusedSince: repeated } : {}) },
-          'notify: refused',
-        );
-      return reply(res, 401, '{"status":"unauthorized"}', refuse);
-    }
+    if (given !== null && timingSafeEqual(sha256(given), expected)) return take(req, res, conn);
+    const former = options.formerTokens;
+    if (given === null || !former) return refuseToken(req, res, given, refuse);
+    former.accepts(given).then(
+      (ok) => (ok ? take(req, res, conn) : refuseToken(req, res, given, refuse)),
+      () => refuseToken(req, res, given, refuse),
+    );
+  };
+
+  /** A request without the token, or with one no receiver of this store accepts: 401. */
+  const refuseToken = (req: IncomingMessage, res: ServerResponse, given: string | null, refuse: boolean) => {
+    // Anyone can send these (the port is public): each case is said at once the first time (a
+    // service with a wrong token shows), then at most once each AWAY_REMINDER_MS with the
+    // count since, not a line per request an attacker sends.
+    const reason = given === null ? 'missing token' : 'wrong token';
+    const { log: shown, repeated } = refusals.pass(reason, reason);
+    if (shown)
+      log.warn(
+        // Not under a key named token: the logger redacts those, and this says which case it was.
+        { remote: req.socket.remoteAddress, reason, ...(repeated > 0 ? { refusedSince: repeated } : {}) },
+        'notify: refused',
+      );
+    reply(res, 401, '{"status":"unauthorized"}', refuse);
+  };
+
+  /** A request with an accepted token: its connection trusted, its body read and committed. */
+  const take = (req: IncomingMessage, res: ServerResponse, conn: ReturnType<typeof conns.of>) => {
     if (conn?.overflow) return reply(res, 503, FULL_BODY, true);
     if (conn && !conn.trusted) {
       conn.trusted = true;

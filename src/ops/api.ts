@@ -27,7 +27,7 @@ import {
 import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { ServiceHealth } from '../service/monitoring.ts';
 import type { Store } from '../store/store.ts';
-import { errorParams, rejectionParams, wordedEvent, wordedManifest } from './wording.ts';
+import { errorParams, wordedEvent, wordedManifest } from './wording.ts';
 
 /** What the daemon lends the ops server for the dashboard's actions, checks and health. */
 export interface OpsControl {
@@ -53,7 +53,7 @@ export interface Answer {
 export const ACTIONS = ['pause', 'resume', 'cancel', 'retry'] as const;
 export type FileAction = (typeof ACTIONS)[number];
 
-const BY = 'from the dashboard';
+const BY = 'DASHBOARD';
 
 /** A refusal as the API words it: the error's code, message and hint. */
 function refusal(status: number, err: DroplineError): Answer {
@@ -279,11 +279,8 @@ export async function validateUpload(
       status: 200,
       body: {
         ...json,
-        // Its figures and line, for the page to word it (wording.ts).
-        rejection: summary.rejection && {
-          ...summary.rejection,
-          params: rejectionParams(summary.rejection.code, summary.rejection.message),
-        },
+        // Its figures and line, for the page to word it (docs/dashboard.md "Codes and languages").
+        rejection: summary.rejection,
         source: source.name,
         errors: summary.errors.map(maskIssue),
         warnings: summary.warnings.map(maskIssue),

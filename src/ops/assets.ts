@@ -40,6 +40,7 @@ const MODULES = [
   'chart',
   'check-view',
   'health-view',
+  'review-view',
   'login-view',
 ];
 

@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { isLoopbackHost } from '../config/listen.ts';
 import { splitListen } from '../config/load.ts';
+import { maskNumber } from '../core/redact.ts';
 import type { Logger } from '../log.ts';
 import { buildManifest, manifestOf } from '../pipeline/reports.ts';
 import { workersView } from '../pipeline/workers.ts';
@@ -353,6 +354,7 @@ async function route(
     return send(res, 200, manifests);
   }
   if (path === '/api/summary') return send(res, 200, await summaryOf(options));
+  if (path === '/api/replies/review') return send(res, 200, await repliesToReview(options.store));
   if (path === '/api/workers') return send(res, 200, await workersView(options.store));
   if (path === '/api/service-health') {
     if (!health) return send(res, 404, { error: 'no service client in this process' });
@@ -392,7 +394,7 @@ async function summaryOf(options: OpsOptions): Promise<unknown> {
   const timezone = typeof window === 'object' && window !== null ? window.timezone : 'America/Bogota';
   const now = new Date();
   const since = localInstant(timezone, localDate(now, timezone), 0).toISOString();
-  const s = await options.store.summary(since);
+  const [s, review] = await Promise.all([options.store.summary(since), options.store.countRepliesToReview()]);
   const reported = s.delivered + s.undelivered;
   const outage = options.service?.() ?? null;
   return {
@@ -404,6 +406,7 @@ async function summaryOf(options: OpsOptions): Promise<unknown> {
     undeliveredToday: s.undelivered,
     deliveryRate: reported > 0 ? s.delivered / reported : null,
     reportsWaiting: s.waiting,
+    repliesToReview: review,
     service: options.service
       ? outage
         ? {
@@ -414,6 +417,24 @@ async function summaryOf(options: OpsOptions): Promise<unknown> {
         : { state: 'ok' }
       : { state: 'unknown' },
   };
+}
+
+/** How many flagged replies the review page shows, newest last. */
+const REVIEW_PAGE = 500;
+
+/**
+ * GET /api/replies/review: the replies flagged for review (docs/opt-outs.md "Flagged for
+ * review"), the first REVIEW_PAGE in the order received, numbers masked as on every page.
+ */
+async function repliesToReview(store: Store): Promise<unknown> {
+  const replies = await store.repliesToReview({ limit: REVIEW_PAGE });
+  return replies.map((r) => ({
+    id: r.id,
+    receivedAt: r.receivedAt,
+    from: maskNumber(r.from),
+    to: r.to,
+    text: r.text,
+  }));
 }
 
 async function post(options: OpsOptions, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

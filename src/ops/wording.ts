@@ -1,37 +1,34 @@
 // What the server says to a person, as a code and its parameters (docs/dashboard.md "Codes
 // and languages"): the dashboard words each code in its reader's language. The English texts
-// stay where they are (manifests, the CLI, the API's `message` and `error` fields); this reads
-// the reasons the store keeps as text back into their codes, so nothing stored changes.
+// stay where they are (manifests, the CLI, the API's `message` and `error` fields). A file's
+// reason is stored with its code and parameters (FileRecord.reasonCode, set where the reason
+// is made); the parsers below read a reason back from its English only as a fallback, for
+// reasons written before the store kept codes (and a refusal's English, errorParams).
 
-import { ERRORS, REASONS, STATE_DETAILS } from '../errors.ts';
+import { type CodedText, ERRORS, REASONS, STATE_DETAILS, STATE_REASONS, type TextParams } from '../errors.ts';
 import { STATE_ACTIONS } from '../pipeline/actions.ts';
 import type { Manifest } from '../pipeline/reports.ts';
 import type { FileEvent } from '../store/store.ts';
 
-export type Params = Record<string, string | number>;
+export type Params = TextParams;
 
 /** A text as its code and parameters; `TEXT` carries a text of no code of dropline's (the service's own). */
-export interface Worded {
-  code: string;
-  params: Params;
-}
+export type Worded = CodedText;
 
 /** Who acted, as the file's reason says it (api.ts "from the dashboard", the CLI's "by a user"). */
 const BY = { 'from the dashboard': 'DASHBOARD', 'by a user': 'USER' } as const;
 
 /**
  * The codes of a state's reason beyond REASONS' (a rejection's reason is its rejection): the
- * dashboard's i18n has a `reason.<code>` text for each, in both languages (a unit test checks).
+ * ones the pipeline stores (STATE_REASONS), and TEXT for a reason of no code read back from
+ * an older store. The dashboard's i18n has a `reason.<code>` text for each, in both languages
+ * (a unit test checks).
  */
 export const REASON_CODES = [
   ...Object.values(STATE_ACTIONS).flatMap((a) =>
     Object.values(BY).map((by) => `${a.past.toUpperCase()}_BY_${by}`),
   ),
-  'SCHEDULED_WINDOW',
-  'SCHEDULED_SEND_AT',
-  'WINDOW_NEVER_OPENS',
-  'PARTIAL',
-  'ACCOUNT_REFUSED',
+  ...Object.keys(STATE_REASONS).filter((c) => !c.includes('_BY_')),
   'TEXT',
 ];
 
@@ -72,7 +69,11 @@ export function rejectionParams(code: string, message: string): Params {
   return params;
 }
 
-/** A state's reason as its code: a user's action, a schedule, a partial send, the service's refusal. */
+/**
+ * A state's reason read back from its English into its code: a user's action, a schedule, a
+ * partial send, the service's refusal. The fallback for reasons stored without their code
+ * (written before the store kept codes); codedReason prefers the stored one.
+ */
 export function reasonOf(
   state: string,
   reason: string | null,
@@ -109,22 +110,40 @@ export function errorParams(code: string, message: string): Params {
   return {};
 }
 
+/**
+ * A rejection's parameters: those kept with the file's reason when its code is the
+ * rejection's, else read back from its message (a file rejected before the store kept them).
+ */
+function paramsOfRejection(rejection: NonNullable<Manifest['rejection']>, stored: Worded | null): Params {
+  if (stored && stored.code === rejection.code) return stored.params;
+  return rejectionParams(rejection.code, rejection.message);
+}
+
+/** A state's reason as its code: a rejected file's is its rejection; else the stored code, or the English read back. */
+function codedReason(
+  state: string,
+  reason: string | null,
+  rejection: Manifest['rejection'],
+  stored: Worded | null,
+): Worded | null {
+  if (rejection && (state === 'rejected' || state === 'duplicate'))
+    return { code: rejection.code, params: paramsOfRejection(rejection, stored) };
+  return stored ?? reasonOf(state, reason, rejection);
+}
+
 /** A manifest as the API answers it: its reason and rejection with their codes (fields added). */
-export function wordedManifest(m: Manifest): Manifest & { reasonCode: Worded | null } {
+export function wordedManifest(m: Manifest): Manifest {
   return {
     ...m,
-    rejection: m.rejection && {
-      ...m.rejection,
-      params: rejectionParams(m.rejection.code, m.rejection.message),
-    },
-    reasonCode: reasonOf(m.state, m.reason, m.rejection),
-  } as Manifest & { reasonCode: Worded | null };
+    rejection: m.rejection && { ...m.rejection, params: paramsOfRejection(m.rejection, m.reasonCode) },
+    reasonCode: codedReason(m.state, m.reason, m.rejection, m.reasonCode),
+  } as Manifest;
 }
 
 /** A timeline entry with its reason's code. */
 export function wordedEvent(
   e: FileEvent,
   rejection: Manifest['rejection'],
-): FileEvent & { reasonCode: Worded | null } {
-  return { ...e, reasonCode: reasonOf(e.state, e.reason, rejection) };
+): Omit<FileEvent, 'reasonCode'> & { reasonCode: Worded | null } {
+  return { ...e, reasonCode: codedReason(e.state, e.reason, rejection, e.reasonCode ?? null) };
 }

@@ -1,7 +1,13 @@
 // What a user may do to a file (the CLI's pause, resume, cancel and the dashboard's buttons):
 // one table of which state each action leads to and from which states it applies.
 
-import { DroplineError } from '../errors.ts';
+import {
+  ACTION_SOURCES,
+  type ActionReasonCode,
+  type ActionSource,
+  DroplineError,
+  stateReason,
+} from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { FileRecord, FileState, Store } from '../store/store.ts';
 
@@ -22,20 +28,21 @@ export const RETRY_FROM: readonly FileState[] = ['partial', 'sending'];
 
 /**
  * The user's state change (no lease: a send stops between chunks when it finds its file no
- * longer `sending`). `by` says where it came from in the file's reason ("by a user", "from
- * the dashboard"). Throws DROPLINE_ERR_UNKNOWN_FILE or DROPLINE_ERR_FILE_STATE.
+ * longer `sending`). `by` says where it came from in the file's reason (PAUSED_BY_USER, "paused
+ * by a user"). Throws DROPLINE_ERR_UNKNOWN_FILE or DROPLINE_ERR_FILE_STATE.
  */
 export async function changeFileState(
   store: Store,
   logger: Logger,
   fileId: string,
   action: StateAction,
-  by: string,
+  by: ActionSource,
 ): Promise<FileRecord> {
   const { to, from, past } = STATE_ACTIONS[action];
-  const file = await store.transition(fileId, to, { from, patch: { reason: `${past} ${by}` } });
+  const reason = stateReason(`${past.toUpperCase()}_BY_${by}` as ActionReasonCode);
+  const file = await store.transition(fileId, to, { from, patch: reason });
   if (file) {
-    logger.info({ fileId, to, by }, `file ${past}`);
+    logger.info({ fileId, to, by: ACTION_SOURCES[by] }, `file ${past}`);
     // Closing a cancel (its unsent chunks, the original to done/, the reports) is the lease
     // holder's: owed in the store, so a worker does it even if none can now (Pipeline).
     if (action === 'cancel') await store.oweReports(fileId);

@@ -1,6 +1,6 @@
 // The pipeline's claim stage (docs/architecture.md "The pipeline"): ready inbox files hashed,
 // recorded (DUPLICATE_FILE decided by the store) and moved to processing/, in batches.
-import type { FileReasonCode } from '../errors.ts';
+import type { FileReasonCode, TextParams } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import { fileIdFor } from '../plan/ids.ts';
 import { mapLimited, markerMismatch } from '../sources/readiness.ts';
@@ -51,7 +51,7 @@ export class Claims {
     const { maxFileBytes: maxBytes, readiness } = this.c.sourceConfig(source.name);
     type Refused = {
       entry: SourceEntry;
-      refusal: { reason: FileReasonCode; message: string };
+      refusal: { reason: FileReasonCode; message: string; params?: TextParams };
       read?: { sha256: string; bytes: number };
     };
     // The markers this claim took: put back if the batch is not recorded (below).
@@ -140,7 +140,7 @@ export class Claims {
     );
     await this.c.store.setPaths(paths);
     for (const { entry, refusal, read } of refused) {
-      const file = await this.rejectAtClaim(source, entry, refusal.reason, refusal.message, read);
+      const file = await this.rejectAtClaim(source, entry, refusal, read);
       if (file) files.push(file);
     }
     return files;
@@ -233,10 +233,10 @@ export class Claims {
   private async rejectAtClaim(
     source: Source,
     entry: SourceEntry,
-    code: FileReasonCode,
-    message: string,
+    refusal: { reason: FileReasonCode; message: string; params?: TextParams },
     read?: { sha256: string; bytes: number },
   ): Promise<FileRecord | null> {
+    const { reason: code, message, params } = refusal;
     const sha256 = read?.sha256 ?? '';
     const prior = await this.c.store.countBySha(source.name, sha256);
     const { file, created } = await this.c.store.registerFile({
@@ -247,7 +247,7 @@ export class Claims {
       sha256,
       bytes: read?.bytes ?? entry.size,
       state: 'rejected',
-      rejection: { code, message },
+      rejection: { code, message, params: params ?? {} },
     });
     if (!created) return null;
     this.c.log.warn(
@@ -280,7 +280,7 @@ export class Claims {
     maxBytes: number,
   ): Promise<
     | { sniffed: Sniff; version?: SourceVersion }
-    | { refusal: { reason: FileReasonCode; message: string } }
+    | { refusal: { reason: FileReasonCode; message: string; params?: TextParams } }
     | null
   > {
     if (entry.size > maxBytes) return { refusal: tooLarge(maxBytes, entry.size) };
@@ -320,7 +320,7 @@ export class Claims {
     const r = await this.readForClaim(source, entry, cfg.maxFileBytes);
     // Written to while it was read: not incomplete, still being written.
     if (r === null) return null;
-    if ('refusal' in r) return this.rejectAtClaim(source, entry, r.refusal.reason, r.refusal.message);
+    if ('refusal' in r) return this.rejectAtClaim(source, entry, r.refusal);
     const { sniffed } = r;
     const sha256 = sniffed.sha256!;
     const prior = await this.c.store.countBySha(source.name, sha256);
@@ -328,6 +328,7 @@ export class Claims {
     const rejection = {
       code: 'MISSING_TRAILER',
       message: `the source waits for ${waited}, and none came within ${Math.round(cfg.incompleteTimeoutMs / 1000)} s`,
+      params: {},
     };
     const { file, created } = await this.c.store.registerFile({
       fileId: fileIdFor(source.name, sha256, prior + 1),

@@ -5,7 +5,7 @@ import pLimit from 'p-limit';
 import type { Prepared } from '../channels/channel.ts';
 import { channelOf } from '../channels/index.ts';
 import type { SourceConfig } from '../config/schema.ts';
-import type { FileReasonCode } from '../errors.ts';
+import { type FileReasonCode, rejectionReason, type TextParams } from '../errors.ts';
 import type { Sniff } from '../format/decode.ts';
 import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadBatch, type ReadSummary, readDropFile, refuseOtherChannel } from '../format/reader.ts';
@@ -31,10 +31,14 @@ const SNIFFS_KEPT = 2000;
 /** Files read at once by one worker (each holds its duplicate index and read buffers). */
 const READS_AT_ONCE = 2;
 
-export function tooLarge(maxBytes: number, bytes: number): { reason: 'FILE_TOO_LARGE'; message: string } {
+export function tooLarge(
+  maxBytes: number,
+  bytes: number,
+): { reason: 'FILE_TOO_LARGE'; message: string; params: TextParams } {
   return {
     reason: 'FILE_TOO_LARGE',
     message: `the file is larger than ${maxBytes} bytes (maxFileBytes): ${bytes} bytes or more`,
+    params: { max: maxBytes, bytes },
   };
 }
 
@@ -137,8 +141,7 @@ export class Ingest {
       Math.min(this.c.accountOf(file.source).chunkRecipients, this.c.config.api.chunkSize),
     );
     if (file.bytes > cfg.maxFileBytes) {
-      const { reason, message } = tooLarge(cfg.maxFileBytes, file.bytes);
-      await this.refuse(file, source, { reason, message });
+      await this.refuse(file, source, tooLarge(cfg.maxFileBytes, file.bytes));
       return;
     }
     const rows = new RowBatch(planner);
@@ -150,7 +153,7 @@ export class Ingest {
     this.leases.fence(file.fileId);
     if (rows.rows.length > 0) await this.c.store.insertRecipients(file.fileId, rows.rows);
     if (!rows.summary) throw new Error('the reader ended without a summary');
-    await this.#conclude(file, source, cfg, rows.summary, planner);
+    await this.#conclude(file, source, cfg, { summary: rows.summary, bulkText: rows.bulkText }, planner);
   }
 
   /**
@@ -204,24 +207,27 @@ export class Ingest {
     file: FileRecord,
     source: Source,
     cfg: SourceConfig,
-    summary: ReadSummary,
+    read: { summary: ReadSummary; bulkText: string | null },
     planner: ChunkPlanner,
   ): Promise<void> {
-    const patch = { ...patchOf(summary), shortCode: this.c.shortCodeOf(file.source) };
+    const { summary } = read;
+    const patch = {
+      ...patchOf(summary),
+      bulkText: read.bulkText,
+      shortCode: this.c.shortCodeOf(file.source),
+    };
     refuseOtherChannel(summary, cfg.channel);
     // What the file's account checks (or reads) before anything is planned: an email file's
     // template and shared attachments.
     const prepared = await this.#prepare(file, source, summary, patch.content);
     patch.content = prepared.content;
     if (!summary.accepted || prepared.refusal) {
-      const rejection = prepared.refusal ?? {
-        code: summary.rejection!.code,
-        message: summary.rejection!.message,
-      };
+      const { code, message, params } = prepared.refusal ?? summary.rejection!;
+      const rejection = { code, message };
       const rejected = await this.c.transition(file.fileId, 'rejected', ['validating'], {
         ...patch,
         rejection,
-        reason: rejection.message,
+        ...rejectionReason({ ...rejection, params: params ?? {} }),
       });
       if (rejected) await this.outputs.finishFailed(rejected, source);
       return;
@@ -278,7 +284,7 @@ export class Ingest {
   private async refuse(
     file: FileRecord,
     source: Source,
-    refusal: { reason: FileReasonCode; message: string },
+    refusal: { reason: FileReasonCode; message: string; params?: TextParams },
   ): Promise<void> {
     this.leases.fence(file.fileId);
     await this.c.store.clearRecipients(file.fileId);
@@ -289,7 +295,7 @@ export class Ingest {
     );
     const rejected = await this.c.transition(file.fileId, 'rejected', ['validating'], {
       rejection,
-      reason: rejection.message,
+      ...rejectionReason({ ...rejection, params: refusal.params ?? {} }),
       // The records-read progress of a read it ended: none of those rows is kept.
       counts: { records: 0, valid: 0, invalid: 0, duplicates: 0, suppressed: 0, segments: 0 },
     });
@@ -329,7 +335,12 @@ class RowBatch {
   idx = 0;
   summary: ReadSummary | null = null;
   readonly #planner: ChunkPlanner;
-  #bulkTextStored = false;
+  /**
+   * A bulk file's message (its first bulk recipient's text: k > 0 only in bulk files), kept on
+   * the file (FileRecord.bulkText), not on its rows.
+   */
+  bulkText: string | null = null;
+  #bulkTextSeen = false;
 
   constructor(planner: ChunkPlanner) {
     this.#planner = planner;
@@ -338,9 +349,10 @@ class RowBatch {
   add(item: ReadBatch[number]): void {
     switch (item.kind) {
       case 'recipient': {
-        // A bulk file's text is kept once, on its first recipient (k > 0 only in bulk files).
-        const text = item.k === 0 ? item.text : this.#bulkTextStored ? null : item.text;
-        if (item.k > 0) this.#bulkTextStored = true;
+        if (item.k > 0 && !this.#bulkTextSeen) {
+          this.bulkText = item.text;
+          this.#bulkTextSeen = true;
+        }
         this.rows.push({
           idx: ++this.idx,
           line: item.line,
@@ -349,7 +361,7 @@ class RowBatch {
           value: null,
           messageId: item.messageId,
           generatedMessageId: item.messageId === null,
-          text,
+          text: item.k === 0 ? item.text : null,
           chunkSeq: this.#planner.place(item.number),
           outcome: 'pending',
           code: null,

@@ -41,8 +41,6 @@ export interface LeaseContext {
 /** The leases of the files this worker holds. */
 export class Leases {
   readonly c: LeaseContext;
-  /** Called when a file's lease is released (the send stage forgets the file's cached message). */
-  released: (fileId: string) => void = () => {};
 
   constructor(c: LeaseContext) {
     this.c = c;
@@ -107,8 +105,6 @@ export class Leases {
     } finally {
       clearInterval(renew);
       this.held.delete(fileId);
-      // The file's message, cached for its sends: read again by the next drive if need be.
-      this.released(fileId);
       if (taken && !lease.lost) {
         // A failed drive keeps the lease a little while, so that neither this worker nor
         // another starts it again at once (a source that is down would spin).

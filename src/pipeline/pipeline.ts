@@ -51,8 +51,6 @@ export class Pipeline {
     this.sending = new Sender(c, this.leases, this.outputs, this.progress, this.schedule);
     this.ingesting = new Ingest(c, this.leases, this.outputs, this.schedule);
     this.claims = new Claims(c, this.leases, this.ingesting, this.outputs);
-    // The file's message, cached for its sends: read again by the next drive if need be.
-    this.leases.released = (fileId) => this.sending.bulkTexts.delete(fileId);
   }
 
   get store(): Store {
@@ -76,11 +74,6 @@ export class Pipeline {
   /** The same per file being driven (the daemon forgets a file's entry when its drive ends). */
   get progressAt(): Map<string, number> {
     return this.c.progressAt;
-  }
-
-  /** Bulk files' messages cached for their sends (a test checks they are forgotten). */
-  get bulkTexts(): Map<string, string> {
-    return this.sending.bulkTexts;
   }
 
   sourceConfig(name: string): SourceConfig {

@@ -1,9 +1,10 @@
 // What users read: the manifest (docs/contract.md "Manifest") and the CSV reports. Built from
 // the store, streamed: a report of millions of rows never sits in memory.
-import { hintOf } from '../errors.ts';
+import { type CodedText, hintOf } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import { baseName } from '../sources/source.ts';
 import type {
+  FileContent,
   FileCost,
   FileCounts,
   FileRecord,
@@ -29,6 +30,11 @@ export interface Manifest {
   priority: Priority | null;
   state: string;
   reason: string | null;
+  /**
+   * The reason as its code and parameters (docs/dashboard.md "Codes and languages"); null
+   * without a reason, or for one written before the store kept codes.
+   */
+  reasonCode: CodedText | null;
   forced: boolean;
   /**
    * The store's counts, in-flight chunks counted as pending, plus possibleDuplicates; and, for
@@ -56,7 +62,7 @@ export interface Manifest {
   /** An email file's shared attachments (attachments/<name>/ beside the inbox); null: none. */
   attachments: { name: string; bytes: number }[] | null;
   /** The channel the file is sent on (its source's, or its `#! channel:`); sms until it is read. */
-  channel: 'sms' | 'rcs' | 'email' | 'whatsapp';
+  channel: FileContent['channel'];
   /** An sms file sent as flash SMS (`#! flash: true`). */
   flash: boolean;
   /** `sending`: what it waits on (a code and its parameters, docs/dashboard.md); else null. */
@@ -92,6 +98,7 @@ export function buildManifest(file: FileRecord, c: FileCounts, replied?: number)
     priority: file.priority,
     state: file.state,
     reason: file.reason,
+    reasonCode: file.reasonCode,
     forced: file.forced,
     counts: {
       ...manifestCounts(c),
@@ -233,12 +240,11 @@ export async function* reportCsv(
   }
   yield `${REPORT_HEADER},text${replyHeader}\n`;
   const bulk = file?.layout === 'bulk';
-  // A bulk file's one message is kept on its first valid recipient, which comes first.
-  let message: string | null = null;
+  // A bulk file's one message is kept on the file, not on its rows.
+  const message = bulk ? file.bulkText : null;
   for await (const page of store.recipientPages(fileId)) {
     let buf = '';
     for (const r of page) {
-      if (bulk && r.text !== null) message ??= r.text;
       const text = r.chunkSeq === null ? null : bulk ? message : r.text;
       buf += `${reportLine(r)},${csvCell(text)}${replyCells(r)}\n`;
     }

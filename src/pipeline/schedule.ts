@@ -1,5 +1,6 @@
 // The pipeline's schedule stage (docs/architecture.md "The pipeline"): when a file may send
 // (its `#! sendAt:` and its source's send window), and why it waits.
+import { stateReason } from '../errors.ts';
 import { localTime, type SendWindow, sendWindowOf } from '../plan/send-window.ts';
 import type { FilePatch, FileRecord } from '../store/store.ts';
 import type { PipelineContext } from './context.ts';
@@ -40,15 +41,15 @@ export class Schedule {
   }
 
   /** Why a file waits until `start` (the file's reason while it is `scheduled`). */
-  private waitReason(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null): string {
+  private waitReason(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null) {
     const w = this.windowOf(file.source);
     // Without a window, Bogotá's time, the zone a `#! sendAt:` without offset is read in.
     const zone = w?.spec.timezone ?? 'America/Bogota';
-    if (start === null) return 'the send window never opens in the next 400 days: check sendWindow';
-    const when = `${localTime(start, zone)} (${zone})`;
+    if (start === null) return stateReason('WINDOW_NEVER_OPENS');
+    const at = { at: localTime(start, zone), zone };
     if (file.sendAt !== null && Date.parse(file.sendAt) === start.getTime())
-      return `#! sendAt: starts ${when}`;
-    return `outside the send window: starts ${when}`;
+      return stateReason('SCHEDULED_SEND_AT', at);
+    return stateReason('SCHEDULED_WINDOW', at);
   }
 
   /**
@@ -57,7 +58,7 @@ export class Schedule {
    */
   scheduledPatch(file: Pick<FileRecord, 'source' | 'sendAt'>, start: Date | null): FilePatch {
     const until = start ?? new Date(this.c.now().getTime() + 86_400_000);
-    return { scheduledUntil: until.toISOString(), reason: this.waitReason(file, start) };
+    return { scheduledUntil: until.toISOString(), ...this.waitReason(file, start) };
   }
 
   /** A sending file back to `scheduled` until `start` (its manifest says so). */

@@ -1,7 +1,7 @@
 // The pipeline's send stage (docs/architecture.md "The pipeline"): a file's chunks sent with
 // its source's account, fairly among the files sending at once, until none is pending.
 import type { ChunkSender } from '../channels/channel.ts';
-import { DroplineError } from '../errors.ts';
+import { DroplineError, stateReason } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
 import type { Flow } from '../service/dispatch.ts';
 import type {
@@ -41,32 +41,6 @@ export class Sender {
     return file.priority ?? this.c.sourceConfig(file.source).priority;
   }
 
-  bulkTexts = new Map<string, string>();
-
-  private async bulkText(fileId: string): Promise<string | null> {
-    const cached = this.bulkTexts.get(fileId);
-    if (cached !== undefined) return cached;
-    // The text is kept on the file's first valid recipient, the first of chunk 1.
-    const first = (await this.c.store.chunkRecipients(fileId, 1)).find((r) => r.text !== null);
-    if (first?.text != null) {
-      this.bulkTexts.set(fileId, first.text);
-      return first.text;
-    }
-    for await (const r of this.c.store.recipients(fileId, [
-      'pending',
-      'sent',
-      'rejected',
-      'failed',
-      'in_doubt',
-    ])) {
-      if (r.text !== null) {
-        this.bulkTexts.set(fileId, r.text);
-        return r.text;
-      }
-    }
-    return null;
-  }
-
   /** Sends the file's pending chunks (write-ahead: inflight is committed before each request). */
   async send(file: FileRecord): Promise<FileRecord> {
     const fileId = file.fileId;
@@ -80,7 +54,8 @@ export class Sender {
     const holding = this.holdBackOptions(file);
     await this.outputs.dropStaleReport(file);
     const pending = await this.c.store.listChunks(fileId, ['pending']);
-    const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
+    // A bulk file's message is kept on the file (docs/architecture.md "Stores: the same areas on each backend").
+    const bulkText = file.layout === 'bulk' ? file.bulkText : null;
     // The file goes out with its source's account, as its channel sends (src/channels).
     const account = this.c.accountOf(file.source);
     // The read refused a file of another channel than its source's (refuseOtherChannel), and
@@ -95,6 +70,7 @@ export class Sender {
       fileId,
       content: file.content,
       bulkText,
+      shortCode: this.c.sourceConfig(file.source).shortCode ?? null,
       attachments: () => this.c.store.attachments(fileId),
     });
     const run = new FileSend({
@@ -128,8 +104,8 @@ export class Sender {
     if (open.some((c) => c.state === 'pending' || c.state === 'inflight')) return after;
     if (open.length > 0) {
       const failed = open.filter((c) => c.state === 'failed').length;
-      const reason = `${failed} chunk(s) failed, ${open.length - failed} in doubt: dropline retry ${fileId} resends them`;
-      const partial = await this.progress.finish(fileId, 'partial', ['sending'], { reason });
+      const reason = stateReason('PARTIAL', { failed, inDoubt: open.length - failed }, fileId);
+      const partial = await this.progress.finish(fileId, 'partial', ['sending'], reason);
       return partial ?? after;
     }
     return this.progress.submitted(fileId, ['sending']);
@@ -301,7 +277,12 @@ class FileSend {
         this.stop = true;
         await results.last();
         try {
-          await c.transition(fileId, 'paused', ['sending'], { reason: refused });
+          await c.transition(
+            fileId,
+            'paused',
+            ['sending'],
+            stateReason('ACCOUNT_REFUSED', { text: refused }),
+          );
         } catch (err) {
           if (err instanceof LeaseLost) return;
           throw err;

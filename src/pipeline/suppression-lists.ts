@@ -467,6 +467,14 @@ export class SuppressionLists {
     return union;
   }
 
+  /**
+   * The configured lists whose copy in use holds `sentNumber`, by name (`suppressionList`,
+   * `sources.<name>.suppressionList`): an opt-in by reply does not lift them.
+   */
+  holding(sentNumber: string): string[] {
+    return this.#named.filter(({ entry }) => entry.list?.has(sentNumber) === true).map(({ name }) => name);
+  }
+
   /** Each configured list: its size and when its copy in use was read (/metrics, logs). */
   describe(): SuppressionListInfo[] {
     return this.#named.map(({ name, source, entry }) => ({

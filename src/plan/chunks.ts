@@ -35,6 +35,11 @@ export interface PlannedChunk {
    * characters.
    */
   readonly callbackData?: string | undefined;
+  /**
+   * The massive messages' `shortCode` (docs/channels.md "Two-way SMS"): where replies return;
+   * absent: none sent.
+   */
+  readonly shortCode?: string | undefined;
   /** Sent with POST /mtmessage; absent: POST /mtmessage/massive. */
   readonly via?: MtMessageVia | undefined;
 }

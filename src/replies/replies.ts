@@ -1,28 +1,40 @@
 // Users' replies (docs/opt-outs.md, docs/replies.md): the SMPP receiver hands each reply here;
-// it is kept in the store, joined to the campaign that last sent to its number from the short
-// code it answers (within replies.windowHours), and one whose text is an opt-out keyword puts
-// its sender on the opt-out list, all in one transaction, before the SMSC gets its
-// acknowledgement. Chunks not yet sent are checked against that list (Store.holdBack).
+// ./standing.ts reads it against its short code's keywords and keeps it in the store, which in
+// the same transaction changes the sender's standing and joins the reply to the campaign that
+// last sent to its number from the short code it answers (within replies.windowHours), before
+// the SMSC gets its acknowledgement. Chunks not yet sent are checked against the opt-out list
+// (Store.holdBack).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoadedConfig } from '../config/load.ts';
 import { maskNumber } from '../core/redact.ts';
 import { makeNumberRules, normalizeNumber } from '../format/numbers.ts';
 import type { Logger } from '../log.ts';
-import { isOptOut } from '../optout/keywords.ts';
 import { storeUnavailable } from '../pipeline/patient-store.ts';
+import type { SuppressionLists } from '../pipeline/suppression-lists.ts';
 import type { Store } from '../store/store.ts';
+import type { ReplyAnswerer } from './answers.ts';
 import { type SmppReply, SmppReplyReceiver } from './smpp-receiver.ts';
+import { type ReplyHandler, replyHandler } from './standing.ts';
+
+export interface RepliesOptions {
+  readonly store: Store;
+  readonly loaded: LoadedConfig;
+  readonly logger: Logger;
+  /** The configured opt-out lists (an opt-in does not lift them); null: none. */
+  readonly lists?: SuppressionLists | null | undefined;
+  /** Sends the help text and confirmations; null: they are not sent. */
+  readonly answerer?: ReplyAnswerer | null | undefined;
+  /** A reply was joined to this file: its report.csv, if written, is due again. */
+  readonly onJoined?: ((fileId: string) => void) | undefined;
+}
 
 export interface RecorderOptions {
-  /** A reply whose whole text is one of these opts its sender out (docs/opt-outs.md "Keywords"). */
-  keywords: readonly string[];
-  /** replies.windowHours: how far back a reply may find the send it answers. */
-  windowHours: number;
-  /** A reply was joined to this file: its report.csv, if written, is due again. */
-  onJoined?: ((fileId: string) => void) | undefined;
+  readonly logger: Logger;
+  /** A reply was joined to this file. */
+  readonly onJoined?: ((fileId: string) => void) | undefined;
   /** Aborted when the receiver stops: a reply waiting for the store gives up (the SMSC keeps it). */
-  signal?: AbortSignal | undefined;
+  readonly signal?: AbortSignal | undefined;
 }
 
 const FIRST_WAIT_MS = 100;
@@ -30,11 +42,9 @@ const MAX_WAIT_MS = 5000;
 
 /** Records one reply; resolves once it is in the store (the receiver acknowledges it then). */
 export function replyRecorder(
-  store: Store,
-  options: RecorderOptions,
-  logger: Logger,
+  handler: ReplyHandler,
+  o: RecorderOptions,
 ): (reply: SmppReply) => Promise<void> {
-  const { keywords, windowHours, onJoined } = options;
   // A reply's sender is the number campaigns send to: the same sent form (573001234567),
   // whatever the SMSC wrote (+57…, a national number). A sender that is no mobile number (a
   // short code, an alphanumeric name) is kept as written.
@@ -42,36 +52,31 @@ export function replyRecorder(
   return async (reply) => {
     const n = normalizeNumber(reply.from, rules);
     const from = n.ok ? n.number : reply.from;
-    const optOut = isOptOut(reply.text, keywords);
-    const kept = await patiently(
-      () =>
-        store.recordReply({
-          receivedAt: reply.receivedAt,
-          from,
-          to: reply.to,
-          text: reply.text,
-          optOut,
-          messageId: reply.messageId ?? null,
-          joinSince: joinSince(reply.receivedAt, windowHours),
-        }),
-      { logger, signal: options.signal, from },
-    );
-    // The receiver logs every reply (masked); an opt-out is worth its own line.
-    if (optOut && kept) logger.info({ from: maskNumber(from) }, 'reply: opt-out recorded');
-    if (kept?.fileId) onJoined?.(kept.fileId);
+    const incoming = {
+      receivedAt: reply.receivedAt,
+      from,
+      to: reply.to,
+      text: reply.text,
+      messageId: reply.messageId ?? null,
+    };
+    const joined = await patiently(() => handler.record(incoming), { ...o, from });
+    if (joined !== null) o.onJoined?.(joined);
   };
 }
 
 /** The SMPP receiver of `replies.smpp`, started; null when none is configured. */
-export function startReplies(
-  store: Store,
-  loaded: LoadedConfig,
-  logger: Logger,
-  onJoined?: (fileId: string) => void,
-): { stop(): Promise<void> } | null {
-  const smpp = loaded.config.replies.smpp;
-  const password = loaded.secrets.smppPassword;
+export function startReplies(o: RepliesOptions): { stop(): Promise<void> } | null {
+  const smpp = o.loaded.config.replies.smpp;
+  const password = o.loaded.secrets.smppPassword;
   if (!smpp || password === null) return null;
+  const lists = o.lists ?? null;
+  const handler = replyHandler({
+    store: o.store,
+    config: o.loaded.config,
+    listsHolding: lists ? (number) => lists.holding(number) : null,
+    answerer: o.answerer ?? null,
+    logger: o.logger,
+  });
   const stopping = new AbortController();
   const receiver = new SmppReplyReceiver({
     host: smpp.host,
@@ -79,24 +84,16 @@ export function startReplies(
     tls: smpp.tls,
     systemId: smpp.systemId,
     password,
-    onReply: replyRecorder(
-      store,
-      {
-        keywords: loaded.config.replies.keywords.optOut,
-        windowHours: loaded.config.replies.windowHours,
-        onJoined,
-        signal: stopping.signal,
-      },
-      logger,
-    ),
-    logger,
+    onReply: replyRecorder(handler, { logger: o.logger, onJoined: o.onJoined, signal: stopping.signal }),
+    logger: o.logger,
   });
   receiver.start();
   return {
-    stop: () => {
+    async stop() {
       // A reply waiting for the store gives up at once: answered with an error, the SMSC keeps it.
       stopping.abort();
-      return receiver.stop();
+      await receiver.stop();
+      await handler.drain();
     },
   };
 }
@@ -109,7 +106,7 @@ export function startReplies(
  */
 async function patiently<T>(
   record: () => Promise<T>,
-  o: { logger: Logger; signal: AbortSignal | undefined; from: string },
+  o: { logger: Logger; signal?: AbortSignal | undefined; from: string },
 ): Promise<T> {
   for (let attempt = 0, wait = FIRST_WAIT_MS; ; attempt++, wait = Math.min(wait * 2, MAX_WAIT_MS)) {
     try {
@@ -127,9 +124,4 @@ async function patiently<T>(
       await sleep(wait, undefined, { signal: o.signal }).catch(() => {});
     }
   }
-}
-
-/** The earliest send a reply received at `receivedAt` may answer: `windowHours` before it. */
-export function joinSince(receivedAt: string, windowHours: number): string {
-  return new Date(Date.parse(receivedAt) - windowHours * 3_600_000).toISOString();
 }

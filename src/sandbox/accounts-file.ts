@@ -7,7 +7,7 @@ import type { Account, AccountWebhook, WhatsAppSetup } from './accounts.ts';
 /**
  * Reads `--accounts <file>`: `[{"username","password"}]` or `{"<username>": "<password>"}`. Array
  * elements may also carry the email settings `apiKey`, `email`, `emailTemplates` and
- * `emailSenderDomains` (docs/sandbox.md, "Email").
+ * `emailSenderDomains` (docs/sandbox.md, "Email"), and `shortCodes` (docs/sandbox.md "POST /momessage").
  */
 export function readAccountsFile(path: string): Account[] {
   const text = withoutBom(readFileSync(path, 'utf8'));
@@ -38,6 +38,8 @@ export function readAccountsFile(path: string): Account[] {
       if (o[f] !== undefined && !strings(o[f]))
         throw new Error(`account ${i}: ${f} must be an array of text`);
     }
+    if (o.shortCodes !== undefined && (!strings(o.shortCodes) || (o.shortCodes as string[]).length === 0))
+      throw new Error(`account ${i}: shortCodes must be a non-empty array of text`);
     if (o.rcs !== undefined && typeof o.rcs !== 'boolean')
       throw new Error(`account ${i}: rcs must be true or false`);
     const hook = o.webhook as Record<string, unknown> | undefined;
@@ -73,6 +75,7 @@ export function readAccountsFile(path: string): Account[] {
       ...(o.rcs !== undefined && { rcs: o.rcs as boolean }),
       ...(hook !== undefined && { webhook: hook as unknown as AccountWebhook }),
       ...(wa !== undefined && { whatsapp: wa as unknown as WhatsAppSetup }),
+      ...(o.shortCodes !== undefined && { shortCodes: o.shortCodes as string[] }),
     };
   });
 }

@@ -27,7 +27,15 @@ export interface Account {
   readonly webhook?: AccountWebhook | undefined;
   /** WhatsApp set up for the account (docs/sandbox.md "WhatsApp"); none: 403. */
   readonly whatsapp?: WhatsAppSetup | undefined;
+  /**
+   * The short codes assigned to the account (docs/sandbox.md "POST /momessage"): a message's
+   * `ShortCode` must be one. Default DEFAULT_SHORT_CODES.
+   */
+  readonly shortCodes?: readonly string[] | undefined;
 }
+
+/** Every account's short code unless it names its own: the SMPP server's default `to`. */
+export const DEFAULT_SHORT_CODES: readonly string[] = ['85000'];
 
 /** An account's WhatsApp: its sending numbers, and its approved templates with their parameter counts. */
 export interface WhatsAppSetup {
@@ -90,6 +98,7 @@ export class Accounts {
   readonly #rcs = new Map<string, boolean>();
   readonly #webhooks = new Map<string, AccountWebhook>();
   readonly #whatsapp = new Map<string, WhatsAppSetup>();
+  readonly #shortCodes = new Map<string, readonly string[]>();
   readonly #current = new Map<string, IssuedToken>();
   readonly #byAccess = new Map<string, string>();
   readonly #byRefresh = new Map<string, string>();
@@ -104,6 +113,7 @@ export class Accounts {
       this.#rcs.set(a.username, a.rcs ?? true);
       if (a.webhook) this.#webhooks.set(a.username, a.webhook);
       if (a.whatsapp) this.#whatsapp.set(a.username, a.whatsapp);
+      this.#shortCodes.set(a.username, a.shortCodes ?? DEFAULT_SHORT_CODES);
       if (a.apiKey !== undefined && a.apiKey !== '') {
         this.#byApiKey.set(a.apiKey, {
           username: a.username,
@@ -133,6 +143,11 @@ export class Accounts {
 
   whatsapp(username: string): WhatsAppSetup | null {
     return this.#whatsapp.get(username) ?? null;
+  }
+
+  /** The short codes assigned to the account (none for an unknown one). */
+  shortCodes(username: string): readonly string[] {
+    return this.#shortCodes.get(username) ?? [];
   }
 
   webhook(username: string): AccountWebhook | null {

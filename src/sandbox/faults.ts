@@ -18,8 +18,8 @@ export const ENDPOINTS = [
  * state: they appear in `GET /_sandbox/faults` only once rules were set for them.
  */
 export const EMAIL_ENDPOINTS = ['email', 'emailtemplates'] as const;
-/** POST /mtmessage and WhatsApp: optional in the state as the email ones. */
-export const LATER_ENDPOINTS = [...EMAIL_ENDPOINTS, 'mtmessage', 'whatsapp'] as const;
+/** POST /mtmessage, WhatsApp and POST /momessage: optional in the state as the email ones. */
+export const LATER_ENDPOINTS = [...EMAIL_ENDPOINTS, 'mtmessage', 'whatsapp', 'momessage'] as const;
 export type SmsEndpoint = (typeof ENDPOINTS)[number];
 export type EmailEndpoint = (typeof EMAIL_ENDPOINTS)[number];
 export type LaterEndpoint = (typeof LATER_ENDPOINTS)[number];

@@ -43,6 +43,11 @@ export interface RequestRecord {
   readonly account?: string | undefined;
   /** For /mtmessage/massive: the body's bulkId, when the body was read. */
   readonly bulkId?: string | undefined;
+  /**
+   * For /momessage: the body's ShortCode; for /mtmessage/massive: its messages' shortCode
+   * values, distinct, joined by `,` (absent: none carried one).
+   */
+  readonly shortCode?: string | undefined;
   /** For /email/v1/deliver: recipients in the body's payload (0 when unreadable). */
   readonly recipients?: number | undefined;
   readonly fault?: string | undefined;

@@ -17,13 +17,14 @@ export function createMassiveHandler(
   return (req, res, raw, bytes) => {
     const { parsed, destinations } = readBody(raw);
     let account: string | undefined;
+    let shortCode: string | undefined;
     const bulkId =
       typeof (parsed as { bulkId?: unknown } | undefined)?.bulkId === 'string'
         ? (parsed as { bulkId: string }).bulkId
         : undefined;
     const endpoint = '/mtmessage/massive';
     const done = (status: number, body: unknown, fault?: string) => {
-      logRequest({ endpoint, status, destinations, account, bulkId, fault, at: Date.now() });
+      logRequest({ endpoint, status, destinations, account, bulkId, shortCode, fault, at: Date.now() });
       sendJson(res, status, body);
     };
     const auth = req.headers.authorization ?? '';
@@ -51,6 +52,11 @@ export function createMassiveHandler(
     if (parsed === undefined) return done(400, { message: 'the body is not valid JSON' });
     const checked = checkMassive(parsed);
     if (!checked.ok) return done(400, { message: checked.reason });
+    const codes = [...new Set(checked.messages.flatMap((m) => (m.shortCode === null ? [] : [m.shortCode])))];
+    if (codes.length > 0) shortCode = codes.join(',');
+    const foreign = codes.find((c) => !accounts.shortCodes(check.username).includes(c));
+    if (foreign !== undefined)
+      return done(400, { message: `shortCode ${foreign} is not a short code of this account` });
 
     const transactionNumber = state.nextTransactionNumber();
     state.ledger.recordBatch(transactionNumber, raw);
@@ -93,6 +99,7 @@ function accept(state: SandboxState, checked: Checked, username: string, transac
       const messageId = d.messageId ?? '';
       answer.push({ to: d.to, messageId, status: 0 });
       tally.add(d.to);
+      if (m.shortCode !== null) state.sentFrom(d.to, m.shortCode, username);
       if (!notify) continue;
       const job: NotificationJob = {
         url: notify,

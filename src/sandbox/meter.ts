@@ -25,11 +25,11 @@ export interface AccountLogins {
   /** grant_type=refresh_token answered 200. */
   readonly refresh: number;
   /**
-   * POST /mtmessage/massive answered 401 for a token of the account that a newer one had
+   * POST /mtmessage/massive (or /momessage) answered 401 for a token of the account that a newer one had
    * replaced (another login or refresh, or a revoke fault): a sender logged out by another.
    */
   readonly replaced: number;
-  /** POST /mtmessage/massive answered 401 for a token of the account past its lifetime. */
+  /** POST /mtmessage/massive (or /momessage) answered 401 for a token of the account past its lifetime. */
   readonly expired: number;
 }
 

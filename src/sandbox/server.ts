@@ -1,7 +1,7 @@
 // The sandbox: a stand-in for the messaging service (docs/service.md), faithful in what
 // dropline relies on, plus a test surface under /_sandbox/. Its own choices where the service says
 // "not shown" are written down in docs/sandbox.md. Each endpoint group has its own file (token.ts,
-// massive.ts, mtmessage.ts, whatsapp.ts, email.ts, monitoring.ts, test-surface.ts) over one
+// massive.ts, mtmessage.ts, momessage.ts, whatsapp.ts, email.ts, monitoring.ts, test-surface.ts) over one
 // SandboxState (state.ts); this file routes requests to them and starts and stops the listeners.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -13,6 +13,8 @@ import { type RequestRecord, sendJson } from './http.ts';
 import { ipAllowList } from './ip-allowlist.ts';
 import type { Ledger } from './ledger.ts';
 import { createMassiveHandler } from './massive.ts';
+import type { MoLedger } from './mo-ledger.ts';
+import { createMoMessageHandler, MOMESSAGE_PATH } from './momessage.ts';
 import { createMonitoringHandler, MONITORING_BY_PATH } from './monitoring.ts';
 import { createMtMessageHandler } from './mtmessage.ts';
 import type { Notifier } from './notifier.ts';
@@ -36,6 +38,8 @@ export interface Sandbox {
   /** Every accepted email recipient (POST /email/v1/deliver), keyed by (account, recipient). */
   readonly emailLedger: EmailLedger;
   readonly whatsappLedger: WhatsAppLedger;
+  /** Every accepted two-way message (POST /momessage). */
+  readonly moLedger: MoLedger;
   readonly notifier: Notifier;
   readonly faults: Faults;
   readonly accounts: Accounts;
@@ -87,6 +91,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     ledger: state.ledger,
     emailLedger: state.emailLedger,
     whatsappLedger: state.whatsappLedger,
+    moLedger: state.moLedger,
     notifier: state.notifier,
     faults: state.faults,
     accounts: state.accounts,
@@ -169,6 +174,7 @@ function createRouter(
   const handleToken = createTokenHandler(state);
   const handleMassive = createMassiveHandler(state);
   const handleMonitoring = createMonitoringHandler(state);
+  const handleMoMessage = createMoMessageHandler(state);
   const handleMtMessage = createMtMessageHandler({
     accounts: state.accounts,
     faults: state.faults,
@@ -199,6 +205,7 @@ function createRouter(
       return handleMassive(req, res, raw, bytes);
     if (req.method === 'POST' && url.pathname === '/mtmessage') return handleMtMessage(req, res, raw);
     if (req.method === 'POST' && url.pathname === WHATSAPP_PATH) return handleWhatsApp(req, res, raw);
+    if (req.method === 'POST' && url.pathname === MOMESSAGE_PATH) return handleMoMessage(req, res, raw);
     const monitoring = MONITORING_BY_PATH.get(url.pathname);
     if (req.method === 'GET' && monitoring) return handleMonitoring(req, res, monitoring);
     sendJson(res, 404, { message: `no ${req.method} ${url.pathname} in the sandbox` });
@@ -219,6 +226,8 @@ function startReplies(
     redeliveryMs: (smpp.redeliveryMs ?? 5000) * state.timeScale,
     window: smpp.window,
     shortCode: smpp.shortCode,
+    // A reply that names no short code answers the one that last messaged its sender.
+    sentFrom: state.lastSentFrom,
     credentials: (systemId, password) =>
       accounts.checkPassword(systemId, password)
         ? 'ok'

@@ -30,6 +30,11 @@ export interface SmppServerOptions {
   readonly window?: number | undefined;
   /** The short code replies go to when a posted reply names none (default 85000). */
   readonly shortCode?: string | undefined;
+  /**
+   * A posted reply that names no short code goes to the one that last messaged its sender (and
+   * only to that account's receivers, unless it names one); none: `shortCode`.
+   */
+  readonly sentFrom?: ((number: string) => { shortCode: string; account: string } | null) | undefined;
   /** Whether `systemId` is an account, and whether `password` is its password. */
   readonly credentials: (systemId: string, password: string) => 'ok' | 'unknown' | 'wrong';
   /** Whether `username` is an account (a reply posted for another answers 400). */
@@ -398,9 +403,17 @@ class ReplyServer implements SmppServer {
     this.#pump();
   }
 
+  /** A reply without `to`: to the short code that last messaged its sender, else the default. */
+  #addressed(r: ReplyInput): ReplyInput {
+    if (r.to !== undefined) return r;
+    const sent = this.#options.sentFrom?.(r.from) ?? null;
+    if (sent === null) return { ...r, to: this.#shortCode };
+    return { ...r, to: sent.shortCode, account: r.account ?? sent.account };
+  }
+
   post(input: unknown): ReplyView[] {
     const list = (Array.isArray(input) ? input : [input]).map((item, i) =>
-      checkReply(item, Array.isArray(input) ? `[${i}]` : '', this.#shortCode, this.#options.isAccount),
+      this.#addressed(checkReply(item, Array.isArray(input) ? `[${i}]` : '', this.#options.isAccount)),
     );
     if (list.length === 0) throw new ReplyInputError('expected a reply or a non-empty array of replies');
     if (list.length > MAX_REPLIES_PER_POST)
@@ -561,12 +574,7 @@ export function encodeText(text: string): { dataCoding: number; bytes: Buffer } 
   return { dataCoding: 8, bytes: Buffer.from(text, 'utf16le').swap16() };
 }
 
-function checkReply(
-  item: unknown,
-  at: string,
-  shortCode: string,
-  isAccount: (username: string) => boolean,
-): ReplyInput {
+function checkReply(item: unknown, at: string, isAccount: (username: string) => boolean): ReplyInput {
   const where = (field: string) => (at === '' ? field : `${at}.${field}`);
   if (typeof item !== 'object' || item === null || Array.isArray(item))
     throw new ReplyInputError(`${at || 'the body'} is not an object`);
@@ -583,7 +591,7 @@ function checkReply(
     throw new ReplyInputError(`${where('receipt')} is not true or false`);
   return {
     from: o.from,
-    to: (o.to as string | undefined) ?? shortCode,
+    to: o.to as string | undefined,
     text: o.text,
     account: o.account as string | undefined,
     receipt: o.receipt as boolean | undefined,

@@ -8,6 +8,7 @@ import { Faults } from './faults.ts';
 import type { RequestRecord } from './http.ts';
 import { Ledger } from './ledger.ts';
 import { Meter } from './meter.ts';
+import { MoLedger } from './mo-ledger.ts';
 import { Notifier } from './notifier.ts';
 import type { SandboxOptions } from './options.ts';
 import type { SmppServer } from './smpp.ts';
@@ -15,6 +16,14 @@ import { Traffic } from './traffic.ts';
 import { WhatsAppLedger } from './whatsapp.ts';
 
 const MAX_REQUEST_LOG = 100_000;
+/** Numbers whose last short code is remembered (the oldest forgotten first). */
+const MAX_SENT_FROM = 1_000_000;
+
+/** The short code (and its account) that last sent a number a message: where its replies go. */
+export interface SentFrom {
+  readonly shortCode: string;
+  readonly account: string;
+}
 
 export class SandboxState {
   readonly timeScale: number;
@@ -30,6 +39,9 @@ export class SandboxState {
   readonly ledger = new Ledger();
   readonly emailLedger = new EmailLedger();
   readonly whatsappLedger = new WhatsAppLedger();
+  readonly moLedger = new MoLedger();
+  /** By number (digits): the short code that last sent it a message (POST /momessage, massive `shortCode`). */
+  readonly #sentFrom = new Map<string, SentFrom>();
   readonly faults = new Faults();
   readonly meter = new Meter();
   readonly traffic: Traffic;
@@ -78,6 +90,19 @@ export class SandboxState {
     requests.push(r);
   };
 
+  /** `number` was sent a message from `shortCode` of `account`: its replies go there. */
+  readonly sentFrom = (number: string, shortCode: string, account: string): void => {
+    const sent = this.#sentFrom;
+    // Re-inserted, so the map's order is the order numbers were last messaged in.
+    sent.delete(number);
+    sent.set(number, { shortCode, account });
+    if (sent.size > MAX_SENT_FROM) sent.delete(sent.keys().next().value!);
+  };
+
+  /** The short code that last sent `number` (digits, a leading + ignored) a message, if any. */
+  readonly lastSentFrom = (number: string): SentFrom | null =>
+    this.#sentFrom.get(number.replace(/^\+/, '')) ?? null;
+
   readonly nextTransactionNumber = (): string =>
     this.#txnPrefix + String(++this.#txnCounter).padStart(13, '0');
 
@@ -86,6 +111,8 @@ export class SandboxState {
     this.ledger.clear();
     this.emailLedger.clear();
     this.whatsappLedger.clear();
+    this.moLedger.clear();
+    this.#sentFrom.clear();
     this.notifier.reset();
     this.faults.clear();
     this.accounts.revokeAll();

@@ -55,6 +55,11 @@ const VIEWS: Record<string, (state: SandboxState, url: URL) => unknown> = {
     duplicates: whatsappLedger.duplicates,
     entries: whatsappLedger.entries(),
   }),
+  '/_sandbox/momessage/ledger': ({ moLedger }) => ({
+    accepted: moLedger.accepted,
+    duplicates: moLedger.duplicates,
+    entries: moLedger.entries(),
+  }),
   '/_sandbox/notifications': ({ notifier }, url) => {
     const messageId = url.searchParams.get('messageId');
     const attempts = messageId

@@ -9,6 +9,8 @@ export interface AcceptedMessage {
   readonly notifyUrl: string | null;
   readonly notifyContentType: string;
   readonly callbackData: string;
+  /** Its `shortCode` (text or a number, read as its digits); null: none. */
+  readonly shortCode: string | null;
 }
 
 export type MassiveCheck =
@@ -75,7 +77,16 @@ export function checkMassive(body: unknown): MassiveCheck {
     if (m.callbackData !== undefined && typeof m.callbackData !== 'string') {
       return { ok: false, reason: `${at}.callbackData must be text (send a JSON object as escaped text)` };
     }
+    let shortCode: string | null = null;
+    if (m.shortCode !== undefined) {
+      // Its type is not shown: digits as text or as a number.
+      const code = typeof m.shortCode === 'number' ? String(m.shortCode) : m.shortCode;
+      if (typeof code !== 'string' || !/^\d{3,10}$/.test(code))
+        return { ok: false, reason: `${at}.shortCode must be a short code (3 to 10 digits)` };
+      shortCode = code;
+    }
     out.push({
+      shortCode,
       text: m.text,
       destinations: destinations as { to: string; messageId?: string }[] as {
         to: string;

@@ -125,6 +125,14 @@ export class ServiceClient extends EventEmitter {
   }
 
   /**
+   * The account's bearer token, for another endpoint of the same host (the answers to users'
+   * replies, docs/opt-outs.md "Answers"): one token an account, never a second login.
+   */
+  get tokens(): Pick<TokenManager, 'get' | 'invalidate'> {
+    return this.#tokens;
+  }
+
+  /**
    * Sends one planned chunk. Resolves (never rejects for service trouble) with one result per
    * part: the whole chunk, or the pieces a 400 bisection or a 413 split made of it.
    *

@@ -111,6 +111,7 @@ const BODY_GROUP = 64;
 export function massiveBody(part: ChunkPart, notify: NotifySettings): Buffer {
   // What follows each message's text, the same for every message of the request.
   let tail = '';
+  if (part.chunk.shortCode !== undefined) tail += `,"shortCode":${JSON.stringify(part.chunk.shortCode)}`;
   if (notify.notifyUrl !== undefined) tail += `,"notifyUrl":${JSON.stringify(notify.notifyUrl)}`;
   if (notify.notifyContentType !== undefined)
     tail += `,"notifyContentType":${JSON.stringify(notify.notifyContentType)}`;

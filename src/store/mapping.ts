@@ -4,6 +4,7 @@
 // string or an object), and are read here in one place.
 
 import type { BudgetState } from '../core/budget.ts';
+import type { CodedText, TextParams } from '../errors.ts';
 import { messageIdFor } from '../plan/ids.ts';
 import { readMessageId } from './message-ids.ts';
 import type {
@@ -20,9 +21,13 @@ import type {
   ListedIssue,
   RecipientOutcome,
   RecipientRecord,
+  ReplyIntent,
   ReplyRecord,
   ReportRow,
   SharedToken,
+  StandingChange,
+  StandingChangeKind,
+  StandingSource,
   WorkerInfo,
   WorkerRecord,
 } from './store.ts';
@@ -51,6 +56,12 @@ export function json<T>(v: unknown): T {
   return (typeof v === 'string' ? JSON.parse(v) : v) as T;
 }
 
+/** A coded reason from its columns (null: none kept). */
+export function codedOf(code: unknown, params: unknown): CodedText | null {
+  const c = strOrNull(code);
+  return c === null ? null : { code: c, params: json<TextParams | null>(params ?? null) ?? {} };
+}
+
 export function toFile(r: Row): FileRecord {
   const rejectionCode = strOrNull(r.rejection_code);
   return {
@@ -77,6 +88,7 @@ export function toFile(r: Row): FileRecord {
     rejection:
       rejectionCode === null ? null : { code: rejectionCode, message: str(r.rejection_message ?? '') },
     reason: strOrNull(r.reason),
+    reasonCode: codedOf(r.reason_code, r.reason_params),
     forced: bool(r.forced),
     possibleDuplicates: num(r.possible_duplicates),
     errors: json<ListedIssue[]>(r.errors),
@@ -89,6 +101,7 @@ export function toFile(r: Row): FileRecord {
     scheduledUntil: strOrNull(r.scheduled_until),
     cost: json<FileRecord['cost']>(r.cost ?? null),
     content: json<FileRecord['content']>(r.content ?? null),
+    bulkText: strOrNull(r.bulk_text),
     detail: json<FileRecord['detail']>(r.detail ?? null),
     shortCode: strOrNull(r.short_code),
     leaseOwner: strOrNull(r.lease_owner),
@@ -116,6 +129,8 @@ export function toReply(r: Row): ReplyRecord {
     text: str(r.text),
     optOut: bool(r.opt_out),
     messageId: strOrNull(r.message_id),
+    intent: strOrNull(r.intent) as ReplyIntent | null,
+    keyword: strOrNull(r.keyword),
     fileId: strOrNull(r.file_id),
   };
 }
@@ -125,9 +140,26 @@ export function toFileReply(r: Row): FileReply {
   return { ...toReply(r), fileId: str(r.file_id), line: num(r.line), k: num(r.k) };
 }
 
-/** A file_events row (at, state, reason). */
+/** A standing_changes row. */
+export function toStandingChange(r: Row): StandingChange {
+  return {
+    id: num(r.id),
+    number: str(r.number),
+    at: str(r.at),
+    change: str(r.change) as StandingChangeKind,
+    source: str(r.source) as StandingSource,
+    reply: numOrNull(r.reply),
+    keyword: strOrNull(r.keyword),
+    detail: strOrNull(r.detail),
+  };
+}
+
+/** A file_events row (at, state, reason, and the reason's code when it has one). */
 export function toFileEvent(r: Row): FileEvent {
-  return { at: str(r.at), state: str(r.state) as FileState, reason: strOrNull(r.reason) };
+  const event: FileEvent = { at: str(r.at), state: str(r.state) as FileState, reason: strOrNull(r.reason) };
+  const coded = codedOf(r.reason_code, r.reason_params);
+  if (coded) event.reasonCode = coded;
+  return event;
 }
 
 /** A delivery_minutes row (minute, delivered, undelivered, unknown). */
@@ -300,6 +332,9 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     rejection_message: p.rejection?.message ?? null,
     set_reason: flag(p.reason),
     reason: p.reason ?? null,
+    // A reason and its code are written together: a reason patched without one keeps none.
+    reason_code: p.reasonCode?.code ?? null,
+    reason_params: p.reasonCode ? JSON.stringify(p.reasonCode.params) : null,
     set_errors: flag(p.errors),
     errors: JSON.stringify(p.errors ?? []),
     set_error_counts: flag(p.errorCounts),
@@ -314,6 +349,8 @@ export function patchColumns<B>(patch: FilePatch | undefined, bool: (b: boolean)
     cost: p.cost ? JSON.stringify(p.cost) : null,
     set_content: flag(p.content),
     content: p.content ? JSON.stringify(p.content) : null,
+    set_bulk_text: flag(p.bulkText),
+    bulk_text: p.bulkText ?? null,
     set_detail: flag(p.detail),
     detail: p.detail ? JSON.stringify(p.detail) : null,
     set_short_code: flag(p.shortCode),

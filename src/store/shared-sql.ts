@@ -107,13 +107,15 @@ export function insertReplyTargets(p: Param, now: string): string {
 }
 
 /**
- * A reply kept (once per message_id), joined to the latest recipient sent to its number from
- * the short code it was sent to, at or after :since (a NULL :since joins nothing); its id.
+ * A reply kept (once per message_id) with what it asked (intent, keyword), joined to the latest
+ * recipient sent to its number from the short code it was sent to, at or after :since (a NULL
+ * :since joins nothing); its id and the file joined. The standing change it makes is
+ * ./standing-rules.ts's, in the same transaction.
  */
 export function recordReplySql(p: Param): string {
-  return `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, recipient, file_id)
+  return `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, intent, keyword, recipient, file_id)
   SELECT ${p('received_at', 'timestamptz')}, ${p('from_number', 'text')}, ${p('to_number', 'text')}, ${p('text', 'text')},
-    ${p('opt_out', 'boolean')}, ${p('message_id', 'text')}, t.recipient, f.file_id
+    ${p('opt_out', 'boolean')}, ${p('message_id', 'text')}, ${p('intent', 'text')}, ${p('keyword', 'text')}, t.recipient, f.file_id
   FROM (SELECT 1 AS one) one
   LEFT JOIN (SELECT recipient FROM reply_targets
       WHERE short_code = ${p('to_number', 'text')} AND number = ${p('from_number', 'text')}
@@ -122,7 +124,7 @@ export function recordReplySql(p: Param): string {
   LEFT JOIN files f ON f.file_no = t.recipient / ${FILE_NO_OF_ID}
   WHERE true
   ON CONFLICT (message_id) DO NOTHING
-  RETURNING id, from_number, received_at, opt_out, file_id`;
+  RETURNING id, file_id`;
 }
 
 /**
@@ -130,8 +132,8 @@ export function recordReplySql(p: Param): string {
  * :limit of them (SQLite: -1, PostgreSQL: NULL for all).
  */
 export function fileRepliesSql(p: Param): string {
-  return `SELECT y.id, y.received_at, y.from_number, y.to_number, y.text, y.opt_out, y.message_id, y.file_id,
-    r.line, r.k
+  return `SELECT y.id, y.received_at, y.from_number, y.to_number, y.text, y.opt_out, y.message_id, y.intent,
+    y.keyword, y.file_id, r.line, r.k
   FROM replies y JOIN recipients r ON r.id = y.recipient
   WHERE y.file_id = ${p('file_id', 'text')} ORDER BY y.id DESC LIMIT ${p('limit', 'bigint')}`;
 }

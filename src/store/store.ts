@@ -58,6 +58,7 @@ import type {
   ChunkState,
   ChunkStateGuard,
 } from './records/sending.ts';
+import type { OperatorChange, Standing } from './records/standing.ts';
 
 export * from './records/accounts.ts';
 export * from './records/campaign.ts';
@@ -68,6 +69,7 @@ export * from './records/leases.ts';
 export * from './records/reads.ts';
 export * from './records/retention.ts';
 export * from './records/sending.ts';
+export * from './records/standing.ts';
 
 export interface Store {
   // ---- the store itself: its schema, health and connection ----
@@ -247,10 +249,11 @@ export interface Store {
    */
   pruneContacts(timezone: string): Promise<number>;
   /**
-   * A user's reply, kept (once per `messageId` when it has one), joined in the same
-   * transaction to the latest recipient sent to its number from its short code since
-   * `joinSince` (docs/replies.md); an opt-out also puts its sender on the opt-out list.
-   * null: a reply already kept.
+   * A user's reply, kept (once per `messageId` when it has one); in the same transaction an
+   * opt-out puts its sender on the opt-out list, an opt-in takes it off, each change kept in
+   * the number's history (./standing-rules.ts), and the reply is joined to the latest recipient
+   * sent to its number from its short code since `joinSince` (docs/replies.md). null: a reply
+   * already kept.
    */
   recordReply(reply: NewReply): Promise<KeptReply | null>;
   /** Replies in the order received, after `afterId`, received at or after `since`. */
@@ -260,12 +263,32 @@ export interface Store {
   /** How many replies the file has, and how many of its recipients replied. */
   replyCounts(fileId: string): Promise<ReplyCounts>;
 
+  // ---- standing (standing.ts): a number's history, confirmations, replies to review ----
+  /** The number's standing now and every change to it, oldest first (docs/opt-outs.md). */
+  standing(number: string): Promise<Standing>;
+  /**
+   * An operator puts the number on the opt-out list or takes it off, at the store's clock,
+   * kept in its history (source `operator`). false: it was so already, nothing kept.
+   */
+  changeStanding(change: OperatorChange): Promise<boolean>;
+  /**
+   * The right to send `number` a confirmation text on the local day (in `timezone`) of the
+   * store's clock: true once a number a day, whatever the number of workers (a primary key).
+   */
+  takeConfirmation(number: string, timezone: string): Promise<boolean>;
+  /** Replies flagged for review (intent `review`), in the order received, after `afterId`. */
+  repliesToReview(options: { afterId?: number; limit: number }): Promise<ReplyRecord[]>;
+  /** How many replies are flagged for review. */
+  countRepliesToReview(): Promise<number>;
+
   // ---- accounts (accounts.ts): settings, the shared service token, send budgets ----
   /**
    * The setting `key` shared by every process on the store: `value` when none was kept yet,
    * else the one kept (the first writer wins; processes that start at once all read the same).
    */
   keepSetting(key: string, value: string): Promise<string>;
+  /** The settings whose key starts with `prefix`, by key. */
+  settingsUnder(prefix: string): Promise<{ key: string; value: string }[]>;
   /** The token stored for the account `key` (see SharedToken), or null. */
   sharedToken(key: string): Promise<SharedToken | null>;
   /**

@@ -80,7 +80,7 @@ export function sourceContract(name: string, factory: () => Promise<SourceHarnes
       });
     });
 
-    describe('list (FORMAT.md 1)', () => {
+    describe('list (docs/format.md "Which files are picked up")', () => {
       it('shows drop-file names only, any case of .txt, with size and mtime', async () => {
         const shown = ['a.txt', 'B.TXT', 'c.Txt', 'with space.txt', 'ñandú.txt'];
         const hidden = [

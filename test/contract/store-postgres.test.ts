@@ -279,7 +279,7 @@ describe('PostgresStore', () => {
       );
       const store = open();
       await store.migrate();
-      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13]);
+      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 16]);
       expect(await store.fileEvents('f1')).toEqual([
         { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
         { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
@@ -292,6 +292,35 @@ describe('PostgresStore', () => {
       ]);
       expect((await store.listFiles({ search: 'campaign.t' })).map((f) => f.fileId)).toEqual(['f1']);
       expect((await store.getFile('f1'))?.errorCounts).toEqual({});
+    });
+
+    it('migration 0014 gives the opt-outs recorded before it their history and their replies an intent', async () => {
+      const earlier = loadPostgresMigrations().filter((m) => m.version < 14);
+      await admin(
+        db.url,
+        `CREATE SCHEMA IF NOT EXISTS ${db.schema}; SET search_path TO ${db.schema};
+         ${earlier.map((m) => m.sql).join(';\n')};
+         ${S.CREATE_MIGRATIONS};
+         INSERT INTO schema_migrations (version, name, applied_at)
+           SELECT v, 'earlier', now() FROM unnest(ARRAY[${earlier.map((m) => m.version).join(', ')}]) AS v;
+         INSERT INTO replies (id, received_at, from_number, to_number, text, opt_out, message_id) VALUES
+           (1, '2026-03-01T12:00:00Z', '573001112233', '85000', 'SALIR', true, 'mo-1'),
+           (2, '2026-03-01T12:01:00Z', '573001112233', '85000', 'gracias', false, NULL);
+         INSERT INTO opt_outs (number, at, reply) VALUES ('573001112233', '2026-03-01T12:00:00Z', 1);`,
+      );
+      const store = open();
+      await store.migrate();
+      // 0014 and the migrations after it; none of the earlier ones again.
+      expect(store.migrated[0]).toBe(14);
+      expect((await store.replies({ limit: 10 })).map((r) => [r.intent, r.optOut])).toEqual([
+        ['opt_out', true],
+        [null, false],
+      ]);
+      const s = await store.standing('573001112233');
+      expect(s.optedOut).toEqual({ at: '2026-03-01T12:00:00.000Z', reply: 1 });
+      expect(s.history.map((c) => [c.change, c.source, c.reply, c.at])).toEqual([
+        ['opted_out', 'reply', 1, '2026-03-01T12:00:00.000Z'],
+      ]);
     });
 
     it('the schema option keeps every table out of public', async () => {

@@ -265,6 +265,44 @@ describe('SqliteStore', () => {
     expect((await store.fileEvents('f1')).at(-1)).toMatchObject({ state: 'sending', reason: null });
   });
 
+  it('migration 0021 gives the opt-outs recorded before it their history and their replies an intent', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const before = new SqliteStore({ path, migrations: loadMigrations().filter((m) => m.version < 21) });
+    stores.push(before);
+    await before.migrate();
+    await before.close();
+    const db = new DatabaseSync(path);
+    db.exec(`INSERT INTO replies (id, received_at, from_number, to_number, text, opt_out, message_id) VALUES
+      (1, '2026-03-01T12:00:00.000Z', '573001112233', '85000', 'SALIR', 1, 'mo-1'),
+      (2, '2026-03-01T12:01:00.000Z', '573001112233', '85000', 'gracias', 0, NULL);
+      INSERT INTO opt_outs (number, at, reply) VALUES ('573001112233', '2026-03-01T12:00:00.000Z', 1)`);
+    db.close();
+    const store = open(path);
+    await store.migrate();
+    expect((await store.replies({ limit: 10 })).map((r) => [r.intent, r.optOut])).toEqual([
+      ['opt_out', true],
+      [null, false],
+    ]);
+    expect(await store.standing('573001112233')).toEqual({
+      number: '573001112233',
+      optedOut: { at: '2026-03-01T12:00:00.000Z', reply: 1 },
+      history: [
+        {
+          id: 1,
+          number: '573001112233',
+          at: '2026-03-01T12:00:00.000Z',
+          change: 'opted_out',
+          source: 'reply',
+          reply: 1,
+          keyword: null,
+          detail: null,
+        },
+      ],
+    });
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);

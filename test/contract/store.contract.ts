@@ -22,6 +22,7 @@ import {
 import { ingest } from './store/ingest.ts';
 import { repliesJoined } from './store/replies-joined.ts';
 import { sendingAndResults } from './store/sending-and-results.ts';
+import { standing } from './store/standing.ts';
 import { workersAndBudgets } from './store/workers-and-budgets.ts';
 
 export {
@@ -92,5 +93,6 @@ export function storeContract(name: string, factory: () => Promise<StoreHarness>
     dashboard(t);
     describe('campaign rules', () => campaignRules(t));
     describe('replies joined', () => repliesJoined(t));
+    describe('a number’s standing', () => standing(t));
   });
 }

@@ -1,5 +1,5 @@
-// Issue 15, email files before email sending exists: `dropline validate` reads them as FORMAT.md
-// 8.3 says (addresses, fields, the subject's placeholders), and a source that sends sms never
+// Issue 15, email files before email sending exists: `dropline validate` reads them as docs/format.md
+// "Email files" says (addresses, fields, the subject's placeholders), and a source that sends sms never
 // sends one: `dropline send` (the daemon's path) rejects it BAD_DIRECTIVE and the service
 // receives nothing; `validate` with the configuration, or without one (the embedded
 // default's SMS source), says the same.

@@ -1,5 +1,6 @@
-// The delivery-report receiver over real HTTP on a real SQLite store (CONTRACT.md "Notification
-// receiver", DESIGN-NOTES 2), and with the sandbox delivering to it through its 503-only retries.
+// The delivery-report receiver over real HTTP on a real SQLite store (docs/contract.md "Notification
+// receiver", docs/notify.md "What the receiver answers" and "Group commit"), and with the sandbox
+// delivering to it through its 503-only retries.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -496,8 +497,8 @@ describe('with the sandbox delivering (503-only retries)', () => {
 // POST /mtmessage (RCS, flash SMS) carries a chunk's recipients under one CustomMessageId
 // `<fileId>:<seq>` and CallbackData {"f": "<fileId>", "c": <seq>}; the account webhook's
 // reports come back with an empty bulkId, that messageId for every recipient, and the
-// CallbackData as JSON text (spec 2.6, 6.3). The receiver finds each recipient by the chunk
-// and its number. On both stores: the lookup is a store read of its own.
+// CallbackData as JSON text (docs/notify.md "Reports of POST /mtmessage"). The receiver finds each
+// recipient by the chunk and its number. On both stores: the lookup is a store read of its own.
 describe.each(['sqlite', 'postgres'] as const)(
   'reports of POST /mtmessage (account webhook), %s store',
   (kind) => {

@@ -319,7 +319,7 @@ describe('a cancel no worker could close at once', () => {
       expect((await a.pipeline.drive(fileId))?.state).toBe('scheduled');
       // A worker that died holding the file: nobody can close the cancel until its lease lapses.
       expect(await w.store.takeLease(fileId, 'worker-dead', 500)).toBe(true);
-      await changeFileState(w.store, silentLogger, fileId, 'cancel', 'by a user');
+      await changeFileState(w.store, silentLogger, fileId, 'cancel', 'USER');
       expect(await a.pipeline.rewriteReports(fileId, { waitMs: 0 })).toBe(false);
       expect((await w.store.getFile(fileId))?.reportPending).not.toBeNull();
       // What the daemon does every round: the files whose reports are due, written under the lease.

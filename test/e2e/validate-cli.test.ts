@@ -1,4 +1,4 @@
-// `dropline validate` as a real process (CONTRACT.md "validate --json output", issue 2):
+// `dropline validate` as a real process (docs/contract.md "validate --json", issue 2):
 // exit 0 accepted, 1 rejected, 2 usage error or unreadable file.
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -84,7 +84,7 @@ const CONTRACT_FIELDS = [
 ];
 
 /**
- * Every field of CONTRACT.md with its type, the counts consistent, the sha256 real.
+ * Every docs/contract.md "validate --json" field with its type, the counts consistent, the sha256 real.
  * `path`: the file as given on the command line (relative to the repository or absolute).
  */
 async function expectContract(path: string, run: Run, json: ValidateJson): Promise<void> {
@@ -103,8 +103,8 @@ async function expectContract(path: string, run: Run, json: ValidateJson): Promi
   // Email recipients have no SMS encoding, segments or country, WhatsApp recipients a country
   // but no encoding or segments (docs/format.md "Email files", "WhatsApp files", "RCS files").
   const channel = (json as { channel?: string }).channel ?? 'sms';
-  // RCS texts are read as SMS texts: their encodings are counted, one message a recipient.
-  const sms = channel === 'sms' || channel === 'rcs' ? json.valid : 0;
+  // RCS and two-way texts are read as SMS texts: their encodings are counted.
+  const sms = channel === 'sms' || channel === 'rcs' || channel === 'twoway' ? json.valid : 0;
   expect(json.encodings.gsm7 + json.encodings.ucs2).toBe(sms);
   expect(Object.values(json.countries).reduce((a, b) => a + b, 0)).toBe(channel === 'email' ? 0 : json.valid);
   if (sms === 0) expect(json.segments).toBe(0);
@@ -141,7 +141,7 @@ async function tempFile(name: string, content: string | Buffer): Promise<string>
   return path;
 }
 
-describe('validate --json on samples/*.txt: every CONTRACT.md field', async () => {
+describe('validate --json on samples/*.txt: every field of docs/contract.md', async () => {
   const samples = (await readdir(SAMPLES)).filter((f) => f.endsWith('.txt')).sort();
 
   it('there are samples to check', () => {
@@ -404,7 +404,7 @@ describe('validate: the human output', () => {
   });
 });
 
-describe('validate: templates (FORMAT.md 8.2) and what the file costs', () => {
+describe('validate: templates (docs/format.md "Templates") and what the file costs', () => {
   const campaign = [
     '#! message: Hola {{Nombre}}, su cita en {{ciudad}} es mañana… “confírmela” respondiendo SI, por favor.',
     'Número;Nombre;Ciudad;Mensaje',

@@ -100,7 +100,7 @@ describe('validate with a configuration', () => {
     expect(json(r).layout).toBe('personalized');
   });
 
-  it('--source picks another source: its allowDirectives (FORMAT.md 8.1)', async () => {
+  it('--source picks another source: its allowDirectives (docs/format.md "Directives")', async () => {
     const directed = join(dir, 'directed.txt');
     await writeFile(directed, '#! priority: high\nHola\n3001234567\n');
     const allowed = await dropline(['--config', configPath, 'validate', '--source', 'mx', directed]);

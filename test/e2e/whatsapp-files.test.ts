@@ -1,4 +1,4 @@
-// WhatsApp drop files (FORMAT.md 8.3, docs/format.md "WhatsApp files") through `dropline
+// WhatsApp drop files (docs/format.md "WhatsApp files") through `dropline
 // validate` as a process: the numbers, each recipient's template parameters, the template and
 // its sending number, one example of the parameters; and the files it rejects, with the line.
 import { spawnSync } from 'node:child_process';

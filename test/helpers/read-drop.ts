@@ -12,6 +12,7 @@ import {
   type SkippedItem,
   type WarningItem,
 } from '../../src/format/reader.ts';
+import { rejectionParams } from '../../src/ops/wording.ts';
 
 const CO = makeNumberRules();
 
@@ -54,6 +55,9 @@ export async function read(text: string | string[], options: Partial<ReadOptions
   expect((await readOnce(bytes, { ...options, items: false }, bytes.length || 1)).summary).toEqual(
     whole.summary,
   );
+  // A rejection's parameters are what its message says (see format-reader.test.ts).
+  const rejected = whole.summary.rejection;
+  if (rejected) expect(rejected.params).toEqual(rejectionParams(rejected.code, rejected.message));
   return whole;
 }
 

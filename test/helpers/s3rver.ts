@@ -1,6 +1,6 @@
 // s3rver for tests: a child process (see s3rver-main.ts for why), a temp directory, buckets
-// made at start, and an S3 client configured the way s3rver needs (TOOLING.md: path style,
-// checksums only when required, its fixed test credentials).
+// made at start, and an S3 client configured the way s3rver needs (docs/architecture.md "Tests":
+// path style, checksums only when required, its fixed test credentials).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

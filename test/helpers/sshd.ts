@@ -1,5 +1,5 @@
-// A real OpenSSH sshd on 127.0.0.1 for SFTP tests (TOOLING.md): a dedicated user made with
-// useradd, a generated ed25519 host key and client key, a config of its own in a temp dir,
+// A real OpenSSH sshd on 127.0.0.1 for SFTP tests (docs/architecture.md "Tests"): a dedicated user made
+// with useradd, a generated ed25519 host key and client key, a config of its own in a temp dir,
 // `ForceCommand internal-sftp`. It runs unprivileged (setpriv as the user) unless password
 // login is wanted: sshd can only check a password as root (it reads /etc/shadow), so then it
 // runs as root with its own config, touching no system file. Nothing here is committed: keys

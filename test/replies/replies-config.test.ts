@@ -19,6 +19,7 @@ describe('replies configuration', () => {
       helpText: null,
       confirmOptOut: null,
       confirmOptIn: null,
+      byShortCode: {},
     });
   });
 
@@ -51,10 +52,10 @@ describe('replies configuration', () => {
     }
     expect(error).toBeInstanceOf(DroplineError);
     expect((error as DroplineError).code).toBe('DROPLINE_ERR_CONFIG');
-    expect((error as Error).message).toContain('give replies or optOut (its older spelling), not both');
+    expect((error as Error).message).toContain('give replies or its older spelling optOut, not both');
   });
 
-  it('a source may set a short code of 3 to 15 digits', () => {
+  it('an sms source may set a short code of 3 to 10 digits', () => {
     const config = parseConfig({ sources: [{ name: 'a', type: 'local', path: './a', shortCode: '89911' }] });
     expect(config.sources[0]?.shortCode).toBe('89911');
     expect(() =>

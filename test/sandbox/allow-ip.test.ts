@@ -1,5 +1,5 @@
-// Spec 5.7: "Requests from IP addresses that are not authorized get 403." The sandbox's
-// allowlist (--allow-ip, startSandbox({ allowIps })): every service path answers 403 to an
+// docs/sandbox.md "IP allowlist": "Requests from IP addresses that are not authorized get 403." The
+// sandbox's allowlist (--allow-ip, startSandbox({ allowIps })): every service path answers 403 to an
 // address outside it, the /_sandbox/ test surface stays open, and dropline's client reports
 // the refusal as the account's (forbidden), with the service's message.
 import { request } from 'node:http';

@@ -1,5 +1,5 @@
-// The sandbox's monitoring endpoints (spec 2.9; shapes: docs/sandbox.md "Monitoring"), over
-// real HTTP on 127.0.0.1.
+// The sandbox's monitoring endpoints (docs/service.md "Monitoring"; shapes: docs/sandbox.md
+// "Monitoring"), over real HTTP on 127.0.0.1.
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type RequestRecord,

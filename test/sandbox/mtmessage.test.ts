@@ -1,5 +1,5 @@
-// The sandbox's POST /mtmessage (spec 2.3, 5.4, 6): Bearer or Basic, Types 1 and 2, SMS or RCS,
-// business rejections as Status 1, and every accepted device's notification to the account
+// The sandbox's POST /mtmessage (docs/sandbox.md "POST /mtmessage"): Bearer or Basic, Types 1 and 2, SMS
+// or RCS, business rejections as Status 1, and every accepted device's notification to the account
 // webhook (Basic, or a token in its URL), bulkId empty, CustomMessageId and CallbackData back.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -140,7 +140,7 @@ describe('POST /mtmessage', () => {
     expect(
       hook.got.every((n) => n.url === '/hook?token=secreto' && n.headers.authorization === undefined),
     ).toBe(true);
-    // Without CustomMessageId the messageId is empty (spec 6.3).
+    // Without CustomMessageId the messageId is empty (docs/sandbox.md "POST /mtmessage").
     expect(hook.got.every((n) => n.body.results[0]!.messageId === '')).toBe(true);
   });
 

@@ -204,7 +204,7 @@ describe('sandbox /mtmessage/massive', () => {
 });
 
 describe('sandbox notifications', () => {
-  it('one POST per accepted destination, body exactly as 2.6, to the notifyUrl as sent', async () => {
+  it('one POST per accepted destination, body exactly as docs/sandbox.md "Notifications", to the notifyUrl as sent', async () => {
     const r = await receiver();
     const s = await sandboxWith();
     const { access_token } = await login(s);

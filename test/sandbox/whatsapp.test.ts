@@ -1,5 +1,5 @@
-// The sandbox's POST /MultiChannelInput/SendMessageMetaWhatsApp (spec 2.7, 5.5): Basic only,
-// one approved template to one recipient from one of the account's sending numbers, its
+// The sandbox's POST /MultiChannelInput/SendMessageMetaWhatsApp (docs/sandbox.md "WhatsApp"): Basic
+// only, one approved template to one recipient from one of the account's sending numbers, its
 // parameters in the template's count; 200 with a transaction number on receipt, recorded in a
 // ledger of its own that counts a message sent twice; the account's rate measured.
 import { afterEach, describe, expect, it } from 'vitest';

@@ -177,7 +177,7 @@ describe('wire', () => {
     ).toBe('to 57300****567 via http://h:1/n?<redacted> failed; txn 1234567890123456789012345678');
   });
 
-  describe('POST /mtmessage (spec 2.3)', () => {
+  describe('POST /mtmessage (docs/channels.md "RCS and flash SMS")', () => {
     const via = {
       channel: 'RCS' as const,
       flash: false,

@@ -14,7 +14,7 @@ import {
 import { isPlainGsm } from '../../src/format/segments.ts';
 import { prng } from '../helpers/prng.ts';
 
-describe('FORMAT 6: duplicate index', () => {
+describe('docs/format.md "Messages": duplicate index', () => {
   it('scanText classifies like isPlainGsm, and two texts one code unit apart never hash alike', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => {

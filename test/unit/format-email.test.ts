@@ -1,4 +1,4 @@
-// FORMAT.md 8.3 addresses as dropline reads them (src/format/email.ts; docs/format.md "Email files").
+// Email files' addresses as dropline reads them (src/format/email.ts; docs/format.md "Email files").
 import { describe, expect, it } from 'vitest';
 import { maskEmail, normalizeEmail } from '../../src/format/email.ts';
 

@@ -13,7 +13,7 @@ function norm(raw: string, rules = CO): NumberResult {
   return normalizeNumber(raw, rules);
 }
 
-describe('FORMAT 5 formatting: spaces, NBSP, - . ( ) removed before the rules', () => {
+describe('docs/format.md "Numbers", formatting: spaces, NBSP, - . ( ) removed before the rules', () => {
   it.each([
     '3001234567',
     '300 123 4567',
@@ -47,7 +47,7 @@ describe('FORMAT 5 formatting: spaces, NBSP, - . ( ) removed before the rules', 
   });
 });
 
-describe('FORMAT 5 rule 1: 10 digits starting 3 → Colombian mobile, 57 prefixed', () => {
+describe('docs/format.md "Numbers" rule 1: 10 digits starting 3 → Colombian mobile, 57 prefixed', () => {
   it('positive cases', () => {
     expect(norm('3001234567')).toEqual(ok('573001234567', 'CO'));
     expect(norm('3109876543')).toEqual(ok('573109876543', 'CO'));
@@ -67,7 +67,7 @@ describe('FORMAT 5 rule 1: 10 digits starting 3 → Colombian mobile, 57 prefixe
   });
 });
 
-describe('FORMAT 5 rule 2: 10 digits starting 60 → Colombian landline, NOT_MOBILE', () => {
+describe('docs/format.md "Numbers" rule 2: 10 digits starting 60 → Colombian landline, NOT_MOBILE', () => {
   it('positive cases', () => {
     expect(norm('6012345678')).toEqual({
       ok: false,
@@ -82,7 +82,7 @@ describe('FORMAT 5 rule 2: 10 digits starting 60 → Colombian landline, NOT_MOB
   });
 });
 
-describe('FORMAT 5 rule 3: 12 digits starting 57 → must continue with 3, else NOT_MOBILE', () => {
+describe('docs/format.md "Numbers" rule 3: 12 digits starting 57 → must continue with 3, else NOT_MOBILE', () => {
   it('positive cases', () => {
     expect(norm('573001234567')).toEqual(ok('573001234567', 'CO'));
     expect(norm('57 300 123 4567')).toEqual(ok('573001234567', 'CO'));
@@ -103,7 +103,7 @@ describe('FORMAT 5 rule 3: 12 digits starting 57 → must continue with 3, else 
   });
 });
 
-describe('FORMAT 5 rule 4: leading + or 00 → international E.164 (libphonenumber-js)', () => {
+describe('docs/format.md "Numbers" rule 4: leading + or 00 → international E.164 (libphonenumber-js)', () => {
   it('+57 numbers follow rules 1 to 3', () => {
     expect(norm('+57 300 123 4567')).toEqual(ok('573001234567', 'CO'));
     expect(norm('+573001234567')).toEqual(ok('573001234567', 'CO'));
@@ -160,7 +160,7 @@ describe('FORMAT 5 rule 4: leading + or 00 → international E.164 (libphonenumb
   });
 });
 
-describe('FORMAT 5 rule 5: 11 to 15 digits not starting 57 → international as rule 4', () => {
+describe('docs/format.md "Numbers" rule 5: 11 to 15 digits not starting 57 → international as rule 4', () => {
   it('positive cases', () => {
     expect(norm('5215512345678')).toEqual(ok('5215512345678', 'MX'));
     expect(norm('525512345678')).toEqual(ok('525512345678', 'MX'));
@@ -174,7 +174,7 @@ describe('FORMAT 5 rule 5: 11 to 15 digits not starting 57 → international as 
   });
 });
 
-describe('FORMAT 5 rule 6: anything else → INVALID_NUMBER', () => {
+describe('docs/format.md "Numbers" rule 6: anything else → INVALID_NUMBER', () => {
   it.each([
     ['letters', 'abc'],
     ['letters among digits', '300123456a'],
@@ -191,7 +191,7 @@ describe('FORMAT 5 rule 6: anything else → INVALID_NUMBER', () => {
   });
 });
 
-describe('FORMAT 5 allowedCountries → COUNTRY_NOT_ALLOWED (checked after validity)', () => {
+describe('docs/format.md "Numbers" allowedCountries → COUNTRY_NOT_ALLOWED (checked after validity)', () => {
   const onlyCo = makeNumberRules('CO', ['CO']);
   const coMx = makeNumberRules('CO', ['co', 'MX']);
   it('allowed countries pass', () => {
@@ -214,7 +214,7 @@ describe('FORMAT 5 allowedCountries → COUNTRY_NOT_ALLOWED (checked after valid
   });
 });
 
-describe('FORMAT 5 default country (configurable): MX', () => {
+describe('docs/format.md "Numbers" default country (configurable): MX', () => {
   const MX = makeNumberRules('MX');
   it('national numbers of the default country', () => {
     expect(norm('55 1234 5678', MX)).toEqual(ok('525512345678', 'MX'));
@@ -256,7 +256,7 @@ describe('makeNumberRules', () => {
   });
 });
 
-describe('FORMAT 5 properties', () => {
+describe('docs/format.md "Numbers" properties', () => {
   const coRules = makeNumberRules();
   const mxRules = makeNumberRules('MX', ['MX', 'US']);
   const numberish = fc

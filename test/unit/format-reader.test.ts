@@ -1,4 +1,5 @@
-// FORMAT.md sections 1-4, 6, 7 and 9 as the streaming reader decides them, fed from memory.
+// The rules of docs/format.md as the streaming reader decides them, fed from memory (the number
+// rules alone: format-numbers.test.ts).
 // Every read goes through `read()`, which also feeds the same bytes in 1-byte and 7-byte
 // chunks and expects the very same items and summary: every test is a chunk-boundary test
 // too (CRLF, multi-byte UTF-8 and BOMs split across chunks).
@@ -21,6 +22,7 @@ import {
   type WarningItem,
 } from '../../src/format/reader.ts';
 import { loadSuppressionList, type SuppressionList } from '../../src/format/suppression.ts';
+import { rejectionParams } from '../../src/ops/wording.ts';
 
 const CO = makeNumberRules();
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'format');
@@ -104,6 +106,10 @@ async function read(
     }
     expect(other.summary, `summary with chunking ${String(chunking)}`).toEqual(whole.summary);
   }
+  // A rejection's parameters are what its message says: the file keeps them with its reason,
+  // and the dashboard's reading of an older store's message finds the same (src/ops/wording.ts).
+  const rejected = whole.summary.rejection;
+  if (rejected) expect(rejected.params).toEqual(rejectionParams(rejected.code, rejected.message));
   return whole;
 }
 
@@ -133,7 +139,7 @@ async function suppressionOf(lines: string): Promise<SuppressionList> {
   return loadSuppressionList(path, CO);
 }
 
-describe('FORMAT 1: the file name (which files are picked up is the watcher’s; the reader uses the name for 4.3 only)', () => {
+describe('docs/format.md "Which files are picked up": the file name (the watcher decides; the reader uses the name for the layout only)', () => {
   it('an upper-case .TXT name is read by content like any other', async () => {
     const r = await read('3001234567;Hola\n', { name: 'CAMPAÑA.TXT' });
     expect(r.summary.layout).toBe('personalized');
@@ -151,7 +157,7 @@ describe('FORMAT 1: the file name (which files are picked up is the watcher’s;
   });
 });
 
-describe('FORMAT 2: encodings (UTF-8 with or without BOM, UTF-16 with BOM, Windows-1252 fallback)', () => {
+describe('docs/format.md "Encoding and lines": encodings (UTF-8 with or without BOM, UTF-16 with BOM, Windows-1252 fallback)', () => {
   it('UTF-8 without BOM', async () => {
     const r = await read('3001234567;Hola, mañana ☺\n');
     expect(r.summary.encoding).toBe('utf-8');
@@ -245,7 +251,7 @@ describe('FORMAT 2: encodings (UTF-8 with or without BOM, UTF-16 with BOM, Windo
   });
 });
 
-describe('FORMAT 2: NUL bytes (BINARY_FILE)', () => {
+describe('docs/format.md "Encoding and lines": NUL bytes (BINARY_FILE)', () => {
   it('a NUL byte in a file without a UTF-16 BOM rejects the whole file, nothing yielded', async () => {
     const r = await read(Buffer.from('3001234567;Hola\n3109876543;Ho\0la\n'));
     expect(r.items).toEqual([]);
@@ -269,7 +275,7 @@ describe('FORMAT 2: NUL bytes (BINARY_FILE)', () => {
   });
 });
 
-describe('FORMAT 2: line breaks LF, CRLF, lone CR', () => {
+describe('docs/format.md "Encoding and lines": line breaks LF, CRLF, lone CR', () => {
   const lines = ['3001234567;Uno', '3109876543;Dos', '3151112233;Tres'];
   const expected = [
     [1, '573001234567', 'Uno'],
@@ -302,7 +308,7 @@ describe('FORMAT 2: line breaks LF, CRLF, lone CR', () => {
   });
 });
 
-describe('FORMAT 2: blank lines and comments', () => {
+describe('docs/format.md "Encoding and lines": blank lines and comments', () => {
   it('blank lines (spaces, tabs, NBSP) are skipped but still count as physical lines', async () => {
     const r = await read('\n   \n\t\n\u00a0\n3001234567;Hola\n \t \n3109876543;Chao\n\n');
     expect(sent(r)).toEqual([
@@ -340,7 +346,7 @@ describe('FORMAT 2: blank lines and comments', () => {
   });
 });
 
-describe('FORMAT 8.1: directives before the first data record', () => {
+describe('docs/format.md "Directives": directives before the first data record', () => {
   const rejection = (r: Read) =>
     r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
 
@@ -484,7 +490,7 @@ describe('FORMAT 8.1: directives before the first data record', () => {
   });
 });
 
-describe('FORMAT 2: LINE_TOO_LONG, processing continues with the next line', () => {
+describe('docs/format.md "Encoding and lines": LINE_TOO_LONG, processing continues with the next line', () => {
   it('a line over the limit is an error for its record; exactly the limit is fine', async () => {
     const ok = `3001234567;${'a'.repeat(39)}`; // 50 characters
     const long = `3109876543;${'b'.repeat(40)}`; // 51
@@ -551,7 +557,7 @@ describe('FORMAT 2: LINE_TOO_LONG, processing continues with the next line', () 
   });
 });
 
-describe('FORMAT 2: line numbers are the 1-based physical line where the record starts', () => {
+describe('docs/format.md "Encoding and lines": line numbers are the 1-based physical line where the record starts', () => {
   it('after multi-line quoted records, blank lines, comments and CRLF', async () => {
     const text =
       'Número;Mensaje\r\n' +
@@ -572,7 +578,7 @@ describe('FORMAT 2: line numbers are the 1-based physical line where the record 
   });
 });
 
-describe('FORMAT 2: recipient records (what `records` counts)', () => {
+describe('docs/format.md "Encoding and lines": recipient records (what `records` counts)', () => {
   it('personalized with a header: the header is not a record', async () => {
     const r = await read('numero;mensaje\n3001234567;a\n12;b\n');
     expect(counts(r.summary)).toEqual({ records: 2, valid: 1, invalid: 1, duplicates: 0, suppressed: 0 });
@@ -584,7 +590,7 @@ describe('FORMAT 2: recipient records (what `records` counts)', () => {
   });
 });
 
-describe('FORMAT 3: separator is the first of ; TAB | , on the first data record', () => {
+describe('docs/format.md "Separator and quotes": separator is the first of ; TAB | , on the first data record', () => {
   it.each([
     [';', '3001234567;Hola, Ana|x'],
     ['\t', '3001234567\tHola; Ana'],
@@ -613,7 +619,7 @@ describe('FORMAT 3: separator is the first of ; TAB | , on the first data record
   });
 });
 
-describe('FORMAT 3: quoting', () => {
+describe('docs/format.md "Separator and quotes": quoting', () => {
   it('"" is one quote; SEP and line breaks are literal inside quotes', async () => {
     const r = await read('3001234567;"Dijo ""sí""; luego\nse fue"\n');
     expect(sent(r)).toEqual([[1, '573001234567', 'Dijo "sí"; luego\nse fue']]);
@@ -638,7 +644,7 @@ describe('FORMAT 3: quoting', () => {
   });
 });
 
-describe('FORMAT 3: MALFORMED_QUOTE resynchronises at the next line', () => {
+describe('docs/format.md "Separator and quotes": MALFORMED_QUOTE resynchronises at the next line', () => {
   it('a quote never closed: an error for its record, the next lines are read', async () => {
     const r = await read('3001234567;Uno\n3109876543;"nunca se cierra\n3151112233;Tres\n3204445566;Cuatro\n');
     expect(problems(r)).toEqual([[2, 'MALFORMED_QUOTE']]);
@@ -688,7 +694,7 @@ describe('FORMAT 3: MALFORMED_QUOTE resynchronises at the next line', () => {
   });
 });
 
-describe('FORMAT 4.1: personalized without a header', () => {
+describe('docs/format.md "Personalized layout": personalized without a header', () => {
   it('the message is everything after the first SEP', async () => {
     const r = await read('3001234567;Hola; Ana, llega hoy; 10:00\n');
     expect(r.recipients[0]?.text).toBe('Hola; Ana, llega hoy; 10:00');
@@ -710,7 +716,7 @@ describe('FORMAT 4.1: personalized without a header', () => {
   });
 });
 
-describe('FORMAT 4.1: personalized with a header', () => {
+describe('docs/format.md "With a header line": personalized with a header', () => {
   it.each([
     'number',
     'Numero',
@@ -795,7 +801,7 @@ describe('FORMAT 4.1: personalized with a header', () => {
   });
 });
 
-describe('FORMAT 4.2: bulk', () => {
+describe('docs/format.md "Bulk layout": bulk', () => {
   it('the first record is the message (the whole line); numbers separated by ; , | TAB', async () => {
     const r = await read(
       'Recordatorio: su factura vence el viernes; responda SALIR.\n573001234567\n3109876543;3151112233,+57 320 444 5566|300-555-1234\t301 555 1234\n',
@@ -846,7 +852,7 @@ describe('FORMAT 4.2: bulk', () => {
   });
 });
 
-describe('FORMAT 4.3: layout choice', () => {
+describe('docs/format.md "How dropline tells the layouts apart": layout choice', () => {
   it('a personalized first record without SEP: the first record that has one decides (docs/format.md)', async () => {
     const r = await read('3001234567\n3109876543|Hola, Ana\n', { layout: 'personalized' });
     expect(r.summary.separator).toBe('|');
@@ -898,7 +904,7 @@ describe('FORMAT 4.3: layout choice', () => {
   });
 });
 
-describe('FORMAT 5 through the reader: number errors, SUPPRESSED, COUNTRY_NOT_ALLOWED', () => {
+describe('docs/format.md "Numbers" through the reader: number errors, SUPPRESSED, COUNTRY_NOT_ALLOWED', () => {
   it('INVALID_NUMBER and NOT_MOBILE carry the value as written', async () => {
     const r = await read('3001234567;ok\n57300123;Hola\n601 555 1234;Hola\n');
     expect(problems(r)).toEqual([
@@ -938,7 +944,7 @@ describe('FORMAT 5 through the reader: number errors, SUPPRESSED, COUNTRY_NOT_AL
   });
 });
 
-describe('FORMAT 6: messages', () => {
+describe('docs/format.md "Messages": messages', () => {
   it('EMPTY_MESSAGE: nothing, white space, or an empty quoted message', async () => {
     const r = await read('3001234567;\n3109876543;   \n3151112233;""\n3204445566\n3005551234;" "\n', {
       maxInvalidRatio: 1,
@@ -1018,7 +1024,7 @@ describe('FORMAT 6: messages', () => {
   });
 });
 
-describe('FORMAT 6: duplicates', () => {
+describe('docs/format.md "Messages": duplicates', () => {
   it('personalized: the same sent number with the same text, reported with the first line', async () => {
     const r = await read(
       '3001234567;Hola\n573001234567;Hola\n+57 300 123 4567;Hola \n3001234567;Chao\n3109876543;Hola\n',
@@ -1084,7 +1090,7 @@ describe('FORMAT 6: duplicates', () => {
   });
 });
 
-describe('FORMAT 7: whole-file outcomes', () => {
+describe('docs/format.md "When the whole file is rejected": whole-file outcomes', () => {
   it('EMPTY_FILE: no bytes, only comments and blanks, only a header, only a bulk message', async () => {
     for (const text of ['', '\n\n  \n', '# nada\n', 'numero;mensaje\n', 'Hola a todos\n', '\ufeff']) {
       const r = await read(text);
@@ -1140,7 +1146,7 @@ describe('FORMAT 7: whole-file outcomes', () => {
   });
 });
 
-describe('FORMAT 7: trailer EOF / EOF;n', () => {
+describe('docs/format.md "Proving a file is complete: trailer": EOF / EOF;n', () => {
   it.each(['EOF', 'eof', 'EOF;2', 'Eof|2', 'EOF\t2', 'eof,2', ' EOF ; 2 '])(
     '%j is a trailer, not a record',
     async (trailer) => {
@@ -1265,7 +1271,7 @@ describe('errors and warnings are listed up to maxListed, counts stay complete',
   });
 });
 
-describe('FORMAT 8.2: templates in a headed personalized file', () => {
+describe('docs/format.md "Templates": templates in a headed personalized file', () => {
   const rejection = (r: Read) =>
     r.summary.rejection && [r.summary.rejection.code, r.summary.rejection.message];
 
@@ -1588,7 +1594,7 @@ describe('transliterate and the cost of the file (segments by country, as writte
   });
 });
 
-describe('FORMAT 9: identifiers (what the reader gives the pipeline)', () => {
+describe('docs/format.md "Identifiers": identifiers (what the reader gives the pipeline)', () => {
   it('personalized recipients: line, k = 0, messageId from the column or null', async () => {
     const r = await read('3001234567;Uno\n\n3109876543;Dos\n');
     expect(r.recipients.map((x) => [x.line, x.k, x.messageId])).toEqual([
@@ -1907,7 +1913,7 @@ describe('properties (fast-check)', () => {
   });
 });
 
-describe('email files (FORMAT.md 8.3)', () => {
+describe('email files (docs/format.md "Email files")', () => {
   const HTML = { html: '<p>Hola {{nombre}}, su factura de {{mes}}</p>' };
 
   it('a headed file: the address column, every other column a field, sent with the subject and the source html', async () => {
@@ -2057,7 +2063,7 @@ describe('email files (FORMAT.md 8.3)', () => {
   });
 });
 
-describe('a bulk message longer than the line-length limit (FORMAT 2, 4.2)', () => {
+describe('a bulk message longer than the line-length limit (docs/format.md "Encoding and lines", "Bulk layout")', () => {
   it('rejects the file LINE_TOO_LONG naming the limit and advising to shorten the message; the message is no invalid recipient', async () => {
     const r = await read(`Hola ${'a'.repeat(200)}\n3001234567\n3109876543;3151112233\n`, {
       maxLineLength: 100,
@@ -2075,7 +2081,7 @@ describe('a bulk message longer than the line-length limit (FORMAT 2, 4.2)', () 
   });
 });
 
-describe('FORMAT 8.2: two header columns with the same name (docs/format.md)', () => {
+describe('docs/format.md "Templates": two header columns with the same name', () => {
   it('a placeholder naming two columns rejects the file UNKNOWN_PLACEHOLDER naming the header line, the name and a hint to rename one', async () => {
     const r = await read('numero;nombre;Nombre;mensaje\n3001234567;Ana;Beto;Hola {{nombre}}\n');
     const rejection = r.summary.rejection;

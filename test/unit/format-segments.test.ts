@@ -62,7 +62,7 @@ function reference(text: string): {
   return { encoding: 'ucs2', segments: ucs2, gsm7Segments, nonGsm };
 }
 
-describe('FORMAT 6 segments: the GSM-7 alphabet (3GPP TS 23.038)', () => {
+describe('docs/format.md "Messages" segments: the GSM-7 alphabet (3GPP TS 23.038)', () => {
   it('every basic character costs one septet', () => {
     for (const ch of GSM_BASIC) expect(gsm7Septets(ch.charCodeAt(0)), ch).toBe(1);
     expect(GSM_BASIC.size).toBe(127);
@@ -88,7 +88,7 @@ describe('FORMAT 6 segments: the GSM-7 alphabet (3GPP TS 23.038)', () => {
   });
 });
 
-describe('FORMAT 6 segments: GSM-7 160 for one part, 153 per part when longer', () => {
+describe('docs/format.md "Messages" segments: GSM-7 160 for one part, 153 per part when longer', () => {
   it('the empty text costs 0 parts', () => {
     expect(countSegments('')).toEqual({ encoding: 'gsm7', segments: 0, gsm7Segments: 0, nonGsm: [] });
   });
@@ -112,7 +112,7 @@ describe('FORMAT 6 segments: GSM-7 160 for one part, 153 per part when longer', 
   });
 });
 
-describe('FORMAT 6 segments: extension characters count two', () => {
+describe('docs/format.md "Messages" segments: extension characters count two', () => {
   it('80 € fit one part, 81 do not', () => {
     expect(countSegments('€'.repeat(80))).toMatchObject({ encoding: 'gsm7', segments: 1 });
     expect(countSegments('€'.repeat(81))).toMatchObject({ encoding: 'gsm7', segments: 2 });
@@ -131,7 +131,7 @@ describe('FORMAT 6 segments: extension characters count two', () => {
   });
 });
 
-describe('FORMAT 6 segments: UCS-2 70 for one part, 67 per part when longer', () => {
+describe('docs/format.md "Messages" segments: UCS-2 70 for one part, 67 per part when longer', () => {
   it('á forces UCS-2: 70 / 71 characters → 1 / 2 parts', () => {
     expect(countSegments('á'.repeat(70))).toEqual({
       encoding: 'ucs2',
@@ -183,7 +183,7 @@ describe('FORMAT 6 segments: UCS-2 70 for one part, 67 per part when longer', ()
   });
 });
 
-describe('FORMAT 6 segments: emoji and other characters outside the BMP', () => {
+describe('docs/format.md "Messages" segments: emoji and other characters outside the BMP', () => {
   it('an emoji counts two UTF-16 units', () => {
     expect(countSegments('😀'.repeat(35))).toEqual({
       encoding: 'ucs2',
@@ -212,7 +212,7 @@ describe('FORMAT 6 segments: emoji and other characters outside the BMP', () => 
   });
 });
 
-describe('FORMAT 6 segments: properties', () => {
+describe('docs/format.md "Messages" segments: properties', () => {
   const alphabet = fc.constantFrom(
     'a',
     'Z',

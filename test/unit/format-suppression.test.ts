@@ -23,7 +23,7 @@ async function listFrom(name: string, content: string | Buffer, rules = makeNumb
   return loadSuppressionList(path, rules);
 }
 
-describe('FORMAT 5 suppression list (SUPPRESSED): one number per line, same normalisation', () => {
+describe('suppression list (SUPPRESSED, docs/opt-outs.md "The file"): one number per line, same normalisation', () => {
   it('mixed formats, comments, blank lines, CRLF, a BOM and an invalid line', async () => {
     const content =
       '\ufeff# opt-outs exported 2026-11-01\r\n' +
@@ -274,7 +274,7 @@ describe('readSuppressionList fast paths against normalizeNumber, line by line',
     }
   }
 
-  /** One line of a list: numbers of every form FORMAT.md 5 reads, and what is not one. */
+  /** One line of a list: numbers of every form docs/format.md "Numbers" reads, and what is not one. */
   function line(rand: () => number, earlier: readonly string[]): string {
     const r = rand();
     if (r < 0.08 && earlier.length > 0) return pick(rand, earlier); // a duplicate line

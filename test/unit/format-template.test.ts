@@ -1,5 +1,5 @@
-// FORMAT.md 8.2 templates, the parse and the merge alone (src/format/template.ts); how the
-// reader uses them (UNKNOWN_PLACEHOLDER, MISSING_FIELD, `#! message:`) is in format-reader.test.ts.
+// Templates (docs/format.md "Templates"), the parse and the merge alone (src/format/template.ts); how
+// the reader uses them (UNKNOWN_PLACEHOLDER, MISSING_FIELD, `#! message:`) is in format-reader.test.ts.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

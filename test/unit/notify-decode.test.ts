@@ -1,7 +1,8 @@
-// service-interface.md 2.6 bodies → DeliveryEvents: strict on the idempotency key and the
-// status, lenient on the rest (a 400 loses the report for good).
+// Status notification bodies (docs/service.md "Status notifications") → DeliveryEvents: strict on
+// the idempotency key and the status, lenient on the rest (a 400 loses the report for good).
 import { describe, expect, it } from 'vitest';
-import { chunkOf, decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
+import { chunkOf } from '../../src/channels/sms/reports.ts';
+import { decodeNotification, MAX_RESULTS } from '../../src/notify/decode.ts';
 
 const AT = '2025-01-02T03:04:05.000Z';
 
@@ -26,7 +27,7 @@ function reason(body: unknown): string {
 }
 
 describe('decodeNotification', () => {
-  it('decodes a 2.6 body into one event, receivedAt passed in', () => {
+  it('decodes a status notification body into one event, receivedAt passed in', () => {
     const r = decodeNotification(Buffer.from(JSON.stringify({ results: [element()] })), AT);
     expect(r).toEqual({
       ok: true,
@@ -113,7 +114,7 @@ describe('decodeNotification', () => {
     });
   });
 
-  it('callbackData as an object (2.6: "the object converted to JSON text") becomes that text', () => {
+  it('callbackData as an object (docs/notify.md "Reports of POST /mtmessage": as JSON text) becomes that text', () => {
     const r = decode({ results: [element({ callbackData: { a: 1 } })] });
     expect(r.ok && r.events[0]?.callbackData).toBe('{"a":1}');
   });

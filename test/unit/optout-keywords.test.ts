@@ -1,6 +1,6 @@
 // isOptOut (docs/opt-outs.md, "Keywords"): the whole reply, normalised, equals a keyword.
 import { describe, expect, it } from 'vitest';
-import { isOptOut, normaliseReply } from '../../src/optout/keywords.ts';
+import { isOptOut, normaliseReply } from '../../src/replies/keywords.ts';
 
 const DEFAULTS = ['SALIR', 'STOP', 'BAJA', 'CANCELAR', 'NO'] as const;
 

@@ -1,5 +1,6 @@
-// FORMAT.md 7 readiness and DESIGN-NOTES 4 on fake time: the tracker sees listings, the
-// test decides what time it is and what the probes answer.
+// Readiness (docs/sources.md "When is a file complete?", docs/format.md "Proving a file is complete:
+// trailer") on fake time: the tracker sees listings, the test decides what time it is and what the
+// probes answer.
 import { describe, expect, it } from 'vitest';
 import {
   markerMismatch,
@@ -224,7 +225,7 @@ describe('trailer', () => {
   });
 });
 
-describe('tailHasTrailer (FORMAT.md 7 trailer line)', () => {
+describe('tailHasTrailer (docs/format.md "Proving a file is complete: trailer")', () => {
   it.each([
     'a;b\nEOF',
     'a;b\nEOF\n',

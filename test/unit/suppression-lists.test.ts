@@ -1,4 +1,4 @@
-// Opt-out lists from anywhere (CONTRACT.md "Additions", suppressionList): a local file,
+// Opt-out lists from anywhere (docs/configuration.md "Opt-out lists"): a local file,
 // s3://bucket/key on a real s3rver (credentials, region and endpoint from the environment, as
 // the SDK's default chain reads them), `<source>:<path>` through a local, an S3 and an SFTP
 // source (a real sshd on 127.0.0.1). Reloaded when they change (checked before each file and

@@ -1,4 +1,4 @@
-// FORMAT.md 8.3 `whatsapp` as the reader decides it (docs/format.md "WhatsApp files"): numbers
+// `whatsapp` files as the reader decides them (docs/format.md "WhatsApp files"): numbers
 // as SMS numbers, each recipient's text its template parameters as a JSON array, from the
 // header's numbered columns, a `#! message:` mapping, or the fields after a headless number.
 // Every read is also fed in 1-byte and 7-byte chunks and must give the very same items and summary.
@@ -260,7 +260,7 @@ describe('a headless WhatsApp file: the fields after the number are the paramete
     expect(r.summary).toMatchObject({ layout: 'personalized', header: false, separator: ';' });
     expect(sent(r)).toEqual([
       [1, '573001234567', ['Ana', '$120.000; contado']],
-      // One trailing separator is dropped, as from an SMS message (FORMAT.md 4.1).
+      // One trailing separator is dropped as from an SMS message (docs/format.md "Personalized layout").
       [2, '573109876543', ['Luis', '$80.000']],
     ]);
     expect(problems(r)).toEqual([

@@ -27,6 +27,8 @@ export class EmailRules extends BaseRules implements RecordRules {
       this.summary.reject(
         'BAD_DIRECTIVE',
         `line ${d.message.line}: an email file is sent \`#! subject:\` with its source's html body, or \`#! templateId:\`; \`#! message:\` is for sms`,
+        undefined,
+        { line: d.message.line },
       );
     this.parser.mode = 'records';
     if (this.summary.summary.header) {
@@ -143,6 +145,8 @@ export class EmailRules extends BaseRules implements RecordRules {
       summary.reject(
         'BAD_DIRECTIVE',
         `line ${d.subject.line}: \`#! subject:\` does nothing with \`#! templateId:\` (the template's own subject applies)`,
+        undefined,
+        { line: d.subject.line },
       );
     const templateId = d.templateId?.id ?? (d.subject ? null : (o.templateId ?? null));
     if (templateId !== null) {
@@ -171,6 +175,7 @@ export class EmailRules extends BaseRules implements RecordRules {
           'UNKNOWN_PLACEHOLDER',
           `${line === undefined ? '' : `line ${line}: `}${what}: ${t.problem}`,
           t.hint ?? undefined,
+          line === undefined ? {} : { line },
         );
       if (t.placeholders > 0) {
         if (this.#templates.length === 0 && source === subject) this.#subjectMerged = true;

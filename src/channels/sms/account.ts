@@ -8,6 +8,7 @@ import { type SendResult, ServiceClient } from '../../service/client.ts';
 import type { MtMessageVia, PlannedChunk } from '../../service/wire.ts';
 import type { ChunkDestination, ChunkResult, ChunkState, PartOutcome } from '../../store/store.ts';
 import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
+import { chunkCallback } from './reports.ts';
 
 /** The SMS host's accounts: sms and rcs (the same host and credentials). */
 type MtChannel = 'sms' | 'rcs';
@@ -32,17 +33,18 @@ export class MtAccount implements SendingAccount {
   }
 
   async sender(file: OutgoingFile): Promise<ChunkSender> {
-    const { fileId, bulkText } = file;
+    const { fileId, bulkText, shortCode } = file;
     // An RCS or flash file: POST /mtmessage, its chunk named in the request for its reports.
     const mt = file.content?.channel === 'rcs' || file.content?.channel === 'sms' ? file.content : null;
     const plan = (seq: number, rows: readonly ChunkDestination[]): PlannedChunk => {
       const chunk = planChunk(fileId, seq, rows, bulkText);
-      if (!mt) return chunk;
+      // The massive messages carry the source's short code; POST /mtmessage has no such field.
+      if (!mt) return shortCode === null ? chunk : { ...chunk, shortCode };
       const via: MtMessageVia = {
         channel: mt.channel === 'rcs' ? 'RCS' : 'SMS',
         flash: mt.flash === true,
         customMessageId: chunk.chunkId,
-        callbackData: { f: fileId, c: seq },
+        callbackData: chunkCallback(fileId, seq),
       };
       return { ...chunk, via };
     };

@@ -71,6 +71,8 @@ export class SmsRules extends BaseRules implements RecordRules {
       this.summary.reject(
         'BAD_DIRECTIVE',
         `line ${directive.line}: \`#! message:\` needs a personalized file with a header line (number column, then the columns its placeholders name); this file is ${layout === 'bulk' ? 'bulk: its message is its first line' : 'personalized without a header'}`,
+        undefined,
+        { line: directive.line },
       );
     }
     if (layout === 'bulk') {
@@ -87,7 +89,14 @@ export class SmsRules extends BaseRules implements RecordRules {
     const t = compileTemplate(directive.template, this.parser.columns);
     this.#fileTemplate = t;
     if (t.problem !== null)
-      this.summary.reject('UNKNOWN_PLACEHOLDER', `line ${directive.line}: ${t.problem}`, t.hint ?? undefined);
+      this.summary.reject(
+        'UNKNOWN_PLACEHOLDER',
+        `line ${directive.line}: ${t.problem}`,
+        t.hint ?? undefined,
+        {
+          line: directive.line,
+        },
+      );
   }
 
   message(line: number, text: string, parsed: { message: string; quoted: boolean }): void {
@@ -216,7 +225,7 @@ export class SmsRules extends BaseRules implements RecordRules {
       templates.set(text, t);
     }
     if (t.problem !== null)
-      this.summary.reject('UNKNOWN_PLACEHOLDER', `line ${line}: ${t.problem}`, t.hint ?? undefined);
+      this.summary.reject('UNKNOWN_PLACEHOLDER', `line ${line}: ${t.problem}`, t.hint ?? undefined, { line });
     return t;
   }
 

@@ -79,6 +79,8 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
       this.summary.reject(
         'BAD_DIRECTIVE',
         `line ${d.message.line}: \`#! message:\` maps the columns of a WhatsApp file with a header line (number column, then the columns its placeholders name), or gives a list of numbers its parameters; in this file without a header the fields after the number are the parameters`,
+        undefined,
+        { line: d.message.line },
       );
     this.parser.detectSeparator(text);
   }
@@ -101,6 +103,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
         'BAD_DIRECTIVE',
         `line ${lineNo}: column ${messageCol + 1} \`${names[messageCol]}\` is a message text, which a WhatsApp file never sends (${origin}): it sends an approved template and its parameters`,
         'name the parameter columns 1, 2, … in the order of the template, or map columns to parameters with `#! message: {{nombre}} | {{saldo}}` (docs/format.md "WhatsApp files")',
+        { line: lineNo },
       );
     }
     const numbered = numberedColumns(names);
@@ -109,6 +112,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
         'UNKNOWN_PLACEHOLDER',
         `line ${lineNo}: ${numbered.problem}`,
         "name the parameter columns 1, 2, … n without a gap (the template's {{1}} … {{n}}), or map columns to parameters with `#! message:`",
+        { line: lineNo },
       );
     this.#cols = numbered.cols;
     this.#description = this.#cols.map((_, p) => `{{${p + 1}}}`).join(' | ');
@@ -251,6 +255,8 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
         this.summary.reject(
           'BAD_DIRECTIVE',
           `line ${directive.line}: parameter ${p + 1} of \`#! message:\` is empty (parameters are separated by |; a literal | is written ||)`,
+          undefined,
+          { line: directive.line },
         );
       const t = compileTemplate(parts[p]!, cols);
       if (t.problem !== null)
@@ -258,6 +264,7 @@ export class WhatsAppRules extends BaseRules implements RecordRules {
           'UNKNOWN_PLACEHOLDER',
           `line ${directive.line}: parameter ${p + 1}: ${t.problem}`,
           t.hint ?? undefined,
+          { line: directive.line },
         );
       out.push(t);
     }

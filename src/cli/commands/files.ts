@@ -225,7 +225,7 @@ export function registerFileCommands(program: Command, setExit: SetExit): void {
           // The state change is the user's (no lease: it stops a send between chunks); what
           // follows is the lease holder's. When another process drives the file, it drives
           // the resumed file or writes the paused or cancelled one's reports itself.
-          await changeFileState(rt.store, rt.logger, fileId, verb, 'by a user');
+          await changeFileState(rt.store, rt.logger, fileId, verb, 'USER');
           let m = await mustManifest(rt.store, fileId);
           if (verb === 'resume') {
             await rt.pipeline.drive(fileId);

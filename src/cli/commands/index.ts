@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerFileCommands } from './files.ts';
 import type { SetExit } from './options.ts';
+import { registerOptouts } from './optouts.ts';
 import { registerPrune } from './prune.ts';
 import { registerReplies } from './replies.ts';
 import { registerRun } from './run.ts';
@@ -17,5 +18,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerPrune(program, setExit);
   registerWorkers(program, setExit);
   registerReplies(program, setExit);
+  registerOptouts(program, setExit);
   registerSandbox(program, setExit);
 }

@@ -35,6 +35,7 @@ export async function receiveReports(
       listen: config.notify.listen,
       path: new URL(rt.loaded.notifyUrl).pathname,
       token: rt.loaded.secrets.notifyToken,
+      formerTokens: rt.formerNotifyTokens,
       store: rt.store,
       logger,
     });

@@ -1,5 +1,5 @@
 // The dashboard's entry: the language, the login when the API asks for it, and the views by
-// the URL's hash (#/, #/file/<fileId>, #/check, #/health). Every view polls the JSON API.
+// the URL's hash (#/, #/file/<fileId>, #/check, #/health, #/review). Every view polls the JSON API.
 
 import { api, Unauthorized, whenUnauthorized } from './api.js';
 import { checkView } from './check-view.js';
@@ -9,6 +9,7 @@ import { pickLanguage, setEnglishCodes, setLanguage, t } from './i18n.js';
 import { listView } from './list-view.js';
 import { loginView } from './login-view.js';
 import { notice } from './notice.js';
+import { reviewView } from './review-view.js';
 
 const view = document.getElementById('view');
 const lang = document.getElementById('lang');
@@ -68,6 +69,7 @@ async function render() {
   if (hash.startsWith('#/file/')) stop = fileView(view, fileIdOf(hash.slice('#/file/'.length)), meta);
   else if (hash === '#/check') stop = checkView(view, meta);
   else if (hash === '#/health') stop = healthView(view);
+  else if (hash === '#/review') stop = reviewView(view);
   else stop = listView(view, meta);
 }
 

@@ -31,5 +31,9 @@ export function renderSummary(el, s) {
     figure('rate', rate),
     figure('waiting', num(s.reportsWaiting)),
     figure('service', service, { 'data-service': s.service.state }),
+    // Replies that look like an opt-out and are no keyword wait for a person (docs/opt-outs.md).
+    s.repliesToReview > 0
+      ? figure('review', h('a', { href: '#/review' }, num(s.repliesToReview)), { 'data-review': 'waiting' })
+      : figure('review', num(0)),
   );
 }

@@ -62,8 +62,10 @@ export function why(m) {
   return WHY.has(m.state) && m.reasonCode ? worded(m.reasonCode) : '';
 }
 
+const CHANNEL_NAMES = { sms: 'SMS', rcs: 'RCS', email: 'Email', whatsapp: 'WhatsApp', twoway: 'SMS two-way' };
+
 /** The channel a campaign goes out on, as the service names it (the same in both languages). */
 export function channelName(m) {
-  const name = { sms: 'SMS', rcs: 'RCS', email: 'Email', whatsapp: 'WhatsApp' }[m.channel] ?? 'SMS';
+  const name = CHANNEL_NAMES[m.channel] ?? 'SMS';
   return m.flash ? `${name} flash` : name;
 }

@@ -26,6 +26,11 @@ export async function keepSetting(db: PgDb, key: string, value: string): Promise
   return String((await read())!.value);
 }
 
+export async function settingsUnder(db: PgDb, prefix: string): Promise<{ key: string; value: string }[]> {
+  const rows = await db.rows('reading settings', S.SETTINGS_UNDER, { prefix });
+  return rows.map((r) => ({ key: String(r.key), value: String(r.value) }));
+}
+
 export async function sharedToken(db: PgDb, key: string): Promise<SharedToken | null> {
   const [r] = await db.rows('reading the shared service token', S.SHARED_TOKEN, { key });
   return r ? toSharedToken(r) : null;

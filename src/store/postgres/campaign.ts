@@ -3,6 +3,7 @@
 
 import { holdBackRule } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
+import { recordReplyRule } from '../standing-rules.ts';
 import { runAsync } from '../steps.ts';
 import type {
   FileReply,
@@ -43,17 +44,35 @@ export async function pruneContacts(db: PgDb, timezone: string): Promise<number>
 }
 
 export async function recordReply(db: PgDb, reply: NewReply): Promise<KeptReply | null> {
-  const rows = await db.rows('recording a reply', S.RECORD_REPLY, {
-    received_at: reply.receivedAt,
-    from_number: reply.from,
-    to_number: reply.to,
-    text: reply.text,
-    opt_out: reply.optOut,
-    message_id: reply.messageId,
-    since: reply.joinSince ?? null,
-  });
-  const r = rows[0];
-  return r ? { id: num(r.id), fileId: strOrNull(r.file_id) } : null;
+  const what = 'recording a reply';
+  const number = reply.from;
+  return db.tx(what, (c) =>
+    runAsync(recordReplyRule(reply), {
+      insertReply: async (intent) => {
+        const [r] = await db.rows(
+          what,
+          S.RECORD_REPLY,
+          {
+            received_at: reply.receivedAt,
+            from_number: number,
+            to_number: reply.to,
+            text: reply.text,
+            opt_out: intent === 'opt_out',
+            message_id: reply.messageId,
+            intent,
+            keyword: reply.keyword ?? null,
+            since: reply.joinSince ?? null,
+          },
+          c,
+        );
+        return r ? { id: num(r.id), fileId: strOrNull(r.file_id) } : null;
+      },
+      optOut: async (id) =>
+        (await db.count(what, S.OPT_OUT, { number, at: reply.receivedAt, reply: id }, c)) > 0,
+      liftOptOut: async () => (await db.count(what, S.LIFT_OPT_OUT, { number }, c)) > 0,
+      history: async (row) => void (await db.count(what, S.STANDING_CHANGE, { ...row, now: db.now() }, c)),
+    }),
+  );
 }
 
 export async function replies(

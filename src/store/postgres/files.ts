@@ -41,6 +41,9 @@ export async function registerFile(db: PgDb, file: NewFile): Promise<{ file: Fil
     rejection_code: file.rejection?.code ?? null,
     rejection_message: file.rejection?.message ?? null,
     reason: file.rejection?.message ?? null,
+    // A rejection with its parameters: its code is its reason's (FileRecord.reasonCode).
+    reason_code: file.rejection?.params ? file.rejection.code : null,
+    reason_params: file.rejection?.params ? JSON.stringify(file.rejection.params) : null,
     now: db.now(),
   });
   if (inserted) return { file: toFile(inserted), created: true };
@@ -141,6 +144,7 @@ async function claimBatch(
     dup: Row | number | null;
     code: string | null;
     message: string | null;
+    params: string | null;
   }[] = [];
   const provisional = new Map<number, FileRecord>();
   for (let i = 0; i < files.length; i++) {
@@ -153,9 +157,9 @@ async function claimBatch(
     const n = prior.get(f.sha256) ?? 0;
     const cand = n > 0 ? (candidate.get(f.sha256) ?? null) : null;
     const dupRecord = cand === null ? null : typeof cand === 'number' ? provisional.get(cand)! : toFile(cand);
-    const { state, rejectionCode, message } = claimVerdict(dupRecord);
+    const { state, rejectionCode, message, params } = claimVerdict(dupRecord);
     const fileId = options.idFor(f.sha256, n + 1);
-    inserts.push({ i, fileId, state, dup: cand, code: rejectionCode, message });
+    inserts.push({ i, fileId, state, dup: cand, code: rejectionCode, message, params });
     prior.set(f.sha256, n + 1);
     // The file just claimed is the newest of its content: the one the next would duplicate,
     // when its state is one that counts (never with force) and no row is newer (a test clock).
@@ -181,6 +185,7 @@ async function claimBatch(
       states: textArray(inserts.map((x) => x.state)),
       codes: textArray(inserts.map((x) => x.code)),
       messages: textArray(inserts.map((x) => x.message)),
+      params: textArray(inserts.map((x) => x.params)),
       now,
     },
     c,
@@ -237,7 +242,7 @@ async function claimEach(
     const counted = found.find((r) => r.kind === 'count')!;
     const prior = num(counted.prior);
     const duplicateOf = prior > 0 && counted.file_id !== null ? toFile(counted) : null;
-    const { state, rejectionCode, message } = claimVerdict(duplicateOf);
+    const { state, rejectionCode, message, params } = claimVerdict(duplicateOf);
     const fileId = options.idFor(f.sha256, prior + 1);
     const [row] = await db.rows(
       what,
@@ -255,6 +260,8 @@ async function claimEach(
         rejection_code: rejectionCode,
         rejection_message: message,
         reason: message,
+        reason_code: rejectionCode,
+        reason_params: params,
         now,
       },
       c,

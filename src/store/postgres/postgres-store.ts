@@ -24,6 +24,7 @@ import * as reads from './reads.ts';
 import * as retention from './retention.ts';
 import * as sending from './sending.ts';
 import * as S from './sql.ts';
+import * as standing from './standing.ts';
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -100,8 +101,15 @@ export class PostgresStore implements Store {
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
   readonly fileReplies: Store['fileReplies'] = (...a) => campaign.fileReplies(this.db, ...a);
   readonly replyCounts: Store['replyCounts'] = (...a) => campaign.replyCounts(this.db, ...a);
+  // standing
+  readonly standing: Store['standing'] = (...a) => standing.standing(this.db, ...a);
+  readonly changeStanding: Store['changeStanding'] = (...a) => standing.changeStanding(this.db, ...a);
+  readonly takeConfirmation: Store['takeConfirmation'] = (...a) => standing.takeConfirmation(this.db, ...a);
+  readonly repliesToReview: Store['repliesToReview'] = (...a) => standing.repliesToReview(this.db, ...a);
+  readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);
   // accounts
   readonly keepSetting: Store['keepSetting'] = (...a) => accounts.keepSetting(this.db, ...a);
+  readonly settingsUnder: Store['settingsUnder'] = (...a) => accounts.settingsUnder(this.db, ...a);
   readonly sharedToken: Store['sharedToken'] = (...a) => accounts.sharedToken(this.db, ...a);
   readonly claimTokenRenewal: Store['claimTokenRenewal'] = (...a) =>
     accounts.claimTokenRenewal(this.db, ...a);

@@ -96,9 +96,10 @@ export const REGISTERED = statement(
 );
 
 const INSERT_FILE_COLUMNS = `file_id, source, name, name_folded, path, sha256, bytes, state, forced, rejection_code,
-  rejection_message, reason, created_at, updated_at, timestamps`;
+  rejection_message, reason, reason_code, reason_params, created_at, updated_at, timestamps`;
 const INSERT_FILE_VALUES = `:file_id, :source, :name, :name_folded, :path, :sha256, :bytes, :state, :forced,
-  :rejection_code, :rejection_message, :reason, ${NOW}, ${NOW}, jsonb_build_object(:state::text, iso_time(${NOW}))`;
+  :rejection_code, :rejection_message, :reason, :reason_code::text, :reason_params::jsonb, ${NOW}, ${NOW},
+  jsonb_build_object(:state::text, iso_time(${NOW}))`;
 
 /** Nothing on any conflict (same place and content, same fileId): the caller re-reads. */
 export const INSERT_FILE = statement(
@@ -165,12 +166,12 @@ export const CLAIM_BATCH_LOOKUP = statement(
  */
 export const INSERT_CLAIMED = statement(
   `INSERT INTO files (file_id, source, name, name_folded, path, sha256, bytes, state, forced, rejection_code,
-     rejection_message, reason, created_at, updated_at, timestamps)
+     rejection_message, reason, reason_code, reason_params, created_at, updated_at, timestamps)
    SELECT v.file_id, :source, v.name, v.folded, v.path, v.sha, v.bytes, v.state, :force::boolean, v.code, v.message,
-     v.message, ${NOW}, ${NOW}, jsonb_build_object(v.state, iso_time(${NOW}))
+     v.message, v.code, v.params::jsonb, ${NOW}, ${NOW}, jsonb_build_object(v.state, iso_time(${NOW}))
    FROM unnest(:file_ids::text[], :names::text[], :folded_names::text[], :paths::text[], :shas::text[],
-     :bytes::bigint[], :states::text[], :codes::text[], :messages::text[])
-     WITH ORDINALITY AS v(file_id, name, folded, path, sha, bytes, state, code, message, ord)
+     :bytes::bigint[], :states::text[], :codes::text[], :messages::text[], :params::text[])
+     WITH ORDINALITY AS v(file_id, name, folded, path, sha, bytes, state, code, message, params, ord)
    ORDER BY v.ord
    ON CONFLICT DO NOTHING RETURNING *`,
 );
@@ -198,8 +199,8 @@ export const LIST_FILES = statement(
 
 /** The newest :limit states the file entered, oldest first. */
 export const FILE_EVENTS = statement(
-  `SELECT at, state, reason FROM (
-     SELECT id, at, state, reason FROM file_events WHERE file_id = :file_id ORDER BY id DESC LIMIT :limit::bigint) e
+  `SELECT at, state, reason, reason_code, reason_params FROM (
+     SELECT id, at, state, reason, reason_code, reason_params FROM file_events WHERE file_id = :file_id ORDER BY id DESC LIMIT :limit::bigint) e
    ORDER BY id`,
 );
 
@@ -242,6 +243,8 @@ export const PATCH_FILE = statement(
   rejection_code = CASE WHEN :set_rejection::boolean THEN :rejection_code::text ELSE rejection_code END,
   rejection_message = CASE WHEN :set_rejection::boolean THEN :rejection_message::text ELSE rejection_message END,
   reason = CASE WHEN :set_reason::boolean THEN :reason::text ELSE reason END,
+  reason_code = CASE WHEN :set_reason::boolean THEN :reason_code::text ELSE reason_code END,
+  reason_params = CASE WHEN :set_reason::boolean THEN :reason_params::jsonb ELSE reason_params END,
   errors = CASE WHEN :set_errors::boolean THEN :errors::jsonb ELSE errors END,
   error_counts = CASE WHEN :set_error_counts::boolean THEN :error_counts::jsonb ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline::boolean THEN :deadline::timestamptz ELSE delivery_deadline END,
@@ -249,6 +252,7 @@ export const PATCH_FILE = statement(
   scheduled_until = CASE WHEN :set_scheduled_until::boolean THEN :scheduled_until::timestamptz ELSE scheduled_until END,
   cost = CASE WHEN :set_cost::boolean THEN :cost::jsonb ELSE cost END,
   content = CASE WHEN :set_content::boolean THEN :content::jsonb ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text::boolean THEN :bulk_text::text ELSE bulk_text END,
   detail = CASE WHEN :set_detail::boolean THEN :detail::jsonb ELSE detail END,
   short_code = CASE WHEN :set_short_code::boolean THEN :short_code::text ELSE short_code END,
   updated_at = ${NOW}
@@ -869,6 +873,9 @@ export const KEEP_SETTING = statement(
   'INSERT INTO settings (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING',
 );
 export const SETTING = statement('SELECT value FROM settings WHERE key = :key');
+export const SETTINGS_UNDER = statement(
+  'SELECT key, value FROM settings WHERE starts_with(key, :prefix) ORDER BY key',
+);
 
 // ---- service tokens ----
 
@@ -1044,16 +1051,18 @@ export const HOLD_BACK_CONTACTS = statement(
 export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
 const param: Param = (name, type) => `:${name}::${type}`;
-export const RECORD_REPLY = statement(
-  `WITH reply AS (${recordReplySql(param)}),
-   opted AS (
-     INSERT INTO opt_outs (number, at, reply) SELECT from_number, received_at, id FROM reply WHERE opt_out
-     ON CONFLICT DO NOTHING)
-   SELECT id, file_id FROM reply`,
+export const RECORD_REPLY = statement(recordReplySql(param));
+
+export const OPT_OUT = statement(
+  `INSERT INTO opt_outs (number, at, reply) VALUES (:number::text, :at::timestamptz, :reply::bigint)
+   ON CONFLICT DO NOTHING`,
 );
 
+const REPLY_COLUMNS =
+  'id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id, intent, keyword, file_id';
+
 export const REPLIES = statement(
-  `SELECT id, iso_time(received_at) AS received_at, from_number, to_number, text, opt_out, message_id, file_id FROM replies
+  `SELECT ${REPLY_COLUMNS} FROM replies
    WHERE id > :after_id::bigint AND (:since::timestamptz IS NULL OR received_at >= :since::timestamptz)
    ORDER BY id LIMIT :limit::int`,
 );
@@ -1063,3 +1072,48 @@ export const REPLY_COUNTS = statement(replyCountsSql(param));
 export const INSERT_REPLY_TARGETS = statement(insertReplyTargets(param, NOW));
 export const PRUNE_REPLY_TARGETS = statement(pruneReplyTargetsSql(param, 'SELECT unnest(:numbers::text[])'));
 export const SHORT_CODE = statement('SELECT short_code FROM files WHERE file_id = :file_id');
+
+// ---- a number's standing (../standing-rules.ts) ----
+
+export const LIFT_OPT_OUT = statement('DELETE FROM opt_outs WHERE number = :number::text');
+
+/** :at NULL: the store's clock (an operator's change). */
+export const STANDING_CHANGE = statement(
+  `INSERT INTO standing_changes (number, at, change, source, reply, keyword, detail)
+   VALUES (:number::text, coalesce(:at::timestamptz, ${NOW}), :change::text, :source::text, :reply::bigint,
+     :keyword::text, :detail::text)`,
+);
+
+/** An operator's opt-out, at the store's clock, by no reply. */
+export const OPT_OUT_BY_HAND = statement(
+  `INSERT INTO opt_outs (number, at, reply) VALUES (:number::text, ${NOW}, NULL) ON CONFLICT DO NOTHING`,
+);
+
+export const OPTED_OUT = statement(
+  'SELECT iso_time(at) AS at, reply FROM opt_outs WHERE number = :number::text',
+);
+
+export const STANDING_HISTORY = statement(
+  `SELECT id, number, iso_time(at) AS at, change, source, reply, keyword, detail FROM standing_changes
+   WHERE number = :number::text ORDER BY id`,
+);
+
+/** The confirmation's local day, in its timezone, on the store's clock (as the contact limit's). */
+const CONFIRMATION_DAY = `(${NOW} AT TIME ZONE :timezone::text)::date`;
+
+export const TAKE_CONFIRMATION = statement(
+  `INSERT INTO reply_confirmations (number, day) VALUES (:number::text, ${CONFIRMATION_DAY})
+   ON CONFLICT DO NOTHING`,
+);
+
+/** Days before yesterday decide nothing any more. */
+export const PRUNE_CONFIRMATIONS = statement(
+  `DELETE FROM reply_confirmations WHERE day < ${CONFIRMATION_DAY} - 1`,
+);
+
+export const REPLIES_TO_REVIEW = statement(
+  `SELECT ${REPLY_COLUMNS} FROM replies WHERE intent = 'review' AND id > :after_id::bigint
+   ORDER BY id LIMIT :limit::int`,
+);
+
+export const COUNT_REPLIES_TO_REVIEW = statement(`SELECT count(*) AS n FROM replies WHERE intent = 'review'`);

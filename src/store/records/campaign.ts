@@ -1,6 +1,8 @@
 // Campaign rules applied before a chunk is sent (opt-outs, the contact limit), and the
 // replies that feed the opt-out list.
 
+import type { ReplyIntent } from './standing.ts';
+
 export interface HoldBackOptions {
   /** Check the opt-out list (users' replies). */
   optOuts: boolean;
@@ -28,6 +30,15 @@ export interface NewReply {
   optOut: boolean;
   /** The service's id of the reply, when it gives one. */
   messageId: string | null;
+  /** What the reply asked (absent: `optOut` says; docs/opt-outs.md "A number's standing"). */
+  intent?: ReplyIntent | null | undefined;
+  /** The keyword matched, normalised. */
+  keyword?: string | null | undefined;
+  /**
+   * The configured suppression lists holding the sender when it was received: an opt-in then
+   * lifts only the reply's opt-out, and the history says the lists keep the number suppressed.
+   */
+  listedOn?: readonly string[] | undefined;
   /**
    * Joined to the latest recipient sent to `from` from the short code `to` at or after this
    * instant (ISO-8601: the reply's time less `replies.windowHours`); null or absent: not joined.
@@ -37,13 +48,19 @@ export interface NewReply {
 
 export interface ReplyRecord extends Omit<NewReply, 'joinSince'> {
   id: number;
+  intent: ReplyIntent | null;
+  keyword: string | null;
   /** The campaign it was joined to; null: unjoined. */
   fileId: string | null;
 }
 
-/** A reply just kept: its id, and the campaign it was joined to (null: unjoined). */
+/**
+ * A reply just kept: its id, what it asked (the sender's standing changed in the same
+ * transaction), and the campaign it was joined to (null: unjoined).
+ */
 export interface KeptReply {
   id: number;
+  intent: ReplyIntent | null;
   fileId: string | null;
 }
 

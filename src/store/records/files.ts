@@ -2,7 +2,7 @@
 // registering, claiming and patching it take (docs/contract.md "File states (the manifest's
 // `state`)").
 
-import type { STATE_DETAILS } from '../../errors.ts';
+import type { CodedText, STATE_DETAILS, TextParams } from '../../errors.ts';
 import type { Priority } from '../../format/directives.ts';
 
 export type FileState =
@@ -73,6 +73,12 @@ export interface FileRecord {
   rejection: { code: string; message: string } | null;
   /** Why the file is paused, partial or cancelled (shown by `status`). */
   reason: string | null;
+  /**
+   * The same reason as its code and parameters, for a page to word it in its language
+   * (docs/dashboard.md "Codes and languages"); null when there is none, or when the reason
+   * was written without one (before the store kept codes).
+   */
+  reasonCode: CodedText | null;
   /** Sent with `send --force` despite DUPLICATE_FILE. */
   forced: boolean;
   /** Recipients resent after an in-doubt grace period: possible duplicates (api.inDoubt "resend"). */
@@ -98,6 +104,12 @@ export interface FileRecord {
    * read; null for sms, and until read.
    */
   content: FileContent | null;
+  /**
+   * What every recipient of a bulk file is sent (docs/format.md "Bulk layout: one message, many
+   * numbers"; a WhatsApp file's: its template parameters as a JSON array), from its read; null
+   * for a personalized file, and until read. Its recipient rows carry no text.
+   */
+  bulkText: string | null;
   /** What a sending file waits on, as a code and its parameters (issue 32); null: nothing. */
   detail: StateDetail | null;
   /** The short code it is sent from, set when it is read (docs/replies.md); null: none, no reply is joined to it. */
@@ -176,7 +188,12 @@ export interface FileMtMessage {
   flash?: boolean;
 }
 
-export type FileContent = FileEmail | FileWhatsApp | FileMtMessage;
+/** A two-way SMS file (docs/channels.md "Two-way SMS"): its recipients' texts, one POST /momessage each. */
+export interface FileTwoWay {
+  channel: 'twoway';
+}
+
+export type FileContent = FileEmail | FileWhatsApp | FileMtMessage | FileTwoWay;
 
 export interface NewFile {
   fileId: string;
@@ -188,8 +205,12 @@ export interface NewFile {
   forced?: boolean;
   /** Initial state; `validating` when the pipeline claims a ready file. */
   state: FileState;
-  /** A file recorded `rejected`: why, written with it (never a rejected file without its code). */
-  rejection?: { code: string; message: string } | undefined;
+  /**
+   * A file recorded `rejected`: why, written with it (never a rejected file without its code);
+   * `params` what its message says beyond its code: given, the code and them are its reason's
+   * (FileRecord.reasonCode); absent, its reason has none.
+   */
+  rejection?: { code: string; message: string; params?: TextParams } | undefined;
 }
 
 /** A file newly ready in a source's inbox (claimFiles). */
@@ -227,7 +248,10 @@ export interface FilePatch {
   priority?: Priority | null;
   counts?: IngestCounts;
   rejection?: { code: string; message: string } | null;
+  /** A reason set without its code (reasonCode absent) is kept with none. */
   reason?: string | null;
+  /** Written with `reason`, never alone. */
+  reasonCode?: CodedText | null;
   errors?: ListedIssue[];
   errorCounts?: Record<string, number>;
   deliveryDeadline?: string | null;
@@ -235,6 +259,7 @@ export interface FilePatch {
   scheduledUntil?: string | null;
   cost?: FileCost | null;
   content?: FileContent | null;
+  bulkText?: string | null;
   detail?: StateDetail | null;
   shortCode?: string | null;
 }

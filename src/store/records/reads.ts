@@ -1,6 +1,7 @@
 // What the store answers about files for status, the dashboard, /metrics and the reports:
 // lists, events, counts and report rows.
 
+import type { CodedText } from '../../errors.ts';
 import type { FileState, IngestCounts } from './files.ts';
 import type { RecipientRecord } from './ingest.ts';
 
@@ -30,6 +31,8 @@ export interface FileEvent {
   state: FileState;
   /** The file's `reason` as the change left it. */
   reason: string | null;
+  /** Its code and parameters (FileRecord.reasonCode); absent when the reason has none. */
+  reasonCode?: CodedText;
 }
 
 export interface FileCounts extends IngestCounts {

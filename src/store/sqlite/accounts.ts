@@ -24,6 +24,13 @@ export async function keepSetting(db: SqliteDb, key: string, value: string): Pro
   return String(read()!.value);
 }
 
+export async function settingsUnder(db: SqliteDb, prefix: string): Promise<{ key: string; value: string }[]> {
+  return db
+    .stmt(S.SETTINGS_UNDER)
+    .all(prefix)
+    .map((r) => ({ key: String(r.key), value: String(r.value) }));
+}
+
 export async function sharedToken(db: SqliteDb, key: string): Promise<SharedToken | null> {
   const r = db.stmt(S.SHARED_TOKEN).get(key);
   return r ? toSharedToken(r) : null;

@@ -5,6 +5,7 @@
 import { localDate } from '../../plan/send-window.ts';
 import { holdBackRule } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
+import { recordReplyRule } from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
 import type {
   FileReply,
@@ -49,20 +50,27 @@ export async function pruneContacts(db: SqliteDb, timezone: string): Promise<num
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptReply | null> {
-  return db.tx(() => {
-    const r = db.stmt(S.RECORD_REPLY).get({
-      received_at: reply.receivedAt,
-      from_number: reply.from,
-      to_number: reply.to,
-      text: reply.text,
-      opt_out: reply.optOut ? 1 : 0,
-      message_id: reply.messageId,
-      since: reply.joinSince ?? null,
-    });
-    if (!r) return null;
-    if (reply.optOut) db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, num(r.id));
-    return { id: num(r.id), fileId: strOrNull(r.file_id) };
-  });
+  return db.tx(() =>
+    runSync(recordReplyRule(reply), {
+      insertReply: (intent) => {
+        const r = db.stmt(S.RECORD_REPLY).get({
+          received_at: reply.receivedAt,
+          from_number: reply.from,
+          to_number: reply.to,
+          text: reply.text,
+          opt_out: intent === 'opt_out' ? 1 : 0,
+          message_id: reply.messageId,
+          intent,
+          keyword: reply.keyword ?? null,
+          since: reply.joinSince ?? null,
+        });
+        return r ? { id: num(r.id), fileId: strOrNull(r.file_id) } : null;
+      },
+      optOut: (id) => changes(db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, id)) > 0,
+      liftOptOut: () => changes(db.stmt(S.LIFT_OPT_OUT).run(reply.from)) > 0,
+      history: (row) => void db.stmt(S.STANDING_CHANGE).run({ ...row }),
+    }),
+  );
 }
 
 export async function replies(

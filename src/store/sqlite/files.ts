@@ -30,8 +30,11 @@ export async function registerFile(
   file: NewFile,
 ): Promise<{ file: FileRecord; created: boolean }> {
   const now = db.now();
+  const { rejection } = file;
+  // A rejection with its parameters: its code is its reason's (FileRecord.reasonCode).
+  const coded = rejection?.params ? [rejection.code, JSON.stringify(rejection.params)] : [];
   const inserted = db
-    .stmt(S.INSERT_FILE)
+    .stmt(coded.length > 0 ? S.INSERT_FILE_CODED : S.INSERT_FILE)
     .all(
       file.fileId,
       file.source,
@@ -41,9 +44,10 @@ export async function registerFile(
       file.bytes,
       file.state,
       file.forced ? 1 : 0,
-      file.rejection?.code ?? null,
-      file.rejection?.message ?? null,
-      file.rejection?.message ?? null,
+      rejection?.code ?? null,
+      rejection?.message ?? null,
+      rejection?.message ?? null,
+      ...coded,
       now,
       now,
       file.state,
@@ -85,7 +89,7 @@ export async function claimFiles(
             })
           : undefined;
       const duplicateOf = dup ? toFile(dup) : null;
-      const { state, rejectionCode, message } = claimVerdict(duplicateOf);
+      const { state, rejectionCode, message, params } = claimVerdict(duplicateOf);
       const row = insert.get(
         options.idFor(f.sha256, prior + 1),
         source,
@@ -98,6 +102,8 @@ export async function claimFiles(
         rejectionCode,
         message,
         message,
+        rejectionCode,
+        params,
         now,
         now,
         state,

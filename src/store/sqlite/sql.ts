@@ -68,6 +68,8 @@ UPDATE files SET
   rejection_code = CASE WHEN :set_rejection THEN :rejection_code ELSE rejection_code END,
   rejection_message = CASE WHEN :set_rejection THEN :rejection_message ELSE rejection_message END,
   reason = CASE WHEN :set_reason THEN :reason ELSE reason END,
+  reason_code = CASE WHEN :set_reason THEN :reason_code ELSE reason_code END,
+  reason_params = CASE WHEN :set_reason THEN :reason_params ELSE reason_params END,
   errors = CASE WHEN :set_errors THEN :errors ELSE errors END,
   error_counts = CASE WHEN :set_error_counts THEN :error_counts ELSE error_counts END,
   delivery_deadline = CASE WHEN :set_deadline THEN :deadline ELSE delivery_deadline END,
@@ -75,6 +77,7 @@ UPDATE files SET
   scheduled_until = CASE WHEN :set_scheduled_until THEN :scheduled_until ELSE scheduled_until END,
   cost = CASE WHEN :set_cost THEN :cost ELSE cost END,
   content = CASE WHEN :set_content THEN :content ELSE content END,
+  bulk_text = CASE WHEN :set_bulk_text THEN :bulk_text ELSE bulk_text END,
   detail = CASE WHEN :set_detail THEN :detail ELSE detail END,
   short_code = CASE WHEN :set_short_code THEN :short_code ELSE short_code END,
   updated_at = :now
@@ -148,6 +151,9 @@ export const SETTING = 'SELECT value FROM settings WHERE key = ?';
 
 export const KEEP_SETTING = 'INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)';
 
+export const SETTINGS_UNDER =
+  'SELECT key, value FROM settings WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key';
+
 export const SHARED_TOKEN = `SELECT access_token, refresh_token, renew_at, generation FROM service_tokens
   WHERE account_key = ? AND generation > 0`;
 
@@ -206,10 +212,20 @@ export const RENEW_LEASE = 'UPDATE files SET lease_until = ? WHERE file_id = ? A
 export const RELEASE_LEASE =
   'UPDATE files SET lease_owner = NULL, lease_until = NULL WHERE file_id = ? AND lease_owner = ?';
 
-export const INSERT_FILE = `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
-    rejection_code, rejection_message, reason, created_at, updated_at, timestamps)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+const insertFile = (
+  coded: boolean,
+) => `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced,
+    rejection_code, rejection_message, reason, ${coded ? 'reason_code, reason_params, ' : ''}created_at, updated_at, timestamps)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${coded ? '?, ?, ' : ''}?, ?, json_object(?, ?))
   ON CONFLICT DO NOTHING RETURNING *`;
+
+/**
+ * registerFile's insert: only the columns every schema since version 1 has (the migration
+ * tests record files at older versions through it), and INSERT_FILE_CODED for a file
+ * recorded rejected with its rejection's parameters (its reason's code).
+ */
+export const INSERT_FILE = insertFile(false);
+export const INSERT_FILE_CODED = insertFile(true);
 
 export const REGISTERED = `SELECT * FROM files WHERE (source = ? AND path = ? AND sha256 = ?) OR file_id = ?
   ORDER BY file_id = ? LIMIT 1`;
@@ -227,8 +243,8 @@ export const CLAIM_DUPLICATE_OF = `SELECT * FROM files WHERE source = :source AN
   ORDER BY created_at DESC, rowid DESC LIMIT 1`;
 
 export const INSERT_CLAIMED = `INSERT INTO files (file_id, source, name, path, sha256, bytes, state, forced, rejection_code, rejection_message,
-    reason, created_at, updated_at, timestamps)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
+    reason, reason_code, reason_params, created_at, updated_at, timestamps)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
   ON CONFLICT DO NOTHING RETURNING *`;
 
 export const SET_PATH = 'UPDATE files SET path = ?, updated_at = ? WHERE file_id = ?';
@@ -391,8 +407,8 @@ export const LIST_FILES = `SELECT * FROM files
     AND (:before IS NULL OR (created_at, rowid) < (SELECT created_at, rowid FROM files WHERE file_id = :before))
   ORDER BY created_at DESC, rowid DESC LIMIT :limit`;
 
-export const FILE_EVENTS = `SELECT at, state, reason FROM (
-    SELECT id, at, state, reason FROM file_events WHERE file_id = ? ORDER BY id DESC LIMIT ?)
+export const FILE_EVENTS = `SELECT at, state, reason, reason_code, reason_params FROM (
+    SELECT id, at, state, reason, reason_code, reason_params FROM file_events WHERE file_id = ? ORDER BY id DESC LIMIT ?)
   ORDER BY id`;
 
 export const REPORT_FAILURES = 'SELECT report_failures FROM files WHERE file_id = ?';
@@ -476,3 +492,23 @@ export const SUMMARY = `SELECT (SELECT count(*) FROM files WHERE state = 'sendin
      (SELECT total(delivered) FROM delivery_minutes WHERE minute >= ?1) AS delivered,
      (SELECT total(undelivered) FROM delivery_minutes WHERE minute >= ?1) AS undelivered`;
 export const SUMMARY_FILES = `SELECT file_id FROM files WHERE state IN ('sending', 'submitted', 'paused', 'partial')`;
+
+// ---- a number's standing (../standing-rules.ts) ----
+
+export const LIFT_OPT_OUT = 'DELETE FROM opt_outs WHERE number = ?';
+
+export const STANDING_CHANGE = `INSERT INTO standing_changes (number, at, change, source, reply, keyword, detail)
+  VALUES (:number, :at, :change, :source, :reply, :keyword, :detail)`;
+
+export const OPTED_OUT = 'SELECT at, reply FROM opt_outs WHERE number = ?';
+
+export const STANDING_HISTORY = 'SELECT * FROM standing_changes WHERE number = ? ORDER BY id';
+
+export const TAKE_CONFIRMATION =
+  'INSERT INTO reply_confirmations (number, day) VALUES (?, ?) ON CONFLICT DO NOTHING';
+
+export const PRUNE_CONFIRMATIONS = 'DELETE FROM reply_confirmations WHERE day < ?';
+
+export const REPLIES_TO_REVIEW = `SELECT * FROM replies WHERE intent = 'review' AND id > ? ORDER BY id LIMIT ?`;
+
+export const COUNT_REPLIES_TO_REVIEW = `SELECT count(*) AS n FROM replies WHERE intent = 'review'`;

@@ -1,6 +1,7 @@
 // The store contract, what the dashboard shows of a file (issue 13): error counts by code, the
 // timeline of its states, its delivery statuses by minute, and the search of the file list.
 import { beforeEach, describe, expect, it } from 'vitest';
+import { stateReason } from '../../../src/errors.ts';
 import {
   DELIVERED,
   type DeliveryMinute,
@@ -103,6 +104,64 @@ export function dashboard(t: ContractContext): void {
         { at: at(5000), state: 'partial', reason: '3 chunks failed' },
       ]);
       expect(await store.fileEvents('nope')).toEqual([]);
+    });
+
+    it("keeps a reason's code and parameters with it, on the file and on its event", async () => {
+      await store.registerFile(newFile());
+      const partial = stateReason('PARTIAL', { failed: 2, inDoubt: 1 }, 'f1');
+      const moved = await store.transition('f1', 'partial', { patch: partial });
+      expect(moved?.reason).toBe(partial.reason);
+      expect(moved?.reasonCode).toEqual({ code: 'PARTIAL', params: { failed: 2, inDoubt: 1 } });
+      expect((await store.getFile('f1'))?.reasonCode).toEqual(partial.reasonCode);
+      // A patch of other fields keeps them; a reason written without a code keeps none.
+      await store.updateFile('f1', { errorCounts: { A: 1 } });
+      expect((await store.getFile('f1'))?.reasonCode).toEqual(partial.reasonCode);
+      await store.transition('f1', 'paused', { patch: { reason: 'held by an operator' } });
+      expect((await store.getFile('f1'))?.reasonCode).toBeNull();
+      await store.transition('f1', 'cancelled', { patch: stateReason('CANCELLED_BY_USER') });
+      await store.transition('f1', 'sending', { patch: { reason: null, reasonCode: null } });
+      expect(await store.fileEvents('f1')).toEqual([
+        { at: at(0), state: 'validating', reason: null },
+        { at: at(0), state: 'partial', reason: partial.reason, reasonCode: partial.reasonCode },
+        { at: at(0), state: 'paused', reason: 'held by an operator' },
+        {
+          at: at(0),
+          state: 'cancelled',
+          reason: 'cancelled by a user',
+          reasonCode: { code: 'CANCELLED_BY_USER', params: {} },
+        },
+        { at: at(0), state: 'sending', reason: null },
+      ]);
+    });
+
+    it("a file recorded rejected, or as a duplicate, has its rejection's code and parameters as its reason's", async () => {
+      await store.registerFile(
+        newFile({
+          fileId: 'big',
+          state: 'rejected',
+          rejection: { code: 'FILE_TOO_LARGE', message: 'too large', params: { max: 10, bytes: 20 } },
+        }),
+      );
+      expect((await store.getFile('big'))?.reasonCode).toEqual({
+        code: 'FILE_TOO_LARGE',
+        params: { max: 10, bytes: 20 },
+      });
+      expect((await store.fileEvents('big'))[0]?.reasonCode).toEqual({
+        code: 'FILE_TOO_LARGE',
+        params: { max: 10, bytes: 20 },
+      });
+      const idFor = (sha: string, n: number) => `${sha}-${n}`;
+      const ready = (name: string) => ({ name, path: `inbox/${name}`, sha256: 'sha-dup', bytes: 1 });
+      const [first] = await store.claimFiles('local', [ready('a.txt')], { idFor, duplicateSince: at(0) });
+      const [again] = await store.claimFiles('local', [ready('b.txt')], { idFor, duplicateSince: at(0) });
+      expect(again?.file.state).toBe('duplicate');
+      const params = { fileId: first!.file.fileId, name: 'a.txt', state: 'validating' };
+      expect(again?.file.reasonCode).toEqual({ code: 'DUPLICATE_FILE', params });
+      expect((await store.fileEvents(again!.file.fileId))[0]?.reasonCode).toEqual({
+        code: 'DUPLICATE_FILE',
+        params,
+      });
+      expect(first?.file.reasonCode).toBeNull();
     });
 
     it('a move that keeps the reason it had does not repeat it', async () => {

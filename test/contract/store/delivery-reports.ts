@@ -53,7 +53,7 @@ export function deliveryReports(t: ContractContext): void {
     it('a recipient delivered stays delivered: a failure reported later for another of its sends (a resend after doubt) does not undo it', async () => {
       await submitted('f1', 4, 4);
       // m1 sent twice (T1, then a resend T9): its handset got T9's; T1's failure arrives last
-      // (the service does not keep the order of its reports, spec 6 rule 7).
+      // (the service keeps no order of its reports: docs/notify.md "Duplicates, ordering and orphans").
       await store.recordDeliveries([event('f1', 'm1', { transactionNumber: 'T9' })]);
       await store.recordDeliveries([event('f1', 'm1', { transactionNumber: 'T1', status: 'NO_SUCCESS' })]);
       // m2: the failure first, then the delivery.

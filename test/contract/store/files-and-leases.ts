@@ -46,6 +46,18 @@ export function filesAndLeases(t: ContractContext): void {
         if (other !== store) await other.close();
       }
     });
+
+    it('settingsUnder lists the settings of one prefix, by key, and no other (% and _ are plain)', async () => {
+      await store.keepSetting('notify.formerToken.b', '2');
+      await store.keepSetting('notify.formerToken.a', '1');
+      await store.keepSetting('notify.token', 'x');
+      await store.keepSetting('notify_formerToken.c', 'like-wildcard');
+      expect(await store.settingsUnder('notify.formerToken.')).toEqual([
+        { key: 'notify.formerToken.a', value: '1' },
+        { key: 'notify.formerToken.b', value: '2' },
+      ]);
+      expect(await store.settingsUnder('nothing.')).toEqual([]);
+    });
   });
 
   describe('shared service tokens', () => {

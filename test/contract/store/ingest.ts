@@ -50,6 +50,27 @@ export function ingest(t: ContractContext): void {
     });
   });
 
+  describe("a bulk file's message", () => {
+    it('is kept on the file: set by a patch, read back with it, listed, left by other patches', async () => {
+      await store.registerFile(newFile({ fileId: 'b1' }));
+      expect((await store.getFile('b1'))?.bulkText).toBeNull();
+      const message = 'Aviso: su factura vence el viernes. "Gracias", ñandú 😀';
+      const sending = await store.transition('b1', 'sending', {
+        from: ['validating'],
+        patch: { layout: 'bulk', bulkText: message },
+      });
+      expect(sending?.bulkText).toBe(message);
+      expect((await store.getFile('b1'))?.bulkText).toBe(message);
+      expect((await store.listFiles({})).find((f) => f.fileId === 'b1')?.bulkText).toBe(message);
+      // A patch without it (a pause, a reason) leaves it; one with null clears it.
+      await store.transition('b1', 'paused', { patch: { reason: 'held' } });
+      await store.updateFile('b1', { reason: null });
+      expect((await store.getFile('b1'))?.bulkText).toBe(message);
+      await store.updateFile('b1', { bulkText: null });
+      expect((await store.getFile('b1'))?.bulkText).toBeNull();
+    });
+  });
+
   describe('ingest and chunks', () => {
     it('insertRecipients and chunkRecipients: idx order, outcome filter, pending status', async () => {
       await store.registerFile(newFile());

@@ -82,6 +82,32 @@ export function repliesJoined(t: ContractContext): void {
     expect(await store.fileReplies('plain')).toEqual([]);
   });
 
+  it("an opt-out joined to its campaign: one call keeps it, joins it and changes the number's standing", async () => {
+    await sentFrom('a', '890123');
+    const optOut = {
+      ...reply('573000000002', '890123', 'SALIR', 1000),
+      optOut: true,
+      intent: 'opt_out' as const,
+    };
+    expect(await store.recordReply({ ...optOut, keyword: 'SALIR', messageId: 'mo-9' })).toEqual({
+      id: expect.any(Number),
+      intent: 'opt_out',
+      fileId: 'a',
+    });
+    const standing = await store.standing('573000000002');
+    expect(standing.optedOut).not.toBeNull();
+    expect(standing.history.map((c) => [c.change, c.source, c.keyword])).toEqual([
+      ['opted_out', 'reply', 'SALIR'],
+    ]);
+    expect((await store.fileReplies('a')).map((r) => [r.text, r.intent, r.keyword, r.line])).toEqual([
+      ['SALIR', 'opt_out', 'SALIR', 3],
+    ]);
+    // Delivered again: kept already, nothing joined or changed twice.
+    expect(await store.recordReply({ ...optOut, keyword: 'SALIR', messageId: 'mo-9' })).toBeNull();
+    expect((await store.standing('573000000002')).history).toHaveLength(1);
+    expect(await store.replyCounts('a')).toEqual({ replies: 1, replied: 1 });
+  });
+
   it('joins only recipients the service took', async () => {
     await t.sendingFile('r', 4, 2);
     await store.updateFile('r', { shortCode: '890123' });

@@ -1,0 +1,183 @@
+// The store contract, a number's standing (issue 35): an opt-out keyword puts its sender on the
+// opt-out list and an opt-in takes it off, each change kept with its reply, keyword and time;
+// an opt-in from a number a configured list holds is kept as such; replies flagged for review
+// change nothing; one confirmation text a number a Bogotá day, whatever the number of stores.
+import { beforeEach, expect, it } from 'vitest';
+import type { NewReply, Store } from '../../../src/store/store.ts';
+import type { ContractContext, StoreHarness } from './helpers.ts';
+
+export function standing(t: ContractContext): void {
+  let h: StoreHarness;
+  let store: Store;
+  beforeEach(() => {
+    h = t.h;
+    store = t.store;
+  });
+
+  const N = '573001112233';
+  const reply = (
+    ms: number,
+    text: string,
+    intent: NewReply['intent'],
+    keyword: string | null = null,
+    extra: Partial<NewReply> = {},
+  ): NewReply => ({
+    receivedAt: t.at(ms),
+    from: N,
+    to: '890123',
+    text,
+    optOut: intent === 'opt_out',
+    messageId: null,
+    intent,
+    keyword,
+    ...extra,
+  });
+
+  it('an opt-out then an opt-in: the list follows, the history keeps both with their replies', async () => {
+    await t.sendingFile('a', 2, 1);
+    expect(await store.standing(N)).toEqual({ number: N, optedOut: null, history: [] });
+
+    expect(await store.recordReply(reply(0, 'Salir', 'opt_out', 'SALIR'))).toMatchObject({
+      intent: 'opt_out',
+      fileId: null,
+    });
+    // A second opt-out changes nothing: no second history row.
+    expect(await store.recordReply(reply(1000, 'STOP', 'opt_out', 'STOP'))).toMatchObject({
+      intent: 'opt_out',
+      fileId: null,
+    });
+    const [salir, stop] = await store.replies({ limit: 10 });
+    expect([salir!.intent, salir!.keyword, salir!.optOut, stop!.intent]).toEqual([
+      'opt_out',
+      'SALIR',
+      true,
+      'opt_out',
+    ]);
+    const out = await store.standing(N);
+    expect(out.optedOut).toEqual({ at: t.at(0), reply: salir!.id });
+    expect(out.history.map((c) => [c.change, c.source, c.reply, c.keyword, c.at, c.detail])).toEqual([
+      ['opted_out', 'reply', salir!.id, 'SALIR', t.at(0), null],
+    ]);
+
+    expect(await store.recordReply(reply(60_000, 'Alta', 'opt_in', 'ALTA'))).toMatchObject({
+      intent: 'opt_in',
+      fileId: null,
+    });
+    const alta = (await store.replies({ limit: 10 })).at(-1)!;
+    expect([alta.intent, alta.optOut]).toEqual(['opt_in', false]);
+    const back = await store.standing(N);
+    expect(back.optedOut).toBeNull();
+    expect(back.history.map((c) => [c.change, c.source, c.reply, c.keyword, c.at])).toEqual([
+      ['opted_out', 'reply', salir!.id, 'SALIR', t.at(0)],
+      ['opted_in', 'reply', alta.id, 'ALTA', t.at(60_000)],
+    ]);
+    // Nothing is held back any more.
+    expect(await store.holdBack('a', 1, { optOuts: true, contactLimit: null })).toEqual({
+      suppressed: 0,
+      contactLimited: 0,
+    });
+    // An opt-in of a number not opted out changes nothing.
+    expect(await store.recordReply(reply(61_000, 'START', 'opt_in', 'START'))).toMatchObject({
+      intent: 'opt_in',
+      fileId: null,
+    });
+    expect((await store.standing(N)).history).toHaveLength(2);
+  });
+
+  it('an opt-in from a number a configured list holds: recorded, kept by the list, said in the history', async () => {
+    await store.recordReply(reply(0, 'BAJA', 'opt_out', 'BAJA'));
+    await store.recordReply(
+      reply(5000, 'ALTA', 'opt_in', 'ALTA', {
+        listedOn: ['suppressionList', 'sources.partner.suppressionList'],
+      }),
+    );
+    const s = await store.standing(N);
+    // The reply's own opt-out is lifted; the list is not the store's to change.
+    expect(s.optedOut).toBeNull();
+    expect(s.history.map((c) => [c.change, c.source, c.keyword, c.detail])).toEqual([
+      ['opted_out', 'reply', 'BAJA', null],
+      ['opted_in', 'reply', 'ALTA', null],
+      ['kept_by_list', 'list', 'ALTA', 'suppressionList, sources.partner.suppressionList'],
+    ]);
+  });
+
+  it('help and replies flagged for review change no standing; the review list and its count', async () => {
+    await store.recordReply(reply(0, 'AYUDA', 'help', 'AYUDA'));
+    await store.recordReply(reply(1000, 'no me escriban más', 'review'));
+    await store.recordReply(reply(2000, 'gracias', null));
+    await store.recordReply({ ...reply(3000, 'stop please', 'review'), from: '573009998877' });
+    expect(await store.standing(N)).toEqual({ number: N, optedOut: null, history: [] });
+    expect(await store.countRepliesToReview()).toBe(2);
+    const review = await store.repliesToReview({ limit: 10 });
+    expect(review.map((r) => [r.from, r.text, r.intent, r.optOut])).toEqual([
+      [N, 'no me escriban más', 'review', false],
+      ['573009998877', 'stop please', 'review', false],
+    ]);
+    expect(await store.repliesToReview({ limit: 10, afterId: review[0]!.id })).toHaveLength(1);
+    expect((await store.replies({ limit: 10 })).map((r) => r.intent)).toEqual([
+      'help',
+      'review',
+      null,
+      'review',
+    ]);
+  });
+
+  it('a reply kept again (its messageId) changes nothing a second time', async () => {
+    await store.recordReply(reply(0, 'SALIR', 'opt_out', 'SALIR', { messageId: 'mo-1' }));
+    await store.recordReply(reply(1000, 'ALTA', 'opt_in', 'ALTA', { messageId: 'mo-2' }));
+    expect(await store.recordReply(reply(0, 'SALIR', 'opt_out', 'SALIR', { messageId: 'mo-1' }))).toBeNull();
+    const s = await store.standing(N);
+    expect(s.optedOut).toBeNull();
+    expect(s.history.map((c) => c.change)).toEqual(['opted_out', 'opted_in']);
+  });
+
+  it('an operator opts a number out and back in: on the store clock, noted, held back meanwhile', async () => {
+    await t.sendingFile('a', 2, 1);
+    const first = '573000000001';
+    expect(
+      await store.changeStanding({ number: first, optedOut: true, note: 'ticket 88: asked by phone' }),
+    ).toBe(true);
+    expect(await store.changeStanding({ number: first, optedOut: true, note: null })).toBe(false);
+    expect(await store.holdBack('a', 1, { optOuts: true, contactLimit: null })).toEqual({
+      suppressed: 1,
+      contactLimited: 0,
+    });
+    h.clock.advance(60_000);
+    expect(await store.changeStanding({ number: first, optedOut: false, note: null })).toBe(true);
+    expect(await store.changeStanding({ number: first, optedOut: false, note: null })).toBe(false);
+    const s = await store.standing(first);
+    expect(s.optedOut).toBeNull();
+    expect(s.history.map((c) => [c.change, c.source, c.reply, c.keyword, c.at, c.detail])).toEqual([
+      ['opted_out', 'operator', null, null, t.at(0), 'ticket 88: asked by phone'],
+      ['opted_in', 'operator', null, null, t.at(60_000), null],
+    ]);
+    // A reply's opt-in lifts an operator's opt-out as it lifts a reply's.
+    await store.changeStanding({ number: N, optedOut: true, note: null });
+    expect((await store.standing(N)).optedOut).toEqual({ at: t.at(60_000), reply: null });
+    await store.recordReply(reply(70_000, 'ALTA', 'opt_in', 'ALTA'));
+    expect((await store.standing(N)).optedOut).toBeNull();
+  });
+
+  it('one confirmation a number a Bogotá day, on the store clock, whatever the number of stores', async () => {
+    // T0 is 07:00 in Bogotá (UTC-5).
+    const other = h.reopen ? await h.reopen() : store;
+    try {
+      const takes = await Promise.all([
+        store.takeConfirmation(N, 'America/Bogota'),
+        other.takeConfirmation(N, 'America/Bogota'),
+        store.takeConfirmation(N, 'America/Bogota'),
+      ]);
+      expect(takes.filter(Boolean)).toHaveLength(1);
+      expect(await other.takeConfirmation('573009998877', 'America/Bogota')).toBe(true);
+      // 23:59 the same Bogotá day (04:59 UTC the next day): still taken.
+      h.clock.set(new Date('2026-03-02T04:59:00.000Z'));
+      expect(await store.takeConfirmation(N, 'America/Bogota')).toBe(false);
+      // Midnight in Bogotá: a new day.
+      h.clock.set(new Date('2026-03-02T05:00:00.000Z'));
+      expect(await store.takeConfirmation(N, 'America/Bogota')).toBe(true);
+      expect(await other.takeConfirmation(N, 'America/Bogota')).toBe(false);
+    } finally {
+      if (other !== store) await other.close();
+    }
+  });
+}

@@ -1,0 +1,137 @@
+// replyHandler (docs/opt-outs.md "Keywords", "Answers"): a reply read against its short code's
+// settings, kept in a real (in-memory SQLite) store, then answered through a ReplyAnswerer that
+// records what it is asked (the interface's test double; the HTTP client has its own test).
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.ts';
+import type { Logger } from '../../src/log.ts';
+import type { ReplyAnswerer } from '../../src/replies/answers.ts';
+import { type IncomingReply, replyHandler } from '../../src/replies/standing.ts';
+import { SqliteStore } from '../../src/store/index.ts';
+import type { Store } from '../../src/store/store.ts';
+
+const N = '573001112233';
+let store: Store;
+let sent: [string, string, string][];
+let failNext: boolean;
+let lines: Record<string, unknown>[];
+let logger: Logger;
+const answerer: ReplyAnswerer = {
+  async answer(to, shortCode, text) {
+    if (failNext) {
+      failNext = false;
+      throw new Error('POST /momessage answered 503: busy');
+    }
+    sent.push([to, shortCode, text]);
+  },
+};
+const config = configSchema.parse({
+  api: { baseUrl: 'http://127.0.0.1:1', username: 'u', password: 'p' },
+  replies: {
+    helpText: 'Ayuda: acme.co',
+    confirmOptOut: 'Listo, no más mensajes',
+    confirmOptIn: 'Bienvenido de nuevo',
+    byShortCode: { '890123': { helpText: null, keywords: { optOut: ['PARAR'] } } },
+  },
+});
+
+beforeEach(async () => {
+  store = new SqliteStore({ path: ':memory:' });
+  await store.migrate();
+  sent = [];
+  failNext = false;
+  lines = [];
+  logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+});
+afterEach(async () => {
+  await store.close();
+});
+
+let seq = 0;
+const reply = (text: string, extra: Partial<IncomingReply> = {}): IncomingReply => ({
+  receivedAt: new Date(Date.UTC(2026, 10, 28, 15, 0, seq++)).toISOString(),
+  from: N,
+  to: '85000',
+  text,
+  messageId: null,
+  ...extra,
+});
+
+describe('replyHandler', () => {
+  it('help answered from the short code written to; opt-out confirmed, the opt-in the same day not', async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    await handler.record(reply('Ayuda'));
+    await handler.record(reply('SALIR'));
+    await handler.record(reply('ALTA'));
+    await handler.drain();
+    expect(sent).toEqual([
+      [N, '85000', 'Ayuda: acme.co'],
+      [N, '85000', 'Listo, no más mensajes'],
+    ]);
+    expect((await store.replies({ limit: 10 })).map((r) => [r.intent, r.keyword])).toEqual([
+      ['help', 'AYUDA'],
+      ['opt_out', 'SALIR'],
+      ['opt_in', 'ALTA'],
+    ]);
+    // Logs: numbers masked, no reply text.
+    const logged = JSON.stringify(lines);
+    expect(logged).not.toContain(N);
+    expect(logged).not.toContain('Ayuda: acme.co');
+  });
+
+  it("a short code's own keywords and texts: help not answered there, its own opt-out word", async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    await handler.record(reply('help', { to: '890123' }));
+    await handler.record(reply('parar', { to: '890123' }));
+    await handler.record(reply('SALIR ya', { to: '890123', from: '573009998877' }));
+    await handler.drain();
+    expect((await store.replies({ limit: 10 })).map((r) => r.intent)).toEqual(['help', 'opt_out', null]);
+    expect(sent).toEqual([[N, '890123', 'Listo, no más mensajes']]);
+  });
+
+  it('a reply delivered again is not answered again; a listed number gets no opt-in confirmation', async () => {
+    const handler = replyHandler({
+      store,
+      config,
+      listsHolding: () => ['suppressionList'],
+      answerer,
+      logger,
+    });
+    await handler.record(reply('ayuda', { messageId: 'mo-1' }));
+    await handler.record(reply('ayuda', { messageId: 'mo-1' }));
+    await handler.record(reply('alta', { from: '573005556666' }));
+    await handler.drain();
+    expect(sent).toEqual([[N, '85000', 'Ayuda: acme.co']]);
+    const s = await store.standing('573005556666');
+    expect(s.history.map((c) => [c.change, c.detail])).toEqual([['kept_by_list', 'suppressionList']]);
+  });
+
+  it('a soft opt-out is kept for review, changes nothing, answers nothing', async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    await handler.record(reply('no me escriban más'));
+    await handler.drain();
+    expect(await store.countRepliesToReview()).toBe(1);
+    expect((await store.standing(N)).optedOut).toBeNull();
+    expect(sent).toEqual([]);
+    expect(
+      lines.some((l) => l.msg === 'reply: flagged for review (looks like an opt-out, is no keyword)'),
+    ).toBe(true);
+  });
+
+  it('a failed answer is logged, masked; without an answerer, said once', async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    failNext = true;
+    await handler.record(reply('HELP'));
+    await handler.drain();
+    const failed = lines.find((l) => l.msg === 'reply answer failed');
+    expect(failed).toMatchObject({ to: '57300****233', err: 'POST /momessage answered 503: busy' });
+
+    const none = replyHandler({ store, config, listsHolding: null, answerer: null, logger });
+    await none.record(reply('HELP'));
+    await none.record(reply('HELP'));
+    await none.drain();
+    expect(lines.filter((l) => l.msg === 'reply answer not sent: no account answers replies')).toHaveLength(
+      1,
+    );
+  });
+});
