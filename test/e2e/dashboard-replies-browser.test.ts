@@ -19,7 +19,8 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM} (apt-get install chromium)`);
   h = await PipelineHarness.create({
     ops: { token: TOKEN },
-    sandbox: { smpp: {} },
+    // The sandbox refuses a massive message from a short code not assigned to the account.
+    sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: [SHORT_CODE] }], smpp: {} },
     source: { shortCode: SHORT_CODE },
     config: (sandbox) => ({
       replies: { smpp: { host: '127.0.0.1', port: sandbox.smpp!.port, systemId: 'demo', password: 'demo' } },

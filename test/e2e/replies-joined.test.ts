@@ -14,7 +14,8 @@ let h: PipelineHarness;
 
 beforeAll(async () => {
   h = await PipelineHarness.create({
-    sandbox: { smpp: {} },
+    // The sandbox refuses a massive message from a short code not assigned to the account.
+    sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: [SHORT_CODE] }], smpp: {} },
     source: { shortCode: SHORT_CODE },
     config: (sandbox) => ({
       replies: { smpp: { host: '127.0.0.1', port: sandbox.smpp!.port, systemId: 'demo', password: 'demo' } },
