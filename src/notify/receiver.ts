@@ -181,17 +181,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<Receiver>
 
   /** A request without the token, or with one no receiver of this store accepts: 401. */
   const refuseToken = (req: IncomingMessage, res: ServerResponse, given: string | null, refuse: boolean) => {
-    // Anyone can send these (the port is public): each case is said at once the first time (a
-    // service with a wrong token shows), then at most once each AWAY_REMINDER_MS with the
-    // count since, not a line per request an attacker sends.
-    const reason = given === null ? 'missing token' : 'wrong token';
-    const { log: shown, repeated } = refusals.pass(reason, reason);
-    if (shown)
-      log.warn(
-        // Not under a key named token: the logger redacts those, and this says which case it was.
-        { remote: req.socket.remoteAddress, reason, ...(repeated > 0 ? { refusedSince: repeated } : {}) },
-        'notify: refused',
-      );
+    sayRefused(refusals, log, req, given);
     reply(res, 401, '{"status":"unauthorized"}', refuse);
   };
 
@@ -385,6 +375,22 @@ function noStats(): ReceiverStats {
     largestBatch: 0,
     queued: 0,
   };
+}
+
+/**
+ * A refused token said in the log. Anyone can send these (the port is public): each case is said
+ * at once the first time (a service with a wrong token shows), then at most once each
+ * AWAY_REMINDER_MS with the count since, not a line per request an attacker sends.
+ */
+function sayRefused(gate: RepeatGate, log: Logger, req: IncomingMessage, given: string | null): void {
+  const reason = given === null ? 'missing token' : 'wrong token';
+  const { log: shown, repeated } = gate.pass(reason, reason);
+  if (shown)
+    log.warn(
+      // Not under a key named token: the logger redacts those, and this says which case it was.
+      { remote: req.socket.remoteAddress, reason, ...(repeated > 0 ? { refusedSince: repeated } : {}) },
+      'notify: refused',
+    );
 }
 
 /** The `token` query parameter; the notifyUrl's plain `token=…` is read without URLSearchParams. */
