@@ -2,6 +2,7 @@
 // registering, claiming and patching it take (docs/contract.md "File states (the manifest's
 // `state`)").
 
+import type { ChannelName } from '../../channels/names.ts';
 import type { CodedText, STATE_DETAILS, TextParams } from '../../errors.ts';
 import type { Priority } from '../../format/directives.ts';
 
@@ -188,12 +189,15 @@ export interface FileMtMessage {
   flash?: boolean;
 }
 
-/** A two-way SMS file (docs/channels.md "Two-way SMS"): its recipients' texts, one POST /momessage each. */
-export interface FileTwoWay {
-  channel: 'twoway';
+/**
+ * A file of a channel whose files keep nothing but their channel (two-way SMS, and any channel
+ * added later that sends its recipients' own texts): adding one needs no change here.
+ */
+export interface FileOfChannel {
+  channel: Exclude<ChannelName, FileEmail['channel'] | FileWhatsApp['channel'] | FileMtMessage['channel']>;
 }
 
-export type FileContent = FileEmail | FileWhatsApp | FileMtMessage | FileTwoWay;
+export type FileContent = FileEmail | FileWhatsApp | FileMtMessage | FileOfChannel;
 
 export interface NewFile {
   fileId: string;
