@@ -78,6 +78,7 @@ export class Sender {
     const closes =
       this.schedule.windowOf(file.source)?.closesAt(began)?.getTime() ?? Number.POSITIVE_INFINITY;
     const holding = this.holdBackOptions(file);
+    await this.recordChecks(file, holding);
     await this.outputs.dropStaleReport(file);
     const pending = await this.c.store.listChunks(fileId, ['pending']);
     const bulkText = file.layout === 'bulk' ? await this.bulkText(fileId) : null;
@@ -137,17 +138,39 @@ export class Sender {
 
   /**
    * What a chunk is checked against just before it is sent (Store.holdBack: the contact
-   * limit's day is the store's, on its clock); null when there is nothing to check (no
-   * replies received, no contact limit).
+   * ledger's day and week are the store's, on its clock); null when there is nothing to check
+   * (no replies received, no contact limit).
    */
   private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.c.config.contactLimit;
     const optOuts = this.c.config.optOut.smpp !== null;
     if (!limit && !optOuts) return null;
     const account = this.c.sourceConfig(file.source).account;
-    // The contact limit's day is the store's (its clock), not this worker's.
-    const contactLimit = limit ? { account, timezone: limit.timezone, perDay: limit.perDay } : null;
+    // One ledger per entity: every account naming it, whatever its channel.
+    const contactLimit = limit
+      ? {
+          entity: this.c.config.accounts[account]?.entity ?? limit.entity,
+          channel: file.content?.channel ?? 'sms',
+          timezone: limit.timezone,
+          perDay: limit.perDay,
+          channelsPerWeek: limit.channelsPerWeek,
+        }
+      : null;
     return { optOuts, contactLimit };
+  }
+
+  /** What `dropline compliance` prints beside the file's contacts: who sent them, in which window. */
+  private async recordChecks(file: FileRecord, holding: HoldBackOptions | null): Promise<void> {
+    const limit = holding?.contactLimit;
+    if (!limit) return;
+    const own = this.c.sourceConfig(file.source).sendWindow;
+    const window = own === undefined ? this.c.config.sendWindow : own;
+    await this.c.store.recordFileChecks(file.fileId, {
+      account: this.c.sourceConfig(file.source).account,
+      channel: limit.channel,
+      entity: limit.entity,
+      window: window === null ? 'none' : typeof window === 'string' ? window : JSON.stringify(window),
+    });
   }
 }
 

@@ -1,11 +1,12 @@
 // The PostgreSQL store's campaign-rules area: opt-outs and the contact limit held back before a
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
-import { holdBackRule } from '../campaign-rules.ts';
+import { holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { toReply } from '../mapping.ts';
 import { runAsync } from '../steps.ts';
-import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import type { HeldBack, HoldBackOptions, NewReply, PruneContactsOptions, ReplyRecord } from '../store.ts';
 import type { PgDb } from './connection.ts';
+import * as L from './ledger-sql.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -17,21 +18,33 @@ export async function holdBack(
   const what = `holding back recipients of chunk ${seq} of ${fileId}`;
   return db.tx(what, async (c) => {
     const chunk = { file_id: fileId, seq, now: db.now() };
-    const slots = {
+    const limit = options.contactLimit;
+    const ledger = {
       ...chunk,
-      account: options.contactLimit?.account ?? null,
-      timezone: options.contactLimit?.timezone ?? null,
+      entity: limit?.entity ?? null,
+      channel: limit?.channel ?? null,
+      timezone: limit?.timezone ?? null,
     };
     return runAsync(holdBackRule(options), {
       holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
-      takeSlots: async (slot) => void (await db.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c)),
-      holdUnslotted: (code, detail) => db.count(what, S.HOLD_BACK_CONTACTS, { ...slots, code, detail }, c),
+      takeWeekSlots: async (slot) => void (await db.count(what, L.TAKE_WEEK_SLOTS, { ...ledger, slot }, c)),
+      takeSlots: async (slot, weekly) =>
+        void (await db.count(what, L.TAKE_DAY_SLOTS, { ...ledger, slot, weekly }, c)),
+      refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
+      releaseWeekSlots: async () => void (await db.count(what, L.RELEASE_WEEK_SLOTS, ledger, c)),
+      holdRefused: (code, details) =>
+        db.count(what, L.HOLD_REFUSED, { ...chunk, code, details: JSON.stringify(details) }, c),
     });
   });
 }
 
-export async function pruneContacts(db: PgDb, timezone: string): Promise<number> {
-  return db.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: db.now() });
+export async function pruneContacts(db: PgDb, options: PruneContactsOptions): Promise<number> {
+  const [r] = await db.rows('pruning the contact ledger', L.PRUNE, {
+    timezone: options.timezone,
+    keep_days: Math.ceil(options.keepDays),
+    now: db.now(),
+  });
+  return Number(r?.n ?? 0);
 }
 
 export async function recordReply(db: PgDb, reply: NewReply): Promise<boolean> {

@@ -2,12 +2,14 @@
 // chunk is sent (the rule: ../campaign-rules.ts), replies and opt-outs recorded
 // (docs/campaign-rules.md).
 
-import { localDate } from '../../plan/send-window.ts';
-import { holdBackRule } from '../campaign-rules.ts';
+import type { SQLInputValue } from 'node:sqlite';
+import { localDate, localWeek } from '../../plan/send-window.ts';
+import { holdBackRule, refusedOf, weekDays } from '../campaign-rules.ts';
 import { num, toReply } from '../mapping.ts';
 import { runSync } from '../steps.ts';
-import type { HeldBack, HoldBackOptions, NewReply, ReplyRecord } from '../store.ts';
+import type { HeldBack, HoldBackOptions, NewReply, PruneContactsOptions, ReplyRecord } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
+import * as L from './ledger-sql.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -18,26 +20,47 @@ export async function holdBack(
 ): Promise<HeldBack> {
   const now = db.now();
   const chunk = { ...db.span(fileId, seq), seq };
-  // The local day on the store's clock: SQLite is one process's, so that process's clock.
-  const slots = {
+  const limit = options.contactLimit;
+  // The local day and week on the store's clock: SQLite is one process's, so that process's clock.
+  const today = new Date(now);
+  const ledger = {
     ...chunk,
-    account: options.contactLimit?.account ?? null,
-    day: options.contactLimit ? localDate(new Date(now), options.contactLimit.timezone) : null,
+    now,
+    entity: limit?.entity ?? null,
+    channel: limit?.channel ?? null,
+    day: limit ? localDate(today, limit.timezone) : null,
+    week: limit ? localWeek(today, limit.timezone) : null,
   };
+  const run = (sql: string, params: Record<string, unknown>) =>
+    db.stmt(sql).run(named(sql, { ...ledger, ...params }) as Record<string, SQLInputValue>);
   return db.tx(() =>
     runSync(holdBackRule(options), {
       holdOptOuts: (code, detail) =>
         changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeSlots: (slot) => void db.stmt(S.TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
-      holdUnslotted: (code, detail) =>
-        changes(db.stmt(S.HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
+      takeWeekSlots: (slot) => void run(L.TAKE_WEEK_SLOTS, { slot }),
+      takeSlots: (slot, weekly) => void run(L.TAKE_DAY_SLOTS, { slot, weekly: weekly ? 1 : 0 }),
+      refused: (weekly) => {
+        const params = {
+          weekly: weekly ? 1 : 0,
+          week_days: JSON.stringify(weekDays(ledger.week!, ledger.day!)),
+        };
+        return db
+          .stmt(L.REFUSED)
+          .all(named(L.REFUSED, { ...ledger, ...params }) as Record<string, SQLInputValue>)
+          .map(refusedOf);
+      },
+      releaseWeekSlots: () => void run(L.RELEASE_WEEK_SLOTS, {}),
+      holdRefused: (code, details) =>
+        changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
     }),
   );
 }
 
-export async function pruneContacts(db: SqliteDb, timezone: string): Promise<number> {
-  const yesterday = localDate(new Date(Date.parse(db.now()) - 86_400_000), timezone);
-  return changes(db.stmt(S.PRUNE_CONTACTS).run(yesterday));
+export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {
+  const before = localDate(new Date(Date.parse(db.now()) - options.keepDays * 86_400_000), options.timezone);
+  return db.tx(
+    () => changes(db.stmt(L.PRUNE_DAYS).run(before)) + changes(db.stmt(L.PRUNE_WEEKS).run(before)),
+  );
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<boolean> {
@@ -63,4 +86,11 @@ export async function replies(
     .stmt(S.REPLIES)
     .all(options.afterId ?? 0, options.since ?? '', options.limit)
     .map(toReply);
+}
+
+/** The parameters `sql` names (node:sqlite refuses any other). */
+function named(sql: string, all: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const m of sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g)) out[m[1]!] = all[m[1]!];
+  return out;
 }
