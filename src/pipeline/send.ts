@@ -3,6 +3,7 @@
 import type { ChunkSender } from '../channels/channel.ts';
 import { DroplineError } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
+import { localDate } from '../plan/send-window.ts';
 import type { Flow } from '../service/dispatch.ts';
 import type {
   ChunkDestination,
@@ -98,12 +99,14 @@ export class Sender {
       bulkText,
       attachments: () => this.c.store.attachments(fileId),
     });
+    const limit = holding?.contactLimit;
     const run = new FileSend({
       c: this.c,
       leases: this.leases,
       fileId,
       pending,
       holding,
+      dayOf: limit ? () => localDate(this.c.now(), limit.timezone) : null,
       closes,
       sender,
       // Its share of the account when other files send at once.
@@ -181,6 +184,11 @@ interface FileSendOptions {
   /** The file's pending chunks, taken in order by the workers. */
   pending: ChunkRecord[];
   holding: HoldBackOptions | null;
+  /**
+   * The contact ledger's local day on this worker's clock (null: no contact limit): a chunk
+   * held back on one day and whose turn comes on another is held back again.
+   */
+  dayOf: (() => string) | null;
   /** When the send window closes (ms since the epoch): no chunk starts after it. */
   closes: number;
   /** The file's chunks sent with its account. */
@@ -202,6 +210,9 @@ class FileSend {
   readonly lease: { lost: boolean } | undefined;
   /** The next chunk's destinations, read while this one is sent. */
   readonly #ahead = new Map<number, Promise<ChunkDestination[]>>();
+  /** The day each chunk was held back on (dayOf), and the chunks to hold back again. */
+  readonly #heldOn = new Map<number, string>();
+  readonly #recheck = new Set<number>();
   /**
    * Fenced in one statement: a chunk goes inflight only while this worker holds the file's
    * lease, unexpired (withLease's timer renews it), and the file is still sending (not
@@ -234,6 +245,7 @@ class FileSend {
     const { c, fileId, holding } = this.#o;
     // Opted out since the read, or contacted already today: left out of the request.
     if (holding) {
+      if (this.#o.dayOf) this.#heldOn.set(seq, this.#o.dayOf());
       const held = await c.store.holdBack(fileId, seq, holding);
       if (held.suppressed + held.contactLimited > 0)
         c.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
@@ -255,6 +267,12 @@ class FileSend {
     // A chunk whose turn comes after closing time waits for the next opening, pending.
     if (this.#closing()) {
       this.stop = true;
+      return false;
+    }
+    // Held back before midnight, its turn after: the ledger's new day decides again (the
+    // store's clock; docs/campaign-rules.md "Contact limit").
+    if (this.#o.dayOf && this.#heldOn.get(seq) !== this.#o.dayOf()) {
+      this.#recheck.add(seq);
       return false;
     }
     if (await c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard)) return true;
@@ -316,7 +334,16 @@ class FileSend {
       const seq = chunk.seq;
       const options = { signal: stopping, flow, start: () => this.#begin(seq) };
       const sent = await sender.send(seq, rows, options);
-      if (!sent) continue;
+      if (!sent) {
+        if (this.#recheck.delete(seq)) {
+          c.log.info(
+            { fileId, chunk: seq },
+            `chunk ${seq}: held back again (the day changed while it waited)`,
+          );
+          pending.unshift(chunk);
+        }
+        continue;
+      }
       await results.record(seq, sent.result, rows.length);
       const refused = sent.refused;
       // 401/403: the account was refused; the file pauses with the service's reason.

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerCompliance } from './compliance.ts';
 import { registerFileCommands } from './files.ts';
 import type { SetExit } from './options.ts';
 import { registerPrune } from './prune.ts';
@@ -17,5 +18,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerPrune(program, setExit);
   registerWorkers(program, setExit);
   registerReplies(program, setExit);
+  registerCompliance(program, setExit);
   registerSandbox(program, setExit);
 }
