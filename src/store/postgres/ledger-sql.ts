@@ -15,7 +15,11 @@ const DAY = `${LOCAL}::date`;
 const WEEK = `date_trunc('week', ${LOCAL})::date`;
 const ENTITY = ':entity::text';
 const CHANNEL = ':channel::text';
-const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c WHERE c.recipient = r.id AND c.entity = ${ENTITY} AND c.day = ${DAY})`;
+/** The row holds a slot of the day (found by its key: the primary key; no index on `recipient`). */
+const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c
+    WHERE c.entity = ${ENTITY} AND c.day = ${DAY} AND c.key = ${KEY} AND c.recipient = r.id)`;
+/** The local days of this week so far. */
+const WEEK_DAYS = `ARRAY(SELECT d::date FROM generate_series(${WEEK}::timestamp, ${DAY}::timestamp, interval '1 day') d)`;
 const HAS_WEEK_SLOT = `EXISTS (SELECT 1 FROM contact_weeks w
     WHERE w.entity = ${ENTITY} AND w.week = ${WEEK} AND w.key = ${KEY} AND w.channel = ${CHANNEL})`;
 
@@ -56,16 +60,17 @@ export const REFUSED = statement(
      UNION ALL
      SELECT c.at, c.channel FROM contact_ledger c
      WHERE q.rule = 'week' AND c.entity = ${ENTITY} AND c.key = q.key AND c.channel <> ${CHANNEL}
-       AND c.day = ANY (ARRAY(SELECT d::date FROM generate_series(${WEEK}::timestamp, ${DAY}::timestamp, interval '1 day') d))
+       AND c.day = ANY (${WEEK_DAYS})
      ORDER BY at DESC LIMIT 1) w ON true
    ORDER BY q.id`,
 );
 
-/** Week slots of the chunk's rows that hold no day slot at all: no contact was made. */
+/** Week slots of the chunk's rows that hold no day slot this week: no contact was made. */
 export const RELEASE_WEEK_SLOTS = statement(
   `DELETE FROM contact_weeks WHERE entity = ${ENTITY} AND week = ${WEEK}
-   AND recipient IN (SELECT r.id FROM ${CHUNK} WHERE ${PENDING}
-     AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.recipient = r.id))`,
+   AND (key, recipient) IN (SELECT ${KEY}, r.id FROM ${CHUNK} WHERE ${PENDING}
+     AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.entity = ${ENTITY}
+       AND c.day = ANY (${WEEK_DAYS}) AND c.key = ${KEY} AND c.recipient = r.id))`,
 );
 
 /** These rows (:details, JSON [{id, detail}]) become contact_limit with their detail. */

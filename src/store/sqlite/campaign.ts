@@ -49,7 +49,8 @@ export async function holdBack(
           .all(named(L.REFUSED, { ...ledger, ...params }) as Record<string, SQLInputValue>)
           .map(refusedOf);
       },
-      releaseWeekSlots: () => void run(L.RELEASE_WEEK_SLOTS, {}),
+      releaseWeekSlots: () =>
+        void run(L.RELEASE_WEEK_SLOTS, { week_days: JSON.stringify(weekDays(ledger.week!, ledger.day!)) }),
       holdRefused: (code, details) =>
         changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
     }),

@@ -7,7 +7,9 @@
 const PENDING = `r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'`;
 /** The row's key in the ledger: its normalised number, or its address in lower case. */
 const KEY = 'lower(r.number)';
-const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c WHERE c.recipient = r.id AND c.entity = :entity AND c.day = :day)`;
+/** The row holds a slot of the day (found by its key: the primary key; no index on `recipient`). */
+const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c
+    WHERE c.entity = :entity AND c.day = :day AND c.key = ${KEY} AND c.recipient = r.id)`;
 const HAS_WEEK_SLOT = `EXISTS (SELECT 1 FROM contact_weeks w
     WHERE w.entity = :entity AND w.week = :week AND w.key = ${KEY} AND w.channel = :channel)`;
 
@@ -50,10 +52,11 @@ export const REFUSED = `WITH q AS (
   SELECT q.id, q.rule, ${IN_THE_WAY('at')} AS at, ${IN_THE_WAY('channel')} AS channel
   FROM q ORDER BY q.id`;
 
-/** Week slots of the chunk's rows that hold no day slot at all: no contact was made. */
+/** Week slots of the chunk's rows that hold no day slot this week: no contact was made. */
 export const RELEASE_WEEK_SLOTS = `DELETE FROM contact_weeks WHERE entity = :entity AND week = :week
-  AND recipient IN (SELECT r.id FROM recipients r WHERE ${PENDING}
-    AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.recipient = r.id))`;
+  AND (key, recipient) IN (SELECT ${KEY}, r.id FROM recipients r WHERE ${PENDING}
+    AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.entity = :entity
+      AND c.day IN (SELECT value FROM json_each(:week_days)) AND c.key = ${KEY} AND c.recipient = r.id))`;
 
 /** These rows (:details, JSON [{id, detail}]) become contact_limit with their detail. */
 export const HOLD_REFUSED = `UPDATE recipients SET outcome = 'contact_limit', code = :code, detail = d.detail, updated_at = :now

@@ -4,11 +4,13 @@
 -- slots keeps the channels a key was contacted by in a week (Monday to Sunday).
 
 -- A contact: one of the perDay slots of (entity, local day, key); in that order, so that
--- `dropline compliance` reads an entity's days in order. The primary key is what
--- makes two workers unable to take the same slot (the second waits for the first's commit,
--- then finds it taken); the recipient (its row id, whose upper bits are its file's number)
--- may take it again (a chunk stopped and sent later). `at`: when it was taken on the store's
--- clock (just before its chunk was sent); `channel` what sent it.
+-- `dropline compliance` reads an entity's days in order. The primary key is what makes two
+-- workers unable to take the same slot (the second waits for the
+-- first's commit, then finds it taken). The recipient (its row id,
+-- whose upper bits are its file's number) may take its slot again (a chunk stopped and sent
+-- later), found by its key: no index on `recipient`, the ledger being the largest table the
+-- limit adds. `at`: when the slot was taken on the store's clock (just before its chunk was
+-- sent); `channel`: what sent it.
 CREATE TABLE contact_ledger (
   entity    text NOT NULL,
   key       text NOT NULL,
@@ -19,7 +21,6 @@ CREATE TABLE contact_ledger (
   at        timestamptz NOT NULL,
   PRIMARY KEY (entity, day, key, slot)
 );
-CREATE INDEX contact_ledger_holder ON contact_ledger (recipient);
 
 -- channelsPerWeek: a channel takes one of the slots of (entity, key, week) the first time it
 -- contacts the key that week; the unique (…, channel) lets its later contacts through
@@ -35,7 +36,6 @@ CREATE TABLE contact_weeks (
   PRIMARY KEY (entity, week, key, slot),
   UNIQUE (entity, week, key, channel)
 );
-CREATE INDEX contact_weeks_holder ON contact_weeks (recipient);
 
 -- What `dropline compliance` prints beside a contact and the store alone knows: the file's
 -- account, channel and entity and the send window in force when it was sent, and the

@@ -4,10 +4,12 @@
 -- slots keeps the channels a key was contacted by in a week (Monday to Sunday).
 
 -- A contact: one of the perDay slots of (entity, local day, key); in that order, so that
--- `dropline compliance` reads an entity's days in order. The primary key is what
--- makes two workers unable to take the same slot; the recipient (its row id, whose upper
--- bits are its file's number) may take it again (a chunk stopped and sent later). `at`: when
--- it was taken on the store's clock (just before its chunk was sent); `channel` what sent it.
+-- `dropline compliance` reads an entity's days in order. The primary key is what makes two
+-- workers unable to take the same slot. The recipient (its row id,
+-- whose upper bits are its file's number) may take its slot again (a chunk stopped and sent
+-- later), found by its key: no index on `recipient`, the ledger being the largest table the
+-- limit adds. `at`: when the slot was taken on the store's clock (just before its chunk was
+-- sent); `channel`: what sent it.
 CREATE TABLE contact_ledger (
   entity    TEXT NOT NULL,
   key       TEXT NOT NULL,
@@ -18,7 +20,6 @@ CREATE TABLE contact_ledger (
   at        TEXT NOT NULL,
   PRIMARY KEY (entity, day, key, slot)
 ) WITHOUT ROWID;
-CREATE INDEX contact_ledger_holder ON contact_ledger (recipient);
 
 -- channelsPerWeek: a channel takes one of the slots of (entity, key, week) the first time it
 -- contacts the key that week; the unique (…, channel) lets its later contacts through
@@ -34,7 +35,6 @@ CREATE TABLE contact_weeks (
   PRIMARY KEY (entity, week, key, slot),
   UNIQUE (entity, week, key, channel)
 ) WITHOUT ROWID;
-CREATE INDEX contact_weeks_holder ON contact_weeks (recipient);
 
 -- What `dropline compliance` prints beside a contact and the store alone knows: the file's
 -- account, channel and entity and the send window in force when it was sent, and the
