@@ -81,8 +81,14 @@ export const REASONS = {
   },
   CONTACT_LIMIT: {
     scope: 'skip',
-    message: 'the number was already sent a message this day (contactLimit, Ley 2300 de 2023)',
-    hint: 'nothing to do: send it again on another day, or lift contactLimit for the account',
+    message:
+      'the number was already contacted this day, or by another channel this week, by the same entity (contactLimit, Ley 2300 de 2023)',
+    hint: 'nothing to do: the detail says which rule and when; send it again another day (or week), or lift contactLimit',
+  },
+  NO_CONSENT: {
+    scope: 'skip',
+    message: "the number (or address) has no consent for the file's channel on the consent list",
+    hint: 'nothing to do: add the number and channel to the consent list (consent.list) once the person agrees',
   },
   // warnings (sent all the same)
   CONTROL_CHARS_REMOVED: {

@@ -14,6 +14,7 @@ import type { AccountConfig } from '../config/schema.ts';
 import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { ConsentList } from '../pipeline/consent-list.ts';
 import { patientStore } from '../pipeline/patient-store.ts';
 import { Pipeline } from '../pipeline/pipeline.ts';
 import { SuppressionLists } from '../pipeline/suppression-lists.ts';
@@ -194,6 +195,11 @@ async function assemble(
     opened.push(() => suppression.stop());
     await suppression.start();
   }
+  const consent = ConsentList.fromConfig(config, sources, logger);
+  if (consent) {
+    opened.push(async () => consent.stop());
+    await consent.start();
+  }
 
   const { sandbox, serviceUrl } = await serviceOf(config, options, stateDir, logger, opened);
 
@@ -215,6 +221,7 @@ async function assemble(
     logger,
     owner,
     suppression,
+    consent,
   });
   let advertised: Advertisement | null = null;
   return {

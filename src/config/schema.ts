@@ -338,6 +338,15 @@ export const configSchema = z
       .default(null),
     /** A local path, s3://bucket/key, or <sourceName>:<path> on a configured source. */
     suppressionList: z.string().min(1).nullable().default(null),
+    /** Who agreed to which channels (docs/opt-outs.md "Consent lists"): others are NO_CONSENT. */
+    consent: z
+      .object({
+        /** A local path, s3://bucket/key, or <sourceName>:<path>, as suppressionList. */
+        list: z.string().min(1),
+      })
+      .strict()
+      .nullable()
+      .default(null),
     optOut: z
       .object({
         /** Replies whose whole text is one of these (case and accents ignored) opt the sender out. */
