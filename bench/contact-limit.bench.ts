@@ -71,10 +71,10 @@ async function postgresLedgerBytes(rows: number): Promise<{ ledger: number; week
     await client.connect();
     try {
       await client.query(`INSERT INTO ledger.contact_ledger (entity, day, key, slot, channel, recipient, at)
-        SELECT 'default', current_date, '573' || lpad(((i * 7919 + 12345) % 1000000000)::text, 9, '0'), 1, 'sms',
+        SELECT 'default', current_date, '573' || lpad(((i::bigint * 7919 + 12345) % 1000000000)::text, 9, '0'), 1, 'sms',
                4294967296 + i, now() FROM generate_series(1, ${rows}) i`);
       await client.query(`INSERT INTO ledger.contact_weeks (entity, week, key, slot, channel, recipient, at)
-        SELECT 'default', date_trunc('week', current_date)::date, '573' || lpad(((i * 7919 + 12345) % 1000000000)::text, 9, '0'),
+        SELECT 'default', date_trunc('week', current_date)::date, '573' || lpad(((i::bigint * 7919 + 12345) % 1000000000)::text, 9, '0'),
                1, 'sms', 4294967296 + i, now() FROM generate_series(1, ${rows}) i`);
       await client.query('VACUUM ANALYZE ledger.contact_ledger, ledger.contact_weeks');
       const r = await client.query(`SELECT pg_total_relation_size('ledger.contact_ledger') AS ledger,
@@ -102,6 +102,9 @@ export default async function contactLimitBench(): Promise<string> {
     for (let i = 0; i < RUNS; i++) {
       off.push(send(file, sandbox.url, false));
       on.push(send(file, sandbox.url, true));
+      process.stderr.write(
+        `contact-limit: without ${off.at(-1)!.seconds.toFixed(2)} s, with ${on.at(-1)!.seconds.toFixed(2)} s\n`,
+      );
       if (i === RUNS - 1) ledgerBytes = sqliteLedgerBytes(join(on.at(-1)!.work, 'state.db'));
     }
   } finally {

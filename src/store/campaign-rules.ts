@@ -23,20 +23,16 @@ export type HoldBackOperations = {
   /** Rows whose number is on the opt-out list become `suppressed` with this code and detail: how many. */
   holdOptOuts(code: 'SUPPRESSED', detail: string): number;
   /**
-   * Week slot `slot` of the entity's local week for the chunk's channel, for each row whose
-   * key holds none for that channel yet (in key order).
+   * The `round`-th row of each key in the chunk (in id order) that holds no contact of the
+   * entity's local day yet takes one, when its key's standing allows: fewer than perDay
+   * contacts that day and (with `weekly`) its channel among the week's, or a channel slot
+   * left. Each contact taken is written to the ledger, in key order. How many were taken.
    */
-  takeWeekSlots(slot: number): void;
-  /**
-   * Day slot `slot` of the entity's local day for each row without one (in key order; with
-   * `weekly`, only rows whose key holds a week slot for the channel): a key twice in the
-   * chunk takes two slots, or is held back.
-   */
-  takeSlots(slot: number, weekly: boolean): void;
-  /** Rows left without a day slot, with the rule that refused them (`weekly`: the week's first). */
+  takeContacts(round: number, weekly: boolean): number;
+  /** The chunk's rows still pending: when every one took a contact, nobody was refused. */
+  pendingCount(): number;
+  /** Rows left without a contact of the day, with the rule that refused them and the contact in the way. */
   refused(weekly: boolean): RefusedContact[];
-  /** Week slots taken by rows left without a day slot (this call's) are given back. */
-  releaseWeekSlots(): void;
   /** These rows become `contact_limit` with this code and their detail: how many. */
   holdRefused(code: 'CONTACT_LIMIT', details: { id: number; detail: string }[]): number;
 };
@@ -50,14 +46,13 @@ export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations
   const limit = options.contactLimit;
   if (!limit) return held;
   const weekly = limit.channelsPerWeek !== null;
-  // Week slots first: a day slot goes only to a key whose channel has its week's.
-  for (let slot = 1; slot <= (limit.channelsPerWeek ?? 0); slot++) yield* ask('takeWeekSlots', slot);
-  // A slot per round: a key twice in the chunk takes two slots, or is held back.
-  for (let slot = 1; slot <= limit.perDay; slot++) yield* ask('takeSlots', slot, weekly);
+  // A round per contact a day: a key twice in the chunk takes two contacts, or is held back.
+  let taken = 0;
+  for (let round = 1; round <= limit.perDay; round++) taken += yield* ask('takeContacts', round, weekly);
+  // The usual chunk: every row took its contact, none to look up again.
+  if (taken === (yield* ask('pendingCount'))) return held;
   const refused = yield* ask('refused', weekly);
   if (refused.length === 0) return held;
-  // A week slot whose row found no day slot was no contact: another channel may take it.
-  if (weekly) yield* ask('releaseWeekSlots');
   const details = refused.map((r) => ({ id: r.id, detail: refusalDetail(r, limit) }));
   held.contactLimited = yield* ask('holdRefused', 'CONTACT_LIMIT', details);
   return held;
@@ -71,15 +66,14 @@ export function refusalDetail(r: RefusedContact, limit: ContactLimitOptions): st
     : HELD_BACK_DETAILS.CONTACT_LIMIT.day(limit.perDay, r.channel, when);
 }
 
-/** The local dates from `week` (a Monday) to `day`, both included: where the week's contacts are. */
-export function weekDays(week: string, day: string): string[] {
-  const days: string[] = [];
-  for (let t = Date.parse(`${week}T00:00:00Z`); days.length < 7; t += 86_400_000) {
-    const d = new Date(t).toISOString().slice(0, 10);
-    days.push(d);
-    if (d >= day) break;
-  }
-  return days;
+/** The week slot a contact's channel holds: its place in the week's channels (`,sms,whatsapp,`). */
+export function weekSlotOf(channels: string, channel: string): number {
+  return (
+    channels
+      .split(',')
+      .filter((c) => c !== '')
+      .indexOf(channel) + 1
+  );
 }
 
 /** A row of a backend's refused() query. */

@@ -42,10 +42,8 @@ export function contactsParams(q: ContactsQuery) {
     from: q.from,
     to: q.to,
     entity: q.entity,
-    after_entity: q.after?.entity ?? '',
     after_day: q.after?.day ?? '0001-01-01',
-    after_key: q.after?.key ?? '',
-    after_slot: q.after?.slot ?? 0,
+    after_recipient: q.after?.recipient ?? 0,
     limit: q.limit,
   };
 }

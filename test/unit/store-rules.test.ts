@@ -6,7 +6,7 @@ import {
   type HoldBackOperations,
   holdBackRule,
   type RefusedContact,
-  weekDays,
+  weekSlotOf,
 } from '../../src/store/campaign-rules.ts';
 import { CHUNK_OUTCOME } from '../../src/store/outcomes.ts';
 import { type PruneFile, type PruneOperations, pruneRule } from '../../src/store/retention.ts';
@@ -18,20 +18,25 @@ describe('holdBack, written once', () => {
     { id: 7, rule: 'day', at: '2026-11-28T14:15:02.000Z', channel: 'sms' },
     { id: 9, rule: 'week', at: '2026-11-24T13:00:00.000Z', channel: 'whatsapp' },
   ];
-  function recorded(refused: RefusedContact[] = refusedRows) {
+  function recorded(refused: RefusedContact[] = refusedRows, pending = 22) {
     const calls: unknown[][] = [];
     const ops: HoldBackOperations = {
       holdOptOuts: (code, detail) => {
         calls.push(['optOuts', code, detail]);
         return 2;
       },
-      takeWeekSlots: (slot) => void calls.push(['week', slot]),
-      takeSlots: (slot, weekly) => void calls.push(['slot', slot, weekly]),
+      takeContacts: (round, weekly) => {
+        calls.push(['round', round, weekly]);
+        return 10;
+      },
+      pendingCount: () => {
+        calls.push(['pending']);
+        return pending;
+      },
       refused: (weekly) => {
         calls.push(['refused', weekly]);
         return refused;
       },
-      releaseWeekSlots: () => void calls.push(['release']),
       holdRefused: (code, details) => {
         calls.push(['limit', code, details]);
         return details.length;
@@ -41,17 +46,16 @@ describe('holdBack, written once', () => {
   }
   const limit = { entity: 'acme', channel: 'sms', timezone: 'America/Bogota', perDay: 2, channelsPerWeek: 1 };
 
-  it('opt-outs, week slots, a day slot round per contact a day, then the rest held back with the rule and when, in the texts of errors.ts', () => {
+  it('opt-outs, a round per contact a day, then the rest held back with the rule and when, in the texts of errors.ts', () => {
     const { calls, ops } = recorded();
     const held = runSync(holdBackRule({ optOuts: true, contactLimit: limit }), ops);
     expect(held).toEqual({ suppressed: 2, contactLimited: 2 });
     expect(calls).toEqual([
       ['optOuts', 'SUPPRESSED', 'opted out by a reply after the file was read'],
-      ['week', 1],
-      ['slot', 1, true],
-      ['slot', 2, true],
+      ['round', 1, true],
+      ['round', 2, true],
+      ['pending'],
       ['refused', true],
-      ['release'],
       [
         'limit',
         'CONTACT_LIMIT',
@@ -70,16 +74,13 @@ describe('holdBack, written once', () => {
     ]);
   });
 
-  it('without a weekly rule no week slot is taken or given back; nobody refused: nothing held', () => {
-    const { calls, ops } = recorded([]);
+  it('without a weekly rule the rounds say so; every pending row took a contact: nothing looked up again', () => {
+    const { calls, ops } = recorded([], 10);
     runSync(
       holdBackRule({ optOuts: false, contactLimit: { ...limit, perDay: 1, channelsPerWeek: null } }),
       ops,
     );
-    expect(calls).toEqual([
-      ['slot', 1, false],
-      ['refused', false],
-    ]);
+    expect(calls).toEqual([['round', 1, false], ['pending']]);
   });
 
   it('asks nothing without opt-outs nor a contact limit', () => {
@@ -91,10 +92,9 @@ describe('holdBack, written once', () => {
     expect(calls).toEqual([]);
   });
 
-  it("a week's days run from its Monday to the day", () => {
-    expect(weekDays('2026-11-23', '2026-11-23')).toEqual(['2026-11-23']);
-    expect(weekDays('2026-11-23', '2026-11-25')).toEqual(['2026-11-23', '2026-11-24', '2026-11-25']);
-    expect(weekDays('2026-11-23', '2026-11-29')).toHaveLength(7);
+  it("a contact's week slot is its channel's place among the week's", () => {
+    expect(weekSlotOf(',sms,whatsapp,', 'sms')).toBe(1);
+    expect(weekSlotOf(',sms,whatsapp,', 'whatsapp')).toBe(2);
   });
 });
 

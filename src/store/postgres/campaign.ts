@@ -24,14 +24,14 @@ export async function holdBack(
       entity: limit?.entity ?? null,
       channel: limit?.channel ?? null,
       timezone: limit?.timezone ?? null,
+      per_day: limit?.perDay ?? null,
+      channels_per_week: limit?.channelsPerWeek ?? null,
     };
     return runAsync(holdBackRule(options), {
       holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
-      takeWeekSlots: async (slot) => void (await db.count(what, L.TAKE_WEEK_SLOTS, { ...ledger, slot }, c)),
-      takeSlots: async (slot, weekly) =>
-        void (await db.count(what, L.TAKE_DAY_SLOTS, { ...ledger, slot, weekly }, c)),
+      takeContacts: (round, weekly) => db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c),
+      pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
       refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
-      releaseWeekSlots: async () => void (await db.count(what, L.RELEASE_WEEK_SLOTS, ledger, c)),
       holdRefused: (code, details) =>
         db.count(what, L.HOLD_REFUSED, { ...chunk, code, details: JSON.stringify(details) }, c),
     });

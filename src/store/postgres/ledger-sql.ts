@@ -14,63 +14,62 @@ const DAY = `${LOCAL}::date`;
 /** The Monday of the local week (ISO weeks start on Monday). */
 const WEEK = `date_trunc('week', ${LOCAL})::date`;
 const ENTITY = ':entity::text';
-const CHANNEL = ':channel::text';
-/** The row holds a slot of the day (found by its key: the primary key; no index on `recipient`). */
-const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c
-    WHERE c.entity = ${ENTITY} AND c.day = ${DAY} AND c.key = ${KEY} AND c.recipient = r.id)`;
-/** The local days of this week so far. */
-const WEEK_DAYS = `ARRAY(SELECT d::date FROM generate_series(${WEEK}::timestamp, ${DAY}::timestamp, interval '1 day') d)`;
-const HAS_WEEK_SLOT = `EXISTS (SELECT 1 FROM contact_weeks w
-    WHERE w.entity = ${ENTITY} AND w.week = ${WEEK} AND w.key = ${KEY} AND w.channel = ${CHANNEL})`;
+/** The chunk's channel as a `,sms,` list of one. */
+const ONE_CHANNEL = `(',' || :channel::text || ',')`;
+/** The row took its contact of the day already (a chunk stopped and sent again). */
+const HAS_CONTACT = `EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = r.id)`;
+/** How many channels a `,sms,whatsapp,` list holds. */
+const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
 
 /**
- * One week-slot round for the chunk's channel: rows whose key holds none. In key order: two
- * transactions inserting the same keys wait for each other in one order, never in a cycle.
+ * The round-th row of each key takes a contact when its key's standing allows it (the rule
+ * in the upsert's WHERE, evaluated on the row as locked: a transaction taking the same key at
+ * once waits for this one's commit and sees its contact), and the contacts taken go to the
+ * ledger in the same statement. One row a key a round (an upsert touches a row once a
+ * statement); in key order, so that two transactions wait for each other in one order.
  */
-export const TAKE_WEEK_SLOTS = statement(
-  `INSERT INTO contact_weeks (entity, week, key, slot, channel, recipient, at)
-   SELECT ${ENTITY}, ${WEEK}, ${KEY}, :slot::int, ${CHANNEL}, r.id, ${NOW} FROM ${CHUNK}
-   WHERE ${PENDING} AND NOT ${HAS_WEEK_SLOT}
-   ORDER BY ${KEY}, r.id
-   ON CONFLICT DO NOTHING`,
+export const TAKE_CONTACTS = statement(
+  `WITH taken AS (
+     INSERT INTO contact_keys AS k (entity, key, day, day_count, week, channels, at, channel, recipient)
+     SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id FROM (
+       SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
+       FROM ${CHUNK} WHERE ${PENDING}) AS q
+     WHERE q.n = :round::int AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = q.id)
+     ORDER BY q.key
+     ON CONFLICT (entity, key) DO UPDATE SET
+       day_count = CASE WHEN k.day = EXCLUDED.day THEN k.day_count + 1 ELSE 1 END,
+       channels = CASE WHEN k.week <> EXCLUDED.week THEN EXCLUDED.channels
+                       WHEN strpos(k.channels, EXCLUDED.channels) > 0 THEN k.channels
+                       ELSE k.channels || substr(EXCLUDED.channels, 2) END,
+       day = EXCLUDED.day, week = EXCLUDED.week, at = EXCLUDED.at, channel = EXCLUDED.channel,
+       recipient = EXCLUDED.recipient
+     WHERE (k.day <> EXCLUDED.day OR k.day_count < :per_day::int)
+       AND (NOT :weekly::boolean OR k.week <> EXCLUDED.week OR strpos(k.channels, EXCLUDED.channels) > 0
+            OR ${CHANNEL_COUNT('k.channels')} < :channels_per_week::int)
+     RETURNING k.key, k.recipient, k.day_count, k.channels)
+   INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+   SELECT ${DAY}, recipient, ${ENTITY}, key, day_count,
+          array_position(string_to_array(trim(both ',' from channels), ','), :channel::text),
+          :channel::text, ${NOW}
+   FROM taken`,
 );
 
-/** One day-slot round (with :weekly, only for keys whose channel holds its week slot). */
-export const TAKE_DAY_SLOTS = statement(
-  `INSERT INTO contact_ledger (entity, day, key, slot, channel, recipient, at)
-   SELECT ${ENTITY}, ${DAY}, ${KEY}, :slot::int, ${CHANNEL}, r.id, ${NOW} FROM ${CHUNK}
-   WHERE ${PENDING} AND NOT ${HAS_DAY_SLOT} AND (NOT :weekly::boolean OR ${HAS_WEEK_SLOT})
-   ORDER BY ${KEY}, r.id
-   ON CONFLICT DO NOTHING`,
-);
+/** The chunk's rows still pending. */
+export const PENDING_COUNT = statement(`SELECT count(*) AS n FROM ${CHUNK} WHERE ${PENDING}`);
 
 /**
- * Rows left without a day slot: `week` when the weekly rule refused them (their channel holds
- * no week slot), else `day`; with the latest contact in the way (any this day, or another
- * channel's this week: the week's days one by one, each a look-up of the primary key).
+ * Rows left without a contact of the day: `week` when the weekly rule refused them (their
+ * channel is not among the week's and no channel slot is left), else `day`; with their key's
+ * latest contact (this day's, or another channel's this week) and its channel.
  */
 export const REFUSED = statement(
-  `WITH q AS (
-     SELECT r.id, ${KEY} AS key, CASE WHEN :weekly::boolean AND NOT ${HAS_WEEK_SLOT} THEN 'week' ELSE 'day' END AS rule
-     FROM ${CHUNK} WHERE ${PENDING} AND NOT ${HAS_DAY_SLOT})
-   SELECT q.id, q.rule, iso_time(w.at) AS at, w.channel FROM q
-   LEFT JOIN LATERAL (
-     SELECT c.at, c.channel FROM contact_ledger c
-     WHERE q.rule = 'day' AND c.entity = ${ENTITY} AND c.day = ${DAY} AND c.key = q.key
-     UNION ALL
-     SELECT c.at, c.channel FROM contact_ledger c
-     WHERE q.rule = 'week' AND c.entity = ${ENTITY} AND c.key = q.key AND c.channel <> ${CHANNEL}
-       AND c.day = ANY (${WEEK_DAYS})
-     ORDER BY at DESC LIMIT 1) w ON true
-   ORDER BY q.id`,
-);
-
-/** Week slots of the chunk's rows that hold no day slot this week: no contact was made. */
-export const RELEASE_WEEK_SLOTS = statement(
-  `DELETE FROM contact_weeks WHERE entity = ${ENTITY} AND week = ${WEEK}
-   AND (key, recipient) IN (SELECT ${KEY}, r.id FROM ${CHUNK} WHERE ${PENDING}
-     AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.entity = ${ENTITY}
-       AND c.day = ANY (${WEEK_DAYS}) AND c.key = ${KEY} AND c.recipient = r.id))`,
+  `SELECT r.id,
+     CASE WHEN :weekly::boolean AND k.week = ${WEEK} AND strpos(k.channels, ${ONE_CHANNEL}) = 0
+               AND ${CHANNEL_COUNT('k.channels')} >= :channels_per_week::int THEN 'week' ELSE 'day' END AS rule,
+     iso_time(k.at) AS at, k.channel
+   FROM ${CHUNK} LEFT JOIN contact_keys k ON k.entity = ${ENTITY} AND k.key = ${KEY}
+   WHERE ${PENDING} AND NOT ${HAS_CONTACT}
+   ORDER BY r.id`,
 );
 
 /** These rows (:details, JSON [{id, detail}]) become contact_limit with their detail. */
@@ -80,11 +79,11 @@ export const HOLD_REFUSED = statement(
    WHERE recipients.id = d.id AND recipients.outcome = 'pending'`,
 );
 
-/** Ledger days more than :keep_days before the local day go, and weeks ended by then. */
+/** Contacts of days more than :keep_days before the local day go, and keys whose day and week ended by then. */
 export const PRUNE = statement(
   `WITH days AS (DELETE FROM contact_ledger WHERE day < ${DAY} - :keep_days::int RETURNING 1),
-   weeks AS (DELETE FROM contact_weeks WHERE week + 6 < ${DAY} - :keep_days::int RETURNING 1)
-   SELECT (SELECT count(*) FROM days) + (SELECT count(*) FROM weeks) AS n`,
+   keys AS (DELETE FROM contact_keys WHERE day < ${DAY} - :keep_days::int AND week + 6 < ${DAY} - :keep_days::int RETURNING 1)
+   SELECT (SELECT count(*) FROM days) + (SELECT count(*) FROM keys) AS n`,
 );
 
 /** What compliance prints beside a file's contacts: set fields replace, absent ones stay. */
@@ -99,18 +98,15 @@ export const RECORD_FILE_CHECKS = statement(
 
 /**
  * A page of contacts of local days :from to :to (an entity's, or every one's), after the
- * cursor (entity, day, key, slot) in that order (the primary key's), with their file and its
- * checks, and the week slot their channel holds.
+ * cursor (day, recipient) in that order (the primary key's), with their file and its checks.
  */
 export const CONTACTS = statement(
-  `SELECT c.entity, c.day::text AS day, c.key, c.slot, c.channel, iso_time(c.at) AS at, c.recipient,
-     f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists,
-     (SELECT w.slot FROM contact_weeks w WHERE w.entity = c.entity AND w.week = date_trunc('week', c.day::timestamp)::date
-        AND w.key = c.key AND w.channel = c.channel) AS week_slot
+  `SELECT c.entity, c.day::text AS day, c.key, c.slot, c.week_slot, c.channel, iso_time(c.at) AS at, c.recipient,
+     f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists
    FROM contact_ledger c
    LEFT JOIN files f ON f.file_no = c.recipient >> 32
    LEFT JOIN file_checks k ON k.file_id = f.file_id
    WHERE c.day BETWEEN :from::date AND :to::date AND (:entity::text IS NULL OR c.entity = :entity::text)
-     AND (c.entity, c.day, c.key, c.slot) > (:after_entity::text, :after_day::date, :after_key::text, :after_slot::int)
-   ORDER BY c.entity, c.day, c.key, c.slot LIMIT :limit::int`,
+     AND (c.day, c.recipient) > (:after_day::date, :after_recipient::bigint)
+   ORDER BY c.day, c.recipient LIMIT :limit::int`,
 );

@@ -45,16 +45,14 @@ export interface ContactRecord {
   account: string | null;
   window: string | null;
   lists: CheckedList[] | null;
-  /** The week slot the contact's channel holds that week (null: no weekly rule). */
+  /** The week slot the contact's channel held that week (null: no weekly rule). */
   weekSlot: number | null;
 }
 
-/** Where a page of contacts starts: after this (entity, day, key, slot). */
+/** Where a page of contacts starts: after this (day, recipient). */
 export interface ContactCursor {
-  entity: string;
   day: string;
-  key: string;
-  slot: number;
+  recipient: number;
 }
 
 export interface ContactsQuery {

@@ -4,7 +4,7 @@
 
 import type { SQLInputValue } from 'node:sqlite';
 import { localDate, localWeek } from '../../plan/send-window.ts';
-import { holdBackRule, refusedOf, weekDays } from '../campaign-rules.ts';
+import { holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, toReply } from '../mapping.ts';
 import { runSync } from '../steps.ts';
 import type { HeldBack, HoldBackOptions, NewReply, PruneContactsOptions, ReplyRecord } from '../store.ts';
@@ -30,27 +30,28 @@ export async function holdBack(
     channel: limit?.channel ?? null,
     day: limit ? localDate(today, limit.timezone) : null,
     week: limit ? localWeek(today, limit.timezone) : null,
+    per_day: limit?.perDay ?? null,
+    channels_per_week: limit?.channelsPerWeek ?? null,
   };
-  const run = (sql: string, params: Record<string, unknown>) =>
-    db.stmt(sql).run(named(sql, { ...ledger, ...params }) as Record<string, SQLInputValue>);
+  const stmt = (sql: string, params: Record<string, unknown>) => {
+    const all = { ...ledger, ...params };
+    return { s: db.stmt(sql), p: named(sql, all) as Record<string, SQLInputValue> };
+  };
+  const run = (sql: string, params: Record<string, unknown>) => {
+    const { s, p } = stmt(sql, params);
+    return s.run(p);
+  };
+  const rows = (sql: string, params: Record<string, unknown>) => {
+    const { s, p } = stmt(sql, params);
+    return s.all(p);
+  };
   return db.tx(() =>
     runSync(holdBackRule(options), {
       holdOptOuts: (code, detail) =>
         changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeWeekSlots: (slot) => void run(L.TAKE_WEEK_SLOTS, { slot }),
-      takeSlots: (slot, weekly) => void run(L.TAKE_DAY_SLOTS, { slot, weekly: weekly ? 1 : 0 }),
-      refused: (weekly) => {
-        const params = {
-          weekly: weekly ? 1 : 0,
-          week_days: JSON.stringify(weekDays(ledger.week!, ledger.day!)),
-        };
-        return db
-          .stmt(L.REFUSED)
-          .all(named(L.REFUSED, { ...ledger, ...params }) as Record<string, SQLInputValue>)
-          .map(refusedOf);
-      },
-      releaseWeekSlots: () =>
-        void run(L.RELEASE_WEEK_SLOTS, { week_days: JSON.stringify(weekDays(ledger.week!, ledger.day!)) }),
+      takeContacts: (round, weekly) => changes(run(L.TAKE_CONTACTS, { round, weekly: weekly ? 1 : 0 })),
+      pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
+      refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
       holdRefused: (code, details) =>
         changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
     }),
@@ -60,7 +61,7 @@ export async function holdBack(
 export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {
   const before = localDate(new Date(Date.parse(db.now()) - options.keepDays * 86_400_000), options.timezone);
   return db.tx(
-    () => changes(db.stmt(L.PRUNE_DAYS).run(before)) + changes(db.stmt(L.PRUNE_WEEKS).run(before)),
+    () => changes(db.stmt(L.PRUNE_DAYS).run({ before })) + changes(db.stmt(L.PRUNE_KEYS).run({ before })),
   );
 }
 
@@ -89,9 +90,16 @@ export async function replies(
     .map(toReply);
 }
 
+const namesOf = new Map<string, string[]>();
+
 /** The parameters `sql` names (node:sqlite refuses any other). */
 function named(sql: string, all: Record<string, unknown>): Record<string, unknown> {
+  let names = namesOf.get(sql);
+  if (!names) {
+    names = [...new Set(Array.from(sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g), (m) => m[1]!))];
+    namesOf.set(sql, names);
+  }
   const out: Record<string, unknown> = {};
-  for (const m of sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g)) out[m[1]!] = all[m[1]!];
+  for (const n of names) out[n] = all[n];
   return out;
 }

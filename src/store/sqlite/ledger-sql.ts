@@ -7,65 +7,58 @@
 const PENDING = `r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'`;
 /** The row's key in the ledger: its normalised number, or its address in lower case. */
 const KEY = 'lower(r.number)';
-/** The row holds a slot of the day (found by its key: the primary key; no index on `recipient`). */
-const HAS_DAY_SLOT = `EXISTS (SELECT 1 FROM contact_ledger c
-    WHERE c.entity = :entity AND c.day = :day AND c.key = ${KEY} AND c.recipient = r.id)`;
-const HAS_WEEK_SLOT = `EXISTS (SELECT 1 FROM contact_weeks w
-    WHERE w.entity = :entity AND w.week = :week AND w.key = ${KEY} AND w.channel = :channel)`;
+/** The row took its contact of the day already (a chunk stopped and sent again). */
+const HAS_CONTACT = 'EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = :day AND c.recipient = r.id)';
+/** How many channels a `,sms,whatsapp,` list holds. */
+const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
 
 /**
- * One week-slot round for the chunk's channel: rows whose key holds none. In key order, as
- * on PostgreSQL (two writers inserting the same keys in one order cannot deadlock).
+ * The round-th row of each key takes a contact when its key's standing allows it (the rule
+ * in the upsert's WHERE: an update the rule refuses leaves the row as it was); the contacts
+ * taken go to the ledger by the migration's triggers (contact_taken). One row a key a round: a key in one statement once. In key order, as on
+ * PostgreSQL (two writers of the same keys wait in one order, never in a cycle).
  */
-export const TAKE_WEEK_SLOTS = `INSERT INTO contact_weeks (entity, week, key, slot, channel, recipient, at)
-  SELECT :entity, :week, ${KEY}, :slot, :channel, r.id, :now FROM recipients r
-  WHERE ${PENDING} AND NOT ${HAS_WEEK_SLOT}
-  ORDER BY ${KEY}, r.id
-  ON CONFLICT DO NOTHING`;
+export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+  SELECT :entity, q.key, :day, 1, :week, ',' || :channel || ',', :now, :channel, q.id FROM (
+    SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
+    FROM recipients r WHERE ${PENDING}) AS q
+  WHERE q.n = :round AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = :day AND c.recipient = q.id)
+  ORDER BY q.key
+  ON CONFLICT (entity, key) DO UPDATE SET
+    day_count = CASE WHEN day = excluded.day THEN day_count + 1 ELSE 1 END,
+    channels = CASE WHEN week <> excluded.week THEN excluded.channels
+                    WHEN instr(channels, excluded.channels) > 0 THEN channels
+                    ELSE channels || substr(excluded.channels, 2) END,
+    day = excluded.day, week = excluded.week, at = excluded.at, channel = excluded.channel,
+    recipient = excluded.recipient
+  WHERE (day <> excluded.day OR day_count < :per_day)
+    AND (:weekly = 0 OR week <> excluded.week OR instr(channels, excluded.channels) > 0
+         OR ${CHANNEL_COUNT('channels')} < :channels_per_week)`;
 
-/** One day-slot round (with :weekly, only for keys whose channel holds its week slot). */
-export const TAKE_DAY_SLOTS = `INSERT INTO contact_ledger (entity, day, key, slot, channel, recipient, at)
-  SELECT :entity, :day, ${KEY}, :slot, :channel, r.id, :now FROM recipients r
-  WHERE ${PENDING} AND NOT ${HAS_DAY_SLOT} AND (:weekly = 0 OR ${HAS_WEEK_SLOT})
-  ORDER BY ${KEY}, r.id
-  ON CONFLICT DO NOTHING`;
+/** The chunk's rows still pending. */
+export const PENDING_COUNT = `SELECT count(*) AS n FROM recipients r WHERE ${PENDING}`;
 
 /**
- * The latest contact in the way of refused row `q`: any this day (`day`), another channel's
- * this week (`week`: the week's days one by one, each a look-up of the primary key).
+ * Rows left without a contact of the day: `week` when the weekly rule refused them (their
+ * channel is not among the week's and no channel slot is left), else `day`; with their key's
+ * latest contact (this day's, or another channel's this week) and its channel.
  */
-const IN_THE_WAY = (column: 'at' | 'channel') => `CASE q.rule
-    WHEN 'week' THEN (SELECT c.${column} FROM contact_ledger c WHERE c.entity = :entity
-      AND c.day IN (SELECT value FROM json_each(:week_days)) AND c.key = q.key AND c.channel <> :channel
-      ORDER BY c.at DESC LIMIT 1)
-    ELSE (SELECT c.${column} FROM contact_ledger c WHERE c.entity = :entity AND c.day = :day AND c.key = q.key
-      ORDER BY c.at DESC LIMIT 1) END`;
-
-/**
- * Rows left without a day slot: `week` when the weekly rule refused them (their channel holds
- * no week slot), else `day`; with the latest contact in the way (another channel's this week,
- * or any this day) and its channel.
- */
-export const REFUSED = `WITH q AS (
-    SELECT r.id, ${KEY} AS key, CASE WHEN :weekly = 1 AND NOT ${HAS_WEEK_SLOT} THEN 'week' ELSE 'day' END AS rule
-    FROM recipients r WHERE ${PENDING} AND NOT ${HAS_DAY_SLOT})
-  SELECT q.id, q.rule, ${IN_THE_WAY('at')} AS at, ${IN_THE_WAY('channel')} AS channel
-  FROM q ORDER BY q.id`;
-
-/** Week slots of the chunk's rows that hold no day slot this week: no contact was made. */
-export const RELEASE_WEEK_SLOTS = `DELETE FROM contact_weeks WHERE entity = :entity AND week = :week
-  AND (key, recipient) IN (SELECT ${KEY}, r.id FROM recipients r WHERE ${PENDING}
-    AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.entity = :entity
-      AND c.day IN (SELECT value FROM json_each(:week_days)) AND c.key = ${KEY} AND c.recipient = r.id))`;
+export const REFUSED = `SELECT r.id,
+    CASE WHEN :weekly = 1 AND k.week = :week AND instr(k.channels, ',' || :channel || ',') = 0
+              AND ${CHANNEL_COUNT('k.channels')} >= :channels_per_week THEN 'week' ELSE 'day' END AS rule,
+    k.at, k.channel
+  FROM recipients r LEFT JOIN contact_keys k ON k.entity = :entity AND k.key = ${KEY}
+  WHERE ${PENDING} AND NOT ${HAS_CONTACT}
+  ORDER BY r.id`;
 
 /** These rows (:details, JSON [{id, detail}]) become contact_limit with their detail. */
 export const HOLD_REFUSED = `UPDATE recipients SET outcome = 'contact_limit', code = :code, detail = d.detail, updated_at = :now
   FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.detail') AS detail FROM json_each(:details)) AS d
   WHERE recipients.id = d.id AND recipients.outcome = 'pending'`;
 
-/** Ledger days before :day and weeks ending before it go. */
-export const PRUNE_DAYS = 'DELETE FROM contact_ledger WHERE day < ?';
-export const PRUNE_WEEKS = "DELETE FROM contact_weeks WHERE date(week, '+6 days') < ?";
+/** Contacts of days before :before go, and keys whose day and week both ended before it. */
+export const PRUNE_DAYS = 'DELETE FROM contact_ledger WHERE day < :before';
+export const PRUNE_KEYS = `DELETE FROM contact_keys WHERE day < :before AND date(week, '+6 days') < :before`;
 
 /** What compliance prints beside a file's contacts: set fields replace, absent ones stay. */
 export const RECORD_FILE_CHECKS = `INSERT INTO file_checks (file_id, account, channel, entity, send_window, lists)
@@ -76,16 +69,13 @@ export const RECORD_FILE_CHECKS = `INSERT INTO file_checks (file_id, account, ch
 
 /**
  * A page of contacts of local days :from to :to (an entity's, or every one's), after the
- * cursor (entity, day, key, slot) in that order, with their file and its checks, and the week
- * slot their channel holds.
+ * cursor (day, recipient) in that order (the primary key's), with their file and its checks.
  */
-export const CONTACTS = `SELECT c.entity, c.day, c.key, c.slot, c.channel, c.at, c.recipient,
-    f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists,
-    (SELECT w.slot FROM contact_weeks w WHERE w.entity = c.entity AND w.key = c.key AND w.channel = c.channel
-       AND w.week = date(c.day, 'weekday 0', '-6 days')) AS week_slot
+export const CONTACTS = `SELECT c.entity, c.day, c.key, c.slot, c.week_slot, c.channel, c.at, c.recipient,
+    f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists
   FROM contact_ledger c
   LEFT JOIN files f ON f.file_no = c.recipient >> 32
   LEFT JOIN file_checks k ON k.file_id = f.file_id
   WHERE c.day BETWEEN :from AND :to AND (:entity IS NULL OR c.entity = :entity)
-    AND (c.entity, c.day, c.key, c.slot) > (:after_entity, :after_day, :after_key, :after_slot)
-  ORDER BY c.entity, c.day, c.key, c.slot LIMIT :limit`;
+    AND (c.day, c.recipient) > (:after_day, :after_recipient)
+  ORDER BY c.day, c.recipient LIMIT :limit`;

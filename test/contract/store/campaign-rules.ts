@@ -150,7 +150,9 @@ export function campaignRules(t: ContractContext): void {
       const prune = { timezone: 'America/Bogota', keepDays: 1 };
       expect(await store.pruneContacts(prune)).toBe(0);
       h.clock.set(new Date('2026-03-03T05:00:00.000Z'));
-      expect(await store.pruneContacts(prune)).toBe(4);
+      // The four contacts of 03-01, and the two keys last contacted that day (another
+      // entity's, the third's); the default entity's key was contacted on 03-02.
+      expect(await store.pruneContacts(prune)).toBe(6);
       expect((await store.holdBack('g', 1, limit(2, 'third'))).contactLimited).toBe(0);
     });
 
@@ -226,13 +228,13 @@ export function campaignRules(t: ContractContext): void {
       expect((await store.holdBack('other', 1, ley2300('sms', 'acme'))).contactLimited).toBe(0);
     });
 
-    it('a week slot taken by a recipient the day refused is given back: another channel may take it', async () => {
+    it('a recipient the day refused takes no channel of the week: another channel may still take it', async () => {
       const two = (channel: string) => limit(1, 'default', 'America/Bogota', channel, 2);
       bogota('2026-02-24');
       await t.sendingFile('sms', 1, 1);
       await t.sendingFile('wa', 1, 1);
       expect((await store.holdBack('sms', 1, two('sms'))).contactLimited).toBe(0);
-      // WhatsApp the same day: refused by the day, so its week slot (the second) is not kept.
+      // WhatsApp the same day: refused by the day, so it takes no channel slot of the week.
       expect((await store.holdBack('wa', 1, two('whatsapp'))).contactLimited).toBe(1);
       expect((await outcomes('wa'))[0]![2]).toBe(
         'already contacted this day: by sms at 2026-02-24 10:00:00 -05:00 (contactLimit 1 a day)',
@@ -298,18 +300,18 @@ export function campaignRules(t: ContractContext): void {
       const query = { from: '2026-02-24', to: '2026-02-25', entity: null, after: null, limit: 10 };
       const all = await store.contacts(query);
       expect(all.map((c) => [c.entity, c.day, c.key, c.slot, c.channel, c.fileId, c.weekSlot])).toEqual([
-        ['acme', '2026-02-25', '573000000001', 1, 'whatsapp', 'b', 1],
         ['default', '2026-02-24', '573000000001', 1, 'sms', 'a', 1],
         ['default', '2026-02-24', '573000000002', 1, 'sms', 'a', 1],
+        ['acme', '2026-02-25', '573000000001', 1, 'whatsapp', 'b', 1],
       ]);
-      expect(all[1]).toMatchObject({
+      expect(all[0]).toMatchObject({
         at: '2026-02-24T15:00:00.000Z',
         fileName: 'a.txt',
         account: 'bulk',
         window: 'colombia-commercial',
         lists: [{ kind: 'suppression', name: 'suppressionList', sha256: 'sha256:ab' }],
       });
-      expect(all[0]).toMatchObject({ account: null, window: null, lists: null });
+      expect(all[2]).toMatchObject({ account: null, window: null, lists: null });
       const first = await store.contacts({ ...query, limit: 2 });
       const rest = await store.contacts({ ...query, after: first.at(-1)!, limit: 2 });
       expect([...first, ...rest]).toEqual(all);

@@ -1,57 +1,61 @@
 -- One contact ledger per entity (issue 35, docs/campaign-rules.md "Contact limit"): the
--- per-account slots of `contacts` become slots of an entity (a company: every account and
--- channel it sends with), keyed by the normalised number or address, and a second set of
--- slots keeps the channels a key was contacted by in a week (Monday to Sunday).
+-- per-account slots of `contacts` become an entity's (a company: every account and channel
+-- it sends with), keyed by the normalised number or the address in lower case, with the
+-- channels a key was contacted by in the week (Monday to Sunday).
 
--- A contact: one of the perDay slots of (entity, local day, key); in that order, so that
--- `dropline compliance` reads an entity's days in order. The primary key is what makes two
--- workers unable to take the same slot (the second waits for the
--- first's commit, then finds it taken). The recipient (its row id,
--- whose upper bits are its file's number) may take its slot again (a chunk stopped and sent
--- later), found by its key: no index on `recipient`, the ledger being the largest table the
--- limit adds. `at`: when the slot was taken on the store's clock (just before its chunk was
--- sent); `channel`: what sent it.
-CREATE TABLE contact_ledger (
+-- Where a key stands: its contacts on its latest local day, the channels of its latest week
+-- (`,sms,whatsapp,`), and its latest contact. One row a key, updated in place by an upsert
+-- whose condition is the rule: two workers taking the last contact of one key at once, the
+-- second waits for the first's row lock and finds the rule no longer allows it; a contact
+-- costs one look-up of one row whatever the ledger's length.
+CREATE TABLE contact_keys (
   entity    text NOT NULL,
   key       text NOT NULL,
   day       date NOT NULL,
-  slot      smallint NOT NULL,
+  day_count integer NOT NULL,
+  week      date NOT NULL,
+  channels  text NOT NULL,
+  at        timestamptz NOT NULL,
   channel   text NOT NULL,
   recipient bigint NOT NULL,
-  at        timestamptz NOT NULL,
-  PRIMARY KEY (entity, day, key, slot)
+  PRIMARY KEY (entity, key)
 );
 
--- channelsPerWeek: a channel takes one of the slots of (entity, key, week) the first time it
--- contacts the key that week; the unique (…, channel) lets its later contacts through
--- without a second slot. `week`: the Monday of the local week.
-CREATE TABLE contact_weeks (
+-- Every contact made (a slot taken just before its chunk was sent), what `dropline
+-- compliance` prints: by local day and recipient (its row id, whose upper bits are its file's
+-- number), so that a recipient finds the contact it took already (a chunk stopped and sent
+-- later takes no second one) and rows are written near the end of the index.
+CREATE TABLE contact_ledger (
+  day       date NOT NULL,
+  recipient bigint NOT NULL,
   entity    text NOT NULL,
   key       text NOT NULL,
-  week      date NOT NULL,
   slot      smallint NOT NULL,
+  week_slot smallint,
   channel   text NOT NULL,
-  recipient bigint NOT NULL,
   at        timestamptz NOT NULL,
-  PRIMARY KEY (entity, week, key, slot),
-  UNIQUE (entity, week, key, channel)
+  PRIMARY KEY (day, recipient)
 );
 
--- What `dropline compliance` prints beside a contact and the store alone knows: the file's
--- account, channel and entity and the send window in force when it was sent, and the
--- sha256 of the suppression and consent lists it was checked against at its read.
+-- What `dropline compliance` prints beside a file's contacts and the store alone knows: the
+-- file's account, channel and entity and the send window in force when it was sent, and the
+-- sha256 of the suppression and consent lists it was read against.
 CREATE TABLE file_checks (
-  file_id text PRIMARY KEY,
-  account text,
-  channel text,
-  entity  text,
+  file_id     text PRIMARY KEY,
+  account     text,
+  channel     text,
+  entity      text,
   send_window text,
-  lists   jsonb
+  lists       jsonb
 );
 
--- The slots of the per-account limit carried over, under the default entity (a number an
--- account reached today stays reached); their time is unknown: the start of their day.
-INSERT INTO contact_ledger (entity, key, day, slot, channel, recipient, at)
-  SELECT 'default', number, day, slot, 'sms', recipient, (day::timestamp AT TIME ZONE 'America/Bogota')
+-- The per-account slots carried over under the default entity (a number an account reached
+-- today stays reached); their time is unknown: the start of their day in Bogotá.
+INSERT INTO contact_ledger (day, recipient, entity, key, slot, channel, at)
+  SELECT day, recipient, 'default', number, slot, 'sms', (day::timestamp AT TIME ZONE 'America/Bogota')
   FROM contacts ON CONFLICT DO NOTHING;
+INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+  SELECT 'default', number, day, count(*), date_trunc('week', day::timestamp)::date, ',sms,',
+         (day::timestamp AT TIME ZONE 'America/Bogota'), 'sms', max(recipient)
+  FROM contacts WHERE day = (SELECT max(day) FROM contacts) GROUP BY number, day;
 DROP TABLE contacts;
