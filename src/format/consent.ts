@@ -5,7 +5,6 @@
 // (national numbers in the list's default country); an address compared in lower case.
 // A number on several lines has every channel those lines give.
 
-import { CHANNELS } from '../channels/names.ts';
 import { type NumberRules, normalizeNumber } from './numbers.ts';
 
 /** Whether a recipient of one channel's file may be contacted (its sent form, or its address). */
@@ -27,8 +26,6 @@ export interface ConsentTable {
   readonly entryLines: number;
 }
 
-const KNOWN = new Set<string>(CHANNELS);
-
 /** The key an entry's first field stands for, or null: an address in lower case, else a number's sent form. */
 export function consentKey(raw: string, rules: NumberRules): string | null {
   const value = raw.trim();
@@ -38,14 +35,11 @@ export function consentKey(raw: string, rules: NumberRules): string | null {
 }
 
 /**
- * Reads a consent list's text (channels are checked against the known ones: a line naming
- * another is invalid, never half-read).
+ * Reads a consent list's text; `known`: the channel names (src/channels/names.ts, given by
+ * the caller: format/ does not reach the channels), a line naming another is invalid, never
+ * half-read.
  */
-export function parseConsentList(
-  text: string,
-  rules: NumberRules,
-  known: ReadonlySet<string> = KNOWN,
-): ConsentTable {
+export function parseConsentList(text: string, rules: NumberRules, known: ReadonlySet<string>): ConsentTable {
   const table = new Map<string, Set<string>>();
   let invalid = 0;
   let entryLines = 0;

@@ -8,6 +8,7 @@
 // (DROPLINE_ERR_SUPPRESSION_LIST_REFUSED) until it is put right, never sent on an empty list.
 import { createHash } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { CHANNELS } from '../channels/names.ts';
 import type { Config } from '../config/schema.ts';
 import { redactText } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
@@ -26,6 +27,7 @@ import {
 import { MAX_INVALID_SHARE, MIN_KEPT_SHARE, parseListLocation, showLocation } from './suppression-lists.ts';
 
 const KEY = 'consent.list';
+const KNOWN_CHANNELS: ReadonlySet<string> = new Set(CHANNELS);
 const CHECK_EVERY_MS = 60_000;
 
 type ListLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
@@ -157,7 +159,9 @@ export class ConsentList {
     const sha256 = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
     // The copy in use put back after a refusal is taken again without reading it.
     const table =
-      sha256 === this.#sha256 ? this.#table! : parseConsentList(bytes.toString('utf8'), makeNumberRules());
+      sha256 === this.#sha256
+        ? this.#table!
+        : parseConsentList(bytes.toString('utf8'), makeNumberRules(), KNOWN_CHANNELS);
     const refusal = table === this.#table ? null : consentRefusal(table, this.#table);
     if (refusal !== null) {
       if (this.#refused !== refusal)

@@ -1,3 +1,4 @@
+import { CHANNELS } from '../../src/channels/names.ts';
 // FORMAT.md sections 1-4, 6, 7 and 9 as the streaming reader decides them, fed from memory.
 // Every read goes through `read()`, which also feeds the same bytes in 1-byte and 7-byte
 // chunks and expects the very same items and summary: every test is a chunk-boundary test
@@ -1744,7 +1745,7 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   SUPPRESSED: ['3001234567;Hola\n'], // the list is added below
   NO_CONSENT: [
     '3001234567;Hola\n3109876543;Hola\n',
-    { consent: parseConsentList('3109876543;sms\n', makeNumberRules()).forChannel('sms') },
+    { consent: parseConsentList('3109876543;sms\n', makeNumberRules(), new Set(CHANNELS)).forChannel('sms') },
   ],
   CONTROL_CHARS_REMOVED: ['3001234567;"Ho\u0007la"\n'],
   LONG_MESSAGE: [`3001234567;${'a'.repeat(501)}\n`],
@@ -1773,6 +1774,7 @@ describe('consent lists (docs/opt-outs.md "Consent lists")', () => {
       '3151234567;fax',
     ].join('\n'),
     makeNumberRules(),
+    new Set(CHANNELS),
   );
 
   it('a line is a number (any form a drop file takes) or an address, and its channels; a bad line counts invalid, never half-read', () => {
