@@ -23,12 +23,13 @@ export type HoldBackOperations = {
   /** Rows whose number is on the opt-out list become `suppressed` with this code and detail: how many. */
   holdOptOuts(code: 'SUPPRESSED', detail: string): number;
   /**
-   * The `round`-th row of each key in the chunk (in id order) that holds no contact of the
-   * entity's local day yet takes one, when its key's standing allows: fewer than perDay
-   * contacts that day and (with `weekly`) its channel among the week's, or a channel slot
-   * left. Each contact taken is written to the ledger, in key order. How many were taken.
+   * Each pending row that holds no contact of the entity's local day yet takes one, in id
+   * order (a key twice in the chunk: its second row after its first), when its key's
+   * standing allows: fewer than perDay contacts that day and (with `weekly`) its channel
+   * among the week's, or a channel slot left. Each contact taken is written to the ledger.
+   * How many were taken.
    */
-  takeContacts(round: number, weekly: boolean): number;
+  takeContacts(weekly: boolean): number;
   /** The chunk's rows still pending: when every one took a contact, nobody was refused. */
   pendingCount(): number;
   /** Rows left without a contact of the day, with the rule that refused them and the contact in the way. */
@@ -46,9 +47,7 @@ export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations
   const limit = options.contactLimit;
   if (!limit) return held;
   const weekly = limit.channelsPerWeek !== null;
-  // A round per contact a day: a key twice in the chunk takes two contacts, or is held back.
-  let taken = 0;
-  for (let round = 1; round <= limit.perDay; round++) taken += yield* ask('takeContacts', round, weekly);
+  const taken = yield* ask('takeContacts', weekly);
   // The usual chunk: every row took its contact, none to look up again.
   if (taken === (yield* ask('pendingCount'))) return held;
   const refused = yield* ask('refused', weekly);

@@ -25,8 +25,8 @@ describe('holdBack, written once', () => {
         calls.push(['optOuts', code, detail]);
         return 2;
       },
-      takeContacts: (round, weekly) => {
-        calls.push(['round', round, weekly]);
+      takeContacts: (weekly) => {
+        calls.push(['take', weekly]);
         return 10;
       },
       pendingCount: () => {
@@ -46,14 +46,13 @@ describe('holdBack, written once', () => {
   }
   const limit = { entity: 'acme', channel: 'sms', timezone: 'America/Bogota', perDay: 2, channelsPerWeek: 1 };
 
-  it('opt-outs, a round per contact a day, then the rest held back with the rule and when, in the texts of errors.ts', () => {
+  it('opt-outs, contacts taken, then the rest held back with the rule and when, in the texts of errors.ts', () => {
     const { calls, ops } = recorded();
     const held = runSync(holdBackRule({ optOuts: true, contactLimit: limit }), ops);
     expect(held).toEqual({ suppressed: 2, contactLimited: 2 });
     expect(calls).toEqual([
       ['optOuts', 'SUPPRESSED', 'opted out by a reply after the file was read'],
-      ['round', 1, true],
-      ['round', 2, true],
+      ['take', true],
       ['pending'],
       ['refused', true],
       [
@@ -74,13 +73,13 @@ describe('holdBack, written once', () => {
     ]);
   });
 
-  it('without a weekly rule the rounds say so; every pending row took a contact: nothing looked up again', () => {
+  it('without a weekly rule the take says so; every pending row took a contact: nothing looked up again', () => {
     const { calls, ops } = recorded([], 10);
     runSync(
       holdBackRule({ optOuts: false, contactLimit: { ...limit, perDay: 1, channelsPerWeek: null } }),
       ops,
     );
-    expect(calls).toEqual([['round', 1, false], ['pending']]);
+    expect(calls).toEqual([['take', false], ['pending']]);
   });
 
   it('asks nothing without opt-outs nor a contact limit', () => {

@@ -29,7 +29,13 @@ export async function holdBack(
     };
     return runAsync(holdBackRule(options), {
       holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
-      takeContacts: (round, weekly) => db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c),
+      // A key once a statement (an upsert touches a row once): its n-th row in round n.
+      takeContacts: async (weekly) => {
+        let taken = 0;
+        for (let round = 1; round <= (limit?.perDay ?? 0); round++)
+          taken += await db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c);
+        return taken;
+      },
       pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
       refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
       holdRefused: (code, details) =>

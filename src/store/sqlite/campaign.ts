@@ -49,7 +49,7 @@ export async function holdBack(
     runSync(holdBackRule(options), {
       holdOptOuts: (code, detail) =>
         changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeContacts: (round, weekly) => changes(run(L.TAKE_CONTACTS, { round, weekly: weekly ? 1 : 0 })),
+      takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
       pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
       refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
       holdRefused: (code, details) =>

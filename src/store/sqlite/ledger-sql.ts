@@ -13,17 +13,16 @@ const HAS_CONTACT = 'EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = :day A
 const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
 
 /**
- * The round-th row of each key takes a contact when its key's standing allows it (the rule
- * in the upsert's WHERE: an update the rule refuses leaves the row as it was); the contacts
- * taken go to the ledger by the migration's triggers (contact_taken). One row a key a round: a key in one statement once. In key order, as on
- * PostgreSQL (two writers of the same keys wait in one order, never in a cycle).
+ * Each row takes a contact when its key's standing allows it (the rule in the upsert's
+ * WHERE: an update the rule refuses leaves the row as it was); the contacts taken go to the
+ * ledger by the migration's triggers (contact_taken). SQLite upserts row by row, in id
+ * order: a key's second row sees its first's contact. Its writers take turns: no order of
+ * keys is needed against another writer.
  */
 export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
-  SELECT :entity, q.key, :day, 1, :week, ',' || :channel || ',', :now, :channel, q.id FROM (
-    SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
-    FROM recipients r WHERE ${PENDING}) AS q
-  WHERE q.n = :round AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = :day AND c.recipient = q.id)
-  ORDER BY q.key
+  SELECT :entity, ${KEY}, :day, 1, :week, ',' || :channel || ',', :now, :channel, r.id
+  FROM recipients r WHERE ${PENDING} AND NOT ${HAS_CONTACT}
+  ORDER BY r.id
   ON CONFLICT (entity, key) DO UPDATE SET
     day_count = CASE WHEN day = excluded.day THEN day_count + 1 ELSE 1 END,
     channels = CASE WHEN week <> excluded.week THEN excluded.channels
