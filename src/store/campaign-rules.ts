@@ -65,16 +65,6 @@ export function refusalDetail(r: RefusedContact, limit: ContactLimitOptions): st
     : HELD_BACK_DETAILS.CONTACT_LIMIT.day(limit.perDay, r.channel, when);
 }
 
-/** The week slot a contact's channel holds: its place in the week's channels (`,sms,whatsapp,`). */
-export function weekSlotOf(channels: string, channel: string): number {
-  return (
-    channels
-      .split(',')
-      .filter((c) => c !== '')
-      .indexOf(channel) + 1
-  );
-}
-
 /** A row of a backend's refused() query. */
 export function refusedOf(row: Record<string, unknown>): RefusedContact {
   return {

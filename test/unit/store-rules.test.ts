@@ -6,7 +6,6 @@ import {
   type HoldBackOperations,
   holdBackRule,
   type RefusedContact,
-  weekSlotOf,
 } from '../../src/store/campaign-rules.ts';
 import { CHUNK_OUTCOME } from '../../src/store/outcomes.ts';
 import { type PruneFile, type PruneOperations, pruneRule } from '../../src/store/retention.ts';
@@ -89,11 +88,6 @@ describe('holdBack, written once', () => {
       contactLimited: 0,
     });
     expect(calls).toEqual([]);
-  });
-
-  it("a contact's week slot is its channel's place among the week's", () => {
-    expect(weekSlotOf(',sms,whatsapp,', 'sms')).toBe(1);
-    expect(weekSlotOf(',sms,whatsapp,', 'whatsapp')).toBe(2);
   });
 });
 
