@@ -12,6 +12,7 @@ const ON_BOTH_STORES = [
   'test/e2e/fairness.test.ts',
   'test/e2e/send-window.test.ts',
   'test/e2e/contact-limit.test.ts',
+  'test/e2e/consent-list.test.ts',
   'test/e2e/replies-optout.test.ts',
   'test/e2e/replies-joined.test.ts',
   'test/e2e/replies-outage.test.ts',

@@ -81,8 +81,14 @@ export const REASONS = {
   },
   CONTACT_LIMIT: {
     scope: 'skip',
-    message: 'the number was already sent a message this day (contactLimit, Ley 2300 de 2023)',
-    hint: 'nothing to do: send it again on another day, or lift contactLimit for the account',
+    message:
+      'the number was already contacted this day, or by another channel this week, by the same entity (contactLimit, Ley 2300 de 2023)',
+    hint: 'nothing to do: the detail says which rule and when; send it again another day (or week), or lift contactLimit',
+  },
+  NO_CONSENT: {
+    scope: 'skip',
+    message: "the number (or address) has no consent for the file's channel on the consent list",
+    hint: 'nothing to do: add the number and channel to the consent list (consent.list) once the person agrees',
   },
   // warnings (sent all the same)
   CONTROL_CHARS_REMOVED: {
@@ -197,9 +203,19 @@ export type ReasonCode = keyof typeof REASONS;
  */
 export const HELD_BACK_DETAILS = {
   SUPPRESSED: 'opted out by a reply after the file was read',
-  CONTACT_LIMIT: (perDay: number) =>
-    `already sent a message this day by the account (contactLimit ${perDay} a day)`,
+  CONTACT_LIMIT: {
+    day: (perDay: number, channel: string | null, at: string | null) =>
+      `already contacted this day${contact(channel, at)} (contactLimit ${perDay} a day)`,
+    week: (channels: number, channel: string | null, at: string | null) =>
+      `already contacted by another channel this week${contact(channel, at)} (contactLimit ${channels} channel${channels === 1 ? '' : 's'} a week)`,
+  },
 } as const satisfies Partial<Record<ReasonCode, unknown>>;
+
+/** `: by sms at 2026-11-28 09:15:02 -05:00`, the contact in the way of a held-back one. */
+function contact(channel: string | null, at: string | null): string {
+  if (channel === null && at === null) return '';
+  return `: by ${channel ?? 'a channel'}${at === null ? '' : ` at ${at}`}`;
+}
 
 export type FileReasonCode = {
   [K in ReasonCode]: (typeof REASONS)[K]['scope'] extends 'file' ? K : never;

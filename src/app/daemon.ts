@@ -309,7 +309,10 @@ function beat(rt: Runtime, gate: RepeatGate): void {
   );
 }
 
-/** Retention: finished files pruned in small steps; contact-limit slots of past days dropped. */
+/** Ledger days kept at least: the weekly rule looks back to Monday (docs/campaign-rules.md "Retention"). */
+const LEDGER_MIN_DAYS = 7;
+
+/** Retention: finished files pruned in small steps; the contact ledger's old days dropped. */
 class Retention {
   readonly #rt: Runtime;
   readonly #stopped: () => boolean;
@@ -324,12 +327,16 @@ class Retention {
   prune(): void {
     const { config } = this.#rt.loaded;
     const log = this.#rt.logger;
-    // Contact-limit slots of days gone by limit nothing: they go whatever the retention.
+    // The contact ledger is the proof of the contacts made: kept as long as the files
+    // (retentionDays; 0 keeps everything), never less than the week its rules look back.
     const limit = config.contactLimit;
-    if (limit && !this.#stopped())
+    if (limit && config.retentionDays > 0 && !this.#stopped())
       this.#rt.store
-        .pruneContacts(limit.timezone)
-        .catch((err: Error) => log.warn({ err: err.message }, 'could not prune contact-limit slots'));
+        .pruneContacts({
+          timezone: limit.timezone,
+          keepDays: Math.max(config.retentionDays, LEDGER_MIN_DAYS),
+        })
+        .catch((err: Error) => log.warn({ err: err.message }, 'could not prune the contact ledger'));
     if (config.retentionDays <= 0 || this.pruning || this.#stopped()) return;
     this.pruning = pruneOld(this.#rt.store, {
       retentionDays: config.retentionDays,

@@ -15,6 +15,7 @@ import { storeFolderError } from '../errno.ts';
 import { DroplineError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { adoptFormerToken, FormerTokens } from '../notify/former-tokens.ts';
+import { ConsentList } from '../pipeline/consent-list.ts';
 import { patientStore } from '../pipeline/patient-store.ts';
 import { Pipeline } from '../pipeline/pipeline.ts';
 import { SuppressionLists } from '../pipeline/suppression-lists.ts';
@@ -199,6 +200,11 @@ async function assemble(
     opened.push(() => suppression.stop());
     await suppression.start();
   }
+  const consent = ConsentList.fromConfig(config, sources, logger);
+  if (consent) {
+    opened.push(async () => consent.stop());
+    await consent.start();
+  }
 
   const { sandbox, serviceUrl } = await serviceOf(config, options, stateDir, logger, opened);
 
@@ -220,6 +226,7 @@ async function assemble(
     logger,
     owner,
     suppression,
+    consent,
   });
   let advertised: Advertisement | null = null;
   return {

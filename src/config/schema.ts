@@ -141,7 +141,18 @@ const sourceCommon = {
  * host and credentials), `email` (POST /email/v1/deliver), `whatsapp` (POST
  * /MultiChannelInput/SendMessageMetaWhatsApp) and `twoway` (POST /momessage: the SMS host).
  */
+/** A contact ledger's entity name (docs/campaign-rules.md "Contact limit"). */
+const entityName = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ - only');
 const budgetKeys = {
+  /**
+   * Not a budget key, but every account's: the company whose contact ledger its sends count in
+   * (contactLimit); default contactLimit.entity.
+   */
+  entity: entityName.optional(),
   /** Default: api.ratePerSecond (recipients a second). */
   ratePerSecond: z.number().nonnegative().optional(),
   /** Default: api.concurrency. */
@@ -384,10 +395,18 @@ export const configSchema = z
       })
       .prefault({}),
     sendWindow: sendWindow.nullable().default(null),
-    /** A recipient is sent at most perDay messages a local day by one account, whatever the campaign. */
+    /**
+     * The contact ledger (docs/campaign-rules.md "Contact limit"): a recipient is contacted at most
+     * perDay times a local day, and by at most channelsPerWeek channels a week (Monday to
+     * Sunday), by its entity (every account and channel of it), whatever the campaign.
+     */
     contactLimit: z
       .object({
-        perDay: z.number().int().min(1),
+        perDay: z.number().int().min(1).max(1000),
+        /** Absent or null: no weekly rule. */
+        channelsPerWeek: z.number().int().min(1).max(100).nullable().default(null),
+        /** The entity of every account that names none (`accounts.<name>.entity`). */
+        entity: entityName.default('default'),
         timezone: z.string().default('America/Bogota'),
       })
       .strict()
@@ -406,6 +425,15 @@ export const configSchema = z
       .default(null),
     /** A local path, s3://bucket/key, or <sourceName>:<path> on a configured source. */
     suppressionList: z.string().min(1).nullable().default(null),
+    /** Who agreed to which channels (docs/opt-outs.md "Consent lists"): others are NO_CONSENT. */
+    consent: z
+      .object({
+        /** A local path, s3://bucket/key, or <sourceName>:<path>, as suppressionList. */
+        list: z.string().min(1),
+      })
+      .strict()
+      .nullable()
+      .default(null),
     /** Users' replies: the SMPP receiver, their keywords, joined to campaigns (docs/replies.md). */
     replies: replies.optional(),
     /** The older spelling of `replies` (`{ keywords, smpp }`), read as `replies` (docs/replies.md "Configuration"). */

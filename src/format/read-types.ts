@@ -2,6 +2,7 @@
 // yields and the summary it ends with. Types and limits only, so that the channel helpers
 // (email.ts) and the reader's parts import them without importing the reader.
 import type { ReasonCode, TextParams } from '../errors.ts';
+import type { ConsentCheck } from './consent.ts';
 import type { Sniff, TextEncoding } from './decode.ts';
 import type { AllowDirectives, Channel, Directives } from './directives.ts';
 import type { Layout } from './layout.ts';
@@ -20,6 +21,8 @@ export interface ReadOptions {
   layout?: Layout | null;
   numberRules: NumberRules;
   suppression?: SuppressionList | null;
+  /** The consent list of the file's channel (NO_CONSENT); null or absent: no consent list. */
+  consent?: ConsentCheck | null;
   /** docs/format.md "Encoding and lines": longest physical line, in characters (default 64 KiB). */
   maxLineLength?: number;
   /** TOO_MANY_INVALID above it; default 0.2. */

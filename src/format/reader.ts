@@ -50,6 +50,7 @@ export async function* readDropFile(open: () => ByteChunks, options: ReadOptions
     options.suppression ?? null,
     sniffed.lineEstimate,
     options.items ?? true,
+    options.consent ?? null,
   );
   const parser = new RecordParser(options, builder, stager, options.maxLineLength ?? DEFAULTS.maxLineLength);
   for await (const text of decodeText(open(), sniffed.encoding, parser.textBytes)) {

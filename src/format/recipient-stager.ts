@@ -4,6 +4,7 @@
 // other item (a skipped record, a warning) first lets the staged ones through, so the
 // items keep the file's order.
 import { REASONS, type ReasonCode } from '../errors.ts';
+import type { ConsentCheck } from './consent.ts';
 import { hashString, INDEX_BATCH, MessageIdIndex, RecipientIndex } from './dedupe.ts';
 import {
   MESSAGE_ID_MAX,
@@ -35,6 +36,8 @@ export class RecipientStager {
   keyed = false;
   readonly #summary: SummaryBuilder;
   readonly #suppression: SuppressionList | null;
+  /** The consent list of the file's channel: recipients without consent are NO_CONSENT. */
+  readonly #consent: ConsentCheck | null;
   readonly #recipients: RecipientIndex;
   readonly #lineEstimate: number;
   #messageIds: MessageIdIndex | null = null;
@@ -68,9 +71,11 @@ export class RecipientStager {
     suppression: SuppressionList | null,
     lineEstimate: number,
     emit: boolean,
+    consent: ConsentCheck | null = null,
   ) {
     this.#summary = summary;
     this.#suppression = suppression;
+    this.#consent = consent;
     this.#lineEstimate = lineEstimate;
     this.emit = emit;
     // A summary alone never says which line a duplicate repeats: its index keeps no lines.
@@ -191,15 +196,22 @@ export class RecipientStager {
         );
         continue;
       }
-      this.#accept(
-        lines[i]!,
-        this.#ks[i]!,
-        this.#raws[i]!,
-        result,
-        this.#msgs[i]!,
-        this.#ids[i]!,
-        firsts[k++]!,
-      );
+      const first = firsts[k++]!;
+      // Not suppressed, but nobody agreed to this channel: held back like SUPPRESSED.
+      if (first === 0 && this.#consent !== null && !this.#consent.allows(result.number)) {
+        const code = 'NO_CONSENT';
+        this.skip(
+          'suppressed',
+          lines[i]!,
+          this.#ks[i]!,
+          code,
+          REASONS[code].message,
+          this.#raws[i]!,
+          result.number,
+        );
+        continue;
+      }
+      this.#accept(lines[i]!, this.#ks[i]!, this.#raws[i]!, result, this.#msgs[i]!, this.#ids[i]!, first);
     }
   }
 

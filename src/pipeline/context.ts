@@ -5,11 +5,12 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import type { SendingAccount } from '../channels/channel.ts';
 import { MtAccount } from '../channels/sms/account.ts';
 import type { Config, SourceConfig } from '../config/schema.ts';
+import type { ConsentCheck } from '../format/consent.ts';
 import type { SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import type { ServiceClient } from '../service/client.ts';
 import { type Source, SourceFileError, type SourceVersion } from '../sources/source.ts';
-import type { FilePatch, FileRecord, FileState, Store } from '../store/store.ts';
+import type { CheckedList, FilePatch, FileRecord, FileState, Store } from '../store/store.ts';
 import { Leases } from './lease.ts';
 import { patientStore } from './patient-store.ts';
 import { cutToBytes } from './reports.ts';
@@ -26,7 +27,12 @@ export interface PipelineOptions {
   /** This worker's lease owner id. */
   owner: string;
   /** The opt-out lists (SuppressionLists): asked before each file is read, whether they changed. */
-  suppression?: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
+  suppression?: {
+    forSource(sourceName: string): Promise<SuppressionList | null>;
+    checked?(sourceName: string): CheckedList[];
+  } | null;
+  /** The consent list (ConsentList): asked before each file is read, whether it changed. */
+  consent?: { forChannel(channel: string): Promise<ConsentCheck>; checked(): CheckedList[] } | null;
   now?: () => Date;
 }
 
@@ -54,7 +60,8 @@ export class PipelineContext {
   readonly sources: ReadonlyMap<string, Source>;
   readonly log: Logger;
   readonly owner: string;
-  readonly suppression: { forSource(sourceName: string): Promise<SuppressionList | null> } | null;
+  readonly suppression: NonNullable<PipelineOptions['suppression']> | null;
+  readonly consent: NonNullable<PipelineOptions['consent']> | null;
   readonly now: () => Date;
   /** When work last moved (a batch read, a chunk answered, a transition): the daemon's watchdog. */
   lastProgress = Date.now();
@@ -80,6 +87,7 @@ export class PipelineContext {
     this.log = options.logger;
     this.owner = options.owner;
     this.suppression = options.suppression ?? null;
+    this.consent = options.consent ?? null;
     this.now = options.now ?? (() => new Date());
     this.leases = new Leases(this);
   }

@@ -177,6 +177,7 @@ export class Ingest {
       layout: cfg.layout,
       numberRules: this.numberRules(cfg),
       suppression: (await this.c.suppression?.forSource(file.source)) ?? null,
+      consent: (await this.c.consent?.forChannel(cfg.channel)) ?? null,
       maxInvalidRatio: cfg.maxInvalidRatio,
       maxFileBytes: cfg.maxFileBytes,
       allowDirectives: cfg.allowDirectives,
@@ -186,6 +187,12 @@ export class Ingest {
       email: cfg.email ?? null,
       whatsapp: cfg.whatsapp ?? null,
     });
+    // What compliance prints beside the file's contacts: the lists it is read against.
+    const lists = [
+      ...(this.c.suppression?.checked?.(file.source) ?? []),
+      ...(this.c.consent?.checked() ?? []),
+    ];
+    if (lists.length > 0) await this.c.store.recordFileChecks(file.fileId, { lists });
     const inserts = new RowInserts(this.c, this.leases, file.fileId, this.reading);
     // The progress entry goes whatever ends the read (a store error too).
     try {

@@ -3,6 +3,7 @@
 import type { ChunkSender } from '../channels/channel.ts';
 import { DroplineError, stateReason } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
+import { localDate } from '../plan/send-window.ts';
 import type { Flow } from '../service/dispatch.ts';
 import type {
   ChunkDestination,
@@ -52,6 +53,7 @@ export class Sender {
     const closes =
       this.schedule.windowOf(file.source)?.closesAt(began)?.getTime() ?? Number.POSITIVE_INFINITY;
     const holding = this.holdBackOptions(file);
+    await this.recordChecks(file, holding);
     await this.outputs.dropStaleReport(file);
     const pending = await this.c.store.listChunks(fileId, ['pending']);
     // A bulk file's message is kept on the file (docs/architecture.md "Stores: the same areas on each backend").
@@ -73,12 +75,14 @@ export class Sender {
       shortCode: this.c.sourceConfig(file.source).shortCode ?? null,
       attachments: () => this.c.store.attachments(fileId),
     });
+    const limit = holding?.contactLimit;
     const run = new FileSend({
       c: this.c,
       leases: this.leases,
       fileId,
       pending,
       holding,
+      dayOf: limit ? () => localDate(this.c.now(), limit.timezone) : null,
       closes,
       sender,
       // Its share of the account when other files send at once.
@@ -113,17 +117,39 @@ export class Sender {
 
   /**
    * What a chunk is checked against just before it is sent (Store.holdBack: the contact
-   * limit's day is the store's, on its clock); null when there is nothing to check (no
-   * replies received, no contact limit).
+   * ledger's day and week are the store's, on its clock); null when there is nothing to check
+   * (no replies received, no contact limit).
    */
   private holdBackOptions(file: FileRecord): HoldBackOptions | null {
     const limit = this.c.config.contactLimit;
     const optOuts = this.c.config.replies.smpp !== null;
     if (!limit && !optOuts) return null;
     const account = this.c.sourceConfig(file.source).account;
-    // The contact limit's day is the store's (its clock), not this worker's.
-    const contactLimit = limit ? { account, timezone: limit.timezone, perDay: limit.perDay } : null;
+    // One ledger per entity: every account naming it, whatever its channel.
+    const contactLimit = limit
+      ? {
+          entity: this.c.config.accounts[account]?.entity ?? limit.entity,
+          channel: file.content?.channel ?? 'sms',
+          timezone: limit.timezone,
+          perDay: limit.perDay,
+          channelsPerWeek: limit.channelsPerWeek,
+        }
+      : null;
     return { optOuts, contactLimit };
+  }
+
+  /** What `dropline compliance` prints beside the file's contacts: who sent them, in which window. */
+  private async recordChecks(file: FileRecord, holding: HoldBackOptions | null): Promise<void> {
+    const limit = holding?.contactLimit;
+    if (!limit) return;
+    const own = this.c.sourceConfig(file.source).sendWindow;
+    const window = own === undefined ? this.c.config.sendWindow : own;
+    await this.c.store.recordFileChecks(file.fileId, {
+      account: this.c.sourceConfig(file.source).account,
+      channel: limit.channel,
+      entity: limit.entity,
+      window: window === null ? 'none' : typeof window === 'string' ? window : JSON.stringify(window),
+    });
   }
 }
 
@@ -134,6 +160,11 @@ interface FileSendOptions {
   /** The file's pending chunks, taken in order by the workers. */
   pending: ChunkRecord[];
   holding: HoldBackOptions | null;
+  /**
+   * The contact ledger's local day on this worker's clock (null: no contact limit): a chunk
+   * held back on one day and whose turn comes on another is held back again.
+   */
+  dayOf: (() => string) | null;
   /** When the send window closes (ms since the epoch): no chunk starts after it. */
   closes: number;
   /** The file's chunks sent with its account. */
@@ -155,6 +186,9 @@ class FileSend {
   readonly lease: { lost: boolean } | undefined;
   /** The next chunk's destinations, read while this one is sent. */
   readonly #ahead = new Map<number, Promise<ChunkDestination[]>>();
+  /** The day each chunk was held back on (dayOf), and the chunks to hold back again. */
+  readonly #heldOn = new Map<number, string>();
+  readonly #recheck = new Set<number>();
   /**
    * Fenced in one statement: a chunk goes inflight only while this worker holds the file's
    * lease, unexpired (withLease's timer renews it), and the file is still sending (not
@@ -187,6 +221,7 @@ class FileSend {
     const { c, fileId, holding } = this.#o;
     // Opted out since the read, or contacted already today: left out of the request.
     if (holding) {
+      if (this.#o.dayOf) this.#heldOn.set(seq, this.#o.dayOf());
       const held = await c.store.holdBack(fileId, seq, holding);
       if (held.suppressed + held.contactLimited > 0)
         c.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
@@ -208,6 +243,12 @@ class FileSend {
     // A chunk whose turn comes after closing time waits for the next opening, pending.
     if (this.#closing()) {
       this.stop = true;
+      return false;
+    }
+    // Held back before midnight, its turn after: the ledger's new day decides again (the
+    // store's clock; docs/campaign-rules.md "Contact limit").
+    if (this.#o.dayOf && this.#heldOn.get(seq) !== this.#o.dayOf()) {
+      this.#recheck.add(seq);
       return false;
     }
     if (await c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard)) return true;
@@ -269,7 +310,16 @@ class FileSend {
       const seq = chunk.seq;
       const options = { signal: stopping, flow, start: () => this.#begin(seq) };
       const sent = await sender.send(seq, rows, options);
-      if (!sent) continue;
+      if (!sent) {
+        if (this.#recheck.delete(seq)) {
+          c.log.info(
+            { fileId, chunk: seq },
+            `chunk ${seq}: held back again (the day changed while it waited)`,
+          );
+          pending.unshift(chunk);
+        }
+        continue;
+      }
       await results.record(seq, sent.result, rows.length);
       const refused = sent.refused;
       // 401/403: the account was refused; the file pauses with the service's reason.

@@ -34,6 +34,7 @@ import { makeNumberRules, type NumberRules } from '../format/numbers.ts';
 import { type ReadList, readSuppressionList, type SuppressionList } from '../format/suppression.ts';
 import type { Logger } from '../log.ts';
 import type { Source } from '../sources/source.ts';
+import type { CheckedList } from '../store/store.ts';
 import {
   type Backend,
   hashing,
@@ -475,6 +476,16 @@ export class SuppressionLists {
     return this.#named.filter(({ entry }) => entry.list?.has(sentNumber) === true).map(({ name }) => name);
   }
 
+  /** The lists a file of `sourceName` is read against, each its copy in use's sha256 (compliance). */
+  checked(sourceName: string): CheckedList[] {
+    const entries = [this.#global, this.#perSource.get(sourceName)];
+    return this.#named
+      .filter(
+        (n) => entries.includes(n.entry) && (n.source === null || n.source === sourceName) && n.entry.hash,
+      )
+      .map((n) => ({ kind: 'suppression', name: n.name, sha256: n.entry.hash! }));
+  }
+
   /** Each configured list: its size and when its copy in use was read (/metrics, logs). */
   describe(): SuppressionListInfo[] {
     return this.#named.map(({ name, source, entry }) => ({
@@ -598,15 +609,11 @@ export class SuppressionLists {
       throw listError(what, err);
     }
     // The bytes' hash tells the next check of an unsettled version whether they changed
-    // (above); a settled version is never hashed again, and a list is ~10 ms a million numbers.
-    const hash = version.settled ? null : createHash('sha256');
+    // (above), and compliance which copy a file was read against; a settled version is never
+    // hashed again, and a list is ~10 ms a million numbers.
+    const hash = createHash('sha256');
     const bytes = entry.backend.open();
-    const list = await readSuppressionList(
-      hash ? hashing(bytes, hash) : bytes,
-      entry.rules,
-      what,
-      version.bytes,
-    );
+    const list = await readSuppressionList(hashing(bytes, hash), entry.rules, what, version.bytes);
     entry.checkedAt = this.#now();
     const refusal = refusalOf(list, entry.list);
     if (refusal) {
@@ -619,7 +626,7 @@ export class SuppressionLists {
     entry.list = list;
     entry.version = version.id;
     entry.settled = version.settled;
-    entry.hash = hash ? `sha256:${hash.digest('hex')}` : null;
+    entry.hash = `sha256:${hash.digest('hex')}`;
     entry.loadedAt = this.#now();
   }
 

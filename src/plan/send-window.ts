@@ -208,6 +208,22 @@ export function localDate(at: Date, timezone: string): string {
   return `${p.year}-${p.month}-${p.day}`;
 }
 
+/** The Monday (`YYYY-MM-DD`) of the local week (Monday to Sunday) of `at` in `timezone`. */
+export function localWeek(at: Date, timezone: string): string {
+  const date = new Date(`${localDate(at, timezone)}T00:00:00Z`);
+  const sinceMonday = (date.getUTCDay() + 6) % 7;
+  return new Date(date.getTime() - sinceMonday * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** `YYYY-MM-DD HH:MM:SS ±HH:MM`: `at` as the wall clock of `timezone` shows it, with its offset. */
+export function localDateTime(at: Date, timezone: string): string {
+  const p = fields(at, timezone);
+  const minutes = Math.round(offset(at, timezone) / 60_000);
+  const abs = Math.abs(minutes);
+  const zone = `${minutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${zone}`;
+}
+
 /** The zone's offset from UTC at `at`, in ms (Bogotá: −5 h). */
 function offset(at: Date, timezone: string): number {
   const p = fields(at, timezone);

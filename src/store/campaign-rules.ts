@@ -1,23 +1,41 @@
 // The campaign rules a store applies to a chunk before it is sent (Store.holdBack), written
 // once for both backends (./steps.ts): numbers that opted out by a reply since the file was
-// read, then the contact limit (docs/campaign-rules.md "Contact limit"). The texts a user
-// reads come from src/errors.ts (HELD_BACK_DETAILS), not from SQL.
+// read, then the contact limit of the file's entity (docs/campaign-rules.md "Contact limit").
+// The texts a user reads come from src/errors.ts (HELD_BACK_DETAILS), not from SQL.
 
 import { HELD_BACK_DETAILS } from '../errors.ts';
+import { localDateTime } from '../plan/send-window.ts';
 import { asker, type Rule } from './steps.ts';
-import type { HeldBack, HoldBackOptions } from './store.ts';
+import type { ContactLimitOptions, HeldBack, HoldBackOptions } from './store.ts';
+
+/** A pending row of the chunk refused by the ledger, and the contact that stands in its way. */
+export interface RefusedContact {
+  id: number;
+  /** `day`: the day's slots are taken; `week`: other channels took the week's. */
+  rule: 'day' | 'week';
+  /** The latest such contact (ISO-8601) and its channel; null when none is found. */
+  at: string | null;
+  channel: string | null;
+}
 
 /** What a backend does for holdBack, inside its one transaction, on the chunk's pending rows. */
 export type HoldBackOperations = {
   /** Rows whose number is on the opt-out list become `suppressed` with this code and detail: how many. */
   holdOptOuts(code: 'SUPPRESSED', detail: string): number;
   /**
-   * A contact slot `slot` of the account's local day for each row without one (in id order):
-   * a number twice in the chunk takes two slots, or is held back.
+   * Each pending row that holds no contact of the entity's local day yet takes one, in id
+   * order (a key twice in the chunk: its second row after its first), when its key's
+   * standing allows: fewer than perDay contacts that day and (with `weekly`) its channel
+   * among the week's, or a channel slot left. Each contact taken is written to the ledger.
+   * How many were taken.
    */
-  takeSlots(slot: number): void;
-  /** Rows left without a slot become `contact_limit` with this code and detail: how many. */
-  holdUnslotted(code: 'CONTACT_LIMIT', detail: string): number;
+  takeContacts(weekly: boolean): number;
+  /** The chunk's rows still pending: when every one took a contact, nobody was refused. */
+  pendingCount(): number;
+  /** Rows left without a contact of the day, with the rule that refused them and the contact in the way. */
+  refused(weekly: boolean): RefusedContact[];
+  /** These rows become `contact_limit` with this code and their detail: how many. */
+  holdRefused(code: 'CONTACT_LIMIT', details: { id: number; detail: string }[]): number;
 };
 
 const ask = asker<HoldBackOperations>();
@@ -28,12 +46,31 @@ export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations
     held.suppressed = yield* ask('holdOptOuts', 'SUPPRESSED', HELD_BACK_DETAILS.SUPPRESSED);
   const limit = options.contactLimit;
   if (!limit) return held;
-  // A slot per round: a number twice in the chunk takes two slots, or is held back.
-  for (let slot = 1; slot <= limit.perDay; slot++) yield* ask('takeSlots', slot);
-  held.contactLimited = yield* ask(
-    'holdUnslotted',
-    'CONTACT_LIMIT',
-    HELD_BACK_DETAILS.CONTACT_LIMIT(limit.perDay),
-  );
+  const weekly = limit.channelsPerWeek !== null;
+  const taken = yield* ask('takeContacts', weekly);
+  // The usual chunk: every row took its contact, none to look up again.
+  if (taken === (yield* ask('pendingCount'))) return held;
+  const refused = yield* ask('refused', weekly);
+  if (refused.length === 0) return held;
+  const details = refused.map((r) => ({ id: r.id, detail: refusalDetail(r, limit) }));
+  held.contactLimited = yield* ask('holdRefused', 'CONTACT_LIMIT', details);
   return held;
+}
+
+/** Which rule held a row back and when the contact in its way was made, in the limit's zone. */
+export function refusalDetail(r: RefusedContact, limit: ContactLimitOptions): string {
+  const when = r.at === null ? null : localDateTime(new Date(r.at), limit.timezone);
+  return r.rule === 'week'
+    ? HELD_BACK_DETAILS.CONTACT_LIMIT.week(limit.channelsPerWeek ?? 0, r.channel, when)
+    : HELD_BACK_DETAILS.CONTACT_LIMIT.day(limit.perDay, r.channel, when);
+}
+
+/** A row of a backend's refused() query. */
+export function refusedOf(row: Record<string, unknown>): RefusedContact {
+  return {
+    id: Number(row.id),
+    rule: row.rule === 'week' ? 'week' : 'day',
+    at: row.at == null ? null : new Date(String(row.at)).toISOString(),
+    channel: row.channel == null ? null : String(row.channel),
+  };
 }

@@ -42,6 +42,7 @@ import type {
   RecipientRecord,
 } from './records/ingest.ts';
 import type { WorkerInfo, WorkerRecord } from './records/leases.ts';
+import type { ContactRecord, ContactsQuery, FileChecks, PruneContactsOptions } from './records/ledger.ts';
 import type {
   FileCounts,
   FileEvent,
@@ -66,6 +67,7 @@ export * from './records/deliveries.ts';
 export * from './records/files.ts';
 export * from './records/ingest.ts';
 export * from './records/leases.ts';
+export * from './records/ledger.ts';
 export * from './records/reads.ts';
 export * from './records/retention.ts';
 export * from './records/sending.ts';
@@ -237,17 +239,24 @@ export interface Store {
   /**
    * Just before chunk `seq` is sent, one transaction: its pending recipients whose number is on
    * the opt-out list become `suppressed` (SUPPRESSED), and with `contactLimit` every other
-   * takes one of the perDay slots of its number for that account and local day; those finding
-   * every slot taken become `contact_limit` (CONTACT_LIMIT). A slot is unique (account, day,
-   * number, slot): two workers never both take the last one. A recipient keeps the slot it took
-   * (a chunk stopped and sent again takes no second one). chunkDestinations then leaves them out.
+   * takes a slot of the entity's ledger (docs/campaign-rules.md "Contact limit"): one of the
+   * channelsPerWeek slots of its key's local week for the chunk's channel (unless that
+   * channel holds one), then one of the perDay slots of its key's local day; those left
+   * without become `contact_limit` (CONTACT_LIMIT) with the rule and the contact in their way,
+   * and give back a week slot they took. Slots are unique (entity, day or week, key, slot):
+   * two workers never both take the last one. A recipient keeps the slots it took (a chunk
+   * stopped and sent again takes no second one). chunkDestinations then leaves them out.
    */
   holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack>;
   /**
-   * Contact-limit slots of local days (in `timezone`) before yesterday on the store's clock go:
-   * they limit nothing any more.
+   * Ledger slots of local days (in `timezone`, the store's clock) more than keepDays before
+   * today go, and week slots of weeks ended by then. Returns how many.
    */
-  pruneContacts(timezone: string): Promise<number>;
+  pruneContacts(options: PruneContactsOptions): Promise<number>;
+  /** Keeps what compliance prints beside the file's contacts (fields given replace those kept). */
+  recordFileChecks(fileId: string, checks: FileChecks): Promise<void>;
+  /** A page of the ledger's contacts, in (entity, day, key, slot) order (dropline compliance). */
+  contacts(query: ContactsQuery): Promise<ContactRecord[]>;
   /**
    * A user's reply, kept (once per `messageId` when it has one); in the same transaction an
    * opt-out puts its sender on the opt-out list, an opt-in takes it off, each change kept in

@@ -303,6 +303,54 @@ describe('SqliteStore', () => {
     });
   });
 
+  it("migration 0022 carries the day's per-account slots over into the default entity's ledger", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const clock = testClock();
+    const before = loadMigrations().filter((m) => m.version < 22);
+    const old = new SqliteStore({ path, migrations: before, now: clock.now });
+    stores.push(old);
+    await old.migrate();
+    await old.close();
+    // Two accounts reached one number on 2026-03-01 (T0), from files 99 and 100.
+    const db = new DatabaseSync(path);
+    db.exec(`INSERT INTO contacts (account, day, number, slot, recipient) VALUES
+      ('default', '2026-03-01', '573000000001', 1, 425201762305),
+      ('second', '2026-03-01', '573000000001', 1, 429496729601)`);
+    db.close();
+    const store = new SqliteStore({ path, now: clock.now });
+    stores.push(store);
+    await store.migrate();
+    const carried = await store.contacts({
+      from: '2026-03-01',
+      to: '2026-03-01',
+      entity: null,
+      after: null,
+      limit: 10,
+    });
+    // Both contacts stay in the ledger (they were made); the number counts two that day.
+    expect(carried.map((c) => [c.entity, c.day, c.key, c.slot, c.at])).toEqual([
+      ['default', '2026-03-01', '573000000001', 1, '2026-03-01T05:00:00.000Z'],
+      ['default', '2026-03-01', '573000000001', 1, '2026-03-01T05:00:00.000Z'],
+    ]);
+    // The number stays reached that day for the whole configuration.
+    await store.registerFile(newFile({ fileId: 'later' }));
+    await store.insertRecipients('later', validRows(1, 1));
+    await store.insertChunks('later', [{ seq: 1, size: 1 }]);
+    await store.transition('later', 'sending');
+    const limit = {
+      entity: 'default',
+      channel: 'sms',
+      timezone: 'America/Bogota',
+      perDay: 1,
+      channelsPerWeek: null,
+    };
+    expect((await store.holdBack('later', 1, { optOuts: false, contactLimit: limit })).contactLimited).toBe(
+      1,
+    );
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);

@@ -237,3 +237,43 @@ describe('storeFile: the store URL (and its password) from a secret file', () =>
     expect(configError(() => loadConfig({ path, env: {} }))).toContain('is empty');
   });
 });
+
+describe('the contact ledger (issue 35): contactLimit, accounts.<name>.entity, consent', () => {
+  it('contactLimit takes channelsPerWeek and a default entity; an account of any channel names its own', () => {
+    const config = parseConfig({
+      contactLimit: { perDay: 1, channelsPerWeek: 1 },
+      consent: { list: './consent.txt' },
+      accounts: {
+        aliado: { baseUrl: URL_, username: 'aliado', password: 'x', entity: 'partner-co' },
+        wa: {
+          channel: 'whatsapp',
+          baseUrl: URL_,
+          username: 'w',
+          password: 'x',
+          source: '573001112233',
+          entity: 'partner-co',
+        },
+      },
+    });
+    expect(config.contactLimit).toEqual({
+      perDay: 1,
+      channelsPerWeek: 1,
+      entity: 'default',
+      timezone: 'America/Bogota',
+    });
+    expect(config.consent).toEqual({ list: './consent.txt' });
+    expect(config.accounts.aliado?.entity).toBe('partner-co');
+    expect(config.accounts.wa?.entity).toBe('partner-co');
+    expect(parseConfig({ contactLimit: { perDay: 2 } }).contactLimit?.channelsPerWeek).toBeNull();
+  });
+
+  it('a bad entity name, channelsPerWeek 0 and a consent list without its location are refused', () => {
+    expect(configError(() => parseConfig({ contactLimit: { perDay: 1, entity: 'a b' } }))).toMatch(
+      /contactLimit\.entity/,
+    );
+    expect(configError(() => parseConfig({ contactLimit: { perDay: 1, channelsPerWeek: 0 } }))).toMatch(
+      /contactLimit\.channelsPerWeek/,
+    );
+    expect(configError(() => parseConfig({ consent: {} }))).toMatch(/consent\.list/);
+  });
+});

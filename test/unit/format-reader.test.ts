@@ -1,8 +1,10 @@
 // The rules of docs/format.md as the streaming reader decides them, fed from memory (the number
 // rules alone: format-numbers.test.ts).
+import { CHANNELS } from '../../src/channels/names.ts';
 // Every read goes through `read()`, which also feeds the same bytes in 1-byte and 7-byte
 // chunks and expects the very same items and summary: every test is a chunk-boundary test
 // too (CRLF, multi-byte UTF-8 and BOMs split across chunks).
+
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +12,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REASONS, type ReasonCode } from '../../src/errors.ts';
+import { parseConsentList } from '../../src/format/consent.ts';
 import { makeNumberRules } from '../../src/format/numbers.ts';
 import {
   type ReadBatch,
@@ -1746,6 +1749,10 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   EMPTY_MESSAGE: ['3001234567;\n'],
   DUPLICATE: ['3001234567;Hola\n3001234567;Hola\n'],
   SUPPRESSED: ['3001234567;Hola\n'], // the list is added below
+  NO_CONSENT: [
+    '3001234567;Hola\n3109876543;Hola\n',
+    { consent: parseConsentList('3109876543;sms\n', makeNumberRules(), new Set(CHANNELS)).forChannel('sms') },
+  ],
   CONTROL_CHARS_REMOVED: ['3001234567;"Ho\u0007la"\n'],
   LONG_MESSAGE: [`3001234567;${'a'.repeat(501)}\n`],
   UCS2_MESSAGE: ['3001234567;Mañana sí\n'],
@@ -1758,6 +1765,46 @@ const CODE_EXAMPLES: Record<ReaderCode, [string | Uint8Array, Options?]> = {
   BAD_DIRECTIVE: ['#! prority: high\n3001234567;Hola\n'],
   UNKNOWN_PLACEHOLDER: ['#! message: Hola {{nmbre}}\nnumero;nombre\n3001234567;Ana\n'],
 };
+
+describe('consent lists (docs/opt-outs.md "Consent lists")', () => {
+  const list = parseConsentList(
+    [
+      '# who agreed, and to what',
+      '573001234567;sms,whatsapp',
+      '3109876543 ; SMS',
+      '3109876543;email',
+      'Ana@Example.com;email',
+      '',
+      '3001234567',
+      '12;sms',
+      '3151234567;fax',
+    ].join('\n'),
+    makeNumberRules(),
+    new Set(CHANNELS),
+  );
+
+  it('a line is a number (any form a drop file takes) or an address, and its channels; a bad line counts invalid, never half-read', () => {
+    expect(list.size).toBe(3);
+    expect(list.entryLines).toBe(4);
+    expect(list.invalid).toBe(3);
+    expect([...(list.channelsOf('573001234567') ?? [])]).toEqual(['sms', 'whatsapp']);
+    expect([...(list.channelsOf('573109876543') ?? [])]).toEqual(['sms', 'email']);
+    expect(list.forChannel('email').allows('ana@example.com')).toBe(true);
+    expect(list.forChannel('sms').allows('573151234567')).toBe(false);
+  });
+
+  it("a file's recipients without consent for its channel are NO_CONSENT, counted suppressed; the others are read as before", async () => {
+    const r = await read('3001234567;Hola\n3109876543;Hola\n3151234567;Hola\n3001234567;Hola\n', {
+      consent: list.forChannel('whatsapp'),
+    });
+    expect(r.summary).toMatchObject({ records: 4, valid: 1, suppressed: 2, duplicates: 1 });
+    expect(r.skipped.map((x) => [x.line, x.code])).toEqual([
+      [2, 'NO_CONSENT'],
+      [3, 'NO_CONSENT'],
+      [4, 'DUPLICATE'],
+    ]);
+  });
+});
 
 describe('every reason code the reader decides is produced (src/errors.ts REASONS)', () => {
   it('the table names every code except the pipeline’s', () => {

@@ -2,42 +2,83 @@
 // src/store/retention.ts, src/store/shared-sql.ts): what they ask of a backend and in which
 // order, checked on recorded operations; the contract suite checks them on both databases.
 import { describe, expect, it } from 'vitest';
-import { type HoldBackOperations, holdBackRule } from '../../src/store/campaign-rules.ts';
+import {
+  type HoldBackOperations,
+  holdBackRule,
+  type RefusedContact,
+} from '../../src/store/campaign-rules.ts';
 import { CHUNK_OUTCOME } from '../../src/store/outcomes.ts';
 import { type PruneFile, type PruneOperations, pruneRule } from '../../src/store/retention.ts';
 import { chunkOutcomeSql } from '../../src/store/shared-sql.ts';
 import { runAsync, runSync } from '../../src/store/steps.ts';
 
 describe('holdBack, written once', () => {
-  function recorded() {
+  const refusedRows: RefusedContact[] = [
+    { id: 7, rule: 'day', at: '2026-11-28T14:15:02.000Z', channel: 'sms' },
+    { id: 9, rule: 'week', at: '2026-11-24T13:00:00.000Z', channel: 'whatsapp' },
+  ];
+  function recorded(refused: RefusedContact[] = refusedRows, pending = 22) {
     const calls: unknown[][] = [];
     const ops: HoldBackOperations = {
       holdOptOuts: (code, detail) => {
         calls.push(['optOuts', code, detail]);
         return 2;
       },
-      takeSlots: (slot) => void calls.push(['slot', slot]),
-      holdUnslotted: (code, detail) => {
-        calls.push(['limit', code, detail]);
-        return 3;
+      takeContacts: (weekly) => {
+        calls.push(['take', weekly]);
+        return 10;
+      },
+      pendingCount: () => {
+        calls.push(['pending']);
+        return pending;
+      },
+      refused: (weekly) => {
+        calls.push(['refused', weekly]);
+        return refused;
+      },
+      holdRefused: (code, details) => {
+        calls.push(['limit', code, details]);
+        return details.length;
       },
     };
     return { calls, ops };
   }
+  const limit = { entity: 'acme', channel: 'sms', timezone: 'America/Bogota', perDay: 2, channelsPerWeek: 1 };
 
-  it('opt-outs first, then a slot round per contact a day, then the rest held back, with the texts of errors.ts', () => {
+  it('opt-outs, contacts taken, then the rest held back with the rule and when, in the texts of errors.ts', () => {
     const { calls, ops } = recorded();
-    const held = runSync(
-      holdBackRule({ optOuts: true, contactLimit: { account: 'a', timezone: 'America/Bogota', perDay: 2 } }),
-      ops,
-    );
-    expect(held).toEqual({ suppressed: 2, contactLimited: 3 });
+    const held = runSync(holdBackRule({ optOuts: true, contactLimit: limit }), ops);
+    expect(held).toEqual({ suppressed: 2, contactLimited: 2 });
     expect(calls).toEqual([
       ['optOuts', 'SUPPRESSED', 'opted out by a reply after the file was read'],
-      ['slot', 1],
-      ['slot', 2],
-      ['limit', 'CONTACT_LIMIT', 'already sent a message this day by the account (contactLimit 2 a day)'],
+      ['take', true],
+      ['pending'],
+      ['refused', true],
+      [
+        'limit',
+        'CONTACT_LIMIT',
+        [
+          {
+            id: 7,
+            detail: 'already contacted this day: by sms at 2026-11-28 09:15:02 -05:00 (contactLimit 2 a day)',
+          },
+          {
+            id: 9,
+            detail:
+              'already contacted by another channel this week: by whatsapp at 2026-11-24 08:00:00 -05:00 (contactLimit 1 channel a week)',
+          },
+        ],
+      ],
     ]);
+  });
+
+  it('without a weekly rule the take says so; every pending row took a contact: nothing looked up again', () => {
+    const { calls, ops } = recorded([], 10);
+    runSync(
+      holdBackRule({ optOuts: false, contactLimit: { ...limit, perDay: 1, channelsPerWeek: null } }),
+      ops,
+    );
+    expect(calls).toEqual([['take', false], ['pending']]);
   });
 
   it('asks nothing without opt-outs nor a contact limit', () => {

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerCompliance } from './compliance.ts';
 import { registerFileCommands } from './files.ts';
 import type { SetExit } from './options.ts';
 import { registerOptouts } from './optouts.ts';
@@ -19,5 +20,6 @@ export function registerCommands(program: Command, setExit: SetExit): void {
   registerWorkers(program, setExit);
   registerReplies(program, setExit);
   registerOptouts(program, setExit);
+  registerCompliance(program, setExit);
   registerSandbox(program, setExit);
 }

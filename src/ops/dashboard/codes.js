@@ -58,8 +58,14 @@ export const es = {
     hint: 'no hay nada que hacer: a los números excluidos nunca se les envía',
   },
   CONTACT_LIMIT: {
-    message: 'a este número ya se le envió un mensaje hoy (contactLimit, Ley 2300 de 2023)',
-    hint: 'no hay nada que hacer: envíelo otro día, o quite el contactLimit de la cuenta',
+    message:
+      'la misma entidad ya contactó este número hoy, o por otro canal esta semana (contactLimit, Ley 2300 de 2023)',
+    hint: 'no hay nada que hacer: el detalle dice qué regla y cuándo; envíelo otro día (u otra semana), o quite el contactLimit',
+  },
+  NO_CONSENT: {
+    message:
+      'el número (o la dirección) no tiene consentimiento para el canal del archivo en la lista de consentimiento',
+    hint: 'no hay nada que hacer: agregue el número y el canal a la lista de consentimiento (consent.list) cuando la persona acepte',
   },
   // advertencias (se envía igual)
   CONTROL_CHARS_REMOVED: {

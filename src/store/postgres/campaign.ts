@@ -1,7 +1,7 @@
 // The PostgreSQL store's campaign-rules area: opt-outs and the contact limit held back before a
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
-import { holdBackRule } from '../campaign-rules.ts';
+import { holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { recordReplyRule } from '../standing-rules.ts';
 import { runAsync } from '../steps.ts';
@@ -11,10 +11,12 @@ import type {
   HoldBackOptions,
   KeptReply,
   NewReply,
+  PruneContactsOptions,
   ReplyCounts,
   ReplyRecord,
 } from '../store.ts';
 import type { PgDb } from './connection.ts';
+import * as L from './ledger-sql.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -26,21 +28,39 @@ export async function holdBack(
   const what = `holding back recipients of chunk ${seq} of ${fileId}`;
   return db.tx(what, async (c) => {
     const chunk = { file_id: fileId, seq, now: db.now() };
-    const slots = {
+    const limit = options.contactLimit;
+    const ledger = {
       ...chunk,
-      account: options.contactLimit?.account ?? null,
-      timezone: options.contactLimit?.timezone ?? null,
+      entity: limit?.entity ?? null,
+      channel: limit?.channel ?? null,
+      timezone: limit?.timezone ?? null,
+      per_day: limit?.perDay ?? null,
+      channels_per_week: limit?.channelsPerWeek ?? null,
     };
     return runAsync(holdBackRule(options), {
       holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
-      takeSlots: async (slot) => void (await db.count(what, S.TAKE_CONTACT_SLOTS, { ...slots, slot }, c)),
-      holdUnslotted: (code, detail) => db.count(what, S.HOLD_BACK_CONTACTS, { ...slots, code, detail }, c),
+      // A key once a statement (an upsert touches a row once): its n-th row in round n.
+      takeContacts: async (weekly) => {
+        let taken = 0;
+        for (let round = 1; round <= (limit?.perDay ?? 0); round++)
+          taken += await db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c);
+        return taken;
+      },
+      pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
+      refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
+      holdRefused: (code, details) =>
+        db.count(what, L.HOLD_REFUSED, { ...chunk, code, details: JSON.stringify(details) }, c),
     });
   });
 }
 
-export async function pruneContacts(db: PgDb, timezone: string): Promise<number> {
-  return db.count('pruning contact-limit slots', S.PRUNE_CONTACTS, { timezone, now: db.now() });
+export async function pruneContacts(db: PgDb, options: PruneContactsOptions): Promise<number> {
+  const [r] = await db.rows('pruning the contact ledger', L.PRUNE, {
+    timezone: options.timezone,
+    keep_days: Math.ceil(options.keepDays),
+    now: db.now(),
+  });
+  return Number(r?.n ?? 0);
 }
 
 export async function recordReply(db: PgDb, reply: NewReply): Promise<KeptReply | null> {

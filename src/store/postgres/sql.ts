@@ -57,7 +57,7 @@ export function values(s: Statement, params: Record<string, unknown>): unknown[]
 }
 
 /** The store's clock, or the database's when :now is NULL. */
-const NOW = 'coalesce(:now::timestamptz, now())';
+export const NOW = 'coalesce(:now::timestamptz, now())';
 /** A lease of :lease_ms from now. */
 const LEASE_UNTIL = `${NOW} + :lease_ms * interval '1 millisecond'`;
 
@@ -387,7 +387,7 @@ const SPAN_OF = `chunk_spans s ON s.file_no = (SELECT file_no FROM files WHERE f
 /** The rows of the chunk whose span is `s`. */
 const CHUNK_ROWS =
   'chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq';
-const THIS_CHUNK = 's.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq';
+export const THIS_CHUNK = 's.file_no = (SELECT file_no FROM files WHERE file_id = :file_id) AND s.seq = :seq';
 
 export const CHUNK_RECIPIENTS = statement(
   `SELECT ${recipientRow(true)}
@@ -1020,35 +1020,6 @@ export const HOLD_BACK_OPT_OUTS = statement(
    WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
      AND recipients.outcome = 'pending' AND recipients.number IN (SELECT number FROM opt_outs)`,
 );
-
-/**
- * The contact limit's local day, in its timezone, on the store's clock (docs/campaign-rules.md
- * "Contact limit"): never a worker's, which may be skewed.
- */
-const CONTACT_DAY = `(${NOW} AT TIME ZONE :timezone::text)::date`;
-
-/** One slot round: a number twice in the chunk takes two slots, or is held back. */
-export const TAKE_CONTACT_SLOTS = statement(
-  `INSERT INTO contacts (account, day, number, slot, recipient)
-   SELECT :account::text, ${CONTACT_DAY}, r.number, :slot::int, r.id
-   FROM chunk_spans s JOIN recipients r ON r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
-   WHERE ${THIS_CHUNK} AND r.outcome = 'pending'
-     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account::text AND c.day = ${CONTACT_DAY})
-   ORDER BY r.id
-   ON CONFLICT DO NOTHING`,
-);
-
-export const HOLD_BACK_CONTACTS = statement(
-  `UPDATE recipients SET outcome = 'contact_limit', code = :code::text, detail = :detail::text, updated_at = ${NOW}
-   FROM chunk_spans s
-   WHERE ${THIS_CHUNK} AND recipients.id BETWEEN s.first_id AND s.last_id AND recipients.chunk_seq = s.seq
-     AND recipients.outcome = 'pending'
-     AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id
-                     AND c.account = :account::text AND c.day = ${CONTACT_DAY})`,
-);
-
-/** Slots of local days before yesterday (the store's clock) limit nothing any more. */
-export const PRUNE_CONTACTS = statement(`DELETE FROM contacts WHERE day < ${CONTACT_DAY} - 1`);
 
 const param: Param = (name, type) => `:${name}::${type}`;
 export const RECORD_REPLY = statement(recordReplySql(param));

@@ -6,12 +6,22 @@ import type { ReplyIntent } from './standing.ts';
 export interface HoldBackOptions {
   /** Check the opt-out list (users' replies). */
   optOuts: boolean;
-  /**
-   * contactLimit: the account's slots of the local day in `timezone`, the day taken from the
-   * store's clock (PostgreSQL's now(), as leases; SQLite's one process), never the caller's.
-   * null: no limit.
-   */
-  contactLimit: { account: string; timezone: string; perDay: number } | null;
+  /** contactLimit (docs/campaign-rules.md "Contact limit"); null: no limit. */
+  contactLimit: ContactLimitOptions | null;
+}
+
+/**
+ * The ledger of `entity`: slots of its local days and weeks in `timezone`, the day taken from
+ * the store's clock (PostgreSQL's now(), as leases; SQLite's one process), never the caller's.
+ */
+export interface ContactLimitOptions {
+  entity: string;
+  /** The chunk's channel (`sms`, `whatsapp`, …): what channelsPerWeek counts. */
+  channel: string;
+  timezone: string;
+  perDay: number;
+  /** Distinct channels a key may be contacted by in a week; null: no weekly rule. */
+  channelsPerWeek: number | null;
 }
 
 /** Recipients of the chunk held back by holdBack. */

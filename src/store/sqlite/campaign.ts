@@ -2,8 +2,9 @@
 // chunk is sent (the rule: ../campaign-rules.ts), replies and opt-outs recorded
 // (docs/campaign-rules.md).
 
-import { localDate } from '../../plan/send-window.ts';
-import { holdBackRule } from '../campaign-rules.ts';
+import type { SQLInputValue } from 'node:sqlite';
+import { localDate, localWeek } from '../../plan/send-window.ts';
+import { holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { recordReplyRule } from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
@@ -13,10 +14,12 @@ import type {
   HoldBackOptions,
   KeptReply,
   NewReply,
+  PruneContactsOptions,
   ReplyCounts,
   ReplyRecord,
 } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
+import * as L from './ledger-sql.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -27,26 +30,49 @@ export async function holdBack(
 ): Promise<HeldBack> {
   const now = db.now();
   const chunk = { ...db.span(fileId, seq), seq };
-  // The local day on the store's clock: SQLite is one process's, so that process's clock.
-  const slots = {
+  const limit = options.contactLimit;
+  // The local day and week on the store's clock: SQLite is one process's, so that process's clock.
+  const today = new Date(now);
+  const ledger = {
     ...chunk,
-    account: options.contactLimit?.account ?? null,
-    day: options.contactLimit ? localDate(new Date(now), options.contactLimit.timezone) : null,
+    now,
+    entity: limit?.entity ?? null,
+    channel: limit?.channel ?? null,
+    day: limit ? localDate(today, limit.timezone) : null,
+    week: limit ? localWeek(today, limit.timezone) : null,
+    per_day: limit?.perDay ?? null,
+    channels_per_week: limit?.channelsPerWeek ?? null,
+  };
+  const stmt = (sql: string, params: Record<string, unknown>) => {
+    const all = { ...ledger, ...params };
+    return { s: db.stmt(sql), p: named(sql, all) as Record<string, SQLInputValue> };
+  };
+  const run = (sql: string, params: Record<string, unknown>) => {
+    const { s, p } = stmt(sql, params);
+    return s.run(p);
+  };
+  const rows = (sql: string, params: Record<string, unknown>) => {
+    const { s, p } = stmt(sql, params);
+    return s.all(p);
   };
   return db.tx(() =>
     runSync(holdBackRule(options), {
       holdOptOuts: (code, detail) =>
         changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeSlots: (slot) => void db.stmt(S.TAKE_CONTACT_SLOTS).run({ ...slots, slot }),
-      holdUnslotted: (code, detail) =>
-        changes(db.stmt(S.HOLD_BACK_CONTACTS).run({ ...slots, now, code, detail })),
+      takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
+      pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
+      refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
+      holdRefused: (code, details) =>
+        changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
     }),
   );
 }
 
-export async function pruneContacts(db: SqliteDb, timezone: string): Promise<number> {
-  const yesterday = localDate(new Date(Date.parse(db.now()) - 86_400_000), timezone);
-  return changes(db.stmt(S.PRUNE_CONTACTS).run(yesterday));
+export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {
+  const before = localDate(new Date(Date.parse(db.now()) - options.keepDays * 86_400_000), options.timezone);
+  return db.tx(
+    () => changes(db.stmt(L.PRUNE_DAYS).run({ before })) + changes(db.stmt(L.PRUNE_KEYS).run({ before })),
+  );
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptReply | null> {
@@ -99,4 +125,18 @@ export async function fileReplies(
 export async function replyCounts(db: SqliteDb, fileId: string): Promise<ReplyCounts> {
   const r = db.stmt(S.REPLY_COUNTS).get({ file_id: fileId });
   return { replies: num(r?.replies ?? 0), replied: num(r?.replied ?? 0) };
+}
+
+const namesOf = new Map<string, string[]>();
+
+/** The parameters `sql` names (node:sqlite refuses any other). */
+function named(sql: string, all: Record<string, unknown>): Record<string, unknown> {
+  let names = namesOf.get(sql);
+  if (!names) {
+    names = [...new Set(Array.from(sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g), (m) => m[1]!))];
+    namesOf.set(sql, names);
+  }
+  const out: Record<string, unknown> = {};
+  for (const n of names) out[n] = all[n];
+  return out;
 }

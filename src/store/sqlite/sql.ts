@@ -90,25 +90,12 @@ RETURNING *`;
 export const UPDATE_BUDGET = `UPDATE send_budgets SET next_at = :next_at, pace = :pace, paced_at = :paced_at,
   blocked_until = :blocked_until, reason = :reason WHERE account_key = :key`;
 
-// ---- campaign rules (the rule: ../campaign-rules.ts) ----
+// ---- campaign rules (the rule: ../campaign-rules.ts; the contact ledger: ./ledger-sql.ts) ----
 
 /** The chunk's pending rows whose number opted out by a reply: held back (:code, :detail). */
 export const HOLD_BACK_OPT_OUTS = `UPDATE recipients SET outcome = 'suppressed', code = :code, detail = :detail, updated_at = :now
   WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
     AND number IN (SELECT number FROM opt_outs)`;
-
-/** One slot round of the account's local day (:day) for the chunk's pending rows without one. */
-export const TAKE_CONTACT_SLOTS = `INSERT INTO contacts (account, day, number, slot, recipient)
-  SELECT :account, :day, r.number, :slot, r.id FROM recipients r
-  WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'
-    AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = r.id AND c.account = :account AND c.day = :day)
-  ORDER BY r.id
-  ON CONFLICT DO NOTHING`;
-
-/** The chunk's pending rows left without a slot: held back (:code, :detail). */
-export const HOLD_BACK_CONTACTS = `UPDATE recipients SET outcome = 'contact_limit', code = :code, detail = :detail, updated_at = :now
-  WHERE id BETWEEN :lo AND :hi AND chunk_seq = :seq AND outcome = 'pending'
-    AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.recipient = recipients.id AND c.account = :account AND c.day = :day)`;
 
 // ---- retention (the rule: ../retention.ts) ----
 
@@ -381,8 +368,6 @@ export const EXPIRE_DELIVERIES = `UPDATE recipients SET status = :unknown, updat
 export const DELIVERY_TIMELINE = `SELECT minute, delivered, undelivered, unknown, accepted FROM delivery_minutes
   WHERE file_no = ? AND (delivered <> 0 OR undelivered <> 0 OR unknown <> 0 OR accepted <> 0)
   ORDER BY minute`;
-
-export const PRUNE_CONTACTS = 'DELETE FROM contacts WHERE day < ?';
 
 const param: Param = (name) => `:${name}`;
 export const RECORD_REPLY = recordReplySql(param);

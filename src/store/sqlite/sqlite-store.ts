@@ -24,6 +24,7 @@ import * as deliveries from './deliveries.ts';
 import * as files from './files.ts';
 import * as ingest from './ingest.ts';
 import * as leases from './leases.ts';
+import * as ledger from './ledger.ts';
 import { migrate } from './migrations.ts';
 import * as reads from './reads.ts';
 import * as retention from './retention.ts';
@@ -122,6 +123,8 @@ export class SqliteStore implements Store {
   // campaign
   readonly holdBack: Store['holdBack'] = (...a) => campaign.holdBack(this.db, ...a);
   readonly pruneContacts: Store['pruneContacts'] = (...a) => campaign.pruneContacts(this.db, ...a);
+  readonly recordFileChecks: Store['recordFileChecks'] = (...a) => ledger.recordFileChecks(this.db, ...a);
+  readonly contacts: Store['contacts'] = (...a) => ledger.contacts(this.db, ...a);
   readonly recordReply: Store['recordReply'] = (...a) => campaign.recordReply(this.db, ...a);
   readonly replies: Store['replies'] = (...a) => campaign.replies(this.db, ...a);
   readonly fileReplies: Store['fileReplies'] = (...a) => campaign.fileReplies(this.db, ...a);

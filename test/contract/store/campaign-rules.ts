@@ -6,10 +6,18 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { HoldBackOptions, Store } from '../../../src/store/store.ts';
 import { type ContractContext, newFile, type StoreHarness, validRows } from './helpers.ts';
 
-const limit = (perDay = 1, account = 'default', timezone = 'America/Bogota'): HoldBackOptions => ({
+const limit = (
+  perDay = 1,
+  entity = 'default',
+  timezone = 'America/Bogota',
+  channel = 'sms',
+  channelsPerWeek: number | null = null,
+): HoldBackOptions => ({
   optOuts: false,
-  contactLimit: { account, timezone, perDay },
+  contactLimit: { entity, channel, timezone, perDay, channelsPerWeek },
 });
+/** The law's reading: once a day, one channel a week. */
+const ley2300 = (channel: string, entity = 'default') => limit(1, entity, 'America/Bogota', channel, 1);
 
 export function campaignRules(t: ContractContext): void {
   let h: StoreHarness;
@@ -73,7 +81,7 @@ export function campaignRules(t: ContractContext): void {
   });
 
   describe('contact limit', () => {
-    it('a number already sent a message by the account that day is held back CONTACT_LIMIT', async () => {
+    it('a number the entity already contacted that day is held back CONTACT_LIMIT, saying by what and when', async () => {
       await t.sendingFile('a', 4, 2);
       // File b: the numbers 3 to 6, so 3 and 4 are in both files.
       const shifted = validRows(4, 2).map((r) => ({ ...r, number: String(573000000002 + r.idx) }));
@@ -98,6 +106,13 @@ export function campaignRules(t: ContractContext): void {
         [4, 'pending', null],
         [5, 'pending', null],
       ]);
+      // T0 is 07:00 in Bogotá: the contact in the way, on the store's clock, in the limit's zone.
+      const limited = [];
+      for await (const r of store.recipients('b', ['contact_limit'])) limited.push(r.detail);
+      expect(limited).toEqual([
+        'already contacted this day: by sms at 2026-03-01 07:00:00 -05:00 (contactLimit 1 a day)',
+        'already contacted this day: by sms at 2026-03-01 07:00:00 -05:00 (contactLimit 1 a day)',
+      ]);
     });
 
     it('a recipient keeps the slot it took: its chunk checked again is not held back', async () => {
@@ -107,7 +122,7 @@ export function campaignRules(t: ContractContext): void {
       expect(await destinations('a', 1)).toHaveLength(2);
     });
 
-    it('per account and per day; perDay 2 lets a second message through, not a third', async () => {
+    it('per entity and per day; perDay 2 lets a second message through, not a third', async () => {
       await t.sendingFile('a', 1, 1);
       await t.sendingFile('b', 1, 1);
       await t.sendingFile('c', 1, 1);
@@ -131,10 +146,13 @@ export function campaignRules(t: ContractContext): void {
       h.clock.set(new Date('2026-03-02T05:00:00.000Z'));
       await t.sendingFile('i', 1, 1);
       expect((await store.holdBack('i', 1, limit(1))).contactLimited).toBe(0);
-      // Days before yesterday go (the store's clock); yesterday's and today's stay.
-      expect(await store.pruneContacts('America/Bogota')).toBe(0);
+      // Days more than keepDays before today go (the store's clock); the later ones stay.
+      const prune = { timezone: 'America/Bogota', keepDays: 1 };
+      expect(await store.pruneContacts(prune)).toBe(0);
       h.clock.set(new Date('2026-03-03T05:00:00.000Z'));
-      expect(await store.pruneContacts('America/Bogota')).toBe(4);
+      // The four contacts of 03-01, and the two keys last contacted that day (another
+      // entity's, the third's); the default entity's key was contacted on 03-02.
+      expect(await store.pruneContacts(prune)).toBe(6);
       expect((await store.holdBack('g', 1, limit(2, 'third'))).contactLimited).toBe(0);
     });
 
@@ -160,6 +178,145 @@ export function campaignRules(t: ContractContext): void {
       } finally {
         if (other !== store) await other.close();
       }
+    });
+  });
+
+  describe('the contact ledger of an entity (channels a week, compliance)', () => {
+    /** The file's recipients: [number, outcome, detail]. */
+    const outcomes = async (fileId: string) => {
+      const rows = [];
+      for await (const r of store.recipients(fileId)) rows.push([r.number, r.outcome, r.detail]);
+      return rows;
+    };
+    /** Bogotá wall clock on a day of the week of 2026-02-23 (a Monday). */
+    const bogota = (date: string, time = '10:00') => h.clock.set(new Date(`${date}T${time}:00-05:00`));
+
+    it('one channel a week: another channel is held back that week with when and by what; a new week frees it', async () => {
+      bogota('2026-02-24');
+      await t.sendingFile('sms-tue', 2, 2);
+      expect(await store.holdBack('sms-tue', 1, ley2300('sms'))).toEqual({
+        suppressed: 0,
+        contactLimited: 0,
+      });
+      bogota('2026-02-25');
+      await t.sendingFile('wa-wed', 2, 2);
+      expect(await store.holdBack('wa-wed', 1, ley2300('whatsapp'))).toEqual({
+        suppressed: 0,
+        contactLimited: 2,
+      });
+      const week =
+        'already contacted by another channel this week: by sms at 2026-02-24 10:00:00 -05:00 (contactLimit 1 channel a week)';
+      expect(await outcomes('wa-wed')).toEqual([
+        ['573000000001', 'contact_limit', week],
+        ['573000000002', 'contact_limit', week],
+      ]);
+      // The same channel on another day of the week is no second channel.
+      await t.sendingFile('sms-wed', 2, 2);
+      expect(await store.holdBack('sms-wed', 1, ley2300('sms'))).toEqual({
+        suppressed: 0,
+        contactLimited: 0,
+      });
+      // Sunday 23:59 is still that week; Monday 00:00 is another.
+      bogota('2026-03-01', '23:59');
+      await t.sendingFile('wa-sun', 2, 2);
+      expect((await store.holdBack('wa-sun', 1, ley2300('whatsapp'))).contactLimited).toBe(2);
+      bogota('2026-03-02', '00:00');
+      await t.sendingFile('wa-mon', 2, 2);
+      expect((await store.holdBack('wa-mon', 1, ley2300('whatsapp'))).contactLimited).toBe(0);
+      // Another entity keeps its own ledger.
+      await t.sendingFile('other', 2, 2);
+      expect((await store.holdBack('other', 1, ley2300('sms', 'acme'))).contactLimited).toBe(0);
+    });
+
+    it('a recipient the day refused takes no channel of the week: another channel may still take it', async () => {
+      const two = (channel: string) => limit(1, 'default', 'America/Bogota', channel, 2);
+      bogota('2026-02-24');
+      await t.sendingFile('sms', 1, 1);
+      await t.sendingFile('wa', 1, 1);
+      expect((await store.holdBack('sms', 1, two('sms'))).contactLimited).toBe(0);
+      // WhatsApp the same day: refused by the day, so it takes no channel slot of the week.
+      expect((await store.holdBack('wa', 1, two('whatsapp'))).contactLimited).toBe(1);
+      expect((await outcomes('wa'))[0]![2]).toBe(
+        'already contacted this day: by sms at 2026-02-24 10:00:00 -05:00 (contactLimit 1 a day)',
+      );
+      bogota('2026-02-25');
+      await t.sendingFile('mail', 1, 1);
+      expect((await store.holdBack('mail', 1, two('email'))).contactLimited).toBe(0);
+      bogota('2026-02-26');
+      await t.sendingFile('wa-thu', 1, 1);
+      expect((await store.holdBack('wa-thu', 1, two('whatsapp'))).contactLimited).toBe(1);
+      expect((await outcomes('wa-thu'))[0]![2]).toBe(
+        'already contacted by another channel this week: by email at 2026-02-25 10:00:00 -05:00 (contactLimit 2 channels a week)',
+      );
+    });
+
+    it('two workers sending the same numbers by two channels at once: each number contacted once', async () => {
+      const n = 200;
+      bogota('2026-02-24');
+      await t.sendingFile('by-sms', n, 50);
+      await t.sendingFile('by-wa', n, 50);
+      const other = h.reopen ? await h.reopen() : store;
+      try {
+        const held = await Promise.all(
+          [1, 2, 3, 4].flatMap((seq) => [
+            store.holdBack('by-sms', seq, ley2300('sms')),
+            other.holdBack('by-wa', seq, ley2300('whatsapp')),
+          ]),
+        );
+        expect(held.reduce((sum, r) => sum + r.contactLimited, 0)).toBe(n);
+        const sent = [];
+        for (const f of ['by-sms', 'by-wa'])
+          for (const seq of [1, 2, 3, 4]) sent.push(...(await destinations(f, seq)));
+        expect(sent.sort()).toEqual(
+          validRows(n, 50)
+            .map((r) => r.number)
+            .sort(),
+        );
+        const ledger = await store.contacts({
+          from: '2026-02-24',
+          to: '2026-02-24',
+          entity: null,
+          after: null,
+          limit: 1000,
+        });
+        expect(ledger).toHaveLength(n);
+      } finally {
+        if (other !== store) await other.close();
+      }
+    });
+
+    it('contacts: the ledger by day and entity, page by page, with the file and what it was checked against', async () => {
+      bogota('2026-02-24');
+      await t.sendingFile('a', 2, 2);
+      await store.holdBack('a', 1, ley2300('sms'));
+      await store.recordFileChecks('a', { account: 'bulk', channel: 'sms', entity: 'default' });
+      await store.recordFileChecks('a', {
+        window: 'colombia-commercial',
+        lists: [{ kind: 'suppression', name: 'suppressionList', sha256: 'sha256:ab' }],
+      });
+      bogota('2026-02-25');
+      await t.sendingFile('b', 1, 1);
+      await store.holdBack('b', 1, ley2300('whatsapp', 'acme'));
+      const query = { from: '2026-02-24', to: '2026-02-25', entity: null, after: null, limit: 10 };
+      const all = await store.contacts(query);
+      expect(all.map((c) => [c.entity, c.day, c.key, c.slot, c.channel, c.fileId, c.weekSlot])).toEqual([
+        ['default', '2026-02-24', '573000000001', 1, 'sms', 'a', 1],
+        ['default', '2026-02-24', '573000000002', 1, 'sms', 'a', 1],
+        ['acme', '2026-02-25', '573000000001', 1, 'whatsapp', 'b', 1],
+      ]);
+      expect(all[0]).toMatchObject({
+        at: '2026-02-24T15:00:00.000Z',
+        fileName: 'a.txt',
+        account: 'bulk',
+        window: 'colombia-commercial',
+        lists: [{ kind: 'suppression', name: 'suppressionList', sha256: 'sha256:ab' }],
+      });
+      expect(all[2]).toMatchObject({ account: null, window: null, lists: null });
+      const first = await store.contacts({ ...query, limit: 2 });
+      const rest = await store.contacts({ ...query, after: first.at(-1)!, limit: 2 });
+      expect([...first, ...rest]).toEqual(all);
+      expect(await store.contacts({ ...query, entity: 'acme' })).toHaveLength(1);
+      expect(await store.contacts({ ...query, to: '2026-02-24' })).toHaveLength(2);
     });
   });
 

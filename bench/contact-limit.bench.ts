@@ -1,0 +1,178 @@
+// Issue 35: what the contact ledger costs. (1) `dropline send` of a 1M-recipient personalized
+// file on SQLite with `contactLimit: { perDay: 1, channelsPerWeek: 1 }` against the same send
+// without it, runs interleaved (the machine is shared: medians of RUNS a side). Goal: within
+// 1.3×. (2) The ledger's size per million contacts in each backend: on SQLite the ledger the
+// send with the limit wrote (the database without its two tables, vacuumed, against with);
+// on PostgreSQL a million rows of the same shape in each table of a migrated schema
+// (pg_total_relation_size: the table and its primary key).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { startCluster } from './postgres-cluster.ts';
+import { cli, SEMI_SPACE, startSandboxProcess } from './sandbox-process.ts';
+import { generate, median, sendWorkdir, type Timed, timed } from './send-run.ts';
+
+const root = join(import.meta.dirname, '..');
+const out = join(root, 'bench', 'out');
+const LINES = Number(process.env.CONTACT_BENCH_LINES ?? 1_000_000);
+const RUNS = Number(process.env.CONTACT_BENCH_RUNS ?? 5);
+const PG_RUNS = Number(process.env.CONTACT_BENCH_PG_RUNS ?? 3);
+const CHUNK = 1000;
+const CONCURRENCY = 4;
+const LIMIT = { perDay: 1, channelsPerWeek: 1 };
+const LEDGER_TABLES = ['contact_ledger', 'contact_keys'];
+
+/** One send of the file in a fresh store, with or without the contact limit. */
+function send(
+  file: string,
+  sandboxUrl: string,
+  withLimit: boolean,
+  store = 'sqlite:./state.db',
+): Timed & { work: string } {
+  const work = sendWorkdir(join(out, `contact-limit-${withLimit ? 'on' : 'off'}`), {
+    sandboxUrl,
+    chunkSize: CHUNK,
+    concurrency: CONCURRENCY,
+    store,
+  });
+  const configPath = join(work, 'dropline.config.json');
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+  if (withLimit) writeFileSync(configPath, JSON.stringify({ ...config, contactLimit: LIMIT }));
+  const run = timed([SEMI_SPACE, cli, 'send', '--json', file], work);
+  const manifest = JSON.parse(run.stdout) as { counts: { submitted: number; contactLimited: number } };
+  if (manifest.counts.submitted !== LINES)
+    throw new Error(`submitted ${manifest.counts.submitted} of ${LINES}`);
+  return { ...run, work };
+}
+
+/** Bytes the ledger's tables and indexes take in the SQLite database at `path`. */
+function sqliteLedgerBytes(path: string): number {
+  const whole = join(out, 'contact-ledger-whole.db');
+  const without = join(out, 'contact-ledger-without.db');
+  for (const p of [whole, without]) rmSync(p, { force: true });
+  const db = new DatabaseSync(path);
+  db.exec(`VACUUM INTO '${whole}'`);
+  db.close();
+  const copy = new DatabaseSync(whole);
+  copy.exec(`VACUUM INTO '${without}'`);
+  copy.close();
+  const stripped = new DatabaseSync(without);
+  for (const t of LEDGER_TABLES) stripped.exec(`DROP TABLE ${t}`);
+  stripped.exec('VACUUM');
+  stripped.close();
+  return statSync(whole).size - statSync(without).size;
+}
+
+/** The same pairs of sends on PostgreSQL, each in a fresh schema of `cluster`, dropped after. */
+async function postgresSends(
+  file: string,
+  sandboxUrl: string,
+  clusterUrl: string,
+): Promise<{ off: Timed[]; on: Timed[] }> {
+  const off: Timed[] = [];
+  const on: Timed[] = [];
+  for (let i = 0; i < PG_RUNS; i++) {
+    for (const withLimit of [false, true]) {
+      const schema = `limit_${withLimit ? 'on' : 'off'}_${i}`;
+      (withLimit ? on : off).push(send(file, sandboxUrl, withLimit, `${clusterUrl}?schema=${schema}`));
+      const client = new pg.Client({ connectionString: clusterUrl });
+      await client.connect();
+      await client.query(`DROP SCHEMA ${schema} CASCADE`).finally(() => client.end());
+    }
+    process.stderr.write(
+      `contact-limit (PostgreSQL): without ${off.at(-1)!.seconds.toFixed(2)} s, with ${on.at(-1)!.seconds.toFixed(2)} s\n`,
+    );
+  }
+  return { off, on };
+}
+
+/** Bytes a million contacts of the same shape take on PostgreSQL (tables and indexes). */
+async function postgresLedgerBytes(
+  cluster: { url: string },
+  rows: number,
+): Promise<{ ledger: number; keys: number }> {
+  const store = new PostgresStore({ connectionString: cluster.url, schema: 'ledger' });
+  await store.migrate();
+  await store.close();
+  const client = new pg.Client({ connectionString: cluster.url });
+  await client.connect();
+  try {
+    const key = "'573' || lpad(((i::bigint * 7919 + 12345) % 1000000000)::text, 9, '0')";
+    await client.query(`INSERT INTO ledger.contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+      SELECT current_date, 4294967296 + i, 'default', ${key}, 1, 1, 'sms', now() FROM generate_series(1, ${rows}) i`);
+    await client.query(`INSERT INTO ledger.contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+      SELECT 'default', ${key}, current_date, 1, date_trunc('week', current_date)::date, ',sms,', now(), 'sms',
+             4294967296 + i FROM generate_series(1, ${rows}) i`);
+    await client.query('VACUUM ANALYZE ledger.contact_ledger, ledger.contact_keys');
+    const r = await client.query(`SELECT pg_total_relation_size('ledger.contact_ledger') AS ledger,
+      pg_total_relation_size('ledger.contact_keys') AS keys`);
+    return { ledger: Number(r.rows[0].ledger), keys: Number(r.rows[0].keys) };
+  } finally {
+    await client.end();
+  }
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+export default async function contactLimitBench(): Promise<string> {
+  mkdirSync(out, { recursive: true });
+  const file = join(out, `pipeline-personalized-${LINES}.personalized.txt`);
+  await generate(file, 'personalized', LINES);
+  const sandbox = await startSandboxProcess(['--no-notifications']);
+  const off: Timed[] = [];
+  const on: (Timed & { work: string })[] = [];
+  let ledgerBytes = 0;
+  let pgRuns: { off: Timed[]; on: Timed[] } = { off: [], on: [] };
+  let pgBytes = { ledger: 0, keys: 0 };
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      off.push(send(file, sandbox.url, false));
+      on.push(send(file, sandbox.url, true));
+      process.stderr.write(
+        `contact-limit: without ${off.at(-1)!.seconds.toFixed(2)} s, with ${on.at(-1)!.seconds.toFixed(2)} s\n`,
+      );
+      if (i === RUNS - 1) ledgerBytes = sqliteLedgerBytes(join(on.at(-1)!.work, 'state.db'));
+    }
+    const cluster = await startCluster();
+    try {
+      pgRuns = await postgresSends(file, sandbox.url, cluster.url);
+      pgBytes = await postgresLedgerBytes(cluster, LINES);
+    } finally {
+      await cluster.close();
+    }
+  } finally {
+    sandbox.child.kill('SIGTERM');
+  }
+  const a = median(off);
+  const b = median(on);
+  const perMillion = (bytes: number) => mib((bytes * 1_000_000) / LINES);
+  const load = execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ').slice(0, 3).join(' ');
+  return [
+    `\`dropline send --json\` of the pipeline bench's personalized file (${LINES.toLocaleString('en-US')} recipients, chunks of`,
+    `${CHUNK}, ${CONCURRENCY} in flight, SQLite, a sandbox process without notifications) without and with`,
+    `\`contactLimit: ${JSON.stringify(LIMIT)}\`, each run in a fresh store, ${RUNS} runs a side interleaved;`,
+    `medians. Goal: within 1.3×. Load average when it ended: ${load}.`,
+    '',
+    '| send | runs (s) | median | ratio |',
+    '|---|---|---|---|',
+    `| without contactLimit | ${off.map((r) => r.seconds.toFixed(2)).join(', ')} | ${a.seconds.toFixed(2)} s | 1.00× |`,
+    `| with contactLimit | ${on.map((r) => r.seconds.toFixed(2)).join(', ')} | ${b.seconds.toFixed(2)} s | ${(b.seconds / a.seconds).toFixed(2)}× |`,
+    '',
+    `The same on PostgreSQL 15 (bench/postgres-cluster.ts), a fresh schema each run, ${PG_RUNS} runs a side interleaved:`,
+    '',
+    '| send | runs (s) | median | ratio |',
+    '|---|---|---|---|',
+    `| without contactLimit | ${pgRuns.off.map((r) => r.seconds.toFixed(2)).join(', ')} | ${median(pgRuns.off).seconds.toFixed(2)} s | 1.00× |`,
+    `| with contactLimit | ${pgRuns.on.map((r) => r.seconds.toFixed(2)).join(', ')} | ${median(pgRuns.on).seconds.toFixed(2)} s | ${(median(pgRuns.on).seconds / median(pgRuns.off).seconds).toFixed(2)}× |`,
+    '',
+    'The ledger per million contacts of a million numbers (a contact each, 12-digit numbers):',
+    '',
+    '| backend | contact_ledger + contact_keys, with their indexes |',
+    '|---|---|',
+    `| SQLite (the ledger the send wrote) | ${perMillion(ledgerBytes)} |`,
+    `| PostgreSQL 15 (rows of the same shape) | ${perMillion(pgBytes.ledger + pgBytes.keys)} (contacts ${perMillion(pgBytes.ledger)}, keys ${perMillion(pgBytes.keys)}) |`,
+  ].join('\n');
+}

@@ -1,0 +1,49 @@
+// The contact ledger's rows as both backends read them (docs/campaign-rules.md "Compliance").
+
+import { json, num, numOrNull, str, strOrNull } from './mapping.ts';
+import type { CheckedList, ContactRecord, ContactsQuery, FileChecks } from './store.ts';
+
+type Row = Record<string, unknown>;
+
+export function toContact(r: Row): ContactRecord {
+  return {
+    entity: str(r.entity),
+    day: str(r.day),
+    key: str(r.key),
+    slot: num(r.slot),
+    channel: str(r.channel),
+    at: new Date(str(r.at)).toISOString(),
+    recipient: num(r.recipient),
+    fileId: strOrNull(r.file_id),
+    fileName: strOrNull(r.file_name),
+    source: strOrNull(r.source),
+    account: strOrNull(r.account),
+    window: strOrNull(r.send_window),
+    lists: r.lists == null ? null : json<CheckedList[]>(r.lists),
+    weekSlot: numOrNull(r.week_slot),
+  };
+}
+
+/** A FileChecks as columns: absent fields NULL (the statement keeps those recorded). */
+export function fileCheckColumns(fileId: string, checks: FileChecks) {
+  return {
+    file_id: fileId,
+    account: checks.account ?? null,
+    channel: checks.channel ?? null,
+    entity: checks.entity ?? null,
+    send_window: checks.window ?? null,
+    lists: checks.lists ? JSON.stringify(checks.lists) : null,
+  };
+}
+
+/** A contacts query as parameters: no cursor starts before every row. */
+export function contactsParams(q: ContactsQuery) {
+  return {
+    from: q.from,
+    to: q.to,
+    entity: q.entity,
+    after_day: q.after?.day ?? '0001-01-01',
+    after_recipient: q.after?.recipient ?? 0,
+    limit: q.limit,
+  };
+}

@@ -1,0 +1,18 @@
+// The SQLite store's contact-ledger area: what compliance prints beside a file's contacts,
+// and the contacts themselves (docs/campaign-rules.md "Compliance"). The slots are taken by
+// holdBack (./campaign.ts).
+
+import type { SQLInputValue } from 'node:sqlite';
+import { contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
+import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
+import type { SqliteDb } from './connection.ts';
+import * as L from './ledger-sql.ts';
+
+export async function recordFileChecks(db: SqliteDb, fileId: string, checks: FileChecks): Promise<void> {
+  db.tx(() => void db.stmt(L.RECORD_FILE_CHECKS).run(fileCheckColumns(fileId, checks)));
+}
+
+export async function contacts(db: SqliteDb, query: ContactsQuery): Promise<ContactRecord[]> {
+  const params = contactsParams(query) as Record<string, SQLInputValue>;
+  return db.stmt(L.CONTACTS).all(params).map(toContact);
+}
