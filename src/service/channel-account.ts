@@ -5,6 +5,7 @@
 // recipients' answers become what the store records (toResult: those the service took are
 // ACCEPTED at once, as no delivery report follows on these channels).
 
+import { chunkStateOf } from '../core/chunk-state.ts';
 import type { ErrorCode } from '../errors.ts';
 import {
   ACCEPTED_DELIVERY,
@@ -203,16 +204,7 @@ export function toResult(
         break;
     }
   }
-  const state: ChunkResult['state'] =
-    inDoubt > 0
-      ? 'in_doubt'
-      : failed > 0
-        ? 'failed'
-        : held > 0
-          ? 'pending'
-          : accepted === 0 && rejected > 0
-            ? 'rejected'
-            : 'accepted';
+  const state = chunkStateOf({ accepted, rejected, failed, inDoubt, held });
   return {
     refused,
     result: {

@@ -2,11 +2,12 @@
 // retries and bisection: src/service/client.ts) sends a plain sms file's chunks with POST
 // /mtmessage/massive, an RCS or flash file's with POST /mtmessage; each part's outcome
 // becomes what the store records, in the one result shape every channel gives.
+import { chunkStateOf } from '../../core/chunk-state.ts';
 import { planChunk } from '../../plan/chunks.ts';
 import type { ChunkSendResult } from '../../service/channel-account.ts';
 import { type SendResult, ServiceClient } from '../../service/client.ts';
 import type { MtMessageVia, PlannedChunk } from '../../service/wire.ts';
-import type { ChunkDestination, ChunkResult, ChunkState, PartOutcome } from '../../store/store.ts';
+import type { ChunkDestination, ChunkResult, PartOutcome } from '../../store/store.ts';
 import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
 import { chunkCallback } from './reports.ts';
 
@@ -148,11 +149,6 @@ export function toChunkResult(result: SendResult, options: { stopped?: boolean }
         }
     }
   }
-  let state: ChunkState;
-  if (inDoubt > 0) state = 'in_doubt';
-  else if (failed > 0) state = 'failed';
-  else if (blocked > 0) state = 'pending';
-  else if (accepted === 0 && rejected > 0) state = 'rejected';
-  else state = 'accepted';
+  const state = chunkStateOf({ accepted, rejected, failed, inDoubt, held: blocked });
   return { state, attempts, transactionNumber, errorCode, errorMessage, parts };
 }
