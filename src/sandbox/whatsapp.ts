@@ -4,6 +4,7 @@
 // answer's body and the refusals unshown; the sandbox's readings are in docs/sandbox.md
 // "WhatsApp".
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AcceptedLedger } from './accepted-ledger.ts';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
 import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
@@ -22,41 +23,15 @@ export interface WhatsAppLedgerEntry {
   transactionNumber: string;
 }
 
-export class WhatsAppLedger {
-  readonly #entries = new Map<string, WhatsAppLedgerEntry>();
-  #accepted = 0;
-  #duplicates = 0;
-
-  record(entry: Omit<WhatsAppLedgerEntry, 'count'>): void {
-    this.#accepted++;
-    const key = JSON.stringify([entry.source, entry.destination, entry.templateId, entry.parameters]);
-    const found = this.#entries.get(key);
-    if (found) {
-      if (found.count === 1) this.#duplicates++;
-      found.count++;
-      found.transactionNumber = entry.transactionNumber;
-      return;
-    }
-    this.#entries.set(key, { ...entry, count: 1 });
-  }
-
-  get accepted(): number {
-    return this.#accepted;
-  }
-
-  /** Messages accepted more than once (same number, recipient, template and parameters). */
-  get duplicates(): number {
-    return this.#duplicates;
-  }
-
-  entries(): WhatsAppLedgerEntry[] {
-    return [...this.#entries.values()];
-  }
-
-  clear(): void {
-    this.#entries.clear();
-    this.#accepted = 0;
-    this.#duplicates = 0;
+/** Duplicates: messages accepted more than once (same number, recipient, template and parameters). */
+export class WhatsAppLedger extends AcceptedLedger<WhatsAppLedgerEntry> {
+  constructor() {
+    super(
+      (e) => [e.source, e.destination, e.templateId, e.parameters],
+      (found, e) => {
+        found.transactionNumber = e.transactionNumber;
+      },
+    );
   }
 }
 
