@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AcceptedLedger } from './accepted-ledger.ts';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
-import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
+import { applyStatusFault, jsonBody, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import type { Meter } from './meter.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -66,13 +66,9 @@ export function createWhatsAppHandler(deps: WhatsAppDeps) {
     account = user;
     const setup = accounts.whatsapp(user);
     if (!setup) return done(403, { message: 'WhatsApp is not enabled for this account' });
-    if (raw === null) return done(413, { message: 'the body is too large' });
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    } catch {
-      return done(400, { message: 'the body is not valid JSON' });
-    }
+    const read = jsonBody(raw);
+    if (!read.ok) return done(read.status, { message: read.message });
+    const body = read.body as Record<string, unknown>;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       return done(400, { message: 'the body is not a JSON object' });
     const { source, destination, templateId, parameters } = body;
