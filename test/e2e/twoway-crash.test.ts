@@ -8,9 +8,8 @@
 // report.csv names every recipient once, sent and ACCEPTED with the Id the service gave it.
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { openStore } from '../../src/store/index.ts';
+import { killWhileSending } from '../helpers/crash-kills.ts';
 import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 import { prng } from '../helpers/prng.ts';
 
@@ -54,55 +53,7 @@ it('crash with SIGKILLs during a two-way campaign: no recipient lost, none sent 
     await h.start();
     await h.dropFile('citas.txt', content);
 
-    /** The running daemon's manifest of the file, once that daemon holds it and sends it. */
-    const drivenByDaemon = (): Promise<Manifest> => {
-      const pid = h.daemon!.pid;
-      return waitFor(
-        `the daemon ${pid} to send the file`,
-        async () => {
-          const r = await h.opsGet(`/api/files/${fileId}`);
-          const m = r.body as Manifest;
-          return r.status === 200 && m.worker?.includes(`:${pid}:`) && m.state === 'sending' ? m : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 20 },
-      );
-    };
-    const store = await openStore(String(h.config.store));
-    const inflight = async (): Promise<number> => (await store.listChunks(fileId, ['inflight'])).length;
-    const kills: { state: string; takenBefore: number; takenAt: number; leftInflight: number }[] = [];
-    try {
-      while (kills.length < KILLS) {
-        await drivenByDaemon();
-        const takenBefore = taken();
-        await new Promise((r) => setTimeout(r, 100 + random() * 500));
-        const seen = await h.opsGet(`/api/files/${fileId}`).then((r) => (r.body as Manifest).state);
-        // Every other kill: the store's writes held (as another writer would) until a chunk is
-        // inflight, so the killed daemon leaves it there, its answers never recorded.
-        let held: { release(): Promise<void> } | null = null;
-        if (kills.length % 2 === 1) {
-          const until = Date.now() + 10_000;
-          for (;;) {
-            const hold = await h.testStore.holdWrites();
-            if ((await inflight()) > 0 || Date.now() > until) {
-              held = hold;
-              break;
-            }
-            await hold.release();
-            await new Promise((r) => setTimeout(r, 5 + random() * 20));
-          }
-        }
-        const child = h.daemon!;
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-        h.daemon = null;
-        await held?.release();
-        kills.push({ state: seen, takenBefore, takenAt: taken(), leftInflight: await inflight() });
-        await h.start();
-      }
-    } finally {
-      await store.close();
-    }
+    const kills = await killWhileSending(h, fileId, { kills: KILLS, random, spreadMs: 500, taken });
 
     const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
     const report = await waitFor(
