@@ -10,8 +10,8 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { killWhileSending } from '../helpers/crash-kills.ts';
-import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { completedReport, killWhileSending } from '../helpers/crash-kills.ts';
+import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 8000;
@@ -63,15 +63,7 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
     });
 
     // The last daemon finishes: the in-doubt chunks resent, the file completed, its report written.
-    const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
-    const report = await waitFor(
-      'report.csv of the completed file',
-      async () => {
-        const rows = csvRecords(await h.readReport(m));
-        return rows.length === RECIPIENTS ? rows : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const { m, report } = await completedReport(h, fileId, RECIPIENTS);
     const entries = [...h.sandbox.emailLedger.entries({ account: ACCOUNT })];
     const extra = entries.reduce((sum, e) => sum + (e.count - 1), 0);
     if (process.env.CRASH_DEBUG)

@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { killWhileSending } from '../helpers/crash-kills.ts';
-import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { completedReport, killWhileSending } from '../helpers/crash-kills.ts';
+import { PipelineHarness } from '../helpers/pipeline-harness.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 2000;
@@ -55,15 +55,7 @@ it('crash with SIGKILLs during a two-way campaign: no recipient lost, none sent 
 
     const kills = await killWhileSending(h, fileId, { kills: KILLS, random, spreadMs: 500, taken });
 
-    const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
-    const report = await waitFor(
-      'report.csv of the completed file',
-      async () => {
-        const rows = csvRecords(await h.readReport(m));
-        return rows.length === RECIPIENTS ? rows : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const { m, report } = await completedReport(h, fileId, RECIPIENTS);
     const entries = h.sandbox.moLedger.entries();
     const extra = entries.reduce((sum, e) => sum + (e.count - 1), 0);
     if (process.env.CRASH_DEBUG) console.log({ kills, counts: m.counts, extra, taken: taken() });

@@ -4,7 +4,7 @@
 // recorded), so the next daemon finds it in doubt.
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import { openStore } from '../../src/store/index.ts';
-import { type PipelineHarness, waitFor } from './pipeline-harness.ts';
+import { csvRecords, type PipelineHarness, waitFor } from './pipeline-harness.ts';
 
 /** One kill: the file's state then, what the service had taken before and at it, chunks left inflight. */
 export interface Kill {
@@ -67,6 +67,24 @@ export async function killWhileSending(
     await store.close();
   }
   return kills;
+}
+
+/** The file completed by the last daemon (the in-doubt chunks resent), and its report's `rows` rows. */
+export async function completedReport(
+  h: PipelineHarness,
+  fileId: string,
+  rows: number,
+): Promise<{ m: Manifest; report: Record<string, string>[] }> {
+  const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
+  const report = await waitFor(
+    'report.csv of the completed file',
+    async () => {
+      const records = csvRecords(await h.readReport(m));
+      return records.length === rows ? records : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+  return { m, report };
 }
 
 /**
