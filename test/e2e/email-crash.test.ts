@@ -10,8 +10,7 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { completedReport, killWhileSending } from '../helpers/crash-kills.ts';
-import { PipelineHarness } from '../helpers/pipeline-harness.ts';
+import { completedReport, crashHarness, killWhileSending } from '../helpers/crash-kills.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 8000;
@@ -25,24 +24,19 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
   timeout: 180_000,
 }, async () => {
   const random = prng(Number(process.env.CRASH_SEED ?? 20261124));
-  const h = await PipelineHarness.create({
-    api: { timeoutMs: 2000, inDoubt: 'resend', inDoubtGraceMs: 300 },
-    source: { channel: 'email', account: 'mail', stableMs: 100, pollMs: 100 },
-    config: (sandbox) => ({
-      leaseMs: 1000,
-      accounts: {
-        mail: {
-          channel: 'email',
-          baseUrl: sandbox.url,
-          apiKey: 'demo-email-key',
-          from: 'avisos@empresa.co',
-          // 160 chunks of 50 spread over seconds (600 recipients a second): the kills land while
-          // it sends. A killed daemon's send permits hold the account's concurrency until their
-          // lease ends (2 × timeoutMs + 10 s): room enough that the next daemons still send.
-          ratePerSecond: 600,
-          concurrency: 24,
-        },
-      },
+  const h = await crashHarness({
+    channel: 'email',
+    name: 'mail',
+    account: (sandbox) => ({
+      channel: 'email',
+      baseUrl: sandbox.url,
+      apiKey: 'demo-email-key',
+      from: 'avisos@empresa.co',
+      // 160 chunks of 50 spread over seconds (600 recipients a second): the kills land while
+      // it sends. A killed daemon's send permits hold the account's concurrency until their
+      // lease ends (2 × timeoutMs + 10 s): room enough that the next daemons still send.
+      ratePerSecond: 600,
+      concurrency: 24,
     }),
   });
   try {

@@ -9,8 +9,7 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { completedReport, killWhileSending } from '../helpers/crash-kills.ts';
-import { PipelineHarness } from '../helpers/pipeline-harness.ts';
+import { completedReport, crashHarness, killWhileSending } from '../helpers/crash-kills.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 2000;
@@ -22,25 +21,20 @@ it('crash with SIGKILLs during a two-way campaign: no recipient lost, none sent 
   timeout: 180_000,
 }, async () => {
   const random = prng(Number(process.env.CRASH_SEED ?? 20261128));
-  const h = await PipelineHarness.create({
+  const h = await crashHarness({
     sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: ['890123'] }] },
-    api: { timeoutMs: 2000, inDoubt: 'resend', inDoubtGraceMs: 300 },
-    source: { channel: 'twoway', account: 'citas', stableMs: 100, pollMs: 100 },
-    config: (sandbox) => ({
-      leaseMs: 1000,
-      accounts: {
-        citas: {
-          channel: 'twoway',
-          baseUrl: sandbox.url,
-          username: 'demo',
-          password: 'demo',
-          shortCode: '890123',
-          // 200 chunks of 10 over about 5 s: the kills land while it sends. A killed daemon's
-          // permits hold the account's concurrency until their lease ends: room for the next.
-          ratePerSecond: 400,
-          concurrency: 24,
-        },
-      },
+    channel: 'twoway',
+    name: 'citas',
+    account: (sandbox) => ({
+      channel: 'twoway',
+      baseUrl: sandbox.url,
+      username: 'demo',
+      password: 'demo',
+      shortCode: '890123',
+      // 200 chunks of 10 over about 5 s: the kills land while it sends. A killed daemon's
+      // permits hold the account's concurrency until their lease ends: room for the next.
+      ratePerSecond: 400,
+      concurrency: 24,
     }),
   });
   try {

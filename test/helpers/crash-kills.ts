@@ -3,8 +3,28 @@
 // time; every other kill comes while a chunk is inflight (its requests out, their answers not
 // recorded), so the next daemon finds it in doubt.
 import type { Manifest } from '../../src/pipeline/reports.ts';
+import type { SandboxOptions } from '../../src/sandbox/options.ts';
+import type { Sandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
-import { csvRecords, type PipelineHarness, waitFor } from './pipeline-harness.ts';
+import { csvRecords, PipelineHarness, waitFor } from './pipeline-harness.ts';
+
+/**
+ * A harness whose one source sends `channel` with the one account `name`: chunks in doubt are
+ * resent (api.inDoubt), leases and polls short, so a restarted daemon takes the file over soon.
+ */
+export function crashHarness(o: {
+  readonly sandbox?: SandboxOptions;
+  readonly channel: string;
+  readonly name: string;
+  readonly account: (sandbox: Sandbox) => Record<string, unknown>;
+}): Promise<PipelineHarness> {
+  return PipelineHarness.create({
+    ...(o.sandbox ? { sandbox: o.sandbox } : {}),
+    api: { timeoutMs: 2000, inDoubt: 'resend', inDoubtGraceMs: 300 },
+    source: { channel: o.channel, account: o.name, stableMs: 100, pollMs: 100 },
+    config: (sandbox) => ({ leaseMs: 1000, accounts: { [o.name]: o.account(sandbox) } }),
+  });
+}
 
 /** One kill: the file's state then, what the service had taken before and at it, chunks left inflight. */
 export interface Kill {
