@@ -53,3 +53,17 @@ export interface RequestRecord {
   readonly fault?: string | undefined;
   readonly at: number;
 }
+
+/** A request's body read as JSON, or the answer refusing it: 413 too large (null), 400 not JSON. */
+export function jsonBody(
+  raw: Buffer | null,
+):
+  | { readonly ok: true; readonly body: unknown }
+  | { readonly ok: false; readonly status: 400 | 413; readonly message: string } {
+  if (raw === null) return { ok: false, status: 413, message: 'the body is too large' };
+  try {
+    return { ok: true, body: JSON.parse(raw.toString('utf8')) };
+  } catch {
+    return { ok: false, status: 400, message: 'the body is not valid JSON' };
+  }
+}

@@ -2,6 +2,7 @@
 // Bearer only, checked as the sandbox reads the service's request rules; each accepted
 // destination recorded in the ledger and, with a notifyUrl, its status notification scheduled.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bearerAccount } from './bearer.ts';
 import { applyStatusFault, sendJson } from './http.ts';
 import type { NotificationJob } from './notifier.ts';
 import type { SandboxState } from './state.ts';
@@ -35,16 +36,10 @@ export function createMassiveHandler(
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
 
-    if (!bearer || !check) return done(401, { message: 'a Bearer token is required' });
-    if (!check.ok) {
-      if (check.username !== undefined && check.why !== 'unknown') meter.refused(check.username, check.why);
-      return done(401, { message: check.reason });
-    }
-    account = check.username;
-    if (fired?.kind === 'revoke') {
-      accounts.revoke(check.username);
-      return done(401, { message: 'the token is unknown or was replaced by a newer one' }, 'revoke');
-    }
+    const token = bearerAccount(check, fired, state);
+    if (token.username !== undefined) account = token.username;
+    if (token.refusal) return done(401, { message: token.refusal.message }, token.refusal.fault);
+    const user = token.username;
     const maxBody = faults.state.maxBodyBytes ?? state.defaultMaxBody;
     if (raw === null || bytes > maxBody) {
       return done(413, { message: `the body is larger than ${maxBody} bytes` });
@@ -54,14 +49,14 @@ export function createMassiveHandler(
     if (!checked.ok) return done(400, { message: checked.reason });
     const codes = [...new Set(checked.messages.flatMap((m) => (m.shortCode === null ? [] : [m.shortCode])))];
     if (codes.length > 0) shortCode = codes.join(',');
-    const foreign = codes.find((c) => !accounts.shortCodes(check.username).includes(c));
+    const foreign = codes.find((c) => !accounts.shortCodes(user).includes(c));
     if (foreign !== undefined)
       return done(400, { message: `shortCode ${foreign} is not a short code of this account` });
 
     const transactionNumber = state.nextTransactionNumber();
     state.ledger.recordBatch(transactionNumber, raw);
-    meter.accepted(check.username, destinations, Date.now());
-    const answer = accept(state, checked, check.username, transactionNumber);
+    meter.accepted(user, destinations, Date.now());
+    const answer = accept(state, checked, user, transactionNumber);
     // timeout and reset model a service that processed the request and whose answer was lost.
     if (fired?.kind === 'timeout') {
       logRequest({ endpoint, status: 0, destinations, fault: 'timeout', at: Date.now() });

@@ -8,7 +8,8 @@
 //   a number, 2 ShortCode is not one of the account's, 3 MessageText is empty.
 // - 400: not a JSON object, or a field that is not text.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyStatusFault, sendJson } from './http.ts';
+import { bearerAccount } from './bearer.ts';
+import { applyStatusFault, jsonBody, sendJson } from './http.ts';
 import type { SandboxState } from './state.ts';
 import { checkNumber } from './validate.ts';
 
@@ -55,40 +56,30 @@ export function createMoMessageHandler(
     const fired = faults.pickIfAny('momessage', random, check?.ok ? check.username : undefined);
     if (fired?.rule.account !== undefined) account = fired.rule.account;
     if (fired && applyStatusFault(fired, res, (status, body) => done(status, body, fired.kind))) return;
-    if (!check) return done(401, { message: 'a Bearer token is required' });
-    if (!check.ok) {
-      if (check.username !== undefined && check.why !== 'unknown') meter.refused(check.username, check.why);
-      return done(401, { message: check.reason });
-    }
-    account = check.username;
-    if (fired?.kind === 'revoke') {
-      accounts.revoke(check.username);
-      return done(401, { message: 'the token is unknown or was replaced by a newer one' }, 'revoke');
-    }
-    if (raw === null) return done(413, { message: 'the body is too large' });
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      return done(400, { message: 'the body is not valid JSON' });
-    }
+    const token = bearerAccount(check, fired, state);
+    if (token.username !== undefined) account = token.username;
+    if (token.refusal) return done(401, { message: token.refusal.message }, token.refusal.fault);
+    const user = token.username;
+    const read = jsonBody(raw);
+    if (!read.ok) return done(read.status, { message: read.message });
+    const { body } = read;
     const shortCodeOf = (body as { ShortCode?: unknown } | null)?.ShortCode;
     if (typeof shortCodeOf === 'string') shortCode = shortCodeOf;
-    const checked = checkMoMessage(body, accounts.shortCodes(check.username));
+    const checked = checkMoMessage(body, accounts.shortCodes(user));
     if (!checked.ok) {
       if (checked.reason !== null) return done(400, { message: checked.reason });
       return done(200, { Id: '', Message: 'ERROR', Status: checked.status });
     }
     const id = state.nextTransactionNumber();
     state.moLedger.record({
-      account: check.username,
+      account: user,
       shortCode: checked.shortCode,
       phoneNumber: checked.phoneNumber,
       text: checked.text,
       id,
     });
-    state.sentFrom(checked.phoneNumber, checked.shortCode, check.username);
-    meter.accepted(check.username, 1, Date.now());
+    state.sentFrom(checked.phoneNumber, checked.shortCode, user);
+    meter.accepted(user, 1, Date.now());
     // timeout and reset: a service that took the message and whose answer was lost.
     if (fired?.kind === 'timeout') {
       log({ endpoint: MOMESSAGE_PATH, status: 0, account, shortCode, fault: 'timeout', at: Date.now() });

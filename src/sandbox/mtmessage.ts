@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
-import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
+import { applyStatusFault, jsonBody, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import type { Ledger } from './ledger.ts';
 import type { NotificationJob, Notifier } from './notifier.ts';
 import { smsSegments } from './validate.ts';
@@ -148,14 +148,9 @@ export function createMtMessageHandler(deps: MtMessageDeps) {
               : 'a Bearer token or Basic credentials are required',
       });
     account = user;
-    if (raw === null) return done(413, { message: 'the body is too large' });
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      return done(400, { message: 'the body is not valid JSON' });
-    }
-    const checked = checkMtMessage(body, accounts.rcs(user));
+    const read = jsonBody(raw);
+    if (!read.ok) return done(read.status, { message: read.message });
+    const checked = checkMtMessage(read.body, accounts.rcs(user));
     if (!checked.ok) {
       if (checked.status === 400) return done(400, { message: checked.reason });
       return done(200, { TransactionNumber: '', Status: 1, MessageText: checked.reason });

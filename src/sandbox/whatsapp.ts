@@ -4,9 +4,10 @@
 // answer's body and the refusals unshown; the sandbox's readings are in docs/sandbox.md
 // "WhatsApp".
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AcceptedLedger } from './accepted-ledger.ts';
 import type { Accounts } from './accounts.ts';
 import type { Faults } from './faults.ts';
-import { applyStatusFault, parseBasic, type RequestRecord, sendJson } from './http.ts';
+import { applyStatusFault, jsonBody, parseBasic, type RequestRecord, sendJson } from './http.ts';
 import type { Meter } from './meter.ts';
 
 export const WHATSAPP_PATH = '/MultiChannelInput/SendMessageMetaWhatsApp';
@@ -22,41 +23,15 @@ export interface WhatsAppLedgerEntry {
   transactionNumber: string;
 }
 
-export class WhatsAppLedger {
-  readonly #entries = new Map<string, WhatsAppLedgerEntry>();
-  #accepted = 0;
-  #duplicates = 0;
-
-  record(entry: Omit<WhatsAppLedgerEntry, 'count'>): void {
-    this.#accepted++;
-    const key = JSON.stringify([entry.source, entry.destination, entry.templateId, entry.parameters]);
-    const found = this.#entries.get(key);
-    if (found) {
-      if (found.count === 1) this.#duplicates++;
-      found.count++;
-      found.transactionNumber = entry.transactionNumber;
-      return;
-    }
-    this.#entries.set(key, { ...entry, count: 1 });
-  }
-
-  get accepted(): number {
-    return this.#accepted;
-  }
-
-  /** Messages accepted more than once (same number, recipient, template and parameters). */
-  get duplicates(): number {
-    return this.#duplicates;
-  }
-
-  entries(): WhatsAppLedgerEntry[] {
-    return [...this.#entries.values()];
-  }
-
-  clear(): void {
-    this.#entries.clear();
-    this.#accepted = 0;
-    this.#duplicates = 0;
+/** Duplicates: messages accepted more than once (same number, recipient, template and parameters). */
+export class WhatsAppLedger extends AcceptedLedger<WhatsAppLedgerEntry> {
+  constructor() {
+    super(
+      (e) => [e.source, e.destination, e.templateId, e.parameters],
+      (found, e) => {
+        found.transactionNumber = e.transactionNumber;
+      },
+    );
   }
 }
 
@@ -91,13 +66,9 @@ export function createWhatsAppHandler(deps: WhatsAppDeps) {
     account = user;
     const setup = accounts.whatsapp(user);
     if (!setup) return done(403, { message: 'WhatsApp is not enabled for this account' });
-    if (raw === null) return done(413, { message: 'the body is too large' });
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    } catch {
-      return done(400, { message: 'the body is not valid JSON' });
-    }
+    const read = jsonBody(raw);
+    if (!read.ok) return done(read.status, { message: read.message });
+    const body = read.body as Record<string, unknown>;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       return done(400, { message: 'the body is not a JSON object' });
     const { source, destination, templateId, parameters } = body;

@@ -8,7 +8,6 @@
 // after a wait, or cut it in halves (bisect.ts). The service has no idempotency key: a part
 // whose body may have reached it is in doubt and never resent here.
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { querySecrets, redactSecrets, secretsOf } from '../core/redact.ts';
 import { DroplineError } from '../errors.ts';
@@ -23,7 +22,7 @@ import {
   tokenOptions,
 } from './client-options.ts';
 import { Dispatcher, type Flow, MemoryBudget, type Permit } from './dispatch.ts';
-import { answerDecision, describeError, type HttpAnswer, headerOf, postOnce, serviceHost } from './http.ts';
+import { describeError, type HttpAnswer, postOnce, serviceHost } from './http.ts';
 import {
   type AccountHealth,
   MONITORING_ENDPOINTS,
@@ -38,21 +37,17 @@ import { type PartFailure, type PartTally, type Step, stepFor, turnFailure } fro
 import { type PartResult, partResult, type SendResult } from './send-result.ts';
 import { permitLeaseMs, type Turn, takeTurn } from './send-turn.ts';
 import { type TokenAnswer, TokenManager } from './token.ts';
+import { pause, requestToken } from './token-request.ts';
 import {
   type BackoffPolicy,
-  backoffDelay,
   type ChunkPart,
   checkChunk,
   countDestinations,
   massiveBody,
   mtMessageBody,
   type PlannedChunk,
-  parseBody,
-  parseRetryAfter,
-  parseTokenResponse,
   reasonOf,
   type TokenGrant,
-  tokenRequestBody,
   wholePart,
 } from './wire.ts';
 
@@ -316,7 +311,7 @@ export class ServiceClient extends EventEmitter {
       publishAttempt(this, attemptEvent(part, tally.attempts, answer, latencyMs, step));
       if (step.next === 'settle') return partResult(part, step.end, tally.attempts);
       if (step.next === 'halve') return sendHalves(part, (half) => this.#sendPart(half, signal, flow));
-      if (step.wait && !(await this.#wait(step.wait.ms, signal)))
+      if (step.wait && !(await pause(step.wait.ms, signal)))
         return partResult(part, step.wait.stopped, tally.attempts);
     }
   }
@@ -352,80 +347,19 @@ export class ServiceClient extends EventEmitter {
     if (step.dropToken) this.#tokens.invalidate(token);
   }
 
-  async #wait(ms: number, signal: AbortSignal): Promise<boolean> {
-    try {
-      await sleep(ms, undefined, { signal });
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  async #requestToken(grant: TokenGrant, policy: TokenOptions): Promise<TokenAnswer> {
-    const body = Buffer.from(tokenRequestBody(grant));
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      accept: 'application/json',
-    };
-    // The refresh grant is the "renewal without credentials" (docs/service.md "Tokens").
-    if (grant.grant === 'password') headers.authorization = this.#basic;
-    let tries = 0;
-    let lastReason = '';
-    while (tries < this.#retry.maxAttempts) {
-      tries++;
-      const started = performance.now();
-      const answer = await this.#post('/token', body, headers);
-      const latencyMs = performance.now() - started;
-      const status = answer.ok ? answer.status : 0;
-      let reason: string | undefined;
-      if (answer.ok) {
-        const parsed = parseBody(answer.text, headerOf(answer.headers, 'content-type'));
-        if (status >= 200 && status < 300) {
-          const token = parseTokenResponse(parsed, {
-            expiresInUnitMs: policy.expiresInUnitMs,
-            maxLifetimeMs: policy.maxLifetimeS * 1000,
-          });
-          publishToken(this, { grant: grant.grant, attempt: tries, status, latencyMs });
-          if (token) return { kind: 'ok', token };
-          return { kind: 'unavailable', reason: `HTTP ${status} without an access_token` };
-        }
-        reason = reasonOf(
-          parsed,
-          status,
-          grant.grant === 'refresh_token' ? [...this.#secrets, grant.refreshToken] : this.#secrets,
-        );
-        publishToken(this, { grant: grant.grant, attempt: tries, status, latencyMs, error: reason });
-        if (status === 400 || status === 401) return { kind: 'refused', status, reason };
-        if (status === 403) return { kind: 'forbidden', reason };
-        if (status === 429) {
-          const hinted = parseRetryAfter(headerOf(answer.headers, 'retry-after'), Date.now());
-          lastReason = `HTTP 429: ${reason}`;
-          if (
-            !(await this.#wait(
-              Math.min(hinted ?? this.#retry.baseMs, this.#retry.maxRetryAfterMs),
-              this.#closing.signal,
-            ))
-          )
-            break;
-          continue;
-        }
-        // A login is safe to repeat even when it may have been processed (below): an answer
-        // in doubt is retried as one the service declined.
-        const decision = answerDecision(status, answer.written);
-        if (decision !== 'retry' && decision !== 'in_doubt')
-          return { kind: 'unavailable', reason: `unexpected HTTP ${status}: ${reason}` };
-        lastReason = `HTTP ${status}: ${reason}`;
-      } else {
-        // Safe to repeat even when the request was written: a login that reached the service only
-        // expires a token this process never received.
-        lastReason = describeError(answer.error);
-        publishToken(this, { grant: grant.grant, attempt: tries, status, latencyMs, error: lastReason });
-      }
-      if (tries >= this.#retry.maxAttempts) break;
-      if (!(await this.#wait(backoffDelay(tries, this.#backoff, this.#random()), this.#closing.signal)))
-        break;
-    }
-    return { kind: 'unavailable', reason: `${lastReason} (${tries} tries)` };
+  /** POST /token (token-request.ts), each answer published as a token event. */
+  #requestToken(grant: TokenGrant, policy: TokenOptions): Promise<TokenAnswer> {
+    return requestToken(grant, {
+      post: (path, body, headers) => this.#post(path, body, headers),
+      basic: this.#basic,
+      secrets: this.#secrets,
+      policy,
+      retry: { ...this.#backoff, maxAttempts: this.#retry.maxAttempts },
+      maxRetryAfterMs: this.#retry.maxRetryAfterMs,
+      random: this.#random,
+      closing: this.#closing.signal,
+      onAnswer: (event) => publishToken(this, event),
+    });
   }
 
   /** A part's request body: POST /mtmessage's for a chunk that says so, else the massive one. */

@@ -9,10 +9,8 @@
 // names every recipient once, sent and ACCEPTED.
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { openStore } from '../../src/store/index.ts';
-import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { completedReport, crashHarness, killWhileSending } from '../helpers/crash-kills.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 8000;
@@ -26,24 +24,19 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
   timeout: 180_000,
 }, async () => {
   const random = prng(Number(process.env.CRASH_SEED ?? 20261124));
-  const h = await PipelineHarness.create({
-    api: { timeoutMs: 2000, inDoubt: 'resend', inDoubtGraceMs: 300 },
-    source: { channel: 'email', account: 'mail', stableMs: 100, pollMs: 100 },
-    config: (sandbox) => ({
-      leaseMs: 1000,
-      accounts: {
-        mail: {
-          channel: 'email',
-          baseUrl: sandbox.url,
-          apiKey: 'demo-email-key',
-          from: 'avisos@empresa.co',
-          // 160 chunks of 50 spread over seconds (600 recipients a second): the kills land while
-          // it sends. A killed daemon's send permits hold the account's concurrency until their
-          // lease ends (2 × timeoutMs + 10 s): room enough that the next daemons still send.
-          ratePerSecond: 600,
-          concurrency: 24,
-        },
-      },
+  const h = await crashHarness({
+    channel: 'email',
+    name: 'mail',
+    account: (sandbox) => ({
+      channel: 'email',
+      baseUrl: sandbox.url,
+      apiKey: 'demo-email-key',
+      from: 'avisos@empresa.co',
+      // 160 chunks of 50 spread over seconds (600 recipients a second): the kills land while
+      // it sends. A killed daemon's send permits hold the account's concurrency until their
+      // lease ends (2 × timeoutMs + 10 s): room enough that the next daemons still send.
+      ratePerSecond: 600,
+      concurrency: 24,
     }),
   });
   try {
@@ -56,83 +49,15 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
     await h.start();
     await h.dropFile('campana.txt', content);
 
-    /**
-     * The running daemon's manifest of the file, once that daemon drives it (holds its lease)
-     * and sends it: on a busy machine the first daemon may still be reading the 8,000 lines.
-     */
-    const drivenByDaemon = (): Promise<Manifest> => {
-      const pid = h.daemon!.pid;
-      return waitFor(
-        `the daemon ${pid} to send the file`,
-        async () => {
-          const r = await h.opsGet(`/api/files/${fileId}`);
-          const m = r.body as Manifest;
-          return r.status === 200 && m.worker?.includes(`:${pid}:`) && m.state === 'sending' ? m : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 20 },
-      );
-    };
-    // The test's own view of the store: which chunks the daemon has committed inflight.
-    const store = await openStore(String(h.config.store));
-    const inflight = async (): Promise<number> => (await store.listChunks(fileId, ['inflight'])).length;
-    const kills: {
-      state: string;
-      acceptedBefore: number;
-      acceptedAt: number;
-      /** Chunks the killed daemon left inflight (started, answer not recorded): in doubt next. */
-      leftInflight: number;
-    }[] = [];
-    try {
-      while (kills.length < KILLS) {
-        // Each daemon is killed while it sends: once it holds the file (a restarted one takes
-        // it over when the killed one's lease ends), at a random moment after. Every other kill
-        // comes while a chunk of it is inflight, its request out and its answer not recorded:
-        // the store's writes are held (as another writer would) until one is, then it is killed.
-        await drivenByDaemon();
-        const acceptedBefore = h.sandbox.emailLedger.accepted;
-        await new Promise((r) => setTimeout(r, 100 + random() * 800));
-        const seen = await h.opsGet(`/api/files/${fileId}`).then((r) => (r.body as Manifest).state);
-        let held: { release(): Promise<void> } | null = null;
-        if (kills.length % 2 === 1) {
-          const until = Date.now() + 10_000;
-          for (;;) {
-            const hold = await h.testStore.holdWrites();
-            if ((await inflight()) > 0 || Date.now() > until) {
-              held = hold;
-              break;
-            }
-            await hold.release();
-            await new Promise((r) => setTimeout(r, 5 + random() * 20));
-          }
-        }
-        const child = h.daemon!;
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-        h.daemon = null;
-        await held?.release();
-        kills.push({
-          state: seen,
-          acceptedBefore,
-          acceptedAt: h.sandbox.emailLedger.accepted,
-          leftInflight: await inflight(),
-        });
-        await h.start();
-      }
-    } finally {
-      await store.close();
-    }
+    const kills = await killWhileSending(h, fileId, {
+      kills: KILLS,
+      random,
+      spreadMs: 800,
+      taken: () => h.sandbox.emailLedger.accepted,
+    });
 
     // The last daemon finishes: the in-doubt chunks resent, the file completed, its report written.
-    const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
-    const report = await waitFor(
-      'report.csv of the completed file',
-      async () => {
-        const rows = csvRecords(await h.readReport(m));
-        return rows.length === RECIPIENTS ? rows : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const { m, report } = await completedReport(h, fileId, RECIPIENTS);
     const entries = [...h.sandbox.emailLedger.entries({ account: ACCOUNT })];
     const extra = entries.reduce((sum, e) => sum + (e.count - 1), 0);
     if (process.env.CRASH_DEBUG)
@@ -148,8 +73,8 @@ it('crash with SIGKILLs during an email campaign: no recipient lost, none sent t
     // Every kill landed while the killed daemon was sending the campaign, most of them after it
     // had sent some of it (a restarted daemon sends again: not held up by the killed one's
     // permits), never before the file started or after it was done.
-    expect(kills.filter((k) => k.state !== 'sending' || k.acceptedAt >= RECIPIENTS)).toEqual([]);
-    const sendingWhenKilled = kills.filter((k) => k.acceptedAt > k.acceptedBefore);
+    expect(kills.filter((k) => k.state !== 'sending' || k.takenAt >= RECIPIENTS)).toEqual([]);
+    const sendingWhenKilled = kills.filter((k) => k.takenAt > k.takenBefore);
     expect(sendingWhenKilled.length, JSON.stringify(kills)).toBeGreaterThanOrEqual(KILLS / 2);
 
     // No recipient is missing; each accepted once, but for the in-doubt resends the manifest counts.

@@ -8,10 +8,8 @@
 // report.csv names every recipient once, sent and ACCEPTED with the Id the service gave it.
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/reports.ts';
 import { fileIdFor } from '../../src/plan/ids.ts';
-import { openStore } from '../../src/store/index.ts';
-import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
+import { completedReport, crashHarness, killWhileSending } from '../helpers/crash-kills.ts';
 import { prng } from '../helpers/prng.ts';
 
 const RECIPIENTS = 2000;
@@ -23,25 +21,20 @@ it('crash with SIGKILLs during a two-way campaign: no recipient lost, none sent 
   timeout: 180_000,
 }, async () => {
   const random = prng(Number(process.env.CRASH_SEED ?? 20261128));
-  const h = await PipelineHarness.create({
+  const h = await crashHarness({
     sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: ['890123'] }] },
-    api: { timeoutMs: 2000, inDoubt: 'resend', inDoubtGraceMs: 300 },
-    source: { channel: 'twoway', account: 'citas', stableMs: 100, pollMs: 100 },
-    config: (sandbox) => ({
-      leaseMs: 1000,
-      accounts: {
-        citas: {
-          channel: 'twoway',
-          baseUrl: sandbox.url,
-          username: 'demo',
-          password: 'demo',
-          shortCode: '890123',
-          // 200 chunks of 10 over about 5 s: the kills land while it sends. A killed daemon's
-          // permits hold the account's concurrency until their lease ends: room for the next.
-          ratePerSecond: 400,
-          concurrency: 24,
-        },
-      },
+    channel: 'twoway',
+    name: 'citas',
+    account: (sandbox) => ({
+      channel: 'twoway',
+      baseUrl: sandbox.url,
+      username: 'demo',
+      password: 'demo',
+      shortCode: '890123',
+      // 200 chunks of 10 over about 5 s: the kills land while it sends. A killed daemon's
+      // permits hold the account's concurrency until their lease ends: room for the next.
+      ratePerSecond: 400,
+      concurrency: 24,
     }),
   });
   try {
@@ -54,65 +47,9 @@ it('crash with SIGKILLs during a two-way campaign: no recipient lost, none sent 
     await h.start();
     await h.dropFile('citas.txt', content);
 
-    /** The running daemon's manifest of the file, once that daemon holds it and sends it. */
-    const drivenByDaemon = (): Promise<Manifest> => {
-      const pid = h.daemon!.pid;
-      return waitFor(
-        `the daemon ${pid} to send the file`,
-        async () => {
-          const r = await h.opsGet(`/api/files/${fileId}`);
-          const m = r.body as Manifest;
-          return r.status === 200 && m.worker?.includes(`:${pid}:`) && m.state === 'sending' ? m : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 20 },
-      );
-    };
-    const store = await openStore(String(h.config.store));
-    const inflight = async (): Promise<number> => (await store.listChunks(fileId, ['inflight'])).length;
-    const kills: { state: string; takenBefore: number; takenAt: number; leftInflight: number }[] = [];
-    try {
-      while (kills.length < KILLS) {
-        await drivenByDaemon();
-        const takenBefore = taken();
-        await new Promise((r) => setTimeout(r, 100 + random() * 500));
-        const seen = await h.opsGet(`/api/files/${fileId}`).then((r) => (r.body as Manifest).state);
-        // Every other kill: the store's writes held (as another writer would) until a chunk is
-        // inflight, so the killed daemon leaves it there, its answers never recorded.
-        let held: { release(): Promise<void> } | null = null;
-        if (kills.length % 2 === 1) {
-          const until = Date.now() + 10_000;
-          for (;;) {
-            const hold = await h.testStore.holdWrites();
-            if ((await inflight()) > 0 || Date.now() > until) {
-              held = hold;
-              break;
-            }
-            await hold.release();
-            await new Promise((r) => setTimeout(r, 5 + random() * 20));
-          }
-        }
-        const child = h.daemon!;
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-        h.daemon = null;
-        await held?.release();
-        kills.push({ state: seen, takenBefore, takenAt: taken(), leftInflight: await inflight() });
-        await h.start();
-      }
-    } finally {
-      await store.close();
-    }
+    const kills = await killWhileSending(h, fileId, { kills: KILLS, random, spreadMs: 500, taken });
 
-    const m = await h.waitForFile(fileId, 'completed', { timeoutMs: 120_000 });
-    const report = await waitFor(
-      'report.csv of the completed file',
-      async () => {
-        const rows = csvRecords(await h.readReport(m));
-        return rows.length === RECIPIENTS ? rows : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const { m, report } = await completedReport(h, fileId, RECIPIENTS);
     const entries = h.sandbox.moLedger.entries();
     const extra = entries.reduce((sum, e) => sum + (e.count - 1), 0);
     if (process.env.CRASH_DEBUG) console.log({ kills, counts: m.counts, extra, taken: taken() });

@@ -12,6 +12,7 @@ import type { Manifest } from '../../src/pipeline/reports.ts';
 import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
 import type { SmppServerView } from '../../src/sandbox/smpp.ts';
 import { csvRecords, PipelineHarness } from '../helpers/pipeline-harness.ts';
+import { sandboxLedger } from '../helpers/sandbox-views.ts';
 
 let h: PipelineHarness | undefined;
 afterEach(async () => {
@@ -20,6 +21,16 @@ afterEach(async () => {
 });
 
 const SHORT_CODE = '890123';
+
+/** The `dosvias` two-way account: the sandbox's demo credentials, its short code SHORT_CODE. */
+const dosvias = (sandbox: { url: string }, settings: Record<string, unknown> = {}) => ({
+  channel: 'twoway',
+  baseUrl: sandbox.url,
+  username: 'demo',
+  password: 'demo',
+  shortCode: SHORT_CODE,
+  ...settings,
+});
 
 /** A twoway source on the `dosvias` account (the sandbox's demo credentials and short codes). */
 function harness(source: Record<string, unknown> = {}, account: Record<string, unknown> = {}) {
@@ -30,17 +41,7 @@ function harness(source: Record<string, unknown> = {}, account: Record<string, u
     },
     source: { channel: 'twoway', account: 'dosvias', ...source },
     config: (sandbox) => ({
-      accounts: {
-        dosvias: {
-          channel: 'twoway',
-          baseUrl: sandbox.url,
-          username: 'demo',
-          password: 'demo',
-          shortCode: SHORT_CODE,
-          concurrency: 2,
-          ...account,
-        },
-      },
+      accounts: { dosvias: dosvias(sandbox, { concurrency: 2, ...account }) },
     }),
   });
 }
@@ -58,8 +59,7 @@ async function appointments(dir: string): Promise<string> {
 }
 
 async function moLedger(h: PipelineHarness): Promise<MoLedgerEntry[]> {
-  const res = await fetch(`${h.sandbox.url}/_sandbox/momessage/ledger`);
-  return ((await res.json()) as { entries: MoLedgerEntry[] }).entries;
+  return (await sandboxLedger<MoLedgerEntry>(h.sandbox.url, 'momessage')).entries;
 }
 
 const moRequests = (h: PipelineHarness) => h.sandbox.requests.filter((q) => q.endpoint === '/momessage');
@@ -212,15 +212,7 @@ it('an sms and a twoway account on the same credentials share one token: one log
     sandbox: { accounts: [{ username: 'demo', password: 'demo', shortCodes: [SHORT_CODE] }] },
     api: { chunkSize: 10 },
     config: (sandbox) => ({
-      accounts: {
-        dosvias: {
-          channel: 'twoway',
-          baseUrl: sandbox.url,
-          username: 'demo',
-          password: 'demo',
-          shortCode: SHORT_CODE,
-        },
-      },
+      accounts: { dosvias: dosvias(sandbox) },
       // Relative to the daemon's folder (the harness's).
       sources: [
         { name: 'masivo', type: 'local', path: './masivo', stableMs: 100, pollMs: 100 },

@@ -10,6 +10,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/reports.ts';
 import type { WhatsAppLedgerEntry } from '../../src/sandbox/whatsapp.ts';
 import { PipelineHarness } from '../helpers/pipeline-harness.ts';
+import { sandboxLedger } from '../helpers/sandbox-views.ts';
 
 let h: PipelineHarness | undefined;
 afterEach(async () => {
@@ -37,8 +38,7 @@ function harness(password: string): Promise<PipelineHarness> {
 }
 
 async function whatsappLedger(sandbox: string): Promise<WhatsAppLedgerEntry[]> {
-  const res = await fetch(`${sandbox}/_sandbox/whatsapp/ledger`);
-  return ((await res.json()) as { entries: WhatsAppLedgerEntry[] }).entries;
+  return (await sandboxLedger<WhatsAppLedgerEntry>(sandbox, 'whatsapp')).entries;
 }
 
 /** 25 customers, a bad number and a repeated line; the `factura` template takes 2 parameters. */

@@ -3,25 +3,19 @@
 // 401/403 stopping the batch, 5xx retried, the API key never in a result.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   EmailClient,
   type EmailClientOptions,
   type EmailRecipient,
 } from '../../src/channels/email/client.ts';
 import type { EmailLedgerEntry } from '../../src/sandbox/email.ts';
-import {
-  type RequestRecord,
-  type Sandbox,
-  type SandboxOptions,
-  startSandbox,
-} from '../../src/sandbox/server.ts';
-import { getJson, postJson } from './helpers.ts';
+import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
+import { closedAfterEach } from '../helpers/closed-after-each.ts';
+import { sandboxLedger, sandboxRequests } from '../helpers/sandbox-views.ts';
+import { postJson } from './helpers.ts';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((o) => o.close()));
-});
+const opened = closedAfterEach();
 
 const KEY = 'clave-correo-secreta';
 async function sandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
@@ -34,14 +28,11 @@ async function sandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
     ],
     ...opts,
   });
-  open.push(s);
-  return s;
+  return opened(s);
 }
 
 function client(s: Sandbox, opts: Partial<EmailClientOptions> = {}): EmailClient {
-  const c = new EmailClient({ baseUrl: s.url, apiKey: KEY, retry: { baseMs: 5, maxMs: 20 }, ...opts });
-  open.push(c);
-  return c;
+  return opened(new EmailClient({ baseUrl: s.url, apiKey: KEY, retry: { baseMs: 5, maxMs: 20 }, ...opts }));
 }
 
 const CONTENT = { from: 'avisos@empresa.co', subject: 'Hola {{nombre}}', html: '<p>Hola {{nombre}}</p>' };
@@ -51,14 +42,8 @@ const people = (n: number, prefix = 'p'): EmailRecipient[] =>
     fields: { nombre: `N${i}` },
   }));
 
-const ledger = (s: Sandbox) =>
-  getJson<{ accepted: number; duplicates: number; entries: EmailLedgerEntry[] }>(
-    `${s.url}/_sandbox/email/ledger`,
-  );
-const deliveries = async (s: Sandbox) =>
-  (await getJson<{ requests: RequestRecord[] }>(`${s.url}/_sandbox/requests`)).requests.filter(
-    (r) => r.endpoint === '/email/v1/deliver',
-  );
+const ledger = (s: Sandbox) => sandboxLedger<EmailLedgerEntry>(s.url, 'email');
+const deliveries = (s: Sandbox) => sandboxRequests(s.url, '/email/v1/deliver');
 
 describe('EmailClient', () => {
   it('120 recipients: three requests of at most 50, each accepted once with its fields', async () => {
@@ -208,10 +193,9 @@ describe('EmailClient', () => {
       res.end(body);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    open.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    opened({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const c = new EmailClient({ baseUrl: url, apiKey: KEY });
-    open.push(c);
+    const c = opened(new EmailClient({ baseUrl: url, apiKey: KEY }));
     body = JSON.stringify([101, { id: 102 }, { templateId: 'bienvenida' }, 'factura']);
     expect(await c.templates()).toEqual(['101', '102', 'bienvenida', 'factura']);
     body = JSON.stringify({ data: { items: ['factura'] } });

@@ -3,7 +3,7 @@
 // its Id, ERROR rejected with the service's Status, a refused login or a token refused after
 // renewals stopping the messages not yet sent, 500/503 retried, a request that may have been
 // processed (a gateway's 502/504, a reset after the body was written) in doubt, never resent.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   moMessageAnswer,
   TwoWayClient,
@@ -11,15 +11,15 @@ import {
   type TwoWayMessage,
 } from '../../src/channels/twoway/client.ts';
 import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
-import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { getJson, postJson } from './helpers.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { closedAfterEach } from '../helpers/closed-after-each.ts';
+import { sandboxLedger, sandboxRequests } from '../helpers/sandbox-views.ts';
+import { postJson } from './helpers.ts';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((o) => o.close()));
-});
+const opened = closedAfterEach();
 
 const PASSWORD = 'clave-dos-vias';
+const FAST = { baseMs: 5, maxMs: 20 };
 
 async function sandbox(): Promise<Sandbox> {
   const s = await startSandbox({
@@ -27,20 +27,13 @@ async function sandbox(): Promise<Sandbox> {
     notify: false,
     accounts: [{ username: 'demo', password: PASSWORD, shortCodes: ['890123', '85000'] }],
   });
-  open.push(s);
-  return s;
+  return opened(s);
 }
 
 function client(s: Sandbox, opts: Partial<TwoWayClientOptions> = {}): TwoWayClient {
-  const c = new TwoWayClient({
-    baseUrl: s.url,
-    username: 'demo',
-    password: PASSWORD,
-    retry: { baseMs: 5, maxMs: 20 },
-    ...opts,
-  });
-  open.push(c);
-  return c;
+  return opened(
+    new TwoWayClient({ baseUrl: s.url, username: 'demo', password: PASSWORD, retry: FAST, ...opts }),
+  );
 }
 
 const messages = (n: number, shortCode = '890123'): TwoWayMessage[] =>
@@ -50,12 +43,8 @@ const messages = (n: number, shortCode = '890123'): TwoWayMessage[] =>
     shortCode,
   }));
 
-const ledger = async (s: Sandbox) =>
-  (await getJson<{ entries: MoLedgerEntry[] }>(`${s.url}/_sandbox/momessage/ledger`)).entries;
-const requests = async (s: Sandbox, endpoint = '/momessage') =>
-  (await getJson<{ requests: RequestRecord[] }>(`${s.url}/_sandbox/requests`)).requests.filter(
-    (r) => r.endpoint === endpoint,
-  );
+const ledger = async (s: Sandbox) => (await sandboxLedger<MoLedgerEntry>(s.url, 'momessage')).entries;
+const requests = (s: Sandbox, endpoint = '/momessage') => sandboxRequests(s.url, endpoint);
 
 describe('TwoWayClient', () => {
   it('one Bearer request a message, each accepted once with its Id as transaction number', async () => {
@@ -169,10 +158,10 @@ describe('TwoWayClient', () => {
   });
 
   it('a host that refuses connections: never left, retried, then failed and retryable', async () => {
-    const s = await sandbox();
+    // A sandbox closed here, not after the test: its port refuses connections.
+    const s = await startSandbox({ timeScale: 0.001, notify: false });
     const url = s.url;
     await s.close();
-    open.splice(open.indexOf(s), 1);
     const r = await client(s, { baseUrl: url, retry: { baseMs: 1, maxMs: 2, maxAttempts: 2 } }).send(
       messages(1),
     );

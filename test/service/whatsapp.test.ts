@@ -2,22 +2,22 @@
 // loopback: one request a message with Basic credentials, the transaction number of each 200,
 // 400 rejected with the service's reason, 401/403 stopping the messages not yet sent, 5xx
 // retried, a request written without an answer in doubt and never sent again.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   WhatsAppClient,
   type WhatsAppClientOptions,
   type WhatsAppMessage,
 } from '../../src/channels/whatsapp/client.ts';
-import { type RequestRecord, type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/server.ts';
 import type { WhatsAppLedgerEntry } from '../../src/sandbox/whatsapp.ts';
-import { getJson, postJson } from './helpers.ts';
+import { closedAfterEach } from '../helpers/closed-after-each.ts';
+import { sandboxLedger, sandboxRequests } from '../helpers/sandbox-views.ts';
+import { postJson } from './helpers.ts';
 
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((o) => o.close()));
-});
+const opened = closedAfterEach();
 
 const PASSWORD = 'clave-wa-secreta';
+const FAST = { baseMs: 5, maxMs: 20 };
 const FROM = '573001112233';
 
 async function sandbox(): Promise<Sandbox> {
@@ -29,20 +29,13 @@ async function sandbox(): Promise<Sandbox> {
       { username: 'sinwa', password: 'x' },
     ],
   });
-  open.push(s);
-  return s;
+  return opened(s);
 }
 
 function client(s: Sandbox, opts: Partial<WhatsAppClientOptions> = {}): WhatsAppClient {
-  const c = new WhatsAppClient({
-    baseUrl: s.url,
-    username: 'demo',
-    password: PASSWORD,
-    retry: { baseMs: 5, maxMs: 20 },
-    ...opts,
-  });
-  open.push(c);
-  return c;
+  return opened(
+    new WhatsAppClient({ baseUrl: s.url, username: 'demo', password: PASSWORD, retry: FAST, ...opts }),
+  );
 }
 
 const messages = (n: number, templateId = 'factura'): WhatsAppMessage[] =>
@@ -53,12 +46,8 @@ const messages = (n: number, templateId = 'factura'): WhatsAppMessage[] =>
     parameters: [`Cliente ${i}`, `$${i}`],
   }));
 
-const ledger = async (s: Sandbox) =>
-  (await getJson<{ entries: WhatsAppLedgerEntry[] }>(`${s.url}/_sandbox/whatsapp/ledger`)).entries;
-const requests = async (s: Sandbox) =>
-  (await getJson<{ requests: RequestRecord[] }>(`${s.url}/_sandbox/requests`)).requests.filter(
-    (r) => r.endpoint === '/MultiChannelInput/SendMessageMetaWhatsApp',
-  );
+const ledger = async (s: Sandbox) => (await sandboxLedger<WhatsAppLedgerEntry>(s.url, 'whatsapp')).entries;
+const requests = (s: Sandbox) => sandboxRequests(s.url, '/MultiChannelInput/SendMessageMetaWhatsApp');
 
 describe('WhatsAppClient', () => {
   it('one request a message; each accepted once with its parameters and its transaction number', async () => {

@@ -1,11 +1,8 @@
 // A two-way SMS account as the pipeline sends with it (channel-account.ts): a chunk is at most
 // TWOWAY_CHUNK_RECIPIENTS recipients, one POST /momessage each (client.ts), sent together once
 // the chunk's turn has come, from the file's source's short code or the account's.
-import {
-  ChannelAccount,
-  type ChannelAccountOptions,
-  type RecipientOutcome,
-} from '../../service/channel-account.ts';
+import type { ChannelAccountOptions, RecipientOutcome } from '../../service/channel-account.ts';
+import { RecipientAccount, recipientOpening } from '../../service/recipient-account.ts';
 import type { ChunkDestination } from '../../store/store.ts';
 import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
 import { TwoWayClient } from './client.ts';
@@ -28,15 +25,13 @@ interface TwoWaySend {
   readonly bulkText: string | null;
 }
 
-export class TwoWayAccount extends ChannelAccount<TwoWaySend> implements SendingAccount {
+export class TwoWayAccount extends RecipientAccount<TwoWaySend, TwoWayClient> implements SendingAccount {
   readonly channel = 'twoway';
   readonly chunkRecipients = TWOWAY_CHUNK_RECIPIENTS;
-  readonly #client: TwoWayClient;
   readonly #shortCode: string;
 
   constructor(opts: TwoWayAccountOptions) {
     super(opts);
-    this.#client = opts.client;
     this.#shortCode = opts.shortCode;
   }
 
@@ -51,11 +46,7 @@ export class TwoWayAccount extends ChannelAccount<TwoWaySend> implements Sending
    * "Answers"): its client, so its token, retries and in-doubt rules.
    */
   get replies(): { readonly shortCode: string; readonly client: TwoWayClient } {
-    return { shortCode: this.#shortCode, client: this.#client };
-  }
-
-  close(): Promise<void> {
-    return this.#client.close();
+    return { shortCode: this.#shortCode, client: this.client };
   }
 
   /** A bulk file's recipients after its first share its message (stored once). */
@@ -64,7 +55,7 @@ export class TwoWayAccount extends ChannelAccount<TwoWaySend> implements Sending
     rows: readonly ChunkDestination[],
     signal: AbortSignal,
   ): Promise<{ outcomes: RecipientOutcome[]; requests: number }> {
-    return this.#client.send(
+    return this.client.send(
       rows.map((r) => ({
         text: r.text ?? send.bulkText ?? '',
         phoneNumber: r.number,
@@ -79,27 +70,13 @@ export class TwoWayAccount extends ChannelAccount<TwoWaySend> implements Sending
 export function openTwoWayAccount(o: AccountOpening): TwoWayAccount {
   const a = o.config;
   if (a.channel !== 'twoway') throw new Error(`accounts.${o.name}: not a two-way account`);
-  const concurrency = a.concurrency ?? o.api.concurrency;
+  const opening = recipientOpening(o, a, 'twoway', TWOWAY_CHUNK_RECIPIENTS);
   const client = new TwoWayClient({
-    baseUrl: a.baseUrl,
-    username: a.username,
-    password: o.secret,
-    // Each chunk in flight is up to TWOWAY_CHUNK_RECIPIENTS requests at once.
-    connections: concurrency * TWOWAY_CHUNK_RECIPIENTS,
-    timeoutMs: o.api.timeoutMs,
-    retry: o.api.retry,
+    ...opening.client,
     token: { expiresInUnitMs: o.api.tokenExpiresInUnitMs, maxLifetimeS: o.api.tokenMaxLifetimeS },
     // The same identity as an SMS account's (sms/account.ts openMtAccount): the service keeps one
     // token per account, so an SMS and a two-way account on the same credentials share it.
     tokenShare: o.tokenShare(`${a.baseUrl}\n${a.username}\n${o.secret}`),
   });
-  return new TwoWayAccount({
-    name: o.name,
-    client,
-    shortCode: a.shortCode,
-    concurrency,
-    ratePerSecond: a.ratePerSecond ?? o.api.ratePerSecond,
-    permitLeaseMs: o.permitLeaseMs,
-    ...o.budget(`twoway\n${a.baseUrl}\n${a.username}`),
-  });
+  return new TwoWayAccount({ ...opening.account, client, shortCode: a.shortCode });
 }

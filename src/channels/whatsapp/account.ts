@@ -1,11 +1,8 @@
 // A WhatsApp account as the pipeline sends with it (channel-account.ts): a chunk is at most
 // WHATSAPP_CHUNK_RECIPIENTS recipients, one request each (whatsapp.ts), sent together once the
 // chunk's turn has come, from the file's sending number or the account's.
-import {
-  ChannelAccount,
-  type ChannelAccountOptions,
-  type RecipientOutcome,
-} from '../../service/channel-account.ts';
+import type { ChannelAccountOptions, RecipientOutcome } from '../../service/channel-account.ts';
+import { RecipientAccount, recipientOpening } from '../../service/recipient-account.ts';
 import type { ChunkDestination, FileWhatsApp } from '../../store/store.ts';
 import type { AccountOpening, ChunkSender, OutgoingFile, SendingAccount } from '../channel.ts';
 import { WhatsAppClient } from './client.ts';
@@ -22,15 +19,16 @@ export interface WhatsAppAccountOptions extends ChannelAccountOptions {
   readonly source: string;
 }
 
-export class WhatsAppAccount extends ChannelAccount<FileWhatsApp> implements SendingAccount {
+export class WhatsAppAccount
+  extends RecipientAccount<FileWhatsApp, WhatsAppClient>
+  implements SendingAccount
+{
   readonly channel = 'whatsapp';
   readonly chunkRecipients = WHATSAPP_CHUNK_RECIPIENTS;
-  readonly #client: WhatsAppClient;
   readonly #source: string;
 
   constructor(opts: WhatsAppAccountOptions) {
     super(opts);
-    this.#client = opts.client;
     this.#source = opts.source;
   }
 
@@ -49,10 +47,6 @@ export class WhatsAppAccount extends ChannelAccount<FileWhatsApp> implements Sen
     };
   }
 
-  close(): Promise<void> {
-    return this.#client.close();
-  }
-
   /** Each destination's text is its template parameters as a JSON array (the reader's WhatsApp recipients). */
   protected deliver(
     content: FileWhatsApp,
@@ -60,7 +54,7 @@ export class WhatsAppAccount extends ChannelAccount<FileWhatsApp> implements Sen
     signal: AbortSignal,
   ): Promise<{ outcomes: RecipientOutcome[]; requests: number }> {
     const source = content.source ?? this.#source;
-    return this.#client.send(
+    return this.client.send(
       rows.map((r) => ({
         source,
         destination: r.number,
@@ -76,23 +70,10 @@ export class WhatsAppAccount extends ChannelAccount<FileWhatsApp> implements Sen
 export function openWhatsAppAccount(o: AccountOpening): WhatsAppAccount {
   const a = o.config;
   if (a.channel !== 'whatsapp') throw new Error(`accounts.${o.name}: not a WhatsApp account`);
-  const concurrency = a.concurrency ?? o.api.concurrency;
-  const client = new WhatsAppClient({
-    baseUrl: a.baseUrl,
-    username: a.username,
-    password: o.secret,
-    // Each chunk in flight is up to WHATSAPP_CHUNK_RECIPIENTS requests at once.
-    connections: concurrency * WHATSAPP_CHUNK_RECIPIENTS,
-    timeoutMs: o.api.timeoutMs,
-    retry: o.api.retry,
-  });
+  const opening = recipientOpening(o, a, 'whatsapp', WHATSAPP_CHUNK_RECIPIENTS);
   return new WhatsAppAccount({
-    name: o.name,
-    client,
+    ...opening.account,
+    client: new WhatsAppClient(opening.client),
     source: a.source,
-    concurrency,
-    ratePerSecond: a.ratePerSecond ?? o.api.ratePerSecond,
-    permitLeaseMs: o.permitLeaseMs,
-    ...o.budget(`whatsapp\n${a.baseUrl}\n${a.username}`),
   });
 }
