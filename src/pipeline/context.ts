@@ -1,7 +1,9 @@
 // What every stage of the pipeline shares (docs/architecture.md "The pipeline"): the store,
 // the configuration, the accounts and sources, the clock, the leases, and a file's
 // transitions and folders.
+
 import diagnosticsChannel from 'node:diagnostics_channel';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { SendingAccount } from '../channels/channel.ts';
 import { MtAccount } from '../channels/sms/account.ts';
 import type { Config, SourceConfig } from '../config/schema.ts';
@@ -35,6 +37,9 @@ export interface PipelineOptions {
   consent?: { forChannel(channel: string): Promise<ConsentCheck>; checked(): CheckedList[] } | null;
   now?: () => Date;
 }
+
+/** How long a read waits for a claim to record where it moved the file (its batch's moves). */
+const CLAIM_RECORD_WAIT_MS = 30_000;
 
 /** diagnostics_channel: every change of a file's state this worker made (alerts, metrics). */
 export const FILE_STATE_CHANNEL = 'dropline:file:state';
@@ -223,7 +228,20 @@ export class PipelineContext {
   }
 
   async toProcessing(file: FileRecord, source: Source): Promise<void> {
-    if (file.path.startsWith('inbox/')) await this.moveTo(file, source, 'processing');
+    if (!file.path.startsWith('inbox/')) return;
+    if ((await this.moveTo(file, source, 'processing')) !== file.path) return;
+    // Not moved, and gone from inbox/: a claim moved it and records where once its batch is
+    // moved (claim.ts, one setPaths): the read waits for that record, not for a file that
+    // is no longer there.
+    if ((await source.stat(file.path)) !== null) return;
+    for (
+      const until = Date.now() + CLAIM_RECORD_WAIT_MS;
+      Date.now() < until && !this.stopping.signal.aborted;
+    ) {
+      await sleep(50);
+      const now = await this.store.getFile(file.fileId);
+      if (!now?.path.startsWith('inbox/')) return;
+    }
   }
 }
 
