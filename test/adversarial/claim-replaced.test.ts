@@ -7,17 +7,12 @@
 // wrapped link(2) puts the new version in place right before the move's first step.
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { silentLogger } from '../../src/log.ts';
-import { Pipeline } from '../../src/pipeline/pipeline.ts';
-import type { ServiceClient } from '../../src/service/client.ts';
-import { LocalSource } from '../../src/sources/local-source.ts';
-import { openStore } from '../../src/store/index.ts';
-import type { Store } from '../../src/store/store.ts';
+import type { Pipeline } from '../../src/pipeline/pipeline.ts';
+import type { LocalSource } from '../../src/sources/local-source.ts';
+import { type LocalPipeline, localPipeline } from '../helpers/local-pipeline.ts';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
@@ -45,35 +40,17 @@ for (const readiness of ['stable', 'marker'] as const) {
     let dir: string;
     let inbox: string;
     let source: LocalSource;
-    let store: Store;
     let pipeline: Pipeline;
+    let local: LocalPipeline;
 
     beforeEach(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'dropline-claim-replaced-'));
-      inbox = join(dir, 'drop', 'inbox');
-      source = new LocalSource({ name: 'local', path: join(dir, 'drop') });
-      await source.start();
-      store = await openStore(`sqlite:${join(dir, 'state.db')}`);
-      await store.migrate();
-      const config = parseConfig({
-        store: `sqlite:${join(dir, 'state.db')}`,
-        sources: [{ name: 'local', type: 'local', path: join(dir, 'drop'), readiness }],
-      });
-      pipeline = new Pipeline({
-        config,
-        store,
-        client: null as unknown as ServiceClient,
-        sources: new Map([['local', source]]),
-        logger: silentLogger,
-        owner: 'test',
-      });
+      local = await localPipeline('claim-replaced', { source: { readiness } });
+      ({ dir, inbox, source, pipeline } = local);
     });
 
     afterEach(async () => {
       fsHook.run = null;
-      await source.close();
-      await store.close();
-      await rm(dir, { recursive: true, force: true });
+      await local.close();
     });
 
     it('the old claim fails FILE_CHANGED; the new version is claimed as a new file', async () => {

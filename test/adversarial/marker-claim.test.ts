@@ -1,51 +1,27 @@
 // A `marker` source's claim and its `.done` marker (docs/sources.md "Markers"), where only a
 // direct call can place the marker exactly: taken by another worker between the listing
 // and this claim; come just as the file timed out waiting for it.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { silentLogger } from '../../src/log.ts';
-import { Pipeline } from '../../src/pipeline/pipeline.ts';
-import type { ServiceClient } from '../../src/service/client.ts';
-import { LocalSource } from '../../src/sources/local-source.ts';
-import { openStore } from '../../src/store/index.ts';
+import type { Pipeline } from '../../src/pipeline/pipeline.ts';
+import type { LocalSource } from '../../src/sources/local-source.ts';
 import type { Store } from '../../src/store/store.ts';
+import { type LocalPipeline, localPipeline } from '../helpers/local-pipeline.ts';
 
 describe('a marker source: the claim and the marker', () => {
-  let dir: string;
   let inbox: string;
   let source: LocalSource;
   let store: Store;
   let pipeline: Pipeline;
+  let local: LocalPipeline;
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'dropline-marker-claim-'));
-    inbox = join(dir, 'drop', 'inbox');
-    source = new LocalSource({ name: 'local', path: join(dir, 'drop') });
-    await source.start();
-    store = await openStore(`sqlite:${join(dir, 'state.db')}`);
-    await store.migrate();
-    const config = parseConfig({
-      store: `sqlite:${join(dir, 'state.db')}`,
-      sources: [{ name: 'local', type: 'local', path: join(dir, 'drop'), readiness: 'marker' }],
-    });
-    pipeline = new Pipeline({
-      config,
-      store,
-      client: null as unknown as ServiceClient,
-      sources: new Map([['local', source]]),
-      logger: silentLogger,
-      owner: 'test',
-    });
+    local = await localPipeline('marker-claim', { source: { readiness: 'marker' } });
+    ({ inbox, source, store, pipeline } = local);
   });
 
-  afterEach(async () => {
-    await source.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterEach(() => local.close());
 
   it('a marker another worker took since the listing: the file is left to that claim', async () => {
     await writeFile(join(inbox, 'a.txt'), '3001234567;hola\n');
