@@ -338,7 +338,6 @@ async function openAccounts(o: {
       // Who renews the token: this account, not the process, as two accounts of this process
       // with the same credentials (SMS and RCS) share the token and must not both renew it.
       tokenShare: (identity) => tokenShareOf(store, identity, `${owner}/${name}`),
-      logger,
     };
     const opened1 = await channelOf(account.channel).openAccount(opening);
     opened.push(() => opened1.close());

@@ -50,7 +50,6 @@ export interface AccountOpening {
   budget(identity: string): AccountBudget;
   /** Its token shared through the store by every process with the same credentials (`identity`, hashed). */
   tokenShare(identity: string): TokenShare;
-  readonly logger: Logger;
 }
 
 export interface AccountBudget {
