@@ -3,7 +3,6 @@
 import type { ChunkSender } from '../channels/channel.ts';
 import { DroplineError, stateReason } from '../errors.ts';
 import type { Priority } from '../format/directives.ts';
-import { localDate } from '../plan/send-window.ts';
 import type { Flow } from '../service/dispatch.ts';
 import type {
   ChunkDestination,
@@ -75,14 +74,12 @@ export class Sender {
       shortCode: this.c.sourceConfig(file.source).shortCode ?? null,
       attachments: () => this.c.store.attachments(fileId),
     });
-    const limit = holding?.contactLimit;
     const run = new FileSend({
       c: this.c,
       leases: this.leases,
       fileId,
       pending,
       holding,
-      dayOf: limit ? () => localDate(this.c.now(), limit.timezone) : null,
       closes,
       sender,
       // Its share of the account when other files send at once.
@@ -160,11 +157,6 @@ interface FileSendOptions {
   /** The file's pending chunks, taken in order by the workers. */
   pending: ChunkRecord[];
   holding: HoldBackOptions | null;
-  /**
-   * The contact ledger's local day on this worker's clock (null: no contact limit): a chunk
-   * held back on one day and whose turn comes on another is held back again.
-   */
-  dayOf: (() => string) | null;
   /** When the send window closes (ms since the epoch): no chunk starts after it. */
   closes: number;
   /** The file's chunks sent with its account. */
@@ -174,7 +166,7 @@ interface FileSendOptions {
 
 /**
  * One file's send under its lease: its pending chunks taken in turn by the workers, each
- * chunk's recipients read ahead, held back, set inflight (fenced) when its turn on the
+ * chunk's recipients read ahead, set inflight (fenced) and held back when its turn on the
  * account comes, sent, and its result recorded. `stop` ends every worker between chunks.
  */
 class FileSend {
@@ -186,9 +178,8 @@ class FileSend {
   readonly lease: { lost: boolean } | undefined;
   /** The next chunk's destinations, read while this one is sent. */
   readonly #ahead = new Map<number, Promise<ChunkDestination[]>>();
-  /** The day each chunk was held back on (dayOf), and the chunks to hold back again. */
-  readonly #heldOn = new Map<number, string>();
-  readonly #recheck = new Set<number>();
+  /** Chunks whose start held recipients back: their destinations are read again. */
+  readonly #reread = new Set<number>();
   /**
    * Fenced in one statement: a chunk goes inflight only while this worker holds the file's
    * lease, unexpired (withLease's timer renews it), and the file is still sending (not
@@ -217,16 +208,8 @@ class FileSend {
    * A chunk's destinations (a read: its rows change only under this worker's lease, and it
    * still goes inflight before its request).
    */
-  async #destinations(seq: number): Promise<ChunkDestination[]> {
-    const { c, fileId, holding } = this.#o;
-    // Opted out since the read, or contacted already today: left out of the request.
-    if (holding) {
-      if (this.#o.dayOf) this.#heldOn.set(seq, this.#o.dayOf());
-      const held = await c.store.holdBack(fileId, seq, holding);
-      if (held.suppressed + held.contactLimited > 0)
-        c.log.info({ fileId, chunk: seq, ...held }, `chunk ${seq}: recipients held back`);
-    }
-    return c.store.chunkDestinations(fileId, seq);
+  #destinations(seq: number): Promise<ChunkDestination[]> {
+    return this.#o.c.store.chunkDestinations(this.#o.fileId, seq);
   }
 
   #readAhead(): void {
@@ -245,13 +228,8 @@ class FileSend {
       this.stop = true;
       return false;
     }
-    // Held back before midnight, its turn after: the ledger's new day decides again (the
-    // store's clock; docs/campaign-rules.md "Contact limit").
-    if (this.#o.dayOf && this.#heldOn.get(seq) !== this.#o.dayOf()) {
-      this.#recheck.add(seq);
-      return false;
-    }
-    if (await c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard)) return true;
+    if (await this.#toInflight(seq)) return true;
+    if (this.#reread.has(seq)) return false;
     const current = await c.store.getFile(fileId);
     if (current?.leaseOwner !== c.owner) {
       this.#lost();
@@ -267,7 +245,24 @@ class FileSend {
       this.#lost();
       return false;
     }
-    return c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard);
+    return this.#toInflight(seq);
+  }
+
+  /**
+   * The write-ahead. Under campaign rules the store holds recipients back in the same
+   * transaction (Store.beginChunk: opted out since the read, or contacted already), so a
+   * contact is taken only by a chunk that goes out, on the day it goes out; when it held any
+   * back, the chunk stays pending and its destinations are read again.
+   */
+  async #toInflight(seq: number): Promise<boolean> {
+    const { c, fileId, holding } = this.#o;
+    if (!holding) return c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard);
+    const begun = await c.store.beginChunk(fileId, seq, this.#guard, holding);
+    if (begun === 'held') {
+      c.log.info({ fileId, chunk: seq }, `chunk ${seq}: recipients held back`);
+      this.#reread.add(seq);
+    }
+    return begun === 'began';
   }
 
   /** One worker: chunks taken in turn until none is left or the send stops. */
@@ -311,13 +306,8 @@ class FileSend {
       const options = { signal: stopping, flow, start: () => this.#begin(seq) };
       const sent = await sender.send(seq, rows, options);
       if (!sent) {
-        if (this.#recheck.delete(seq)) {
-          c.log.info(
-            { fileId, chunk: seq },
-            `chunk ${seq}: held back again (the day changed while it waited)`,
-          );
-          pending.unshift(chunk);
-        }
+        // Recipients held back at its start: its other destinations go out in a new request.
+        if (this.#reread.delete(seq)) pending.unshift(chunk);
         continue;
       }
       await results.record(seq, sent.result, rows.length);

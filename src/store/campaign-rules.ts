@@ -1,12 +1,13 @@
-// The campaign rules a store applies to a chunk before it is sent (Store.holdBack), written
-// once for both backends (./steps.ts): numbers that opted out by a reply since the file was
-// read, then the contact limit of the file's entity (docs/campaign-rules.md "Contact limit").
-// The texts a user reads come from src/errors.ts (HELD_BACK_DETAILS), not from SQL.
+// The campaign rules a store applies to a chunk as it goes out (Store.beginChunk, and
+// Store.holdBack on its own), written once for both backends (./steps.ts): numbers that opted
+// out by a reply since the file was read, then the contact limit of the file's entity
+// (docs/campaign-rules.md "Contact limit"). The texts a user reads come from src/errors.ts
+// (HELD_BACK_DETAILS), not from SQL.
 
 import { HELD_BACK_DETAILS } from '../errors.ts';
 import { localDateTime } from '../plan/send-window.ts';
 import { asker, type Rule } from './steps.ts';
-import type { ContactLimitOptions, HeldBack, HoldBackOptions } from './store.ts';
+import type { BeginChunk, ContactLimitOptions, HeldBack, HoldBackOptions } from './store.ts';
 
 /** A pending row of the chunk refused by the ledger, and the contact that stands in its way. */
 export interface RefusedContact {
@@ -40,21 +41,62 @@ export type HoldBackOperations = {
 
 const ask = asker<HoldBackOperations>();
 
-export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations, HeldBack> {
+/** What holdBack did, and the refused rows' details (beginChunk marks them again after undoing the rest). */
+interface Holding {
+  held: HeldBack;
+  refused: { id: number; detail: string }[];
+}
+
+function* hold(options: HoldBackOptions): Rule<HoldBackOperations, Holding> {
   const held: HeldBack = { suppressed: 0, contactLimited: 0 };
+  const done = { held, refused: [] };
   if (options.optOuts)
     held.suppressed = yield* ask('holdOptOuts', 'SUPPRESSED', HELD_BACK_DETAILS.SUPPRESSED);
   const limit = options.contactLimit;
-  if (!limit) return held;
+  if (!limit) return done;
   const weekly = limit.channelsPerWeek !== null;
   const taken = yield* ask('takeContacts', weekly);
   // The usual chunk: every row took its contact, none to look up again.
-  if (taken === (yield* ask('pendingCount'))) return held;
+  if (taken === (yield* ask('pendingCount'))) return done;
   const refused = yield* ask('refused', weekly);
-  if (refused.length === 0) return held;
+  if (refused.length === 0) return done;
   const details = refused.map((r) => ({ id: r.id, detail: refusalDetail(r, limit) }));
   held.contactLimited = yield* ask('holdRefused', 'CONTACT_LIMIT', details);
-  return held;
+  return { held, refused: details };
+}
+
+export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations, HeldBack> {
+  return (yield* hold(options)).held;
+}
+
+/** What a backend does for beginChunk, in its one transaction, besides holdBack's operations. */
+export type BeginChunkOperations = HoldBackOperations & {
+  /** A savepoint at the transaction's start. */
+  savepoint(): void;
+  /** Back to the savepoint: the chunk pending again, the contacts taken given back. */
+  undo(): void;
+  /** The chunk pending → inflight, fenced as setChunkState (attempts + 1): whether it moved. */
+  toInflight(): boolean;
+};
+
+const askBegin = asker<BeginChunkOperations>();
+
+/**
+ * The chunk goes inflight and its recipients are held back in one transaction, so a contact
+ * is taken only by a chunk that goes out (docs/campaign-rules.md "How it holds with several
+ * workers"). When some were held back, the request read before (their destinations) would
+ * carry them: everything is undone but their outcomes, the chunk stays pending, and its
+ * sender reads its destinations again (`held`); the next try holds nobody back.
+ */
+export function* beginChunkRule(options: HoldBackOptions): Rule<BeginChunkOperations, BeginChunk> {
+  yield* askBegin('savepoint');
+  if (!(yield* askBegin('toInflight'))) return 'refused';
+  const { held, refused } = yield* hold(options);
+  if (held.suppressed + held.contactLimited === 0) return 'began';
+  yield* askBegin('undo');
+  if (held.suppressed > 0) yield* askBegin('holdOptOuts', 'SUPPRESSED', HELD_BACK_DETAILS.SUPPRESSED);
+  if (refused.length > 0) yield* askBegin('holdRefused', 'CONTACT_LIMIT', refused);
+  return 'held';
 }
 
 /** Which rule held a row back and when the contact in its way was made, in the limit's zone. */

@@ -16,6 +16,7 @@
 import type { BudgetView, PermitAnswer, PermitRequest } from '../core/budget.ts';
 import type { BudgetAccount, SharedToken } from './records/accounts.ts';
 import type {
+  BeginChunk,
   FileReply,
   HeldBack,
   HoldBackOptions,
@@ -248,6 +249,19 @@ export interface Store {
    * stopped and sent again takes no second one). chunkDestinations then leaves them out.
    */
   holdBack(fileId: string, seq: number, options: HoldBackOptions): Promise<HeldBack>;
+  /**
+   * The write-ahead of a chunk under campaign rules, one transaction: the chunk pending →
+   * inflight as setChunkState (fenced by `guard`), and holdBack on its recipients, so contacts
+   * are taken only by a chunk that goes out. When holdBack held anyone back, only their
+   * outcomes stay: the chunk is pending again and no contact is taken (`held`: read its
+   * destinations again and begin anew). See BeginChunk.
+   */
+  beginChunk(
+    fileId: string,
+    seq: number,
+    guard: ChunkStateGuard,
+    options: HoldBackOptions,
+  ): Promise<BeginChunk>;
   /**
    * Ledger slots of local days (in `timezone`, the store's clock) more than keepDays before
    * today go, and week slots of weeks ended by then. Returns how many.

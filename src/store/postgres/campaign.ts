@@ -1,11 +1,14 @@
 // The PostgreSQL store's campaign-rules area: opt-outs and the contact limit held back before a
 // chunk is sent, replies and opt-outs recorded (docs/campaign-rules.md).
 
-import { holdBackRule, refusedOf } from '../campaign-rules.ts';
+import type pg from 'pg';
+import { beginChunkRule, type HoldBackOperations, holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { recordReplyRule } from '../standing-rules.ts';
-import { runAsync } from '../steps.ts';
+import { type AsyncOperations, runAsync } from '../steps.ts';
 import type {
+  BeginChunk,
+  ChunkStateGuard,
   FileReply,
   HeldBack,
   HoldBackOptions,
@@ -17,6 +20,7 @@ import type {
 } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
+import { setChunkStateOn } from './sending.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -26,32 +30,60 @@ export async function holdBack(
   options: HoldBackOptions,
 ): Promise<HeldBack> {
   const what = `holding back recipients of chunk ${seq} of ${fileId}`;
-  return db.tx(what, async (c) => {
-    const chunk = { file_id: fileId, seq, now: db.now() };
-    const limit = options.contactLimit;
-    const ledger = {
-      ...chunk,
-      entity: limit?.entity ?? null,
-      channel: limit?.channel ?? null,
-      timezone: limit?.timezone ?? null,
-      per_day: limit?.perDay ?? null,
-      channels_per_week: limit?.channelsPerWeek ?? null,
-    };
-    return runAsync(holdBackRule(options), {
-      holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
-      // A key once a statement (an upsert touches a row once): its n-th row in round n.
-      takeContacts: async (weekly) => {
-        let taken = 0;
-        for (let round = 1; round <= (limit?.perDay ?? 0); round++)
-          taken += await db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c);
-        return taken;
-      },
-      pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
-      refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
-      holdRefused: (code, details) =>
-        db.count(what, L.HOLD_REFUSED, { ...chunk, code, details: JSON.stringify(details) }, c),
-    });
-  });
+  return db.tx(what, (c) => runAsync(holdBackRule(options), holdBackOps(db, c, what, fileId, seq, options)));
+}
+
+export async function beginChunk(
+  db: PgDb,
+  fileId: string,
+  seq: number,
+  guard: ChunkStateGuard,
+  options: HoldBackOptions,
+): Promise<BeginChunk> {
+  const what = `starting chunk ${seq} of ${fileId}`;
+  return db.tx(what, async (c) =>
+    runAsync(beginChunkRule(options), {
+      ...holdBackOps(db, c, what, fileId, seq, options),
+      savepoint: async () => void (await c.query('SAVEPOINT begin_chunk')),
+      undo: async () => void (await c.query('ROLLBACK TO SAVEPOINT begin_chunk')),
+      toInflight: () => setChunkStateOn(db, c, fileId, seq, 'inflight', ['pending'], guard),
+    }),
+  );
+}
+
+/** holdBack's operations on chunk `seq`'s pending rows, in transaction `c`. */
+function holdBackOps(
+  db: PgDb,
+  c: pg.PoolClient,
+  what: string,
+  fileId: string,
+  seq: number,
+  options: HoldBackOptions,
+): AsyncOperations<HoldBackOperations> {
+  const chunk = { file_id: fileId, seq, now: db.now() };
+  const limit = options.contactLimit;
+  const ledger = {
+    ...chunk,
+    entity: limit?.entity ?? null,
+    channel: limit?.channel ?? null,
+    timezone: limit?.timezone ?? null,
+    per_day: limit?.perDay ?? null,
+    channels_per_week: limit?.channelsPerWeek ?? null,
+  };
+  return {
+    holdOptOuts: (code, detail) => db.count(what, S.HOLD_BACK_OPT_OUTS, { ...chunk, code, detail }, c),
+    // A key once a statement (an upsert touches a row once): its n-th row in round n.
+    takeContacts: async (weekly) => {
+      let taken = 0;
+      for (let round = 1; round <= (limit?.perDay ?? 0); round++)
+        taken += await db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c);
+      return taken;
+    },
+    pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
+    refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
+    holdRefused: (code, details) =>
+      db.count(what, L.HOLD_REFUSED, { ...chunk, code, details: JSON.stringify(details) }, c),
+  };
 }
 
 export async function pruneContacts(db: PgDb, options: PruneContactsOptions): Promise<number> {

@@ -24,7 +24,7 @@ import type {
   RecipientRecord,
 } from '../store.ts';
 import { textArray } from './arrays.ts';
-import type { PgDb } from './connection.ts';
+import type { PgDb, Queryable } from './connection.ts';
 import * as S from './sql.ts';
 
 /** Chunk states whose rows still read `pending` (chunkDestinations). */
@@ -102,17 +102,29 @@ export async function setChunkState(
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
 ): Promise<boolean> {
-  return (
-    (await db.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, {
-      to,
-      from,
-      file_id: fileId,
-      seq,
-      owner: options.owner ?? null,
-      file_state: options.fileState ?? null,
-      now: db.now(),
-    })) === 1
-  );
+  return setChunkStateOn(db, db.pool, fileId, seq, to, from, options);
+}
+
+/** setChunkState's one statement, on `on` (a transaction's client, or the pool). */
+export async function setChunkStateOn(
+  db: PgDb,
+  on: Queryable,
+  fileId: string,
+  seq: number,
+  to: ChunkState,
+  from: readonly ChunkState[],
+  options: ChunkStateGuard = {},
+): Promise<boolean> {
+  const params = {
+    to,
+    from,
+    file_id: fileId,
+    seq,
+    owner: options.owner ?? null,
+    file_state: options.fileState ?? null,
+    now: db.now(),
+  };
+  return (await db.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, params, on)) === 1;
 }
 
 export async function recordChunkResult(

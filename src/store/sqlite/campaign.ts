@@ -4,11 +4,13 @@
 
 import type { SQLInputValue } from 'node:sqlite';
 import { localDate, localWeek } from '../../plan/send-window.ts';
-import { holdBackRule, refusedOf } from '../campaign-rules.ts';
+import { beginChunkRule, type HoldBackOperations, holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
 import { recordReplyRule } from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
 import type {
+  BeginChunk,
+  ChunkStateGuard,
   FileReply,
   HeldBack,
   HoldBackOptions,
@@ -20,6 +22,7 @@ import type {
 } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
+import { setChunkStateNow } from './sending.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -28,6 +31,33 @@ export async function holdBack(
   seq: number,
   options: HoldBackOptions,
 ): Promise<HeldBack> {
+  return db.tx(() => runSync(holdBackRule(options), holdBackOps(db, fileId, seq, options)));
+}
+
+export async function beginChunk(
+  db: SqliteDb,
+  fileId: string,
+  seq: number,
+  guard: ChunkStateGuard,
+  options: HoldBackOptions,
+): Promise<BeginChunk> {
+  return db.tx(() =>
+    runSync(beginChunkRule(options), {
+      ...holdBackOps(db, fileId, seq, options),
+      savepoint: () => db.db.exec('SAVEPOINT begin_chunk'),
+      undo: () => db.db.exec('ROLLBACK TO begin_chunk'),
+      toInflight: () => setChunkStateNow(db, fileId, seq, 'inflight', ['pending'], guard),
+    }),
+  );
+}
+
+/** holdBack's operations on chunk `seq`'s pending rows, inside the caller's transaction. */
+function holdBackOps(
+  db: SqliteDb,
+  fileId: string,
+  seq: number,
+  options: HoldBackOptions,
+): HoldBackOperations {
   const now = db.now();
   const chunk = { ...db.span(fileId, seq), seq };
   const limit = options.contactLimit;
@@ -55,17 +85,14 @@ export async function holdBack(
     const { s, p } = stmt(sql, params);
     return s.all(p);
   };
-  return db.tx(() =>
-    runSync(holdBackRule(options), {
-      holdOptOuts: (code, detail) =>
-        changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
-      takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
-      pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
-      refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
-      holdRefused: (code, details) =>
-        changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
-    }),
-  );
+  return {
+    holdOptOuts: (code, detail) =>
+      changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
+    takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
+    pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
+    refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
+    holdRefused: (code, details) => changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
+  };
 }
 
 export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {

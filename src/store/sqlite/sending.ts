@@ -98,6 +98,18 @@ export async function setChunkState(
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
 ): Promise<boolean> {
+  return setChunkStateNow(db, fileId, seq, to, from, options);
+}
+
+/** setChunkState's one statement, in the caller's transaction if any. */
+export function setChunkStateNow(
+  db: SqliteDb,
+  fileId: string,
+  seq: number,
+  to: ChunkState,
+  from: readonly ChunkState[],
+  options: ChunkStateGuard = {},
+): boolean {
   const r = db.stmt(S.SET_CHUNK_STATE).run({
     to,
     now: db.now(),

@@ -122,6 +122,7 @@ export class SqliteStore implements Store {
   readonly summary: Store['summary'] = (...a) => reads.summary(this.db, ...a);
   // campaign
   readonly holdBack: Store['holdBack'] = (...a) => campaign.holdBack(this.db, ...a);
+  readonly beginChunk: Store['beginChunk'] = (...a) => campaign.beginChunk(this.db, ...a);
   readonly pruneContacts: Store['pruneContacts'] = (...a) => campaign.pruneContacts(this.db, ...a);
   readonly recordFileChecks: Store['recordFileChecks'] = (...a) => ledger.recordFileChecks(this.db, ...a);
   readonly contacts: Store['contacts'] = (...a) => ledger.contacts(this.db, ...a);

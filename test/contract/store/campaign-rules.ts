@@ -181,6 +181,64 @@ export function campaignRules(t: ContractContext): void {
     });
   });
 
+  describe('beginChunk: the write-ahead under the campaign rules', () => {
+    const sending = { fileState: 'sending' } as const;
+    const contacted = async () =>
+      (
+        await store.contacts({ from: '2000-01-01', to: '2100-01-01', entity: null, after: null, limit: 100 })
+      ).map((c) => [c.fileId, c.key]);
+    const chunkStates = async (fileId: string) =>
+      (await store.listChunks(fileId)).map((c) => [c.seq, c.state, c.attempts]);
+
+    it('began: the chunk is inflight and its recipients took their contacts, in one transaction', async () => {
+      await t.sendingFile('a', 4, 2);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      expect(await chunkStates('a')).toEqual([
+        [1, 'inflight', 1],
+        [2, 'pending', 0],
+      ]);
+      expect(await contacted()).toEqual([
+        ['a', '573000000001'],
+        ['a', '573000000002'],
+      ]);
+      // Begun already: the fence says no, and nothing more is taken.
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('refused');
+      expect(await contacted()).toHaveLength(2);
+    });
+
+    it('held: the held rows keep their outcome, the chunk stays pending and takes no contact; its next start sends the rest', async () => {
+      await t.sendingFile('a', 2, 2);
+      const shifted = validRows(2, 2).map((r) => ({ ...r, number: String(573000000001 + r.idx) }));
+      await t.sendingFile('b', 2, 2, shifted);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      // File b holds 573000000002 (contacted by a) and 573000000003 (not yet).
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+      expect(await chunkStates('b')).toEqual([[1, 'pending', 0]]);
+      expect(await contacted()).toEqual([
+        ['a', '573000000001'],
+        ['a', '573000000002'],
+      ]);
+      const outcomes = [];
+      for await (const r of store.recipients('b')) outcomes.push([r.number, r.outcome, r.code]);
+      expect(outcomes).toEqual([
+        ['573000000002', 'contact_limit', 'CONTACT_LIMIT'],
+        ['573000000003', 'pending', null],
+      ]);
+      expect(await destinations('b', 1)).toEqual(['573000000003']);
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('began');
+      expect(await chunkStates('b')).toEqual([[1, 'inflight', 1]]);
+      expect(await contacted()).toContainEqual(['b', '573000000003']);
+    });
+
+    it('refused: a file no longer sending holds nobody back and takes no contact', async () => {
+      await t.sendingFile('a', 2, 2);
+      await store.transition('a', 'paused', { from: ['sending'] });
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('refused');
+      expect(await chunkStates('a')).toEqual([[1, 'pending', 0]]);
+      expect(await contacted()).toEqual([]);
+    });
+  });
+
   describe('the contact ledger of an entity (channels a week, compliance)', () => {
     /** The file's recipients: [number, outcome, detail]. */
     const outcomes = async (fileId: string) => {
