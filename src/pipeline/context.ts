@@ -242,11 +242,13 @@ export class PipelineContext {
   }
 
   /**
-   * Where a claim's move put the file (moveTo's names: its own name, or the fileId-prefixed
-   * one when that was taken), checked to be the very bytes claimed; null: in neither.
+   * Where a claim's move put the file (moveTo's names: its name, or the fileId-prefixed one
+   * when that was taken), checked to be the very bytes claimed; null: in neither. The
+   * prefixed name first: it can only be this file's, while its plain name may hold another
+   * file of the same content (a forced resend).
    */
   private async movedByClaim(file: FileRecord, source: Source): Promise<string | null> {
-    for (const path of [`processing/${file.name}`, ownName(file, 'processing')]) {
+    for (const path of [ownName(file, 'processing'), `processing/${file.name}`]) {
       if ((await source.stat(path))?.size !== file.bytes) continue;
       const hash = createHash('sha256');
       try {
