@@ -1,5 +1,6 @@
 // The pipeline's claim stage (docs/architecture.md "The pipeline"): ready inbox files hashed,
 // recorded (DUPLICATE_FILE decided by the store) and moved to processing/, in batches.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import type { FileReasonCode, TextParams } from '../errors.ts';
 import { type Sniff, sniff } from '../format/decode.ts';
 import { fileIdFor } from '../plan/ids.ts';
@@ -19,6 +20,14 @@ import type { Outputs } from './outputs.ts';
 
 /** Files of a claim batch read (hashed) and moved at once (round trips, not bandwidth, on SFTP/S3). */
 const CLAIM_READ_CONCURRENCY = 16;
+
+/**
+ * diagnostics_channel: a claim batch's files moved to processing/, their paths not recorded
+ * yet (published just before that record). The crash tests stop a daemon here: a crash at
+ * this moment leaves records that still say inbox/ (docs/runbook.md "Restarts and crashes").
+ */
+export const CLAIM_MOVED_CHANNEL = 'dropline:claim:moved';
+const claimMovedChannel = diagnosticsChannel.channel(CLAIM_MOVED_CHANNEL);
 
 /** Claims ready files, and rejects those that never became ready. */
 export class Claims {
@@ -109,7 +118,7 @@ export class Claims {
       await this.putBackMarkers(source, taken);
       throw err;
     }
-    const paths: { fileId: string; path: string }[] = [];
+    const paths: { fileId: string; path: string; from: string }[] = [];
     const files = await mapLimited(
       claimed,
       CLAIM_READ_CONCURRENCY,
@@ -134,10 +143,14 @@ export class Claims {
           if (!(err instanceof SourceFileError)) throw err;
           return this.rejectReplaced(file, err.message);
         }
-        if (path !== file.path) paths.push({ fileId: file.fileId, path });
+        // Recorded only where the path is still the one moved from: a worker that took the
+        // file meanwhile found it moved and recorded its path itself (context.ts toProcessing).
+        if (path !== file.path) paths.push({ fileId: file.fileId, path, from: file.path });
         return { ...file, path };
       },
     );
+    if (paths.length > 0 && claimMovedChannel.hasSubscribers)
+      claimMovedChannel.publish({ source: source.name, paths });
     await this.c.store.setPaths(paths);
     for (const { entry, refusal, read } of refused) {
       const file = await this.rejectAtClaim(source, entry, refusal, read);

@@ -2,8 +2,8 @@
 // the configuration, the accounts and sources, the clock, the leases, and a file's
 // transitions and folders.
 
+import { createHash } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SendingAccount } from '../channels/channel.ts';
 import { MtAccount } from '../channels/sms/account.ts';
 import type { Config, SourceConfig } from '../config/schema.ts';
@@ -37,9 +37,6 @@ export interface PipelineOptions {
   consent?: { forChannel(channel: string): Promise<ConsentCheck>; checked(): CheckedList[] } | null;
   now?: () => Date;
 }
-
-/** How long a read waits for a claim to record where it moved the file (its batch's moves). */
-const CLAIM_RECORD_WAIT_MS = 30_000;
 
 /** diagnostics_channel: every change of a file's state this worker made (alerts, metrics). */
 export const FILE_STATE_CHANNEL = 'dropline:file:state';
@@ -198,14 +195,10 @@ export class PipelineContext {
         moved = await source.move(file.path, target, how);
       } catch (err) {
         if (isChanged(err)) throw err;
-        // The name is taken there (move never replaces a file): a name of its own, prefixed
-        // with the fileId and cut so that it still fits NAME_MAX (255 bytes). Asked only
-        // then, so a move costs no extra look-up (a round trip per file on SFTP).
+        // The name is taken there (move never replaces a file): a name of its own. Asked
+        // only then, so a move costs no extra look-up (a round trip per file on SFTP).
         if (!(await source.exists(target))) throw err;
-        const prefix = `${file.fileId}-`;
-        const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
-        const base = file.name.slice(0, file.name.length - ext.length);
-        target = `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
+        target = ownName(file, folder);
         moved = await source.move(file.path, target, how);
       }
       if (!moved) {
@@ -230,19 +223,54 @@ export class PipelineContext {
   async toProcessing(file: FileRecord, source: Source): Promise<void> {
     if (!file.path.startsWith('inbox/')) return;
     if ((await this.moveTo(file, source, 'processing')) !== file.path) return;
-    // Not moved, and gone from inbox/: a claim moved it and records where once its batch is
-    // moved (claim.ts, one setPaths): the read waits for that record, not for a file that
-    // is no longer there.
     if ((await source.stat(file.path)) !== null) return;
-    for (
-      const until = Date.now() + CLAIM_RECORD_WAIT_MS;
-      Date.now() < until && !this.stopping.signal.aborted;
-    ) {
-      await sleep(50);
-      const now = await this.store.getFile(file.fileId);
-      if (!now?.path.startsWith('inbox/')) return;
-    }
+    // Gone from inbox/ while its record says inbox/: a claim moved it and has not recorded
+    // where (claim.ts records a batch's paths after its moves). That claim may be dead (a
+    // crash between the two) or still running; either way the file is where it moved it, and
+    // this worker, which holds the file, records that itself: a live claim's record changes
+    // only a path that still says inbox/ (Store.setPaths `from`), so it cannot undo a later
+    // move (docs/runbook.md "Restarts and crashes").
+    const found = await this.movedByClaim(file, source);
+    // Not there either (removed by hand): the read says the file is gone, as before.
+    if (found === null) return;
+    this.leases.fence(file.fileId);
+    await this.store.updateFile(file.fileId, { path: found });
+    this.log.info(
+      { fileId: file.fileId, source: file.source, file: file.name, path: found },
+      `${file.name} found in processing/ (its claim moved it and did not record where): read from there`,
+    );
   }
+
+  /**
+   * Where a claim's move put the file (moveTo's names: its name, or the fileId-prefixed one
+   * when that was taken), checked to be the very bytes claimed; null: in neither. The
+   * prefixed name first: it can only be this file's, while its plain name may hold another
+   * file of the same content (a forced resend).
+   */
+  private async movedByClaim(file: FileRecord, source: Source): Promise<string | null> {
+    for (const path of [ownName(file, 'processing'), `processing/${file.name}`]) {
+      if ((await source.stat(path))?.size !== file.bytes) continue;
+      const hash = createHash('sha256');
+      try {
+        for await (const chunk of source.open(path)) hash.update(chunk);
+      } catch {
+        continue; // not a file to read there (a link in its place, unreadable): not this one
+      }
+      if (hash.digest('hex') === file.sha256) return path;
+    }
+    return null;
+  }
+}
+
+/**
+ * A file's name of its own in `folder` when its name is taken there (moveTo): prefixed with
+ * the fileId and cut so that it still fits NAME_MAX (255 bytes).
+ */
+function ownName(file: FileRecord, folder: string): string {
+  const prefix = `${file.fileId}-`;
+  const ext = /\.txt$/i.exec(file.name)?.[0] ?? '';
+  const base = file.name.slice(0, file.name.length - ext.length);
+  return `${folder}/${prefix}${cutToBytes(base, 255 - prefix.length - ext.length)}${ext}`;
 }
 
 /** A claim's move refused: the file at its name is no longer the version read. */

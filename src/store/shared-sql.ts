@@ -16,6 +16,11 @@ export const GAUGE_FILES = 'SELECT state, count(*) AS n FROM files GROUP BY stat
 export const GAUGE_IN_DOUBT = `SELECT count(*) AS n FROM chunks c JOIN files f ON f.file_id = c.file_id
   WHERE c.state = 'in_doubt' AND f.state NOT IN ('rejected', 'duplicate', 'completed', 'cancelled')`;
 
+/** setPaths' precondition: no `from` given (NULL), or the path is still `from`. */
+export function pathStill(path: string, from: string): string {
+  return `(${from} IS NULL OR ${path} = ${from})`;
+}
+
 // ---- which file next (Store.acquireFile) ----
 
 /**

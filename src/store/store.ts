@@ -100,8 +100,12 @@ export interface Store {
    * No lease is taken.
    */
   claimFiles(source: string, files: readonly ReadyFile[], options: ClaimOptions): Promise<ClaimedFile[]>;
-  /** Sets the path of several files in one transaction (after moving them). */
-  setPaths(paths: readonly { fileId: string; path: string }[]): Promise<void>;
+  /**
+   * Sets the path of several files in one transaction (after moving them). An entry with
+   * `from` (a claim's record of its moves) changes the path only where it is still `from`:
+   * a worker that found the file moved and recorded its path meanwhile keeps its own.
+   */
+  setPaths(paths: readonly { fileId: string; path: string; from?: string }[]): Promise<void>;
   /** How many files from this source have this sha256 (to derive a forced resend's fileId). */
   countBySha(source: string, sha256: string): Promise<number>;
   /**

@@ -294,11 +294,15 @@ async function claimEach(
   return out;
 }
 
-export async function setPaths(db: PgDb, paths: readonly { fileId: string; path: string }[]): Promise<void> {
+export async function setPaths(
+  db: PgDb,
+  paths: readonly { fileId: string; path: string; from?: string }[],
+): Promise<void> {
   if (paths.length === 0) return;
   await db.rows('setting paths', S.SET_PATHS, {
     file_ids: paths.map((p) => p.fileId),
     paths: paths.map((p) => p.path),
+    froms: paths.map((p) => p.from ?? null),
     now: db.now(),
   });
 }

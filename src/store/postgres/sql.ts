@@ -14,6 +14,7 @@ import {
   leaseFree,
   messageIdSql,
   type Param,
+  pathStill,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
@@ -178,7 +179,8 @@ export const INSERT_CLAIMED = statement(
 
 export const SET_PATHS = statement(
   `UPDATE files f SET path = v.path, updated_at = ${NOW}
-   FROM unnest(:file_ids::text[], :paths::text[]) AS v(file_id, path) WHERE f.file_id = v.file_id`,
+   FROM unnest(:file_ids::text[], :paths::text[], :froms::text[]) AS v(file_id, path, from_path)
+   WHERE f.file_id = v.file_id AND ${pathStill('f.path', 'v.from_path')}`,
 );
 
 /**

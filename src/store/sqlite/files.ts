@@ -118,13 +118,13 @@ export async function claimFiles(
 
 export async function setPaths(
   db: SqliteDb,
-  paths: readonly { fileId: string; path: string }[],
+  paths: readonly { fileId: string; path: string; from?: string }[],
 ): Promise<void> {
   if (paths.length === 0) return;
   const now = db.now();
   const update = db.stmt(S.SET_PATH);
   db.tx(() => {
-    for (const p of paths) update.run(p.path, now, p.fileId);
+    for (const p of paths) update.run({ path: p.path, now, file_id: p.fileId, from: p.from ?? null });
   });
 }
 

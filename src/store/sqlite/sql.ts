@@ -12,6 +12,7 @@ import {
   leaseFree,
   messageIdSql,
   type Param,
+  pathStill,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
@@ -234,7 +235,8 @@ export const INSERT_CLAIMED = `INSERT INTO files (file_id, source, name, path, s
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, json_object(?, ?))
   ON CONFLICT DO NOTHING RETURNING *`;
 
-export const SET_PATH = 'UPDATE files SET path = ?, updated_at = ? WHERE file_id = ?';
+export const SET_PATH = `UPDATE files SET path = :path, updated_at = :now
+  WHERE file_id = :file_id AND ${pathStill('path', ':from')}`;
 
 export const CLEAR_RECIPIENTS = 'DELETE FROM recipients WHERE id BETWEEN ? AND ?';
 

@@ -341,6 +341,24 @@ export function filesAndLeases(t: ContractContext): void {
       ]);
     });
 
+    it("a claim's record of its moves changes only a path still where it moved from", async () => {
+      await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
+        idFor,
+        duplicateSince: at(0),
+      });
+      // A worker found a.txt moved before the claim recorded it, and recorded its path itself.
+      await store.setPaths([{ fileId: 'sa', path: 'processing/a.txt' }]);
+      await store.setPaths([
+        { fileId: 'sa', path: 'processing/a.txt', from: 'inbox/a.txt' },
+        { fileId: 'sb', path: 'processing/b.txt', from: 'inbox/b.txt' },
+      ]);
+      expect((await store.getFile('sb'))?.path).toBe('processing/b.txt');
+      // The worker has moved a.txt on to done/ since: a late record of the claim changes nothing.
+      await store.setPaths([{ fileId: 'sa', path: 'done/a.txt' }]);
+      await store.setPaths([{ fileId: 'sa', path: 'processing/a.txt', from: 'inbox/a.txt' }]);
+      expect((await store.getFile('sa'))?.path).toBe('done/a.txt');
+    });
+
     it('records new files as validating, numbering repeated content, and finds a file recorded before', async () => {
       const first = await store.claimFiles('local', [ready('a.txt', 'sa'), ready('b.txt', 'sb')], {
         idFor,
