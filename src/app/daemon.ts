@@ -224,6 +224,8 @@ async function startServices(
   metrics.watchReceiver(() => receiver.stats());
   const lists = rt.suppressionLists;
   if (lists) metrics.watchSuppressionLists(() => lists.describe());
+  const consent = rt.consentList;
+  if (consent) metrics.watchConsentList(() => consent.describe());
   const alerts = startAlerts({
     alerts: config.alerts,
     secrets: secrets.alertSecrets,
