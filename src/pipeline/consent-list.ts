@@ -44,6 +44,9 @@ const listChannel = diagnosticsChannel.channel(SUPPRESSION_LIST_CHANNEL);
 
 type ListLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
 
+/** Says nothing, without loading pino (validate prints its own answer). */
+const QUIET: ListLogger = { info() {}, warn() {}, error() {} };
+
 /** What describe() tells /metrics and the logs of the consent list (as SuppressionListInfo does). */
 export interface ConsentListInfo {
   /** The configuration key: `consent.list`. */
@@ -320,3 +323,36 @@ export class ConsentList {
   }
 }
 
+/**
+ * The consent list of a configuration read once (validate): the check of `channel`'s files,
+ * or null when none is configured. A `<sourceName>:` list is read through a source built from
+ * `config` (not started: nothing is created on it) and closed again. Throws what the daemon's
+ * start would: DROPLINE_ERR_SUPPRESSION_LIST (unreadable) or _REFUSED (no consent list).
+ */
+export async function readConsentOnce(options: {
+  config: Pick<Config, 'consent' | 'sources'>;
+  channel: string;
+  /** Default: silent (validate prints its own answer). */
+  logger?: Logger;
+}): Promise<ConsentCheck | null> {
+  const { config } = options;
+  if (!config.consent) return null;
+  const names = config.sources.map((s) => s.name);
+  const loc = parseListLocation(config.consent.list, new Set(names), KEY);
+  const sources = new Map<string, Source>();
+  let list: ConsentList | null = null;
+  try {
+    const cfg = loc.kind === 'source' ? config.sources.find((s) => s.name === loc.source) : undefined;
+    if (cfg) {
+      // A source wants a whole logger: pino is loaded (~40 ms) only then.
+      const full = options.logger ?? (await import('../log.ts')).silentLogger;
+      const { createSource } = await import('../sources/index.ts');
+      sources.set(cfg.name, await createSource(cfg, full));
+    }
+    list = new ConsentList(config.consent.list, sources, names, options.logger ?? QUIET);
+    return await list.forChannel(options.channel);
+  } finally {
+    list?.stop();
+    for (const s of sources.values()) await s.close().catch(() => {});
+  }
+}
