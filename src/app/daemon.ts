@@ -254,6 +254,7 @@ async function startServices(
         wake: o.wake,
         serviceHealth: () => serviceHealth(rt.accounts),
         suppressionLists: rt.suppressionLists,
+        consentList: rt.consentList,
       },
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.
