@@ -5,7 +5,7 @@
 // and read again whole when it did. A list that cannot be read again keeps its last good copy
 // (a warning). A new content of which more than half the entry lines are no entry, or that
 // holds fewer than half the entries of the copy in use, is refused: the files wait
-// (DROPLINE_ERR_SUPPRESSION_LIST_REFUSED) until it is put right, never sent on an empty list;
+// (DROPLINE_ERR_CONSENT_LIST_REFUSED) until it is put right, never sent on an empty list;
 // the refusal is published on SUPPRESSION_LIST_CHANNEL (the `suppression-list-refused` alert).
 // describe() tells /metrics what it tells of the opt-out lists (docs/metrics.md).
 import { createHash } from 'node:crypto';
@@ -255,7 +255,7 @@ export class ConsentList {
       bytes = Buffer.concat(chunks);
     } catch (err) {
       throw new DroplineError(
-        'DROPLINE_ERR_SUPPRESSION_LIST',
+        'DROPLINE_ERR_CONSENT_LIST',
         `${KEY} (${this.#location}): ${redactText((err as Error).message)}`,
         {
           cause: err,
@@ -317,7 +317,7 @@ export class ConsentList {
     const kept =
       this.#table === null ? 'no copy of it was read before' : 'the copy read before stays the copy in use';
     return new DroplineError(
-      'DROPLINE_ERR_SUPPRESSION_LIST_REFUSED',
+      'DROPLINE_ERR_CONSENT_LIST_REFUSED',
       `${KEY} (${this.#location}): refused: ${this.#refused!.message}; ${kept}, and the files wait until it is put right`,
     );
   }
@@ -327,7 +327,7 @@ export class ConsentList {
  * The consent list of a configuration read once (validate): the check of `channel`'s files,
  * or null when none is configured. A `<sourceName>:` list is read through a source built from
  * `config` (not started: nothing is created on it) and closed again. Throws what the daemon's
- * start would: DROPLINE_ERR_SUPPRESSION_LIST (unreadable) or _REFUSED (no consent list).
+ * start would: DROPLINE_ERR_CONSENT_LIST (unreadable) or _REFUSED (no consent list).
  */
 export async function readConsentOnce(options: {
   config: Pick<Config, 'consent' | 'sources'>;

@@ -131,7 +131,7 @@ describe("validateUpload with the daemon's consent list", () => {
       // Without the daemon's list: the configured one is read for the check, and cannot be.
       const alone = await validateUpload(upload(`Hola\n${A}\n`), config, query);
       expect(alone.status).toBe(422);
-      expect(alone.body).toMatchObject({ code: 'DROPLINE_ERR_SUPPRESSION_LIST' });
+      expect(alone.body).toMatchObject({ code: 'DROPLINE_ERR_CONSENT_LIST' });
       expect(JSON.stringify(alone.body)).toContain('consent.list');
       await writeFile(path, CONSENT);
       const read = await validateUpload(upload(`Hola\n${A}\n${C}\n`), config, query);

@@ -1,8 +1,8 @@
 // `dropline validate` with a configuration that has a consent list (issue 35 follow-up): the
 // recipients without consent for the source's channel are NO_CONSENT, counted suppressed as the
 // daemon counts them (docs/opt-outs.md "Consent lists"), whichever of the three forms the
-// list's location takes; a list that cannot be read is exit 2 naming consent.list, as an
-// opt-out list is; a content that is no consent list is refused. Real processes, real files.
+// list's location takes; a list that cannot be read is exit 2 (DROPLINE_ERR_CONSENT_LIST), as
+// an opt-out list is; a content that is no consent list is refused. Real processes, real files.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,8 +77,11 @@ it('a list that cannot be read: exit 2, naming consent.list and where it is', as
   const r = await validate(missing);
   expect(r.code).toBe(2);
   expect(r.stdout).toBe('');
-  expect(r.stderr).toContain('DROPLINE_ERR_SUPPRESSION_LIST');
+  expect(r.stderr).toContain('DROPLINE_ERR_CONSENT_LIST: the consent list cannot be read');
   expect(r.stderr).toContain(`consent.list (${missing}): `);
+  // Its own hint: the consent list's entries, not an opt-out list's numbers.
+  expect(r.stderr).toContain('hint: check the consent.list location');
+  expect(r.stderr).not.toContain('suppression');
   expect(r.stderr).toContain('ENOENT');
 });
 
@@ -86,7 +89,7 @@ it('a content that is no consent list: refused, never used as an empty list', as
   const r = await validate(join(dir, 'sheet.txt'));
   expect(r.code).toBe(1);
   expect(r.stdout).toBe('');
-  expect(r.stderr).toContain('DROPLINE_ERR_SUPPRESSION_LIST_REFUSED');
+  expect(r.stderr).toContain('DROPLINE_ERR_CONSENT_LIST_REFUSED');
   expect(r.stderr).toContain('consent.list');
   expect(r.stderr).toContain('not a consent list');
 });

@@ -158,7 +158,7 @@ it('a refused content: the files wait, the suppression-list-refused alert names 
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(DroplineError);
-    expect((err as DroplineError).code).toBe('DROPLINE_ERR_SUPPRESSION_LIST_REFUSED');
+    expect((err as DroplineError).code).toBe('DROPLINE_ERR_CONSENT_LIST_REFUSED');
     // Asked again (the next file, the timer): still refused, said once.
     await consent.check();
     expect(consent.describe()).toMatchObject({ entries: 20, failures: 0, refused: { reason: 'shrank' } });

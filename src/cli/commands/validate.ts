@@ -207,7 +207,9 @@ export function registerValidate(program: Command, setExit: SetExit): void {
         // The issue's contract for validate: an unreadable file (or list) exits 2, like usage.
         if (
           err instanceof DroplineError &&
-          (err.code === 'DROPLINE_ERR_FILE_UNREADABLE' || err.code === 'DROPLINE_ERR_SUPPRESSION_LIST')
+          (err.code === 'DROPLINE_ERR_FILE_UNREADABLE' ||
+            err.code === 'DROPLINE_ERR_SUPPRESSION_LIST' ||
+            err.code === 'DROPLINE_ERR_CONSENT_LIST')
         ) {
           process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
           setExit(2);
