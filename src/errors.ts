@@ -258,6 +258,17 @@ export const ERRORS = {
     hint: 'put the list right (plain text, UTF-8 or UTF-16 with BOM, one number per line, not compressed, uploaded whole); the files it applies to wait until then. A list emptied or cut on purpose is taken by a restart',
     retryable: true,
   },
+  DROPLINE_ERR_CONSENT_LIST: {
+    message: 'the consent list cannot be read',
+    hint: 'check the consent.list location (a local path, s3://bucket/key or <sourceName>:<path>): a text file, one "<number or address>;<channels>" entry a line',
+    retryable: false,
+  },
+  DROPLINE_ERR_CONSENT_LIST_REFUSED: {
+    message:
+      "the consent list's new content was refused: it is no consent list, or most of its entries are gone",
+    hint: 'put the list right (plain UTF-8 text, one "<number or address>;<channels>" entry a line, uploaded whole); every file waits until then. A list emptied or cut on purpose is taken by a restart',
+    retryable: true,
+  },
   DROPLINE_ERR_SERVICE_AUTH: {
     message: 'the messaging service refused the credentials or the token',
     hint: 'check api.username and api.password; another process logging in with the same account expires this one token',

@@ -224,6 +224,8 @@ async function startServices(
   metrics.watchReceiver(() => receiver.stats());
   const lists = rt.suppressionLists;
   if (lists) metrics.watchSuppressionLists(() => lists.describe());
+  const consent = rt.consentList;
+  if (consent) metrics.watchConsentList(() => consent.describe());
   const alerts = startAlerts({
     alerts: config.alerts,
     secrets: secrets.alertSecrets,
@@ -252,6 +254,7 @@ async function startServices(
         wake: o.wake,
         serviceHealth: () => serviceHealth(rt.accounts),
         suppressionLists: rt.suppressionLists,
+        consentList: rt.consentList,
       },
     }).catch(async (err: NodeJS.ErrnoException) => {
       // The receiver is up already: left open it would keep a failed start alive.

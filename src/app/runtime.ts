@@ -45,6 +45,8 @@ export interface Runtime {
   sendingAccounts: ReadonlyMap<string, SendingAccount>;
   /** The opt-out lists (global and per source), kept fresh; null when none is configured. */
   suppressionLists: SuppressionLists | null;
+  /** The consent list, kept fresh; null when none is configured. */
+  consentList: ConsentList | null;
   logger: Logger;
   owner: string;
   /** The in-process sandbox when api.baseUrl is "sandbox" and this process runs it. */
@@ -239,6 +241,7 @@ async function assemble(
     formerNotifyTokens: new FormerTokens(store),
     pipeline,
     suppressionLists: suppression,
+    consentList: consent,
     logger,
     owner,
     sandbox,

@@ -175,6 +175,8 @@ export interface ReadSummary {
   invalid: number;
   duplicates: number;
   suppressed: number;
+  /** Of `suppressed`, the recipients without consent for the file's channel (NO_CONSENT). */
+  noConsent: number;
   /** Segments of the valid recipients' texts as sent (RCS: one a valid recipient). */
   segments: number;
   encodings: { gsm7: number; ucs2: number };

@@ -257,7 +257,10 @@ export class RecipientStager {
       summary.invalid++;
       this.#summary.listIssue('errors', { line, code, message, hint: REASONS[code].hint, value });
     } else if (kind === 'duplicate') summary.duplicates++;
-    else summary.suppressed++;
+    else {
+      summary.suppressed++;
+      if (code === 'NO_CONSENT') summary.noConsent++;
+    }
   }
 
   /** A record that is not read for recipients: counted, and an error. */

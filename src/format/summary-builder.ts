@@ -42,6 +42,7 @@ export class SummaryBuilder {
       invalid: 0,
       duplicates: 0,
       suppressed: 0,
+      noConsent: 0,
       segments: 0,
       encodings: { gsm7: 0, ucs2: 0 },
       countries: {},

@@ -8,6 +8,7 @@ import type { Config, SourceConfig } from '../config/schema.ts';
 import { DroplineError } from '../errors.ts';
 import { moduleUrl } from '../module-url.ts';
 import { sendWindowOf } from '../plan/send-window.ts';
+import type { ConsentCheck } from './consent.ts';
 import { type ByteChunks, estimateLines, type Sniff, Sniffer } from './decode.ts';
 import type { AllowDirectives, Channel } from './directives.ts';
 import { readFileChunks } from './file-chunks.ts';
@@ -93,6 +94,11 @@ export interface ValidateOptions {
    * the sources `<sourceName>:<path>` names. Read once per validation.
    */
   suppressionConfig?: Pick<Config, 'suppressionList' | 'sources'>;
+  /**
+   * The consent list's check of the source's channel (NO_CONSENT, docs/opt-outs.md "Consent
+   * lists"), read by the caller (validate's command, the ops API): format/ reads no list itself.
+   */
+  consent?: ConsentCheck | null;
   /** The source's channel (a file's `#! channel:` wins) and an email or WhatsApp source's content. */
   channel?: Channel;
   email?: EmailContentOptions;
@@ -143,6 +149,7 @@ export async function validateFile(path: string, opts: ValidateOptions): Promise
       layout: opts.layout ?? null,
       numberRules: rules,
       suppression,
+      consent: opts.consent ?? null,
       maxInvalidRatio: opts.maxInvalidRatio,
       maxLineLength: opts.maxLineLength,
       maxFileBytes,
@@ -229,6 +236,7 @@ export function toJson(file: string, s: ReadSummary): Record<string, unknown> {
     invalid: s.invalid,
     duplicates: s.duplicates,
     suppressed: s.suppressed,
+    noConsent: s.noConsent,
     segments: s.segments,
     encodings: s.encodings,
     countries: s.countries,

@@ -56,7 +56,14 @@ interface Payload {
   at: string;
   file?: Manifest;
   source?: { name: string; downSince: string; error: string };
-  list?: { names: readonly string[]; location: string; reason: string; message: string };
+  /** `kind`: an opt-out list (`suppression`) or the consent list (`consent`). */
+  list?: {
+    kind: 'suppression' | 'consent';
+    names: readonly string[];
+    location: string;
+    reason: string;
+    message: string;
+  };
   /** `service-down`: `upAt` null when it starts, the instant it answered again when it ends. */
   service?: { downSince: string; error: string; upAt: string | null };
 }
@@ -81,7 +88,7 @@ function slackText(p: Payload): string {
 
 function plainText(p: Payload): string {
   if (p.list)
-    return `dropline: opt-out list ${p.list.names.join(', ')} (${p.list.location}) refused (${p.list.reason}): ${p.list.message}; its files wait`;
+    return `dropline: ${p.list.kind === 'consent' ? 'consent' : 'opt-out'} list ${p.list.names.join(', ')} (${p.list.location}) refused (${p.list.reason}): ${p.list.message}; its files wait`;
   if (p.service)
     return p.service.upAt
       ? `dropline: messaging service reachable again at ${p.service.upAt} (unreachable since ${p.service.downSince})`
@@ -228,11 +235,12 @@ export function startAlerts(options: AlertOptions): Alerts {
   };
   diagnosticsChannel.subscribe(FILE_STATE_CHANNEL, onState);
 
-  // An opt-out list refused (docs/opt-outs.md, "Refused lists"): said once a refusal.
+  // An opt-out list or the consent list refused (docs/opt-outs.md, "Refused lists"): said once
+  // a refusal.
   const onList = (message: unknown): void => {
     const e = message as SuppressionListEvent;
     if (!e.refused || e.reason === null) return;
-    const list = { names: e.names, location: e.location, reason: e.reason, message: e.message };
+    const list = { kind: e.kind, names: e.names, location: e.location, reason: e.reason, message: e.message };
     send('suppression-list-refused', async () => ({ event: 'suppression-list-refused', at: e.at, list }));
   };
   diagnosticsChannel.subscribe(SUPPRESSION_LIST_CHANNEL, onList);

@@ -14,6 +14,7 @@ import { DroplineError, hintOf } from '../errors.ts';
 import { sourceValidateOptions, toJson, validateFile } from '../format/validate.ts';
 import type { Logger } from '../log.ts';
 import { changeFileState, RETRY_FROM, STATE_ACTIONS, type StateAction } from '../pipeline/actions.ts';
+import { type ConsentList, readConsentOnce } from '../pipeline/consent-list.ts';
 import type { Pipeline } from '../pipeline/pipeline.ts';
 import {
   errorsCsv,
@@ -42,6 +43,8 @@ export interface OpsControl {
    * them as a file of the source would. null when none is configured.
    */
   readonly suppressionLists?: Pick<SuppressionLists, 'forSource'> | null;
+  /** The daemon's consent list (Runtime.consentList), kept fresh; null when none is configured. */
+  readonly consentList?: Pick<ConsentList, 'forChannel'> | null;
 }
 
 /** An answer the route sends as JSON. */
@@ -225,13 +228,16 @@ let validating = 0;
  * (validate --json's fields) with numbers masked; nothing is stored or sent, and the
  * temporary copy is removed before the answer. The opt-out lists are the daemon's (`lists`,
  * OpsControl.suppressionLists: checked for a change, not read again); without them (no list
- * configured) the source's configured lists, if any, are read for this check.
+ * configured) the source's configured lists, if any, are read for this check. The consent list
+ * alike (`consent`, OpsControl.consentList, else `consent.list` read for this check): a
+ * recipient without consent for the source's channel is NO_CONSENT (docs/opt-outs.md).
  */
 export async function validateUpload(
   req: IncomingMessage,
   config: Config,
   query: URLSearchParams,
   lists: Pick<SuppressionLists, 'forSource'> | null = null,
+  consent: Pick<ConsentList, 'forChannel'> | null = null,
 ): Promise<Answer> {
   const sourceName = query.get('source');
   const source =
@@ -273,6 +279,11 @@ export async function validateUpload(
     const options = lists
       ? { ...sourceValidateOptions(config, source), suppression: await lists.forSource(source.name) }
       : sourceValidateOptions(config, source);
+    options.consent = consent
+      ? await consent.forChannel(source.channel)
+      : config.consent
+        ? await readConsentOnce({ config, channel: source.channel })
+        : null;
     const summary = await validateFile(path, options);
     const json = toJson(name, summary);
     return {

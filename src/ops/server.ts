@@ -443,7 +443,13 @@ async function post(options: OpsOptions, req: IncomingMessage, res: ServerRespon
   if (url.pathname === '/api/validate')
     return answer(
       res,
-      await validateUpload(req, control.config, url.searchParams, control.suppressionLists ?? null),
+      await validateUpload(
+        req,
+        control.config,
+        url.searchParams,
+        control.suppressionLists ?? null,
+        control.consentList ?? null,
+      ),
     );
   const m = /^\/api\/files\/([A-Za-z0-9_-]+)\/([a-z]+)$/.exec(url.pathname);
   if (m && (ACTIONS as readonly string[]).includes(m[2]!)) {

@@ -86,6 +86,8 @@ export type RefusalReason = 'unparseable' | 'shrank';
 export const SUPPRESSION_LIST_CHANNEL = 'dropline:suppression-lists';
 const listChannel = diagnosticsChannel.channel(SUPPRESSION_LIST_CHANNEL);
 export interface SuppressionListEvent {
+  /** An opt-out list, or the consent list (./consent-list.ts): both are refused alike. */
+  readonly kind: 'suppression' | 'consent';
   readonly refused: boolean;
   /** The configuration keys that name the list. */
   readonly names: readonly string[];
@@ -657,6 +659,7 @@ export class SuppressionLists {
   #publish(entry: Loaded, reason: RefusalReason | null, message: string): void {
     if (!listChannel.hasSubscribers) return;
     listChannel.publish({
+      kind: 'suppression',
       refused: reason !== null,
       names: [...entry.names],
       location: entry.location,

@@ -97,6 +97,13 @@ describe('dropline run: start-up errors end the process at once', () => {
       /DROPLINE_ERR_SUPPRESSION_LIST/,
     ],
     [
+      'a missing consent list',
+      (c) => {
+        c.consent = { list: join(dir, 'no-such-consent.txt') };
+      },
+      /DROPLINE_ERR_CONSENT_LIST: the consent list cannot be read: consent\.list \(/,
+    ],
+    [
       'a missing SFTP key',
       (c) => {
         c.sources = [

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { fmt } from '../../channels/describe.ts';
 import { channelOf } from '../../channels/index.ts';
-import type { AccountConfig } from '../../config/schema.ts';
+import type { AccountConfig, Config } from '../../config/schema.ts';
 import { DroplineError } from '../../errors.ts';
 import { DEFAULTS, MAX_LINE_LENGTH, type ReadSummary } from '../../format/reader.ts';
 import { sourceValidateOptions, toJson, type ValidateOptions, validateFile } from '../../format/validate.ts';
@@ -35,7 +35,7 @@ export function toText(file: string, s: ReadSummary, templateCheck: string | nul
       `  message: ${JSON.stringify(s.message.length > 70 ? `${s.message.slice(0, 70)}…` : s.message)}`,
     );
   out.push(
-    `  records ${fmt(s.records)}: ${fmt(s.valid)} valid, ${fmt(s.invalid)} invalid, ${fmt(s.duplicates)} duplicate, ${fmt(s.suppressed)} suppressed`,
+    `  records ${fmt(s.records)}: ${fmt(s.valid)} valid, ${fmt(s.invalid)} invalid, ${fmt(s.duplicates)} duplicate, ${fmt(s.suppressed)} suppressed${s.noConsent > 0 ? ` (${fmt(s.noConsent)} NO_CONSENT: no consent for the channel)` : ''}`,
   );
   out.push(...channelOf(s.channel).describe(s, templateCheck));
   if (s.directives.priority) out.push(`  priority ${s.directives.priority} (#! priority:)`);
@@ -98,7 +98,12 @@ function countries(value: string): string[] {
 async function withSourceSettings(
   flags: ValidateOptions,
   cmd: Command,
-): Promise<{ opts: ValidateOptions; from: string | null; account: AccountConfig | null }> {
+): Promise<{
+  opts: ValidateOptions;
+  from: string | null;
+  account: AccountConfig | null;
+  config: Config;
+}> {
   const explicit = (cmd.optsWithGlobals() as { config?: string }).config;
   const { readConfigFile } = await import('../../config/load.ts');
   // SFTP host keys pinned as the daemon pins them: an opt-out list may be read on such a source.
@@ -144,6 +149,7 @@ async function withSourceSettings(
     opts,
     from: `settings of source ${source.name} (${path ?? 'embedded default'})`,
     account: config.accounts[source.account] ?? null,
+    config,
   };
 }
 
@@ -187,15 +193,23 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       'with a configuration: the source whose settings apply (default: the first); flags given here override them',
     )
     .action(async (file: string, flags: ValidateOptions, cmd: Command) => {
-      const { opts, from, account } = await withSourceSettings(flags, cmd);
+      const { opts, from, account, config } = await withSourceSettings(flags, cmd);
       let summary: ReadSummary;
       try {
+        // As the daemon reads it (docs/opt-outs.md "Consent lists"): the source's channel's
+        // consent, read once; unreadable is exit 2 like an opt-out list.
+        if (config.consent) {
+          const { readConsentOnce } = await import('../../pipeline/consent-list.ts');
+          opts.consent = await readConsentOnce({ config, channel: opts.channel ?? 'sms' });
+        }
         summary = await validateFile(file, opts);
       } catch (err) {
         // The issue's contract for validate: an unreadable file (or list) exits 2, like usage.
         if (
           err instanceof DroplineError &&
-          (err.code === 'DROPLINE_ERR_FILE_UNREADABLE' || err.code === 'DROPLINE_ERR_SUPPRESSION_LIST')
+          (err.code === 'DROPLINE_ERR_FILE_UNREADABLE' ||
+            err.code === 'DROPLINE_ERR_SUPPRESSION_LIST' ||
+            err.code === 'DROPLINE_ERR_CONSENT_LIST')
         ) {
           process.stderr.write(`dropline: ${err.code}: ${err.message}\n  hint: ${err.hint}\n`);
           setExit(2);

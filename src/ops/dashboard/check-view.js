@@ -60,7 +60,11 @@ function renderCheck(el, s) {
       );
   // The recipients first, as a campaign's page counts them; records (lines) as validate says.
   const counts = { recipients: recipientsRead(s) };
-  for (const k of ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'segments']) counts[k] = s[k];
+  // Of the suppressed, those without consent for the source's channel (docs/opt-outs.md
+  // "Consent lists"): said only when the consent list held some back.
+  const noConsent = s.noConsent > 0;
+  const shown = ['records', 'valid', 'invalid', 'duplicates', 'suppressed', 'noConsent', 'segments'];
+  for (const k of shown) if (k !== 'noConsent' || noConsent) counts[k] = s[k];
   const sep = s.separator === null ? '—' : s.separator === '\t' ? 'TAB' : s.separator;
   el.replaceChildren(
     verdict,
@@ -72,6 +76,14 @@ function renderCheck(el, s) {
       [h('dt', {}, t('check.encoding')), h('dd', {}, s.encoding ?? '—')],
       [h('dt', {}, t('check.separator')), h('dd', {}, sep)],
     ),
+    noConsent
+      ? h(
+          'p',
+          { class: 'muted', 'data-code': 'NO_CONSENT' },
+          h('code', {}, 'NO_CONSENT'),
+          ` ${codeText('NO_CONSENT', 'message')}; ${codeText('NO_CONSENT', 'hint')}`,
+        )
+      : '',
     s.errors.length
       ? h(
           'section',

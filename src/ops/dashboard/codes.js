@@ -174,6 +174,15 @@ export const es = {
       'se rechazó el contenido nuevo de la lista de exclusión: no es una lista de números, o le faltan la mayoría de sus números',
     hint: 'corrija la lista (texto plano, UTF-8 o UTF-16 con BOM, un número por línea, sin comprimir, subida completa); los archivos a los que aplica esperan mientras tanto. Una lista vaciada o recortada a propósito se toma al reiniciar',
   },
+  DROPLINE_ERR_CONSENT_LIST: {
+    message: 'no se puede leer la lista de consentimiento',
+    hint: 'revise la ubicación de consent.list (una ruta local, s3://bucket/clave o <origen>:<ruta>): un archivo de texto, una entrada "<número o dirección>;<canales>" por línea',
+  },
+  DROPLINE_ERR_CONSENT_LIST_REFUSED: {
+    message:
+      'se rechazó el contenido nuevo de la lista de consentimiento: no es una lista de consentimiento, o le faltan la mayoría de sus entradas',
+    hint: 'corrija la lista (texto plano UTF-8, una entrada "<número o dirección>;<canales>" por línea, subida completa); todos los archivos esperan mientras tanto. Una lista vaciada o recortada a propósito se toma al reiniciar',
+  },
   DROPLINE_ERR_SERVICE_AUTH: {
     message: 'el servicio de mensajería rechazó las credenciales o el token',
     hint: 'revise api.username y api.password; otro proceso que inicie sesión con la misma cuenta hace vencer este token',
