@@ -7,7 +7,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Store } from '../store/store.ts';
 import { registerAlertMetrics } from './metrics/alerts.ts';
-import { type ConsentListMetrics, registerConsentListMetrics } from './metrics/consent-list.ts';
 import { type PipelineMetrics, registerPipelineMetrics } from './metrics/pipeline.ts';
 import { type ReceiverMetrics, registerReceiverMetrics } from './metrics/receiver.ts';
 import { registerServiceClientMetrics, type ServiceClientMetrics } from './metrics/service-client.ts';
@@ -19,8 +18,7 @@ export interface Metrics
   extends Pick<PipelineMetrics, 'scanned'>,
     Pick<ServiceClientMetrics, 'watchService'>,
     Pick<ReceiverMetrics, 'watchReceiver'>,
-    SuppressionListMetrics,
-    ConsentListMetrics {
+    SuppressionListMetrics {
   readonly registry: Registry;
   /** Ends the diagnostics-channel subscriptions. */
   close(): void;
@@ -36,14 +34,13 @@ export function createMetrics(store: Store): Metrics {
   const stopAlerts = registerAlertMetrics(registry);
   const pipeline = registerPipelineMetrics(registry);
   const lists = registerSuppressionListMetrics(registry);
-  const consent = registerConsentListMetrics(registry);
   return {
     registry,
     scanned: pipeline.scanned,
     watchService: service.watchService,
     watchReceiver: receiver.watchReceiver,
     watchSuppressionLists: lists.watchSuppressionLists,
-    watchConsentList: consent.watchConsentList,
+    watchConsentList: lists.watchConsentList,
     close() {
       service.close();
       receiver.close();

@@ -20,7 +20,7 @@ import type {
 } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
-import { setChunkStateOn } from './sending.ts';
+import { setChunkState } from './sending.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -46,7 +46,7 @@ export async function beginChunk(
       ...holdBackOps(db, c, what, fileId, seq, options),
       savepoint: async () => void (await c.query('SAVEPOINT begin_chunk')),
       undo: async () => void (await c.query('ROLLBACK TO SAVEPOINT begin_chunk')),
-      toInflight: () => setChunkStateOn(db, c, fileId, seq, 'inflight', ['pending'], guard),
+      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard, c),
     }),
   );
 }

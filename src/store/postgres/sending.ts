@@ -94,6 +94,7 @@ export async function chunkMessageIds(
   return out;
 }
 
+/** One statement, on `on`: the pool, or beginChunk's transaction. */
 export async function setChunkState(
   db: PgDb,
   fileId: string,
@@ -101,19 +102,7 @@ export async function setChunkState(
   to: ChunkState,
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
-): Promise<boolean> {
-  return setChunkStateOn(db, db.pool, fileId, seq, to, from, options);
-}
-
-/** setChunkState's one statement, on `on` (a transaction's client, or the pool). */
-export async function setChunkStateOn(
-  db: PgDb,
-  on: Queryable,
-  fileId: string,
-  seq: number,
-  to: ChunkState,
-  from: readonly ChunkState[],
-  options: ChunkStateGuard = {},
+  on: Queryable = db.pool,
 ): Promise<boolean> {
   const params = {
     to,

@@ -22,7 +22,7 @@ import type {
 } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
-import { setChunkStateNow } from './sending.ts';
+import { setChunkState } from './sending.ts';
 import * as S from './sql.ts';
 
 export async function holdBack(
@@ -46,7 +46,7 @@ export async function beginChunk(
       ...holdBackOps(db, fileId, seq, options),
       savepoint: () => db.db.exec('SAVEPOINT begin_chunk'),
       undo: () => db.db.exec('ROLLBACK TO begin_chunk'),
-      toInflight: () => setChunkStateNow(db, fileId, seq, 'inflight', ['pending'], guard),
+      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard),
     }),
   );
 }

@@ -90,19 +90,8 @@ export async function chunkMessageIds(
   return out;
 }
 
-export async function setChunkState(
-  db: SqliteDb,
-  fileId: string,
-  seq: number,
-  to: ChunkState,
-  from: readonly ChunkState[],
-  options: ChunkStateGuard = {},
-): Promise<boolean> {
-  return setChunkStateNow(db, fileId, seq, to, from, options);
-}
-
-/** setChunkState's one statement, in the caller's transaction if any. */
-export function setChunkStateNow(
+/** One statement, in the caller's transaction if any (beginChunk's). */
+export function setChunkState(
   db: SqliteDb,
   fileId: string,
   seq: number,

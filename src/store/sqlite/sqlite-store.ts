@@ -109,7 +109,7 @@ export class SqliteStore implements Store {
   readonly chunkRecipients: Store['chunkRecipients'] = (...a) => sending.chunkRecipients(this.db, ...a);
   readonly chunkDestinations: Store['chunkDestinations'] = (...a) => sending.chunkDestinations(this.db, ...a);
   readonly chunkMessageIds: Store['chunkMessageIds'] = (...a) => sending.chunkMessageIds(this.db, ...a);
-  readonly setChunkState: Store['setChunkState'] = (...a) => sending.setChunkState(this.db, ...a);
+  readonly setChunkState: Store['setChunkState'] = async (...a) => sending.setChunkState(this.db, ...a);
   readonly recordChunkResult: Store['recordChunkResult'] = (...a) => sending.recordChunkResult(this.db, ...a);
   readonly markInflightInDoubt: Store['markInflightInDoubt'] = (...a) =>
     sending.markInflightInDoubt(this.db, ...a);
