@@ -17,6 +17,7 @@ const ON_BOTH_STORES = [
   'test/e2e/replies-joined.test.ts',
   'test/e2e/replies-outage.test.ts',
   'test/e2e/replies-keywords.test.ts',
+  'test/e2e/replies-redelivery.test.ts',
   'test/e2e/email-send.test.ts',
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',

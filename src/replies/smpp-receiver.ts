@@ -53,7 +53,9 @@ export interface SmppReplyReceiverOptions {
   /**
    * Records one reply. The deliver_sm is acknowledged once it resolves; if it throws, it is
    * answered ESME_RX_T_APPN and the SMSC delivers it again. It may see a reply more than once
-   * (a redelivery after a lost acknowledgement): it should be idempotent, on messageId when given.
+   * (a redelivery after a lost acknowledgement): it should be idempotent, on messageId when
+   * given, else on from, to and text within a short window (docs/opt-outs.md "A reply
+   * delivered again").
    */
   readonly onReply: (reply: SmppReply) => Promise<void>;
   readonly logger: ReceiverLogger;

@@ -112,23 +112,28 @@ export function insertReplyTargets(p: Param, now: string): string {
 }
 
 /**
- * A reply kept (once per message_id) with what it asked (intent, keyword), joined to the latest
- * recipient sent to its number from the short code it was sent to, at or after :since (a NULL
- * :since joins nothing); its id and the file joined. The standing change it makes is
+ * A reply kept (once per message_id; without one, once per sender, short code and text within
+ * the window of ./reply-redelivery.ts, its :fingerprint, :cell_a, :cell_b, :after and :before)
+ * with what it asked (intent, keyword), joined to the latest recipient sent to its number from
+ * the short code it was sent to, at or after :since (a NULL :since joins nothing); its id and
+ * the file joined. None when it was kept already. The standing change it makes is
  * ./standing-rules.ts's, in the same transaction.
  */
 export function recordReplySql(p: Param): string {
-  return `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, intent, keyword, recipient, file_id)
+  return `INSERT INTO replies (received_at, from_number, to_number, text, opt_out, message_id, intent, keyword, recipient, file_id,
+    fingerprint, cell_a, cell_b)
   SELECT ${p('received_at', 'timestamptz')}, ${p('from_number', 'text')}, ${p('to_number', 'text')}, ${p('text', 'text')},
-    ${p('opt_out', 'boolean')}, ${p('message_id', 'text')}, ${p('intent', 'text')}, ${p('keyword', 'text')}, t.recipient, f.file_id
+    ${p('opt_out', 'boolean')}, ${p('message_id', 'text')}, ${p('intent', 'text')}, ${p('keyword', 'text')}, t.recipient, f.file_id,
+    ${p('fingerprint', 'text')}, ${p('cell_a', 'bigint')}, ${p('cell_b', 'bigint')}
   FROM (SELECT 1 AS one) one
   LEFT JOIN (SELECT recipient FROM reply_targets
       WHERE short_code = ${p('to_number', 'text')} AND number = ${p('from_number', 'text')}
         AND sent_at >= ${p('since', 'timestamptz')}
       ORDER BY sent_at DESC, recipient DESC LIMIT 1) t ON true
   LEFT JOIN files f ON f.file_no = t.recipient / ${FILE_NO_OF_ID}
-  WHERE true
-  ON CONFLICT (message_id) DO NOTHING
+  WHERE NOT EXISTS (SELECT 1 FROM replies d WHERE d.fingerprint = ${p('fingerprint', 'text')}
+    AND d.received_at > ${p('after', 'timestamptz')} AND d.received_at < ${p('before', 'timestamptz')})
+  ON CONFLICT DO NOTHING
   RETURNING id, file_id`;
 }
 

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import { beginChunkRule, type HoldBackOperations, holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
+import { redeliveryColumns } from '../reply-redelivery.ts';
 import { recordReplyRule } from '../standing-rules.ts';
 import { type AsyncOperations, runAsync } from '../steps.ts';
 import type {
@@ -114,6 +115,7 @@ export async function recordReply(db: PgDb, reply: NewReply): Promise<KeptReply 
             intent,
             keyword: reply.keyword ?? null,
             since: reply.joinSince ?? null,
+            ...redeliveryColumns(reply),
           },
           c,
         );

@@ -6,6 +6,7 @@ import type { SQLInputValue } from 'node:sqlite';
 import { localDate, localWeek } from '../../plan/send-window.ts';
 import { beginChunkRule, type HoldBackOperations, holdBackRule, refusedOf } from '../campaign-rules.ts';
 import { num, strOrNull, toFileReply, toReply } from '../mapping.ts';
+import { redeliveryColumns } from '../reply-redelivery.ts';
 import { recordReplyRule } from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
 import type {
@@ -116,6 +117,7 @@ export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptRe
           intent,
           keyword: reply.keyword ?? null,
           since: reply.joinSince ?? null,
+          ...redeliveryColumns(reply),
         });
         return r ? { id: num(r.id), fileId: strOrNull(r.file_id) } : null;
       },

@@ -132,4 +132,47 @@ export function repliesJoined(t: ContractContext): void {
     await store.recordReply(reply('573000000001', '890123', 'SI', 3000));
     expect((await store.replies({ limit: 10 }))[0]?.fileId).toBeNull();
   });
+
+  // docs/opt-outs.md "A reply delivered again": without the SMSC's message id, the same text
+  // from the same number to the same short code less than 60 s after one kept is the same
+  // reply delivered again; a person's same answer a minute later is a reply of its own.
+  it('refuses a reply delivered again without a message id, keeps the same text a minute later', async () => {
+    await sentFrom('a', '890123');
+    const si = (at: number) => reply('573000000002', '890123', 'SI', at);
+    expect(await store.recordReply(si(1000))).toMatchObject({ fileId: 'a' });
+    // Delivered again at once, after a reconnection, at the SMSC's next try: refused each time.
+    expect(await store.recordReply(si(1000))).toBeNull();
+    expect(await store.recordReply(si(2500))).toBeNull();
+    expect(await store.recordReply(si(60_999))).toBeNull();
+    // A minute after the one kept: a reply of its own; so is another text, number or short code.
+    expect(await store.recordReply(si(61_000))).toMatchObject({ fileId: 'a' });
+    expect(await store.recordReply(reply('573000000002', '890123', 'Si', 61_500))).not.toBeNull();
+    expect(await store.recordReply(reply('573000000003', '890123', 'SI', 61_500))).not.toBeNull();
+    expect(await store.recordReply(reply('573000000002', '999', 'SI', 61_500))).not.toBeNull();
+    // Two replies the SMSC tells apart by their ids are two, however close.
+    expect(await store.recordReply({ ...si(200_000), messageId: 'mo-1' })).not.toBeNull();
+    expect(await store.recordReply({ ...si(200_000), messageId: 'mo-2' })).not.toBeNull();
+    const kept = await store.replies({ limit: 20 });
+    expect(kept.map((r) => [r.from, r.to, r.text, r.receivedAt, r.messageId])).toEqual([
+      ['573000000002', '890123', 'SI', t.at(1000), null],
+      ['573000000002', '890123', 'SI', t.at(61_000), null],
+      ['573000000002', '890123', 'Si', t.at(61_500), null],
+      ['573000000003', '890123', 'SI', t.at(61_500), null],
+      ['573000000002', '999', 'SI', t.at(61_500), null],
+      ['573000000002', '890123', 'SI', t.at(200_000), 'mo-1'],
+      ['573000000002', '890123', 'SI', t.at(200_000), 'mo-2'],
+    ]);
+    expect(await store.replyCounts('a')).toEqual({ replies: 6, replied: 2 });
+  });
+
+  it('a reply delivered twice, both recorded at once: kept once', async () => {
+    const si = reply('573000000002', '890123', 'SALIR', 5000);
+    const both = await Promise.all([
+      store.recordReply({ ...si, optOut: true, intent: 'opt_out' }),
+      store.recordReply({ ...si, optOut: true, intent: 'opt_out', receivedAt: t.at(5040) }),
+    ]);
+    expect(both.filter((k) => k !== null)).toHaveLength(1);
+    expect(await store.replies({ limit: 10 })).toHaveLength(1);
+    expect((await store.standing('573000000002')).history).toHaveLength(1);
+  });
 }
