@@ -18,6 +18,7 @@ const ON_BOTH_STORES = [
   'test/e2e/replies-outage.test.ts',
   'test/e2e/replies-keywords.test.ts',
   'test/e2e/replies-redelivery.test.ts',
+  'test/e2e/replies-indoubt.test.ts',
   'test/e2e/email-send.test.ts',
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',

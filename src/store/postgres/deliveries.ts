@@ -7,6 +7,7 @@ import { idRange, parseGenerated, sentForm } from '../message-ids.ts';
 import type { DeliveryEvent, DeliveryMinute, DeliveryResult } from '../store.ts';
 import { intArray, textArray } from './arrays.ts';
 import type { PgDb } from './connection.ts';
+import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
 /** The delivery events as the array parameters of the statements that keep them. */
@@ -360,6 +361,8 @@ async function settleByReports(
   }
   if (doubt.size === 0) return;
   await db.count(what, S.SEND_DOUBTFUL, { file_no: fileNo, seqs: [...doubt], now }, c);
+  // Their recipients settled as sent can be replied to now, once: a later report finds none in doubt.
+  for (const seq of [...doubt].sort((a, b) => a - b)) await writeReplyTargets(db, c, fileId, seq, now);
 }
 
 export async function expireDeliveries(db: PgDb, fileId: string): Promise<number> {

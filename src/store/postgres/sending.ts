@@ -25,6 +25,7 @@ import type {
 } from '../store.ts';
 import { textArray } from './arrays.ts';
 import type { PgDb, Queryable } from './connection.ts';
+import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
 /** Chunk states whose rows still read `pending` (chunkDestinations). */
@@ -177,8 +178,8 @@ export async function recordChunkResult(
         { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
         c,
       );
-    if (shortCode !== null)
-      await db.count(what, S.INSERT_REPLY_TARGETS, { ...at, short_code: shortCode, now }, c);
+    // Replies to the file's short code find these recipients (docs/replies.md).
+    await writeReplyTargets(db, c, fileId, seq, now, { shortCode, lo, hi });
     return plan.state;
   });
 }
@@ -250,6 +251,8 @@ export async function markInflightInDoubt(db: PgDb, fileId: string): Promise<num
       },
       c,
     );
+    // Accepted by their reports: their recipients are sent, and can be replied to.
+    for (const seq of seqs) if (proven.has(seq)) await writeReplyTargets(db, c, fileId, seq, db.now());
     return seqs.length;
   });
 }

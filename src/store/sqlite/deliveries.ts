@@ -14,6 +14,7 @@ import {
   UNKNOWN_DELIVERY,
 } from '../store.ts';
 import { changes, pieces, type SqliteDb } from './connection.ts';
+import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
 /** A report and the recipient it names: `key` as the UPDATE returns it, `values` the two VALUES columns that find it. */
@@ -254,7 +255,9 @@ function settleByReports(db: SqliteDb, fileId: string, rows: readonly SQLOutputV
     const settled = changes(settleChunk.run({ no, seq, now, fid: fileId })) > 0;
     if (!settled && outcome !== 'in_doubt') continue;
     const { lo, hi } = db.span(fileId, seq);
-    sendDoubtful.run(now, lo, hi, seq);
+    const sent = changes(sendDoubtful.run(now, lo, hi, seq)) > 0;
+    // Its recipients settled as sent can be replied to now, once: a later report finds none in doubt.
+    if (settled || sent) writeReplyTargets(db, fileId, seq, now, { lo, hi });
   }
 }
 

@@ -26,6 +26,7 @@ import type {
 } from '../store.ts';
 import { changes, list, type SqliteDb } from './connection.ts';
 import { addDeliveryMinute } from './deliveries.ts';
+import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
 export async function listChunks(
@@ -182,9 +183,7 @@ export async function recordChunkResult(
       seq,
     });
     // Replies to the file's short code find these recipients (docs/replies.md).
-    const shortCode = db.stmt(S.SHORT_CODE).get(fileId)?.short_code;
-    if (typeof shortCode === 'string')
-      db.stmt(S.INSERT_REPLY_TARGETS).run({ short_code: shortCode, now, file_id: fileId, lo, hi, seq });
+    writeReplyTargets(db, fileId, seq, now, { lo, hi });
     return plan.state;
   });
 }
@@ -201,6 +200,8 @@ export async function markInflightInDoubt(db: SqliteDb, fileId: string): Promise
       // in the request.
       db.stmt(S.SET_ABANDONED_STATE).run(chunkState, now, fileId, seq);
       db.stmt(S.UNHOLD_ROWS).run(now, lo, hi, seq);
+      // Accepted by its report: its recipients are sent, and can be replied to.
+      if (chunkState === 'accepted') writeReplyTargets(db, fileId, seq, now, { lo, hi });
     }
     return inflight.length;
   });

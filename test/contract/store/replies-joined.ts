@@ -4,7 +4,7 @@
 import { beforeEach, expect, it } from 'vitest';
 import { pruneOld } from '../../../src/store/retention.ts';
 import type { Store } from '../../../src/store/store.ts';
-import type { ContractContext } from './helpers.ts';
+import { type ContractContext, event } from './helpers.ts';
 
 export function repliesJoined(t: ContractContext): void {
   let store: Store;
@@ -106,6 +106,45 @@ export function repliesJoined(t: ContractContext): void {
     expect(await store.recordReply({ ...optOut, keyword: 'SALIR', messageId: 'mo-9' })).toBeNull();
     expect((await store.standing('573000000002')).history).toHaveLength(1);
     expect(await store.replyCounts('a')).toEqual({ replies: 1, replied: 1 });
+  });
+
+  // docs/replies.md "The join": a chunk in doubt has no reply targets until it is settled as sent.
+  it('joins replies to a chunk in doubt once its reports settle it as sent', async () => {
+    await t.sendingFile('d', 4, 2);
+    await store.updateFile('d', { shortCode: '890123' });
+    await store.setChunkState('d', 1, 'inflight', ['pending']);
+    await store.setChunkState('d', 2, 'inflight', ['pending']);
+    await store.markInflightInDoubt('d');
+    // In doubt: its recipients are no target yet.
+    await store.recordReply(reply('573000000001', '890123', 'antes', 1000));
+    // A report of chunk 1 settles it: both its recipients are sent, and replies find them.
+    await store.recordDeliveries([event('d', 'm1', { transactionNumber: 'T1' })]);
+    await store.recordDeliveries([event('d', 'm2', { transactionNumber: 'T1' })]);
+    await store.recordReply(reply('573000000001', '890123', 'SI', 2000));
+    await store.recordReply(reply('573000000002', '890123', 'SI', 3000));
+    // Chunk 2 is still in doubt.
+    await store.recordReply(reply('573000000003', '890123', 'SI', 4000));
+    expect((await store.replies({ limit: 10 })).map((r) => [r.from, r.text, r.fileId])).toEqual([
+      ['573000000001', 'antes', null],
+      ['573000000001', 'SI', 'd'],
+      ['573000000002', 'SI', 'd'],
+      ['573000000003', 'SI', null],
+    ]);
+    expect((await store.fileReplies('d')).map((r) => [r.line, r.text])).toEqual([
+      [2, 'SI'],
+      [3, 'SI'],
+    ]);
+  });
+
+  it('joins replies to a chunk found inflight after a crash and accepted by a report it had', async () => {
+    await t.sendingFile('c', 2, 2);
+    await store.updateFile('c', { shortCode: '890123' });
+    await store.setChunkState('c', 1, 'inflight', ['pending']);
+    await store.recordDeliveries([event('c', 'm1')]);
+    expect(await store.markInflightInDoubt('c')).toBe(1);
+    expect((await store.listChunks('c'))[0]?.state).toBe('accepted');
+    await store.recordReply(reply('573000000002', '890123', 'SI', 1000));
+    expect((await store.fileReplies('c')).map((r) => [r.line, r.text])).toEqual([[3, 'SI']]);
   });
 
   it('joins only recipients the service took', async () => {
