@@ -19,6 +19,7 @@ const ON_BOTH_STORES = [
   'test/e2e/replies-keywords.test.ts',
   'test/e2e/replies-redelivery.test.ts',
   'test/e2e/replies-indoubt.test.ts',
+  'test/e2e/replies-answer-crash.test.ts',
   'test/e2e/email-send.test.ts',
   'test/e2e/email-crash.test.ts',
   'test/e2e/email-limits.test.ts',

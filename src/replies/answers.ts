@@ -7,10 +7,25 @@ import { redactText } from '../core/redact.ts';
 import type { RecipientOutcome } from '../service/channel-account.ts';
 import { serviceHost } from '../service/http.ts';
 
-/** Sends one text to `to` from `shortCode`; rejects when the service did not take it. */
+/**
+ * Sends one text to `to` from `shortCode`; rejects when the service did not take it: with
+ * AnswerNotTaken when it surely did not (the answer may go again), any other error when it
+ * may have (never sent again).
+ */
 export interface ReplyAnswerer {
   answer(to: string, shortCode: string, text: string): Promise<void>;
 }
+
+/**
+ * The service refused the answer without taking it: a 429, 500 or 503 (answered at once, nothing
+ * accepted), or a connection never made. docs/opt-outs.md "Answers": it stays owed.
+ */
+export class AnswerNotTaken extends Error {}
+
+/** Statuses that take nothing (as the two-way client retries them). */
+const NOT_TAKEN_STATUSES = new Set([429, 500, 503]);
+/** Connection errors before any byte of the request was written. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 /** The account's bearer token, shared with its sends (the service keeps one token an account). */
 export interface BearerTokens {
@@ -53,13 +68,21 @@ export class MoMessageAnswerer implements ReplyAnswerer {
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body,
         signal: AbortSignal.timeout(this.#timeoutMs),
+      }).catch((err: Error) => {
+        const code = (err.cause as NodeJS.ErrnoException | undefined)?.code;
+        if (code !== undefined && NOT_CONNECTED.has(code))
+          throw new AnswerNotTaken(`POST /momessage: ${code}`);
+        throw err;
       });
       const answer = await res.text();
       if (res.status === 401 && attempt === 1) {
         this.#tokens.invalidate(token);
         continue;
       }
-      if (!res.ok) throw new Error(`POST /momessage answered ${res.status}: ${shown(answer, token)}`);
+      if (!res.ok) {
+        const Refused = NOT_TAKEN_STATUSES.has(res.status) ? AnswerNotTaken : Error;
+        throw new Refused(`POST /momessage answered ${res.status}: ${shown(answer, token)}`);
+      }
       const parsed = parseAnswer(answer);
       if (parsed?.Message !== 'OK')
         throw new Error(
@@ -97,6 +120,8 @@ export function twoWayAnswerer(client: TwoWaySender): ReplyAnswerer {
     async answer(to, shortCode, text) {
       const [o] = (await client.send([{ text, phoneNumber: to, shortCode }])).outcomes;
       if (!o) throw new Error('POST /momessage: no answer');
+      if (o.kind === 'failed' && o.retryable)
+        throw new AnswerNotTaken(`POST /momessage: ${o.kind}: ${o.reason}`);
       if (o.kind !== 'accepted') throw new Error(`POST /momessage: ${o.kind}: ${o.reason}`);
     },
   };

@@ -27,6 +27,8 @@ export interface RepliesOptions {
   readonly answerer?: ReplyAnswerer | null | undefined;
   /** A reply was joined to this file: its report.csv, if written, is due again. */
   readonly onJoined?: ((fileId: string) => void) | undefined;
+  /** Answers still owed are sent at start and this often (default a minute). */
+  readonly answersOwedEveryMs?: number | undefined;
 }
 
 export interface RecorderOptions {
@@ -88,15 +90,38 @@ export function startReplies(o: RepliesOptions): { stop(): Promise<void> } | nul
     logger: o.logger,
   });
   receiver.start();
+  // Answers still owed (a crash before they went, a refusal that took nothing): at start, then
+  // every minute (docs/opt-outs.md "Answers").
+  let sweeping: Promise<void> | null = null;
+  const sweep = () => {
+    if (sweeping || stopping.signal.aborted) return;
+    sweeping = handler
+      .sendOwed()
+      .then(
+        () => {},
+        (err: Error) => o.logger.warn({ err: err.message }, 'answers owed not sent: tried again in a minute'),
+      )
+      .finally(() => {
+        sweeping = null;
+      });
+  };
+  sweep();
+  const sweeper = setInterval(sweep, o.answersOwedEveryMs ?? ANSWERS_OWED_EVERY_MS);
+  sweeper.unref();
   return {
     async stop() {
       // A reply waiting for the store gives up at once: answered with an error, the SMSC keeps it.
       stopping.abort();
+      clearInterval(sweeper);
       await receiver.stop();
+      await sweeping;
       await handler.drain();
     },
   };
 }
+
+/** How often answers still owed are looked for. */
+const ANSWERS_OWED_EVERY_MS = 60_000;
 
 /**
  * A reply that meets the store away waits for it, unanswered, and the replies received after it

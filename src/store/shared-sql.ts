@@ -163,3 +163,55 @@ export function pruneReplyTargetsSql(p: Param, numbers: string): string {
   return `DELETE FROM reply_targets WHERE short_code = ${p('short_code', 'text')} AND number IN (${numbers})
     AND recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')}`;
 }
+
+// ---- answers owed to replies (docs/opt-outs.md "Answers") ----
+
+/** The answer a reply just kept is owed, in the transaction that keeps it (`now`: the backend's clock). */
+export function oweAnswerSql(p: Param, now: string): string {
+  return `INSERT INTO reply_answers (reply, number, short_code, text, what, confirmation, state, attempts, created_at, updated_at)
+  VALUES (${p('reply', 'bigint')}, ${p('number', 'text')}, ${p('short_code', 'text')}, ${p('text', 'text')}, ${p('what', 'text')},
+    ${p('confirmation', 'boolean')}, 'owed', 0, ${now}, ${now})
+  ON CONFLICT DO NOTHING`;
+}
+
+/**
+ * An owed answer claimed: `sending`, by whichever process's UPDATE finds it owed (one does), or
+ * `skipped` when it was owed since before `stale` (a day: an answer that late answers nothing).
+ * Returns the row as claimed.
+ */
+export function claimAnswerSql(p: Param, now: string, stale: string): string {
+  return `UPDATE reply_answers SET state = CASE WHEN created_at < ${stale} THEN 'skipped' ELSE 'sending' END,
+    detail = CASE WHEN created_at < ${stale} THEN ${p('stale_detail', 'text')} ELSE detail END,
+    attempts = attempts + 1, updated_at = ${now}
+  WHERE reply = ${p('reply', 'bigint')} AND state = 'owed'
+  RETURNING reply, number, short_code, text, what, confirmation, state, attempts, day`;
+}
+
+/** A claimed answer that found the number's confirmation day taken: skipped, never sent. */
+export function skipAnswerSql(p: Param, now: string): string {
+  return `UPDATE reply_answers SET state = 'skipped', detail = ${p('detail', 'text')}, updated_at = ${now}
+  WHERE reply = ${p('reply', 'bigint')} AND state = 'sending'`;
+}
+
+/**
+ * What sending a claimed answer came to: `sent`, `failed` (never sent again: it may have been
+ * taken), or `owed` again (refused without being taken), `failed` once :max_attempts claims
+ * were made.
+ */
+export function settleAnswerSql(p: Param, now: string): string {
+  return `UPDATE reply_answers SET state = CASE WHEN ${p('state', 'text')} = 'owed' AND attempts >= ${p('max_attempts', 'int')}
+      THEN 'failed' ELSE ${p('state', 'text')} END,
+    detail = ${p('detail', 'text')}, updated_at = ${now}
+  WHERE reply = ${p('reply', 'bigint')} AND state = 'sending'`;
+}
+
+/** The answers owed, oldest reply first. */
+export function answersOwedSql(p: Param): string {
+  return `SELECT reply FROM reply_answers WHERE state = 'owed' ORDER BY reply LIMIT ${p('limit', 'bigint')}`;
+}
+
+/** A reply's answer, as kept (docs/opt-outs.md "Answers"). */
+export function replyAnswerSql(p: Param): string {
+  return `SELECT reply, number, short_code, text, what, confirmation, state, attempts, day, detail
+  FROM reply_answers WHERE reply = ${p('reply', 'bigint')}`;
+}

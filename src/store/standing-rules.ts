@@ -3,11 +3,18 @@
 // puts the number on the opt-out list, an opt-in takes it off, and each change is a row of the
 // number's history. A configured suppression list is not the store's to change: an opt-in from
 // a number one holds is kept as `kept_by_list`, and the list goes on suppressing it.
+// The answer a reply is owed is kept in that transaction too, and claimed, sent and settled
+// after it (docs/opt-outs.md "Answers").
+import { bool, num, type Row, str, strOrNull } from './mapping.ts';
 import { asker, type Rule } from './steps.ts';
 import type {
+  AnswerKind,
+  ClaimedAnswer,
   KeptReply,
   NewReply,
   OperatorChange,
+  OwedAnswer,
+  ReplyAnswer,
   ReplyIntent,
   StandingChangeKind,
   StandingSource,
@@ -38,6 +45,8 @@ export type ReplyOperations = {
   /** The number taken off the opt-out list: false when it was not on it. */
   liftOptOut(): boolean;
   history(row: StandingRow): void;
+  /** Reply `reply`'s answer kept as owed (docs/opt-outs.md "Answers"). */
+  oweAnswer(reply: number, answer: OwedAnswer): void;
 };
 
 const ask = asker<ReplyOperations>();
@@ -53,6 +62,8 @@ export function* recordReplyRule(reply: NewReply): Rule<ReplyOperations, KeptRep
   const kept = yield* ask('insertReply', intent);
   if (kept === null) return null;
   const { id, fileId } = kept;
+  // Owed in the reply's transaction: a crash before it is sent does not lose it.
+  if (reply.answer) yield* ask('oweAnswer', id, reply.answer);
   const row = {
     number: reply.from,
     at: reply.receivedAt,
@@ -96,4 +107,74 @@ export function* operatorRule(change: OperatorChange, at: string | null): Rule<O
     detail: change.note,
   });
   return true;
+}
+
+/** Claims made of an answer before it is failed for good (docs/opt-outs.md "Answers"). */
+export const MAX_ANSWER_ATTEMPTS = 5;
+
+/** Why an answer was skipped (kept as its detail). */
+export const ANSWER_SKIPPED = {
+  stale: 'owed for more than a day: not sent',
+  dayTaken: 'the number had its confirmation of the day',
+} as const;
+
+/** An answer row as claimed (claimAnswerSql's RETURNING). */
+export interface ClaimedRow {
+  reply: number;
+  number: string;
+  shortCode: string;
+  text: string;
+  what: AnswerKind;
+  confirmation: boolean;
+  state: 'sending' | 'skipped';
+  attempts: number;
+  /** The confirmation day it took at an earlier claim; null: none yet. */
+  day: string | null;
+}
+
+/** What a backend does for claimAnswer, inside its one transaction. */
+export type ClaimOperations = {
+  /** The answer owed set `sending` (or `skipped`, owed over a day); null: not owed. */
+  claim(): ClaimedRow | null;
+  /** The number's confirmation day taken for this answer: false when the day had one. */
+  takeDay(number: string): boolean;
+  skip(detail: string): void;
+};
+
+const askClaim = asker<ClaimOperations>();
+
+/**
+ * Claims an owed answer. A confirmation takes the number's day once (kept on the row, so a
+ * claim after a refusal that took nothing does not find its own day taken).
+ */
+export function* claimAnswerRule(): Rule<ClaimOperations, ClaimedAnswer | null> {
+  const row = yield* askClaim('claim');
+  if (row === null || row.state !== 'sending') return null;
+  if (row.confirmation && row.day === null && !(yield* askClaim('takeDay', row.number))) {
+    yield* askClaim('skip', ANSWER_SKIPPED.dayTaken);
+    return null;
+  }
+  const { reply, number, shortCode, text, what, confirmation, attempts } = row;
+  return { reply, number, shortCode, text, what, confirmation, attempts };
+}
+
+/** A reply_answers row as claimed (claimAnswerSql's RETURNING). */
+export function toClaimedRow(r: Row): ClaimedRow {
+  return {
+    reply: num(r.reply),
+    number: str(r.number),
+    shortCode: str(r.short_code),
+    text: str(r.text),
+    what: str(r.what) as AnswerKind,
+    confirmation: bool(r.confirmation),
+    state: str(r.state) as ClaimedRow['state'],
+    attempts: num(r.attempts),
+    day: r.day === null || r.day === undefined ? null : String(r.day),
+  };
+}
+
+/** A reply_answers row (replyAnswerSql). */
+export function toReplyAnswer(r: Row): ReplyAnswer {
+  const { day: _day, state: _state, ...claimed } = toClaimedRow(r);
+  return { ...claimed, state: str(r.state) as ReplyAnswer['state'], detail: strOrNull(r.detail) };
 }

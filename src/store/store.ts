@@ -60,7 +60,13 @@ import type {
   ChunkState,
   ChunkStateGuard,
 } from './records/sending.ts';
-import type { OperatorChange, Standing } from './records/standing.ts';
+import type {
+  AnswerOutcome,
+  ClaimedAnswer,
+  OperatorChange,
+  ReplyAnswer,
+  Standing,
+} from './records/standing.ts';
 
 export * from './records/accounts.ts';
 export * from './records/campaign.ts';
@@ -303,6 +309,22 @@ export interface Store {
    * store's clock: true once a number a day, whatever the number of workers (a primary key).
    */
   takeConfirmation(number: string, timezone: string): Promise<boolean>;
+  /**
+   * Claims reply `reply`'s owed answer to send it now (docs/opt-outs.md "Answers"): `sending`,
+   * for one process whatever the number of workers (the UPDATE decides). A confirmation takes
+   * the number's day (in `timezone`) as takeConfirmation does, and is skipped when the day has
+   * one; an answer owed for over a day is skipped. null: nothing to send.
+   */
+  claimAnswer(reply: number, timezone: string): Promise<ClaimedAnswer | null>;
+  /**
+   * A claimed answer sent, failed (never claimed again), or owed again (refused without being
+   * taken: claimed again later, failed after MAX_ANSWER_ATTEMPTS claims).
+   */
+  settleAnswer(reply: number, outcome: AnswerOutcome, detail: string | null): Promise<void>;
+  /** The replies whose answer is owed, oldest first (sent at start and periodically). */
+  answersOwed(limit: number): Promise<number[]>;
+  /** Reply `reply`'s answer, as kept; null: it owed none. */
+  replyAnswer(reply: number): Promise<ReplyAnswer | null>;
   /** Replies flagged for review (intent `review`), in the order received, after `afterId`. */
   repliesToReview(options: { afterId?: number; limit: number }): Promise<ReplyRecord[]>;
   /** How many replies are flagged for review. */

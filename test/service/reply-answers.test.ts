@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TwoWayClient } from '../../src/channels/twoway/client.ts';
 import {
+  AnswerNotTaken,
   answerersByShortCode,
   MoMessageAnswerer,
   type ReplyAnswerer,
@@ -80,6 +81,32 @@ describe('MoMessageAnswerer', () => {
     const err = await a.answer('573001112233', '890123', 'x').catch((e: Error) => e);
     expect((err as Error).message).toContain('answered 500');
     expect((err as Error).message).not.toContain('tok-1');
+  });
+
+  // docs/opt-outs.md "Answers": an answer surely not taken stays owed; one that may have been is not sent again.
+  it('a 429, 500 or 503 and a refused connection are AnswerNotTaken; other refusals are not', async () => {
+    const a = new MoMessageAnswerer({ baseUrl: base, tokens: tokens() });
+    for (const status of [429, 500, 503]) {
+      answers = [{ status, body: {} }];
+      await expect(a.answer('573001112233', '890123', 'x')).rejects.toBeInstanceOf(AnswerNotTaken);
+    }
+    for (const [status, body] of [
+      [400, {}],
+      [504, {}],
+      [200, { Id: '', Message: 'ERROR', Status: '17' }],
+    ] as const) {
+      answers = [{ status, body }];
+      const err = await a.answer('573001112233', '890123', 'x').catch((e: Error) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(err).not.toBeInstanceOf(AnswerNotTaken);
+    }
+    // A port nothing listens on any more: the request was never written.
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((done) => closed.close(() => done()));
+    const away = new MoMessageAnswerer({ baseUrl: `http://127.0.0.1:${port}/api`, tokens: tokens() });
+    await expect(away.answer('573001112233', '890123', 'x')).rejects.toBeInstanceOf(AnswerNotTaken);
   });
 
   it('a 401 renews the token and tries once more', async () => {

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import type { Logger } from '../../src/log.ts';
-import type { ReplyAnswerer } from '../../src/replies/answers.ts';
+import { AnswerNotTaken, type ReplyAnswerer } from '../../src/replies/answers.ts';
 import { type IncomingReply, replyHandler } from '../../src/replies/standing.ts';
 import { SqliteStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -14,6 +14,8 @@ const N = '573001112233';
 let store: Store;
 let sent: [string, string, string][];
 let failNext: boolean;
+/** The next answers refused without being taken (AnswerNotTaken). */
+let refuseNext = 0;
 let lines: Record<string, unknown>[];
 let logger: Logger;
 const answerer: ReplyAnswerer = {
@@ -21,6 +23,10 @@ const answerer: ReplyAnswerer = {
     if (failNext) {
       failNext = false;
       throw new Error('POST /momessage answered 503: busy');
+    }
+    if (refuseNext > 0) {
+      refuseNext--;
+      throw new AnswerNotTaken('POST /momessage answered 503: busy');
     }
     sent.push([to, shortCode, text]);
   },
@@ -40,6 +46,7 @@ beforeEach(async () => {
   await store.migrate();
   sent = [];
   failNext = false;
+  refuseNext = 0;
   lines = [];
   logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
 });
@@ -133,5 +140,33 @@ describe('replyHandler', () => {
     expect(lines.filter((l) => l.msg === 'reply answer not sent: no account answers replies')).toHaveLength(
       1,
     );
+  });
+
+  // docs/opt-outs.md "Answers": owed with the reply, sent once; a refusal that took nothing
+  // leaves it owed for sendOwed, any other failure is never sent again.
+  it('an answer refused without being taken stays owed and goes with sendOwed, once', async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    refuseNext = 2;
+    await handler.record(reply('AYUDA'));
+    await handler.record(reply('SALIR'));
+    await handler.drain();
+    expect(sent).toEqual([]);
+    const owed = await store.answersOwed(10);
+    expect(owed).toHaveLength(2);
+    expect(lines.filter((l) => l.msg === 'reply answer failed' && l.owed === true)).toHaveLength(2);
+    expect(await handler.sendOwed()).toBe(2);
+    expect(await handler.sendOwed()).toBe(0);
+    expect(sent).toEqual([
+      [N, '85000', 'Ayuda: acme.co'],
+      [N, '85000', 'Listo, no más mensajes'],
+    ]);
+    // A failure that may have been taken: failed, not sent again.
+    failNext = true;
+    await handler.record(reply('HELP', { from: '573005556666' }));
+    await handler.drain();
+    expect(await handler.sendOwed()).toBe(0);
+    expect(sent).toHaveLength(2);
+    const last = (await store.replies({ limit: 10 })).at(-1)!;
+    expect(await store.replyAnswer(last.id)).toMatchObject({ state: 'failed' });
   });
 });

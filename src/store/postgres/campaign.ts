@@ -125,6 +125,21 @@ export async function recordReply(db: PgDb, reply: NewReply): Promise<KeptReply 
         (await db.count(what, S.OPT_OUT, { number, at: reply.receivedAt, reply: id }, c)) > 0,
       liftOptOut: async () => (await db.count(what, S.LIFT_OPT_OUT, { number }, c)) > 0,
       history: async (row) => void (await db.count(what, S.STANDING_CHANGE, { ...row, now: db.now() }, c)),
+      oweAnswer: async (id, a) =>
+        void (await db.count(
+          what,
+          S.OWE_ANSWER,
+          {
+            reply: id,
+            number,
+            short_code: reply.to,
+            text: a.text,
+            what: a.what,
+            confirmation: a.confirmation,
+            now: db.now(),
+          },
+          c,
+        )),
     }),
   );
 }

@@ -109,6 +109,10 @@ export class PostgresStore implements Store {
   readonly standing: Store['standing'] = (...a) => standing.standing(this.db, ...a);
   readonly changeStanding: Store['changeStanding'] = (...a) => standing.changeStanding(this.db, ...a);
   readonly takeConfirmation: Store['takeConfirmation'] = (...a) => standing.takeConfirmation(this.db, ...a);
+  readonly claimAnswer: Store['claimAnswer'] = (...a) => standing.claimAnswer(this.db, ...a);
+  readonly settleAnswer: Store['settleAnswer'] = (...a) => standing.settleAnswer(this.db, ...a);
+  readonly answersOwed: Store['answersOwed'] = (...a) => standing.answersOwed(this.db, ...a);
+  readonly replyAnswer: Store['replyAnswer'] = (...a) => standing.replyAnswer(this.db, ...a);
   readonly repliesToReview: Store['repliesToReview'] = (...a) => standing.repliesToReview(this.db, ...a);
   readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);
   // accounts

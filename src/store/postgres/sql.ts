@@ -7,21 +7,27 @@
 
 import {
   acquisitionOrder,
+  answersOwedSql,
+  claimAnswerSql,
   FOLLOWS_CHUNK,
   fileRepliesSql,
   insertReplyTargets,
   isDue,
   leaseFree,
   messageIdSql,
+  oweAnswerSql,
   type Param,
   pathStill,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
   recordReplySql,
+  replyAnswerSql,
   replyCountsSql,
   GAUGE_FILES as SHARED_GAUGE_FILES,
   GAUGE_IN_DOUBT as SHARED_GAUGE_IN_DOUBT,
+  settleAnswerSql,
+  skipAnswerSql,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
 import { DELIVERED, WORKER_SILENT_MS } from '../store.ts';
@@ -1090,3 +1096,16 @@ export const REPLIES_TO_REVIEW = statement(
 );
 
 export const COUNT_REPLIES_TO_REVIEW = statement(`SELECT count(*) AS n FROM replies WHERE intent = 'review'`);
+
+// ---- answers owed to replies (../standing-rules.ts, docs/opt-outs.md "Answers") ----
+
+export const OWE_ANSWER = statement(oweAnswerSql(param, NOW));
+export const CLAIM_ANSWER = statement(claimAnswerSql(param, NOW, `${NOW} - interval '1 day'`));
+export const SKIP_ANSWER = statement(skipAnswerSql(param, NOW));
+export const SETTLE_ANSWER = statement(settleAnswerSql(param, NOW));
+export const ANSWERS_OWED = statement(answersOwedSql(param));
+export const REPLY_ANSWER = statement(replyAnswerSql(param));
+/** The number's confirmation day taken, kept on the answer (CONFIRMATION_DAY's day). */
+export const ANSWER_DAY = statement(
+  `UPDATE reply_answers SET day = ${CONFIRMATION_DAY} WHERE reply = :reply::bigint`,
+);

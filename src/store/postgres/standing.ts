@@ -2,9 +2,23 @@
 // right, the replies flagged for review (docs/opt-outs.md "A number's standing").
 
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
-import { operatorRule } from '../standing-rules.ts';
+import {
+  ANSWER_SKIPPED,
+  claimAnswerRule,
+  MAX_ANSWER_ATTEMPTS,
+  operatorRule,
+  toClaimedRow,
+  toReplyAnswer,
+} from '../standing-rules.ts';
 import { runAsync } from '../steps.ts';
-import type { OperatorChange, ReplyRecord, Standing } from '../store.ts';
+import type {
+  AnswerOutcome,
+  ClaimedAnswer,
+  OperatorChange,
+  ReplyAnswer,
+  ReplyRecord,
+  Standing,
+} from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -55,4 +69,49 @@ export async function repliesToReview(
 export async function countRepliesToReview(db: PgDb): Promise<number> {
   const [r] = await db.rows('counting replies to review', S.COUNT_REPLIES_TO_REVIEW, {});
   return num(r?.n ?? 0);
+}
+
+export async function claimAnswer(db: PgDb, reply: number, timezone: string): Promise<ClaimedAnswer | null> {
+  const what = 'claiming a reply’s answer';
+  const params = { reply, timezone, now: db.now() };
+  return db.tx(what, (c) =>
+    runAsync(claimAnswerRule(), {
+      claim: async () => {
+        const [r] = await db.rows(what, S.CLAIM_ANSWER, { ...params, stale_detail: ANSWER_SKIPPED.stale }, c);
+        return r ? toClaimedRow(r) : null;
+      },
+      takeDay: async (number) => {
+        await db.count(what, S.PRUNE_CONFIRMATIONS, { ...params, number }, c);
+        if ((await db.count(what, S.TAKE_CONFIRMATION, { ...params, number }, c)) === 0) return false;
+        await db.count(what, S.ANSWER_DAY, params, c);
+        return true;
+      },
+      skip: async (detail) => void (await db.count(what, S.SKIP_ANSWER, { ...params, detail }, c)),
+    }),
+  );
+}
+
+export async function settleAnswer(
+  db: PgDb,
+  reply: number,
+  outcome: AnswerOutcome,
+  detail: string | null,
+): Promise<void> {
+  await db.count('settling a reply’s answer', S.SETTLE_ANSWER, {
+    reply,
+    state: outcome,
+    detail,
+    now: db.now(),
+    max_attempts: MAX_ANSWER_ATTEMPTS,
+  });
+}
+
+export async function answersOwed(db: PgDb, limit: number): Promise<number[]> {
+  const rows = await db.rows('reading the answers owed', S.ANSWERS_OWED, { limit });
+  return rows.map((r) => num(r.reply));
+}
+
+export async function replyAnswer(db: PgDb, reply: number): Promise<ReplyAnswer | null> {
+  const [r] = await db.rows('reading a reply’s answer', S.REPLY_ANSWER, { reply });
+  return r ? toReplyAnswer(r) : null;
 }

@@ -1,7 +1,7 @@
 // Campaign rules applied before a chunk is sent (opt-outs, the contact limit), and the
 // replies that feed the opt-out list.
 
-import type { ReplyIntent } from './standing.ts';
+import type { OwedAnswer, ReplyIntent } from './standing.ts';
 
 export interface HoldBackOptions {
   /** Check the opt-out list (users' replies). */
@@ -61,9 +61,14 @@ export interface NewReply {
    * instant (ISO-8601: the reply's time less `replies.windowHours`); null or absent: not joined.
    */
   joinSince?: string | null;
+  /**
+   * The answer it is owed (help text, confirmation), kept in the same transaction when the reply
+   * is (a reply delivered again owes nothing more); null or absent: none.
+   */
+  answer?: OwedAnswer | null | undefined;
 }
 
-export interface ReplyRecord extends Omit<NewReply, 'joinSince'> {
+export interface ReplyRecord extends Omit<NewReply, 'joinSince' | 'answer'> {
   id: number;
   intent: ReplyIntent | null;
   keyword: string | null;

@@ -50,3 +50,39 @@ export interface OperatorChange {
   /** Why, as the operator wrote it (a ticket, a call): kept as the change's detail. */
   note: string | null;
 }
+
+/** What a reply is answered with (docs/opt-outs.md "Answers"): the configuration key of its text. */
+export type AnswerKind = 'helpText' | 'confirmOptOut' | 'confirmOptIn';
+
+/** An answer a reply is owed, kept with the reply (NewReply.answer). */
+export interface OwedAnswer {
+  text: string;
+  what: AnswerKind;
+  /** A confirmation: sent only if the number's day has none yet (Store.claimAnswer decides). */
+  confirmation: boolean;
+}
+
+/**
+ * owed: to send; sending: claimed by a process; sent; failed: not sent again (it may have been
+ * taken); skipped: the number's confirmation of the day was sent already, or owed over a day.
+ */
+export type AnswerState = 'owed' | 'sending' | 'sent' | 'failed' | 'skipped';
+
+/** A reply's answer as kept. */
+export interface ReplyAnswer extends OwedAnswer {
+  reply: number;
+  /** To whom, from which short code. */
+  number: string;
+  shortCode: string;
+  state: AnswerState;
+  /** Claims made. */
+  attempts: number;
+  /** Why it failed or was skipped. */
+  detail: string | null;
+}
+
+/** An answer claimed to be sent now (Store.claimAnswer): `sending`, this process's. */
+export type ClaimedAnswer = Omit<ReplyAnswer, 'state' | 'detail'>;
+
+/** What sending a claimed answer came to: `owed` when it was refused without being taken. */
+export type AnswerOutcome = 'sent' | 'failed' | 'owed';

@@ -124,6 +124,16 @@ export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptRe
       optOut: (id) => changes(db.stmt(S.OPT_OUT).run(reply.from, reply.receivedAt, id)) > 0,
       liftOptOut: () => changes(db.stmt(S.LIFT_OPT_OUT).run(reply.from)) > 0,
       history: (row) => void db.stmt(S.STANDING_CHANGE).run({ ...row }),
+      oweAnswer: (id, a) =>
+        void db.stmt(S.OWE_ANSWER).run({
+          reply: id,
+          number: reply.from,
+          short_code: reply.to,
+          text: a.text,
+          what: a.what,
+          confirmation: a.confirmation ? 1 : 0,
+          now: db.now(),
+        }),
     }),
   );
 }

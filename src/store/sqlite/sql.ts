@@ -5,19 +5,25 @@
 
 import {
   acquisitionOrder,
+  answersOwedSql,
+  claimAnswerSql,
   FOLLOWS_CHUNK,
   fileRepliesSql,
   insertReplyTargets,
   isDue,
   leaseFree,
   messageIdSql,
+  oweAnswerSql,
   type Param,
   pathStill,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
   recordReplySql,
+  replyAnswerSql,
   replyCountsSql,
+  settleAnswerSql,
+  skipAnswerSql,
   TAKEN_OVER_FROM,
 } from '../shared-sql.ts';
 import { DELIVERED, PENDING_DELIVERY } from '../store.ts';
@@ -499,3 +505,13 @@ export const PRUNE_CONFIRMATIONS = 'DELETE FROM reply_confirmations WHERE day < 
 export const REPLIES_TO_REVIEW = `SELECT * FROM replies WHERE intent = 'review' AND id > ? ORDER BY id LIMIT ?`;
 
 export const COUNT_REPLIES_TO_REVIEW = `SELECT count(*) AS n FROM replies WHERE intent = 'review'`;
+
+// ---- answers owed to replies (../standing-rules.ts, docs/opt-outs.md "Answers") ----
+
+export const OWE_ANSWER = oweAnswerSql(param, ':now');
+export const CLAIM_ANSWER = claimAnswerSql(param, ':now', ':stale');
+export const SKIP_ANSWER = skipAnswerSql(param, ':now');
+export const SETTLE_ANSWER = settleAnswerSql(param, ':now');
+export const ANSWERS_OWED = answersOwedSql(param);
+export const REPLY_ANSWER = replyAnswerSql(param);
+export const ANSWER_DAY = 'UPDATE reply_answers SET day = :day WHERE reply = :reply';

@@ -3,9 +3,23 @@
 
 import { localDate } from '../../plan/send-window.ts';
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
-import { operatorRule } from '../standing-rules.ts';
+import {
+  ANSWER_SKIPPED,
+  claimAnswerRule,
+  MAX_ANSWER_ATTEMPTS,
+  operatorRule,
+  toClaimedRow,
+  toReplyAnswer,
+} from '../standing-rules.ts';
 import { runSync } from '../steps.ts';
-import type { OperatorChange, ReplyRecord, Standing } from '../store.ts';
+import type {
+  AnswerOutcome,
+  ClaimedAnswer,
+  OperatorChange,
+  ReplyAnswer,
+  ReplyRecord,
+  Standing,
+} from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
 import * as S from './sql.ts';
 
@@ -53,4 +67,58 @@ export async function repliesToReview(
 
 export async function countRepliesToReview(db: SqliteDb): Promise<number> {
   return num(db.stmt(S.COUNT_REPLIES_TO_REVIEW).get()?.n ?? 0);
+}
+
+export async function claimAnswer(
+  db: SqliteDb,
+  reply: number,
+  timezone: string,
+): Promise<ClaimedAnswer | null> {
+  // The day and "over a day" on the store's clock: SQLite is one process's, so that process's clock.
+  const now = db.now();
+  const at = Date.parse(now);
+  const stale = new Date(at - 86_400_000).toISOString();
+  return db.tx(() =>
+    runSync(claimAnswerRule(), {
+      claim: () => {
+        const r = db.stmt(S.CLAIM_ANSWER).get({ reply, now, stale, stale_detail: ANSWER_SKIPPED.stale });
+        return r ? toClaimedRow(r) : null;
+      },
+      takeDay: (number) => {
+        const day = localDate(new Date(at), timezone);
+        db.stmt(S.PRUNE_CONFIRMATIONS).run(localDate(new Date(at - 86_400_000), timezone));
+        if (changes(db.stmt(S.TAKE_CONFIRMATION).run(number, day)) === 0) return false;
+        db.stmt(S.ANSWER_DAY).run({ day, reply });
+        return true;
+      },
+      skip: (detail) => void db.stmt(S.SKIP_ANSWER).run({ reply, detail, now }),
+    }),
+  );
+}
+
+export async function settleAnswer(
+  db: SqliteDb,
+  reply: number,
+  outcome: AnswerOutcome,
+  detail: string | null,
+): Promise<void> {
+  db.stmt(S.SETTLE_ANSWER).run({
+    reply,
+    state: outcome,
+    detail,
+    now: db.now(),
+    max_attempts: MAX_ANSWER_ATTEMPTS,
+  });
+}
+
+export async function answersOwed(db: SqliteDb, limit: number): Promise<number[]> {
+  return db
+    .stmt(S.ANSWERS_OWED)
+    .all({ limit })
+    .map((r) => num(r.reply));
+}
+
+export async function replyAnswer(db: SqliteDb, reply: number): Promise<ReplyAnswer | null> {
+  const r = db.stmt(S.REPLY_ANSWER).get({ reply });
+  return r ? toReplyAnswer(r) : null;
 }

@@ -180,4 +180,81 @@ export function standing(t: ContractContext): void {
       if (other !== store) await other.close();
     }
   });
+
+  // docs/opt-outs.md "Answers": the answer a reply is owed is kept with it, claimed by one
+  // process, sent once; a confirmation takes the number's day; a refusal that took nothing
+  // leaves it owed, failed after MAX_ANSWER_ATTEMPTS claims.
+  const help = { text: 'Ayuda: acme.co', what: 'helpText' as const, confirmation: false };
+  const confirm = { text: 'No recibirás más', what: 'confirmOptOut' as const, confirmation: true };
+
+  it('an answer owed is kept with its reply, claimed once, sent once, whatever the number of stores', async () => {
+    const other = h.reopen ? await h.reopen() : store;
+    try {
+      const kept = await store.recordReply(reply(0, 'AYUDA', 'help', 'AYUDA', { answer: help }));
+      const id = kept!.id;
+      // Delivered again: kept already, nothing more owed.
+      expect(await store.recordReply(reply(0, 'AYUDA', 'help', 'AYUDA', { answer: help }))).toBeNull();
+      expect(await store.answersOwed(10)).toEqual([id]);
+      expect(await store.replyAnswer(id)).toEqual({
+        reply: id,
+        number: N,
+        shortCode: '890123',
+        ...help,
+        state: 'owed',
+        attempts: 0,
+        detail: null,
+      });
+      const claims = await Promise.all([
+        store.claimAnswer(id, 'America/Bogota'),
+        other.claimAnswer(id, 'America/Bogota'),
+        store.claimAnswer(id, 'America/Bogota'),
+      ]);
+      expect(claims.filter((c) => c !== null)).toEqual([
+        { reply: id, number: N, shortCode: '890123', ...help, attempts: 1 },
+      ]);
+      expect(await store.answersOwed(10)).toEqual([]);
+      await store.settleAnswer(id, 'sent', null);
+      expect(await store.replyAnswer(id)).toMatchObject({ state: 'sent', attempts: 1 });
+      expect(await store.claimAnswer(id, 'America/Bogota')).toBeNull();
+      // A reply owing nothing has no answer.
+      const quiet = await store.recordReply(reply(1000, 'gracias', null));
+      expect(await store.replyAnswer(quiet!.id)).toBeNull();
+    } finally {
+      if (other !== store) await other.close();
+    }
+  });
+
+  it('a confirmation owed takes the day once; a refusal leaves it owed; failed after five claims', async () => {
+    const a = (await store.recordReply(reply(0, 'SALIR', 'opt_out', 'SALIR', { answer: confirm })))!.id;
+    const b = (await store.recordReply(reply(1000, 'STOP', 'opt_out', 'STOP', { answer: confirm })))!.id;
+    expect(await store.answersOwed(10)).toEqual([a, b]);
+    expect(await store.claimAnswer(a, 'America/Bogota')).toMatchObject({ reply: a, attempts: 1 });
+    // Refused without being taken: owed again, and its own day does not skip it.
+    await store.settleAnswer(a, 'owed', 'POST /momessage answered 503');
+    expect(await store.replyAnswer(a)).toMatchObject({
+      state: 'owed',
+      detail: 'POST /momessage answered 503',
+    });
+    expect(await store.claimAnswer(a, 'America/Bogota')).toMatchObject({ reply: a, attempts: 2 });
+    await store.settleAnswer(a, 'sent', null);
+    // The second confirmation the same day: skipped, never sent.
+    expect(await store.claimAnswer(b, 'America/Bogota')).toBeNull();
+    expect(await store.replyAnswer(b)).toMatchObject({ state: 'skipped', attempts: 1 });
+    expect(await store.answersOwed(10)).toEqual([]);
+
+    const c = (await store.recordReply(reply(2000, 'AYUDA', 'help', 'AYUDA', { answer: help })))!.id;
+    for (let i = 1; i <= 5; i++) {
+      expect(await store.claimAnswer(c, 'America/Bogota')).toMatchObject({ attempts: i });
+      await store.settleAnswer(c, 'owed', 'refused');
+    }
+    expect(await store.replyAnswer(c)).toMatchObject({ state: 'failed', attempts: 5, detail: 'refused' });
+  });
+
+  it('an answer owed for over a day is skipped, not sent', async () => {
+    const id = (await store.recordReply(reply(0, 'AYUDA', 'help', 'AYUDA', { answer: help })))!.id;
+    h.clock.set(new Date(Date.parse(t.at(0)) + 86_400_000 + 1000));
+    expect(await store.claimAnswer(id, 'America/Bogota')).toBeNull();
+    expect(await store.replyAnswer(id)).toMatchObject({ state: 'skipped' });
+    expect(await store.answersOwed(10)).toEqual([]);
+  });
 }

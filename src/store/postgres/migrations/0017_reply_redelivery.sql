@@ -8,3 +8,25 @@ ALTER TABLE replies ADD COLUMN cell_a bigint;
 ALTER TABLE replies ADD COLUMN cell_b bigint;
 CREATE UNIQUE INDEX replies_redelivery_a ON replies (fingerprint, cell_a) WHERE fingerprint IS NOT NULL;
 CREATE UNIQUE INDEX replies_redelivery_b ON replies (fingerprint, cell_b) WHERE fingerprint IS NOT NULL;
+
+-- Answers owed to replies (docs/opt-outs.md "Answers"): the help text or confirmation a reply
+-- is owed, written in the transaction that keeps the reply, so a crash before it is sent does
+-- not lose it. state: owed (to send) → sending (claimed by one process: the UPDATE decides) →
+-- sent | failed (not sent again: it may have been taken) | skipped (the number's confirmation
+-- of the day was sent already, or owed for more than a day); back to owed after a refusal that
+-- took nothing (attempts counts the claims). day: the confirmation day it took.
+CREATE TABLE reply_answers (
+  reply        bigint PRIMARY KEY,
+  number       text NOT NULL,
+  short_code   text NOT NULL,
+  text         text NOT NULL,
+  what         text NOT NULL,
+  confirmation boolean NOT NULL,
+  state        text NOT NULL,
+  attempts     integer NOT NULL DEFAULT 0,
+  day          date,
+  created_at   timestamptz NOT NULL,
+  updated_at   timestamptz NOT NULL,
+  detail       text
+);
+CREATE INDEX reply_answers_owed ON reply_answers (reply) WHERE state = 'owed';

@@ -8,3 +8,25 @@ ALTER TABLE replies ADD COLUMN cell_a INTEGER;
 ALTER TABLE replies ADD COLUMN cell_b INTEGER;
 CREATE UNIQUE INDEX replies_redelivery_a ON replies (fingerprint, cell_a) WHERE fingerprint IS NOT NULL;
 CREATE UNIQUE INDEX replies_redelivery_b ON replies (fingerprint, cell_b) WHERE fingerprint IS NOT NULL;
+
+-- Answers owed to replies (docs/opt-outs.md "Answers"): the help text or confirmation a reply
+-- is owed, written in the transaction that keeps the reply, so a crash before it is sent does
+-- not lose it. state: owed (to send) → sending (claimed by one process: the UPDATE decides) →
+-- sent | failed (not sent again: it may have been taken) | skipped (the number's confirmation
+-- of the day was sent already, or owed for more than a day); back to owed after a refusal that
+-- took nothing (attempts counts the claims). day: the confirmation day it took.
+CREATE TABLE reply_answers (
+  reply        INTEGER PRIMARY KEY,
+  number       TEXT NOT NULL,
+  short_code   TEXT NOT NULL,
+  text         TEXT NOT NULL,
+  what         TEXT NOT NULL,
+  confirmation INTEGER NOT NULL,
+  state        TEXT NOT NULL,
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  day          TEXT,
+  created_at   TEXT NOT NULL,
+  updated_at   TEXT NOT NULL,
+  detail       TEXT
+);
+CREATE INDEX reply_answers_owed ON reply_answers (reply) WHERE state = 'owed';
