@@ -3,6 +3,10 @@
 // queueing, weighted by the file's priority: each grant moves its file's virtual time on by
 // destinations / weight, and the waiting file with the earliest virtual time goes next), and
 // within the account's budget (budget.ts), which the store shares with every other worker.
+// A file that has nothing waiting for a moment (its request in flight, its result being
+// recorded) resumes from its own virtual time when it asks again, unless the others have
+// moved past it: started afresh from the last grant's, it would go ahead of every file waiting
+// each time it asked (docs/scaling.md "Several files at once (one worker)").
 // Hand-written: p-limit and the like are FIFO, and no maintained library both weighs waiters
 // and asks a shared store before each grant.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,6 +100,8 @@ export class Dispatcher {
   readonly #opts: DispatcherOptions;
   /** Files with requests waiting, by id. */
   readonly #flows = new Map<string, FlowQueue>();
+  /** Files with nothing waiting whose virtual time is still ahead of the last grant's. */
+  readonly #idle = new Map<string, FlowQueue>();
   /** Virtual time of the last grant: a file that starts waiting starts from here. */
   #virtual = 0;
   #inFlight = 0;
@@ -118,7 +124,10 @@ export class Dispatcher {
     return new Promise<Permit>((resolve, reject) => {
       let queue = this.#flows.get(flow.id);
       if (!queue) {
-        queue = { id: flow.id, weight: Math.max(1, flow.weight), pass: this.#virtual, waiters: [] };
+        queue = this.#idle.get(flow.id) ?? { id: flow.id, weight: 1, pass: 0, waiters: [] };
+        this.#idle.delete(flow.id);
+        queue.weight = Math.max(1, flow.weight);
+        queue.pass = Math.max(queue.pass, this.#virtual);
         this.#flows.set(flow.id, queue);
       }
       const waiter: Waiter = { flow: queue, destinations, signal, resolve, reject };
@@ -156,7 +165,10 @@ export class Dispatcher {
     const i = q.waiters.indexOf(waiter);
     if (i < 0) return false;
     q.waiters.splice(i, 1);
-    if (q.waiters.length === 0 && this.#flows.get(q.id) === q) this.#flows.delete(q.id);
+    if (q.waiters.length === 0 && this.#flows.get(q.id) === q) {
+      this.#flows.delete(q.id);
+      this.#idle.set(q.id, q);
+    }
     return true;
   }
 
@@ -197,9 +209,7 @@ export class Dispatcher {
           permit.release(); // stopped meanwhile
           continue;
         }
-        const q = waiter.flow;
-        this.#virtual = q.pass;
-        q.pass += waiter.destinations / q.weight;
+        this.#granted(waiter);
         // The rate: this grant starts at its reserved time, and the next is decided after it.
         if (answer.waitMs > 0)
           await sleep(answer.waitMs, undefined, { signal: waiter.signal }).catch(() => {});
@@ -211,6 +221,15 @@ export class Dispatcher {
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /** Moves the virtual times on past a grant to `waiter`'s file. */
+  #granted(waiter: Waiter): void {
+    const q = waiter.flow;
+    this.#virtual = q.pass;
+    q.pass += waiter.destinations / q.weight;
+    // An idle file the virtual time has reached would start from it anyway: forgotten.
+    for (const [id, idle] of this.#idle) if (idle.pass <= this.#virtual) this.#idle.delete(id);
   }
 
   #permit(permitId: string): Permit {

@@ -153,3 +153,30 @@ it("two accounts' dispatchers in one worker never name two permits alike (the st
   expect(new Set(ids).size).toBe(4);
   for (const p of held) p.release();
 });
+
+it('a file with one request waiting at a time, asking again as its permit ends, gets every other turn, not every turn', async () => {
+  const d = new Dispatcher({
+    budget: new MemoryBudget(),
+    owner: 'w',
+    concurrency: 1,
+    ratePerSecond: 0,
+    leaseMs: 60_000,
+  });
+  const order: string[] = [];
+  const signal = new AbortController().signal;
+  /** One request of `flow`: its turn, a tick in flight, its permit released. */
+  const request = async (flow: string): Promise<void> => {
+    const permit = await d.acquire({ id: flow, weight: 1 }, 100, signal);
+    order.push(flow);
+    await new Promise((r) => setImmediate(r));
+    permit.release();
+  };
+  // `queued` has ten requests waiting at once; `oneByOne` asks for its next as soon as its
+  // previous one's permit is released, so between its turns it has nothing waiting.
+  const queued = Array.from({ length: 10 }, () => request('queued'));
+  const oneByOne = (async () => {
+    for (let i = 0; i < 10; i++) await request('oneByOne');
+  })();
+  await Promise.all([...queued, oneByOne]);
+  expect(order.join(' ')).toBe(Array.from({ length: 10 }, () => 'queued oneByOne').join(' '));
+});
