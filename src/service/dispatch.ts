@@ -81,6 +81,8 @@ interface FlowQueue {
   weight: number;
   /** Virtual time of the file's next grant. */
   pass: number;
+  /** The number of its last grant (0: none): among equal virtual times the file served least recently goes first. */
+  lastGrant: number;
   readonly waiters: Waiter[];
 }
 
@@ -102,6 +104,8 @@ export class Dispatcher {
   readonly #flows = new Map<string, FlowQueue>();
   /** Files with nothing waiting whose virtual time is still ahead of the last grant's. */
   readonly #idle = new Map<string, FlowQueue>();
+  /** Grants so far (numbers `lastGrant`). */
+  #grants = 0;
   /** Virtual time of the last grant: a file that starts waiting starts from here. */
   #virtual = 0;
   #inFlight = 0;
@@ -124,7 +128,7 @@ export class Dispatcher {
     return new Promise<Permit>((resolve, reject) => {
       let queue = this.#flows.get(flow.id);
       if (!queue) {
-        queue = this.#idle.get(flow.id) ?? { id: flow.id, weight: 1, pass: 0, waiters: [] };
+        queue = this.#idle.get(flow.id) ?? { id: flow.id, weight: 1, pass: 0, lastGrant: 0, waiters: [] };
         this.#idle.delete(flow.id);
         queue.weight = Math.max(1, flow.weight);
         queue.pass = Math.max(queue.pass, this.#virtual);
@@ -153,10 +157,11 @@ export class Dispatcher {
     this.#opts.budget.slowDown(trouble).catch((err: unknown) => this.#opts.onError?.(err, 'slowing down'));
   }
 
-  /** The waiter whose file has the earliest virtual time (the first to wait among equals). */
+  /** The waiter whose file has the earliest virtual time (among equals, the file served least recently). */
   #next(): Waiter | undefined {
     let best: FlowQueue | undefined;
-    for (const q of this.#flows.values()) if (!best || q.pass < best.pass) best = q;
+    for (const q of this.#flows.values())
+      if (!best || q.pass < best.pass || (q.pass === best.pass && q.lastGrant < best.lastGrant)) best = q;
     return best?.waiters[0];
   }
 
@@ -228,6 +233,7 @@ export class Dispatcher {
     const q = waiter.flow;
     this.#virtual = q.pass;
     q.pass += waiter.destinations / q.weight;
+    q.lastGrant = ++this.#grants;
     // An idle file the virtual time has reached would start from it anyway: forgotten.
     for (const [id, idle] of this.#idle) if (idle.pass <= this.#virtual) this.#idle.delete(id);
   }

@@ -154,7 +154,12 @@ it("two accounts' dispatchers in one worker never name two permits alike (the st
   for (const p of held) p.release();
 });
 
-it('a file with one request waiting at a time, asking again as its permit ends, gets every other turn, not every turn', async () => {
+/**
+ * Two files of ten requests of 100 on one slot: `queued` asks for all ten at once, `oneByOne`
+ * for its next as soon as its previous one's permit is released (between its turns it has
+ * nothing waiting). The order of their grants.
+ */
+async function queuedBesideOneByOne(first: 'queued' | 'oneByOne'): Promise<string> {
   const d = new Dispatcher({
     budget: new MemoryBudget(),
     owner: 'w',
@@ -171,12 +176,24 @@ it('a file with one request waiting at a time, asking again as its permit ends, 
     await new Promise((r) => setImmediate(r));
     permit.release();
   };
-  // `queued` has ten requests waiting at once; `oneByOne` asks for its next as soon as its
-  // previous one's permit is released, so between its turns it has nothing waiting.
-  const queued = Array.from({ length: 10 }, () => request('queued'));
-  const oneByOne = (async () => {
+  const oneByOne = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await request('oneByOne');
-  })();
-  await Promise.all([...queued, oneByOne]);
-  expect(order.join(' ')).toBe(Array.from({ length: 10 }, () => 'queued oneByOne').join(' '));
+  };
+  const queued = () => Array.from({ length: 10 }, () => request('queued'));
+  await Promise.all(first === 'queued' ? [...queued(), oneByOne()] : [oneByOne(), ...queued()]);
+  return order.join(' ');
+}
+
+it('a file with one request waiting at a time, asking again as its permit ends, gets every other turn, not every turn', async () => {
+  expect(await queuedBesideOneByOne('queued')).toBe(
+    Array.from({ length: 10 }, () => 'queued oneByOne').join(' '),
+  );
+});
+
+it('among files at the same virtual time the one served least recently goes first: no file twice in a row while another waits', async () => {
+  // oneByOne's first grant and queued's first are at the same virtual time; oneByOne comes
+  // back behind queued in the order the files started waiting, and is still next.
+  expect(await queuedBesideOneByOne('oneByOne')).toBe(
+    Array.from({ length: 10 }, () => 'oneByOne queued').join(' '),
+  );
 });
