@@ -9,6 +9,7 @@
 // each time it asked (docs/scaling.md "Several files at once (one worker)").
 // Hand-written: p-limit and the like are FIFO, and no maintained library both weighs waiters
 // and asks a shared store before each grant.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BudgetState,
@@ -24,6 +25,23 @@ export interface BudgetSource {
   take(req: PermitRequest): Promise<PermitAnswer>;
   release(permitId: string): Promise<void>;
   slowDown(trouble: { reason: string; retryAfterMs?: number | undefined }): Promise<void>;
+}
+
+/**
+ * diagnostics_channel: each permit granted, with the files that had a request waiting when it
+ * was decided: the turns the files took, which the service's order of arrival blurs (tests).
+ */
+export const GRANT_CHANNEL = 'dropline:dispatch:grant';
+const grantChannel = diagnosticsChannel.channel(GRANT_CHANNEL);
+
+/** Published on GRANT_CHANNEL. File ids only. */
+export interface GrantEvent {
+  /** The file granted. */
+  readonly flow: string;
+  /** Its request's destinations. */
+  readonly destinations: number;
+  /** Every file with a request waiting when the grant was decided, the one granted among them. */
+  readonly waiting: readonly string[];
 }
 
 /** A file (or any stream of requests) sharing the account, and its weight (priority). */
@@ -182,6 +200,8 @@ export class Dispatcher {
     this.#pumping = true;
     try {
       for (let waiter = this.#next(); waiter; waiter = this.#next()) {
+        // The files among which this iteration's waiter was chosen.
+        const waiting = grantChannel.hasSubscribers ? [...this.#flows.keys()] : [];
         if (this.#inFlight >= this.#opts.concurrency) {
           await this.#waitRelease(null);
           continue;
@@ -214,7 +234,7 @@ export class Dispatcher {
           permit.release(); // stopped meanwhile
           continue;
         }
-        this.#granted(waiter);
+        this.#granted(waiter, waiting);
         // The rate: this grant starts at its reserved time, and the next is decided after it.
         if (answer.waitMs > 0)
           await sleep(answer.waitMs, undefined, { signal: waiter.signal }).catch(() => {});
@@ -229,8 +249,10 @@ export class Dispatcher {
   }
 
   /** Moves the virtual times on past a grant to `waiter`'s file. */
-  #granted(waiter: Waiter): void {
+  #granted(waiter: Waiter, waiting: readonly string[]): void {
     const q = waiter.flow;
+    if (grantChannel.hasSubscribers)
+      grantChannel.publish({ flow: q.id, destinations: waiter.destinations, waiting } satisfies GrantEvent);
     this.#virtual = q.pass;
     q.pass += waiter.destinations / q.weight;
     q.lastGrant = ++this.#grants;

@@ -1,6 +1,7 @@
 // The account's dispatcher (src/service/dispatch.ts) and budget rules (src/service/budget.ts):
 // pure units over the in-memory budget. The store's budget is checked by the store contract
 // tests, the whole by the fairness and workers end-to-end tests.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { expect, it } from 'vitest';
 import {
   capacityAt,
@@ -11,7 +12,13 @@ import {
   paceAt,
   slowedDown,
 } from '../../src/core/budget.ts';
-import { Dispatcher, MemoryBudget, type Permit } from '../../src/service/dispatch.ts';
+import {
+  Dispatcher,
+  GRANT_CHANNEL,
+  type GrantEvent,
+  MemoryBudget,
+  type Permit,
+} from '../../src/service/dispatch.ts';
 
 const req = (destinations: number, extra: Partial<{ ratePerSecond: number; concurrency: number }> = {}) => ({
   permitId: `p${Math.random()}`,
@@ -196,4 +203,26 @@ it('among files at the same virtual time the one served least recently goes firs
   expect(await queuedBesideOneByOne('oneByOne')).toBe(
     Array.from({ length: 10 }, () => 'oneByOne queued').join(' '),
   );
+});
+
+it('each grant is published with the files waiting when it was decided', async () => {
+  const grants: GrantEvent[] = [];
+  const onGrant = (e: unknown) => grants.push(e as GrantEvent);
+  diagnosticsChannel.subscribe(GRANT_CHANNEL, onGrant);
+  let order: string;
+  try {
+    order = await queuedBesideOneByOne('queued');
+  } finally {
+    diagnosticsChannel.unsubscribe(GRANT_CHANNEL, onGrant);
+  }
+  expect(grants.map((g) => g.flow).join(' ')).toBe(order);
+  expect(grants.every((g) => g.destinations === 100 && g.waiting.includes(g.flow))).toBe(true);
+  // queued alone at the first decision (oneByOne had not asked yet); oneByOne asks again as its
+  // permit is released, before the next decision, so both wait at every later decision until
+  // queued's last request is granted.
+  expect(grants.map((g) => [...g.waiting].sort())).toEqual([
+    ['queued'],
+    ...Array.from({ length: 18 }, () => ['oneByOne', 'queued']),
+    ['oneByOne'],
+  ]);
 });
