@@ -1,4 +1,4 @@
-// The account's dispatcher (src/service/dispatch.ts) and budget rules (src/service/budget.ts):
+// The account's dispatcher (src/service/dispatch.ts) and budget rules (src/core/budget.ts):
 // pure units over the in-memory budget. The store's budget is checked by the store contract
 // tests, the whole by the fairness and workers end-to-end tests.
 import diagnosticsChannel from 'node:diagnostics_channel';
