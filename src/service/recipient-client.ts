@@ -29,6 +29,8 @@ export interface RecipientClientOptions {
   /** Per request, headers and body (default 30 s). */
   readonly timeoutMs?: number | undefined;
   readonly retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number } | undefined;
+  /** A 429 on POST /token waits its Retry-After, at most this long (default 15 min, as the SMS client). */
+  readonly maxRetryAfterMs?: number | undefined;
   /** Connections kept to the host (default 8). */
   readonly connections?: number | undefined;
   readonly random?: (() => number) | undefined;
@@ -62,6 +64,7 @@ export class RecipientClient<M> {
   readonly #secrets: readonly string[];
   readonly #timeout: number;
   readonly #retry: { baseMs: number; maxMs: number; maxAttempts: number };
+  readonly #maxRetryAfterMs: number;
   readonly #random: () => number;
   readonly #closing = new AbortController();
 
@@ -92,6 +95,7 @@ export class RecipientClient<M> {
       // At least one try: fewer would send nothing.
       maxAttempts: Math.max(1, opts.retry?.maxAttempts ?? 5),
     };
+    this.#maxRetryAfterMs = opts.maxRetryAfterMs ?? 15 * 60_000;
     this.#random = opts.random ?? Math.random;
     if (bearer) this.#tokens = this.#tokenManager(bearer);
   }
@@ -208,6 +212,7 @@ export class RecipientClient<M> {
           secrets: this.#secrets,
           policy,
           retry: this.#retry,
+          maxRetryAfterMs: this.#maxRetryAfterMs,
           random: this.#random,
           closing: this.#closing.signal,
         }),

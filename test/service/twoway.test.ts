@@ -144,6 +144,21 @@ describe('TwoWayClient', () => {
     expect(gaveUp.requests).toBe(3);
   });
 
+  it("a 429 on POST /token waits the service's Retry-After, not the back-off", async () => {
+    const s = await sandbox();
+    await postJson(`${s.url}/_sandbox/faults`, {
+      token: { '429': { probability: 1, times: 1, retryAfter: '0' } },
+    });
+    // A back-off of ten minutes: only the Retry-After lets the message out within the test.
+    const patient = client(s, {
+      retry: { baseMs: 600_000, maxMs: 600_000, maxAttempts: 5 },
+      random: () => 1,
+    });
+    const r = await patient.send(messages(1));
+    expect(r.outcomes[0]?.kind).toBe('accepted');
+    expect((await requests(s, '/token')).map((q) => q.status)).toEqual([429, 200]);
+  });
+
   it.each([
     ['502', 'HTTP 502'],
     ['504', 'HTTP 504'],
