@@ -2,7 +2,7 @@
 // pure units over the in-memory budget. The store's budget is checked by the store contract
 // tests, the whole by the fairness and workers end-to-end tests.
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import {
   capacityAt,
   decidePermit,
@@ -84,13 +84,12 @@ function dispatcher(concurrency: number) {
       order.push(flow);
       held.push(p);
     });
-  /** Releases the permits held, one at a time, letting each next grant happen. */
+  /** Releases `n` permits, one at a time, each once it is granted (the next grant follows it). */
   const drain = async (n: number) => {
     for (let i = 0; i < n; i++) {
-      await new Promise((r) => setTimeout(r, 5));
-      held.shift()?.release();
+      await vi.waitFor(() => expect(held.length).toBeGreaterThan(0));
+      held.shift()!.release();
     }
-    await new Promise((r) => setTimeout(r, 5));
   };
   return { d, order, ask, drain };
 }
@@ -99,7 +98,7 @@ it('a file that starts waiting behind another is served in turn, not after the w
   const { order, ask, drain } = dispatcher(1);
   // The large file queues ten requests (and takes the only slot with its first).
   for (let i = 0; i < 10; i++) void ask('large');
-  await new Promise((r) => setTimeout(r, 5));
+  await vi.waitFor(() => expect(order).toEqual(['large']));
   // The small one arrives with two.
   void ask('small');
   void ask('small');
@@ -122,8 +121,7 @@ it('weights: a high-priority file (4) gets four grants for each of a low one (1)
 it('never more requests in flight than the concurrency; a waiter stopped is never granted', async () => {
   const { d, order, ask, drain } = dispatcher(2);
   for (let i = 0; i < 4; i++) void ask('a');
-  await new Promise((r) => setTimeout(r, 5));
-  expect(d.inFlight).toBe(2);
+  await vi.waitFor(() => expect(d.inFlight).toBe(2));
   // b would go next (its file has had nothing yet) but stops while it waits.
   const stop = new AbortController();
   const stopped = d.acquire({ id: 'b', weight: 1 }, 1, stop.signal);
