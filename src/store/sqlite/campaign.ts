@@ -89,6 +89,7 @@ function holdBackOps(
     holdOptOuts: (code, detail) =>
       changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
     takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
+    recordContacts: (taken) => void run(L.RECORD_CONTACTS, { taken }),
     pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
     refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
     holdRefused: (code, details) => changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
@@ -97,9 +98,17 @@ function holdBackOps(
 
 export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {
   const before = localDate(new Date(Date.parse(db.now()) - options.keepDays * 86_400_000), options.timezone);
-  return db.tx(
-    () => changes(db.stmt(L.PRUNE_DAYS).run({ before })) + changes(db.stmt(L.PRUNE_KEYS).run({ before })),
-  );
+  return db.tx(() => {
+    // How many contacts went: a record's count, a row of the old ledger each (docs/campaign-rules.md "Retention of the ledger").
+    const chunks = db
+      .stmt(L.PRUNE_CHUNKS)
+      .all({ before })
+      .reduce((sum, r) => sum + num(r.contacts), 0);
+    db.stmt(L.PRUNE_SLOTS).run({ before });
+    return (
+      chunks + changes(db.stmt(L.PRUNE_DAYS).run({ before })) + changes(db.stmt(L.PRUNE_KEYS).run({ before }))
+    );
+  });
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptReply | null> {

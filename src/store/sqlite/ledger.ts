@@ -3,7 +3,7 @@
 // holdBack (./campaign.ts).
 
 import type { SQLInputValue } from 'node:sqlite';
-import { contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
+import { contactsPage, contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
 import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
 import type { SqliteDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
@@ -14,5 +14,6 @@ export async function recordFileChecks(db: SqliteDb, fileId: string, checks: Fil
 
 export async function contacts(db: SqliteDb, query: ContactsQuery): Promise<ContactRecord[]> {
   const params = contactsParams(query) as Record<string, SQLInputValue>;
-  return db.stmt(L.CONTACTS).all(params).map(toContact);
+  const chunks = db.stmt(L.CONTACTS).all(params).map(toContact);
+  return contactsPage(chunks, db.stmt(L.OLD_CONTACTS).all(params).map(toContact), query.limit);
 }

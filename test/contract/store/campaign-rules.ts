@@ -308,6 +308,45 @@ export function campaignRules(t: ContractContext): void {
       );
     });
 
+    it('slots: a number thrice in a chunk with perDay 2 takes slots 1 and 2, the third is held; another channel that week holds week slot 2', async () => {
+      const both = (channel: string) => limit(2, 'default', 'America/Bogota', channel, 2);
+      bogota('2026-02-24');
+      const thrice = validRows(4, 4).map((r) => ({
+        ...r,
+        number: r.idx < 4 ? '573000000001' : '573000000002',
+      }));
+      await t.sendingFile('sms', 4, 4, thrice);
+      expect((await store.holdBack('sms', 1, both('sms'))).contactLimited).toBe(1);
+      expect((await outcomes('sms')).map((r) => r[1])).toEqual([
+        'pending',
+        'pending',
+        'contact_limit',
+        'pending',
+      ]);
+      bogota('2026-02-25');
+      await t.sendingFile(
+        'wa',
+        2,
+        2,
+        validRows(2, 2).map((r) => ({ ...r, number: '573000000001' })),
+      );
+      expect((await store.holdBack('wa', 1, both('whatsapp'))).contactLimited).toBe(0);
+      const ledger = await store.contacts({
+        from: '2026-02-24',
+        to: '2026-02-25',
+        entity: null,
+        after: null,
+        limit: 10,
+      });
+      expect(ledger.map((c) => [c.day, c.key, c.channel, c.slot, c.weekSlot, c.fileId])).toEqual([
+        ['2026-02-24', '573000000001', 'sms', 1, 1, 'sms'],
+        ['2026-02-24', '573000000001', 'sms', 2, 1, 'sms'],
+        ['2026-02-24', '573000000002', 'sms', 1, 1, 'sms'],
+        ['2026-02-25', '573000000001', 'whatsapp', 1, 2, 'wa'],
+        ['2026-02-25', '573000000001', 'whatsapp', 2, 2, 'wa'],
+      ]);
+    });
+
     it('two workers sending the same numbers by two channels at once: each number contacted once', async () => {
       const n = 200;
       bogota('2026-02-24');
