@@ -42,8 +42,13 @@ if (variant !== 'old') {
       INSERT INTO contact_slots VALUES (NEW.day, NEW.recipient, NEW.day_count, 2);
     END;`);
 }
+const slim = process.env.SLIM === '1';
+if (slim)
+  db.exec(`DROP TABLE contact_keys; CREATE TABLE contact_keys (entity TEXT NOT NULL, key TEXT NOT NULL,
+    day INTEGER NOT NULL, day_count INTEGER NOT NULL, week INTEGER NOT NULL, channels TEXT NOT NULL,
+    channel TEXT NOT NULL, recipient INTEGER NOT NULL, PRIMARY KEY (entity, key)) WITHOUT ROWID;`);
 const CC = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
-const TAKE = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+const TAKE_FAT = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
   SELECT :entity, lower(r.number), :day, 1, :week, ',' || :channel || ',', :now, :channel, r.id
   FROM recipients r WHERE ${PENDING} AND NOT ${HAS}
   ORDER BY r.id
@@ -57,6 +62,18 @@ const TAKE = `INSERT INTO contact_keys (entity, key, day, day_count, week, chann
   WHERE (day <> excluded.day OR day_count < :per_day)
     AND (:weekly = 0 OR week <> excluded.week OR instr(channels, excluded.channels) > 0
          OR ${CC('channels')} < :channels_per_week)`;
+const TAKE = slim
+  ? TAKE_FAT.replace('channel, recipient)', 'channel, recipient)'.replace('', ''))
+      .replace(
+        '(entity, key, day, day_count, week, channels, at, channel, recipient)',
+        '(entity, key, day, day_count, week, channels, channel, recipient)',
+      )
+      .replace(
+        ":day, 1, :week, ',' || :channel || ',', :now, :channel, r.id",
+        ":day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id",
+      )
+      .replace('at = excluded.at, ', '')
+  : TAKE_FAT;
 const RECORD_REF = `INSERT INTO contact_chunks (day, hi, lo, seq, entity, channel, at, contacts, excluded)
   SELECT :day, :hi, :lo, :seq, :entity, :channel, :now, :taken, CASE WHEN count(*) > 0 THEN json_group_array(r.id) END
   FROM recipients r WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND (r.outcome <> 'pending' OR ${HAS_NEW})`;
@@ -75,7 +92,15 @@ const take = db.prepare(TAKE);
 const rec = record ? db.prepare(record) : null;
 const count = db.prepare(`SELECT count(*) AS n FROM recipients r WHERE ${PENDING}`);
 const sent = db.prepare(`UPDATE recipients SET outcome = 'sent' WHERE id BETWEEN ? AND ?`);
-const fixed = { entity: 'default', channel: 'sms', day: '2026-11-28', week: '2026-11-23', per_day: 1 };
+const fixed = {
+  entity: 'default',
+  channel: 'sms',
+  day: '2026-11-28',
+  week: '2026-11-23',
+  per_day: 1,
+  day_no: 20785,
+  week_no: 20780,
+};
 let tTake = 0;
 let tRecord = 0;
 let tRest = 0;
@@ -107,6 +132,6 @@ const total = performance.now() - t0;
 const wal = statSync(`${path}-wal`).size;
 const f = (x: number) => (x / 1000).toFixed(2);
 console.log(
-  `${variant}: total ${f(total)} s, take ${f(tTake)} s, count+record ${f(tRecord)} s, sent+commit ${f(tRest)} s, taken ${taken}, WAL ${(wal / 2 ** 20).toFixed(0)} MiB, load ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
+  `${variant}${slim ? ' slim' : ''}: total ${f(total)} s, take ${f(tTake)} s, count+record ${f(tRecord)} s, sent+commit ${f(tRest)} s, taken ${taken}, WAL ${(wal / 2 ** 20).toFixed(0)} MiB, load ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
 );
 db.close();

@@ -385,6 +385,8 @@ describe('SqliteStore', () => {
         T0.toISOString(),
         id,
       );
+    db.exec(`INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+      VALUES ('default', '573000000009', '2026-02-28', 1, '2026-02-23', ',sms,', '2026-02-28T13:00:00.000Z', 'sms', 99)`);
     db.close();
     const store = new SqliteStore({ path, now: clock.now });
     stores.push(store);
@@ -412,6 +414,25 @@ describe('SqliteStore', () => {
     expect(await ledger()).toEqual(before);
     await sending(store, 'b');
     expect((await store.holdBack('b', 1, limit)).contactLimited).toBe(2);
+    const details = async (fileId: string) => {
+      const rows = [];
+      for await (const r of store.recipients(fileId, ['contact_limit'])) rows.push(r.detail);
+      return rows;
+    };
+    const day1 = 'already contacted this day: by sms at 2026-03-01 07:00:00 -05:00 (contactLimit 1 a day)';
+    expect(await details('b')).toEqual([day1, day1]);
+    // The keys' days and weeks carried over: a number reached by SMS on Saturday is held
+    // back from WhatsApp on Sunday by the week, with the time of its contact.
+    await sending(
+      store,
+      'wa',
+      validRows(1, 1).map((r) => ({ ...r, number: '573000000009' })),
+    );
+    const whatsapp = { optOuts: false, contactLimit: { ...limit.contactLimit, channel: 'whatsapp' } };
+    expect((await store.holdBack('wa', 1, whatsapp)).contactLimited).toBe(1);
+    expect(await details('wa')).toEqual([
+      'already contacted by another channel this week: by sms at 2026-02-28 08:00:00 -05:00 (contactLimit 1 channel a week)',
+    ]);
     // A contact recorded by its chunk prints beside them, page by page, in the recipients' order.
     const third = validRows(1, 1).map((r) => ({ ...r, number: '573000000003' }));
     await sending(store, 'c', third);
@@ -421,9 +442,9 @@ describe('SqliteStore', () => {
     const first = await store.contacts({ ...day, limit: 2 });
     const rest = await store.contacts({ ...day, after: first.at(-1)!, limit: 2 });
     expect([...first, ...rest].map((c) => c.key)).toEqual(all.map((c) => c[1]));
-    // Pruned with their day: the three contacts and the three keys.
+    // Pruned with their days: the four contacts and the four keys.
     clock.set(new Date('2026-03-03T05:00:00.000Z'));
-    expect(await store.pruneContacts({ timezone: 'America/Bogota', keepDays: 1 })).toBe(6);
+    expect(await store.pruneContacts({ timezone: 'America/Bogota', keepDays: 1 })).toBe(8);
     expect(await ledger()).toEqual([]);
   });
 

@@ -1,7 +1,8 @@
 // The SQL of the SQLite store's contact ledger (docs/campaign-rules.md "Contact limit"), and
 // nothing else: the rule is ../campaign-rules.ts, run by ./campaign.ts; the compliance rows
 // are read by ./ledger.ts. Parameters: the chunk (:lo, :hi, :seq), the ledger's :entity,
-// :channel, local :day and :week (its Monday) on the store's clock, and :now. A chunk's
+// :channel, local :day and :week (its Monday) on the store's clock, the same as days since
+// 1970-01-01 (:day_no, :week_no: contact_keys' columns), and :now. A chunk's
 // contacts are one record of the chunk (contact_chunks, migration 0027), its slots past the
 // first a row each (contact_slots); contact_ledger holds the contacts recorded before 0027.
 
@@ -9,10 +10,10 @@
 const PENDING = `r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'`;
 /** The row's key in the ledger: its normalised number, or its address in lower case. */
 const KEY = 'lower(r.number)';
-/** A record of the chunk's contacts `c` holds row `r`. */
-const inRecord = (r: string) =>
-  `(c.excluded IS NULL OR ${r}.id NOT IN (SELECT value FROM json_each(c.excluded)))`;
-const IN_RECORD = inRecord('r');
+/** A record of the chunk's contacts `c` holds the row whose id is `id`. */
+const inRecord = (id: string) =>
+  `(c.excluded IS NULL OR ${id} NOT IN (SELECT value FROM json_each(c.excluded)))`;
+const IN_RECORD = inRecord('r.id');
 /**
  * The row took its contact of the day already (a chunk stopped and sent again): a record of
  * its chunk that day holds it, or (contacts taken before migration 0027) the old ledger
@@ -20,7 +21,7 @@ const IN_RECORD = inRecord('r');
  * (a scalar subquery without correlation runs once a statement).
  */
 const hasContact = (r: string) => `((SELECT 1 FROM contact_chunks WHERE day = :day AND hi = :hi) IS NOT NULL
-    AND EXISTS (SELECT 1 FROM contact_chunks c WHERE c.day = :day AND c.hi = :hi AND ${inRecord(r)})
+    AND EXISTS (SELECT 1 FROM contact_chunks c WHERE c.day = :day AND c.hi = :hi AND ${inRecord(`${r}.id`)})
   OR (SELECT 1 FROM contact_ledger WHERE day = :day) IS NOT NULL
     AND EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = :day AND c.recipient = ${r}.id))`;
 const HAS_CONTACT = hasContact('r');
@@ -30,7 +31,7 @@ const HAS_CONTACT = hasContact('r');
  * holds yet. A key's rows take in id order until one is refused, and a refused one leaves
  * the key as it was, so the rows that took are those up to its latest contact.
  */
-const TOOK = `coalesce(k.day = :day AND k.recipient BETWEEN r.id AND :hi AND EXISTS (SELECT 1 FROM recipients t
+const TOOK = `coalesce(k.day = :day_no AND k.recipient BETWEEN r.id AND :hi AND EXISTS (SELECT 1 FROM recipients t
     WHERE t.id = k.recipient AND t.chunk_seq = :seq AND t.outcome = 'pending' AND NOT ${hasContact('t')}), 0)`;
 /** How many channels a `,sms,whatsapp,` list holds. */
 const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
@@ -43,8 +44,8 @@ const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${lis
  * second row sees its first's contact. Its writers take turns: no order of keys is needed
  * against another writer.
  */
-export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
-  SELECT :entity, ${KEY}, :day, 1, :week, ',' || :channel || ',', :now, :channel, r.id
+export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, channel, recipient)
+  SELECT :entity, ${KEY}, :day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id
   FROM recipients r WHERE ${PENDING} AND NOT ${HAS_CONTACT}
   ORDER BY r.id
   ON CONFLICT (entity, key) DO UPDATE SET
@@ -52,8 +53,7 @@ export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_co
     channels = CASE WHEN week <> excluded.week THEN excluded.channels
                     WHEN instr(channels, excluded.channels) > 0 THEN channels
                     ELSE channels || substr(excluded.channels, 2) END,
-    day = excluded.day, week = excluded.week, at = excluded.at, channel = excluded.channel,
-    recipient = excluded.recipient
+    day = excluded.day, week = excluded.week, channel = excluded.channel, recipient = excluded.recipient
   WHERE (day <> excluded.day OR day_count < :per_day)
     AND (:weekly = 0 OR week <> excluded.week OR instr(channels, excluded.channels) > 0
          OR ${CHANNEL_COUNT('channels')} < :channels_per_week)`;
@@ -62,15 +62,24 @@ export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_co
 export const PENDING_COUNT = `SELECT count(*) AS n FROM recipients r WHERE ${PENDING}`;
 
 /**
+ * When the key's (`k`) latest contact was taken: the time of the record holding its
+ * recipient that day, or of its row in the old ledger (contacts before migration 0027).
+ */
+const LATEST_AT = `coalesce(
+    (SELECT c.at FROM contact_chunks c WHERE c.day = date(k.day * 86400, 'unixepoch') AND c.hi >= k.recipient
+       AND c.lo <= k.recipient AND ${inRecord('k.recipient')} ORDER BY c.hi LIMIT 1),
+    (SELECT c.at FROM contact_ledger c WHERE c.day = date(k.day * 86400, 'unixepoch') AND c.recipient = k.recipient))`;
+
+/**
  * Rows left without a contact of the day (none before, none taken now): `week` when the
  * weekly rule refused them (their channel is not among the week's and no channel slot is
  * left), else `day`; with their key's latest contact (this day's, or another channel's this
  * week) and its channel.
  */
 export const REFUSED = `SELECT r.id,
-    CASE WHEN :weekly = 1 AND k.week = :week AND instr(k.channels, ',' || :channel || ',') = 0
+    CASE WHEN :weekly = 1 AND k.week = :week_no AND instr(k.channels, ',' || :channel || ',') = 0
               AND ${CHANNEL_COUNT('k.channels')} >= :channels_per_week THEN 'week' ELSE 'day' END AS rule,
-    k.at, k.channel
+    ${LATEST_AT} AS at, k.channel
   FROM recipients r LEFT JOIN contact_keys k ON k.entity = :entity AND k.key = ${KEY}
   WHERE ${PENDING} AND NOT ${HAS_CONTACT} AND NOT ${TOOK}
   ORDER BY r.id`;
@@ -94,7 +103,7 @@ export const RECORD_CONTACTS = `INSERT INTO contact_chunks (day, hi, lo, seq, en
 export const PRUNE_CHUNKS = 'DELETE FROM contact_chunks WHERE day < :before RETURNING contacts';
 export const PRUNE_SLOTS = 'DELETE FROM contact_slots WHERE day < :before';
 export const PRUNE_DAYS = 'DELETE FROM contact_ledger WHERE day < :before';
-export const PRUNE_KEYS = `DELETE FROM contact_keys WHERE day < :before AND date(week, '+6 days') < :before`;
+export const PRUNE_KEYS = 'DELETE FROM contact_keys WHERE day < :before_no AND week + 6 < :before_no';
 
 /** What compliance prints beside a file's contacts: set fields replace, absent ones stay. */
 export const RECORD_FILE_CHECKS = `INSERT INTO file_checks (file_id, account, channel, entity, send_window, lists)

@@ -7,6 +7,27 @@
 DROP TRIGGER contact_taken;
 DROP TRIGGER contact_taken_again;
 
+-- Where a key stands, in fewer bytes (a row a key of the audience, updated at a random place
+-- of the table for each recipient: the smaller the table, the fewer pages a chunk writes):
+-- the day and the week's Monday as days since 1970-01-01, and no time of the latest contact
+-- (a refusal's detail reads it from the record, or the old ledger's row, of `recipient`).
+CREATE TABLE contact_keys_slim (
+  entity    TEXT NOT NULL,
+  key       TEXT NOT NULL,
+  day       INTEGER NOT NULL,
+  day_count INTEGER NOT NULL,
+  week      INTEGER NOT NULL,
+  channels  TEXT NOT NULL,
+  channel   TEXT NOT NULL,
+  recipient INTEGER NOT NULL,
+  PRIMARY KEY (entity, key)
+) WITHOUT ROWID;
+INSERT INTO contact_keys_slim (entity, key, day, day_count, week, channels, channel, recipient)
+  SELECT entity, key, unixepoch(day) / 86400, day_count, unixepoch(week) / 86400, channels, channel, recipient
+  FROM contact_keys;
+DROP TABLE contact_keys;
+ALTER TABLE contact_keys_slim RENAME TO contact_keys;
+
 -- A chunk's contacts of a local day: its rows (chunk `seq` within ids lo..hi) but `excluded`
 -- (a JSON array of ids: the rows that were not pending when it began, or held a contact of
 -- the day already; NULL: none), so that outcomes changed later never change who was a
@@ -43,7 +64,7 @@ CREATE TABLE contact_slots (
 CREATE TRIGGER contact_slot AFTER UPDATE ON contact_keys
 WHEN NEW.day_count > 1 OR instr(NEW.channels, ',' || NEW.channel || ',') > 1 BEGIN
   INSERT INTO contact_slots (day, recipient, slot, week_slot)
-  VALUES (NEW.day, NEW.recipient, NEW.day_count,
+  VALUES (date(NEW.day * 86400, 'unixepoch'), NEW.recipient, NEW.day_count,
           length(substr(NEW.channels, 1, instr(NEW.channels, ',' || NEW.channel || ',')))
             - length(replace(substr(NEW.channels, 1, instr(NEW.channels, ',' || NEW.channel || ',')), ',', '')));
 END;
