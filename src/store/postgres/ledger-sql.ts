@@ -118,6 +118,21 @@ export const HOLD_REFUSED = statement(
 );
 
 /**
+ * The contacts of the chunks whose recipients retention deletes next (ids :first to :last of
+ * a file ending at :hi), a row each in the ledger of rows (the form before migration 0020,
+ * which needs no recipient): a contact outlives its file's recipients until its day is pruned.
+ */
+export const KEEP_CONTACTS = statement(
+  `WITH kept AS (DELETE FROM contact_chunks WHERE hi BETWEEN :first::bigint AND :hi::bigint AND lo <= :last::bigint
+     RETURNING *)
+   INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+   SELECT c.day, r.id, c.entity, lower(r.number), coalesce(sl.slot, 1), coalesce(sl.week_slot, 1), c.channel, c.at
+   FROM kept c JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
+   LEFT JOIN contact_slots sl ON sl.day = c.day AND sl.recipient = r.id
+   WHERE ${inRecord('r')}`,
+);
+
+/**
  * Contacts of days more than :keep_days before the local day go, and keys whose day and week
  * ended by then: how many (a record counts its contacts, an old ledger row one).
  */

@@ -2,6 +2,7 @@
 // contacts, and the contacts themselves (docs/campaign-rules.md "Compliance"). The slots are
 // taken by holdBack (./campaign.ts).
 
+import type pg from 'pg';
 import { contactsPage, contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
 import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
 import type { PgDb } from './connection.ts';
@@ -16,4 +17,18 @@ export async function contacts(db: PgDb, query: ContactsQuery): Promise<ContactR
   const params = contactsParams(query);
   const chunks = (await db.rows(what, L.CONTACTS, params)).map(toContact);
   return contactsPage(chunks, (await db.rows(what, L.OLD_CONTACTS, params)).map(toContact), query.limit);
+}
+
+/**
+ * Before a prune step deletes recipients `first` to `last` of a file ending at `hi`, the
+ * contacts their chunks took are kept a row each (docs/campaign-rules.md "Retention of the
+ * ledger"), in the step's transaction `c`.
+ */
+export async function keepContacts(
+  db: PgDb,
+  c: pg.PoolClient,
+  what: string,
+  ids: { first: number; last: number; hi: number },
+): Promise<void> {
+  await db.count(what, L.KEEP_CONTACTS, ids, c);
 }

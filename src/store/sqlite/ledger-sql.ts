@@ -99,6 +99,26 @@ export const RECORD_CONTACTS = `INSERT INTO contact_chunks (day, hi, lo, seq, en
   FROM recipients r WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq
     AND (r.outcome <> 'pending' OR ${HAS_CONTACT})`;
 
+/** The rows a prune step deletes next (ids :lo to :hi, :max_rows of them): the first and last. */
+export const PRUNE_BATCH = `SELECT min(id) AS first, max(id) AS last
+  FROM (SELECT id FROM recipients WHERE id BETWEEN :lo AND :hi LIMIT :max_rows)`;
+
+/** The records of chunks of ids :first to :last (a file ending at :hi) that KEEP_CONTACTS rewrote. */
+const KEPT = 'c.hi BETWEEN :first AND :hi AND c.lo <= :last';
+
+/**
+ * The contacts of the chunks whose recipients retention deletes next, a row each in the
+ * ledger of rows (the form before migration 0027, which needs no recipient): a contact
+ * outlives its file's recipients until its day is pruned.
+ */
+export const KEEP_CONTACTS = `INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+  SELECT c.day, r.id, c.entity, lower(r.number), coalesce(s.slot, 1), coalesce(s.week_slot, 1), c.channel, c.at
+  FROM contact_chunks c
+  CROSS JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND +r.chunk_seq = c.seq
+  LEFT JOIN contact_slots s ON s.day = c.day AND s.recipient = r.id
+  WHERE ${KEPT} AND ${IN_RECORD}`;
+export const DROP_KEPT = `DELETE FROM contact_chunks AS c WHERE ${KEPT}`;
+
 /** Contacts of days before :before go (how many: the records' counts), and keys whose day and week both ended before it. */
 export const PRUNE_CHUNKS = 'DELETE FROM contact_chunks WHERE day < :before RETURNING contacts';
 export const PRUNE_SLOTS = 'DELETE FROM contact_slots WHERE day < :before';

@@ -17,3 +17,16 @@ export async function contacts(db: SqliteDb, query: ContactsQuery): Promise<Cont
   const chunks = db.stmt(L.CONTACTS).all(params).map(toContact);
   return contactsPage(chunks, db.stmt(L.OLD_CONTACTS).all(params).map(toContact), query.limit);
 }
+
+/**
+ * Before a prune step deletes the next `maxRows` recipients of ids lo..hi (a file's), the
+ * contacts their chunks took are kept a row each (docs/campaign-rules.md "Retention of the
+ * ledger"), inside the step's transaction.
+ */
+export function keepContacts(db: SqliteDb, lo: number, hi: number, maxRows: number): void {
+  const batch = db.stmt(L.PRUNE_BATCH).get({ lo, hi, max_rows: maxRows });
+  if (batch?.first == null) return;
+  const kept = { first: batch.first, last: batch.last ?? batch.first, hi } as Record<string, SQLInputValue>;
+  db.stmt(L.KEEP_CONTACTS).run(kept);
+  db.stmt(L.DROP_KEPT).run(kept);
+}

@@ -47,6 +47,9 @@ CREATE TABLE contact_chunks (
   excluded TEXT
 );
 CREATE INDEX contact_chunks_day ON contact_chunks (day, hi);
+-- By chunk alone: a file's records, kept a row a contact in contact_ledger as retention
+-- deletes the file's recipients (docs/campaign-rules.md "Retention of the ledger").
+CREATE INDEX contact_chunks_hi ON contact_chunks (hi);
 
 -- The slots that are not the first: a contact's slot is 1 and its week slot 1 unless a row
 -- here says otherwise (a key's second contact of the day, a second channel of the week).
