@@ -20,18 +20,21 @@ const ENTITY = ':entity::text';
 const ONE_CHANNEL = `(',' || :channel::text || ',')`;
 /** A record `c` of the chunk's contacts holds row `r`. */
 const inRecord = (r: string) => `(c.excluded IS NULL OR ${r}.id <> ALL (c.excluded))`;
+/** The chunk's last id, which names its records (a subquery without correlation: once a statement). */
+const CHUNK_HI = `(SELECT last_id FROM chunk_spans WHERE file_no = (SELECT file_no FROM files WHERE file_id = :file_id)
+    AND seq = :seq)`;
 /**
- * Row `r` of the chunk whose last id is `hi` took its contact of the day already (a chunk
- * stopped and sent again): a record of its chunk that day holds it, or (contacts taken
- * before migration 0020) the old ledger does. Each table is looked into row by row only when
- * it has anything of the day (a subquery without correlation runs once a statement).
+ * Row `r` of the chunk took its contact of the day already (a chunk stopped and sent again):
+ * a record of its chunk that day holds it, or (contacts taken before migration 0020) the old
+ * ledger does. Each table is looked into row by row only when it has anything of the chunk's
+ * day (the guards have no correlation: they run once a statement).
  */
-const hasContact = (r: string, hi: string) => `(
-    coalesce((SELECT true FROM contact_chunks WHERE day = ${DAY} AND hi = ${hi} LIMIT 1), false)
-      AND EXISTS (SELECT 1 FROM contact_chunks c WHERE c.day = ${DAY} AND c.hi = ${hi} AND ${inRecord(r)})
+const hasContact = (r: string) => `(
+    coalesce((SELECT true FROM contact_chunks WHERE day = ${DAY} AND hi = ${CHUNK_HI} LIMIT 1), false)
+      AND EXISTS (SELECT 1 FROM contact_chunks c WHERE c.day = ${DAY} AND c.hi = ${CHUNK_HI} AND ${inRecord(r)})
     OR coalesce((SELECT true FROM contact_ledger WHERE day = ${DAY} LIMIT 1), false)
       AND EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = ${r}.id))`;
-const HAS_CONTACT = hasContact('r', 's.last_id');
+const HAS_CONTACT = hasContact('r');
 /**
  * Row `r` took its contact in this transaction, before its chunk's record is written: its
  * key's (`k`, locked by the take) latest contact of the day is a row of the chunk from `r`
@@ -39,7 +42,7 @@ const HAS_CONTACT = hasContact('r', 's.last_id');
  * refused one leaves the key as it was, so the rows that took are those up to its latest.
  */
 const TOOK = `coalesce(k.day = ${DAY} AND k.recipient BETWEEN r.id AND s.last_id AND EXISTS (SELECT 1 FROM recipients t
-    WHERE t.id = k.recipient AND t.chunk_seq = s.seq AND t.outcome = 'pending' AND NOT ${hasContact('t', 's.last_id')}), false)`;
+    WHERE t.id = k.recipient AND t.chunk_seq = s.seq AND t.outcome = 'pending' AND NOT ${hasContact('t')}), false)`;
 /** How many channels a `,sms,whatsapp,` list holds. */
 const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
 
@@ -55,9 +58,9 @@ export const TAKE_CONTACTS = statement(
   `WITH taken AS (
      INSERT INTO contact_keys AS k (entity, key, day, day_count, week, channels, at, channel, recipient)
      SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id FROM (
-       SELECT r.id, s.last_id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
+       SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
        FROM ${CHUNK} WHERE ${PENDING}) AS q
-     WHERE q.n = :round::int AND NOT ${hasContact('q', 'q.last_id')}
+     WHERE q.n = :round::int AND NOT ${hasContact('q')}
      ORDER BY q.key
      ON CONFLICT (entity, key) DO UPDATE SET
        day_count = CASE WHEN k.day = EXCLUDED.day THEN k.day_count + 1 ELSE 1 END,
