@@ -164,12 +164,26 @@ const AFTER = '(:after_day::date, :after_recipient::bigint)';
 const CHECKS = 'LEFT JOIN files f ON f.file_no = c.file_no LEFT JOIN file_checks k ON k.file_id = f.file_id';
 
 /**
+ * The last record a page needs: the first, after the cursor's own chunk, by which the records'
+ * contacts reach :limit (each record holds one at least, so :limit records are enough to
+ * look at). None when fewer remain.
+ */
+const PAGE_END = `SELECT day, hi FROM (
+     SELECT day, hi, id, sum(contacts) OVER (ORDER BY day, hi, id) AS upto FROM (
+       SELECT day, hi, id, contacts FROM contact_chunks c
+       WHERE ${PAGE} AND (c.day, c.hi) > ${AFTER} AND NOT (c.day = :after_day::date AND c.lo <= :after_recipient::bigint)
+       ORDER BY day, hi, id LIMIT :limit::int) AS x) AS y
+   WHERE upto >= :limit::int ORDER BY day, hi, id LIMIT 1`;
+
+/**
  * A page of the chunks' contacts after the cursor (day, recipient), in the recipients' order
  * (day, then recipient: a record's id range, then its rows), with their slots, file and its
- * checks. A row's key is its number as the take read it.
+ * checks. A row's key is its number as the take read it. Only the records up to PAGE_END
+ * are read and sorted: a page sorts about :limit rows, not every contact after the cursor.
  */
 export const CONTACTS = statement(
-  `SELECT c.entity, c.day::text AS day, lower(r.number) AS key, coalesce(sl.slot, 1) AS slot,
+  `WITH page_end AS (${PAGE_END})
+   SELECT c.entity, c.day::text AS day, lower(r.number) AS key, coalesce(sl.slot, 1) AS slot,
      coalesce(sl.week_slot, 1) AS week_slot, c.channel, iso_time(c.at) AS at, r.id AS recipient,
      f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists
    FROM (SELECT *, hi >> 32 AS file_no FROM contact_chunks) c
@@ -177,6 +191,7 @@ export const CONTACTS = statement(
    LEFT JOIN contact_slots sl ON sl.day = c.day AND sl.recipient = r.id
    ${CHECKS}
    WHERE ${PAGE} AND (c.day, c.hi) > ${AFTER} AND (c.day, r.id) > ${AFTER} AND ${inRecord('r')}
+     AND (NOT EXISTS (SELECT 1 FROM page_end) OR (c.day, c.hi) <= (SELECT day, hi FROM page_end))
    ORDER BY c.day, c.hi, r.id LIMIT :limit::int`,
 );
 
