@@ -33,7 +33,8 @@ export type HoldBackOperations = {
   takeContacts(weekly: boolean): number;
   /**
    * The contacts just taken (`taken` of them) are recorded once for the chunk: its rows still
-   * pending that held no contact of the day before (docs/campaign-rules.md "Compliance").
+   * pending that held no contact of the day before (docs/campaign-rules.md "How it holds with
+   * several workers").
    */
   recordContacts(taken: number): void;
   /** The chunk's rows still pending: when every one took a contact, nobody was refused. */
