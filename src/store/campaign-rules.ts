@@ -31,6 +31,12 @@ export type HoldBackOperations = {
    * How many were taken.
    */
   takeContacts(weekly: boolean): number;
+  /**
+   * The contacts just taken (`taken` of them) are recorded once for the chunk: its rows still
+   * pending that held no contact of the day before (docs/campaign-rules.md "How it holds with
+   * several workers").
+   */
+  recordContacts(taken: number): void;
   /** The chunk's rows still pending: when every one took a contact, nobody was refused. */
   pendingCount(): number;
   /** Rows left without a contact of the day, with the rule that refused them and the contact in the way. */
@@ -57,12 +63,18 @@ function* hold(options: HoldBackOptions): Rule<HoldBackOperations, Holding> {
   const weekly = limit.channelsPerWeek !== null;
   const taken = yield* ask('takeContacts', weekly);
   // The usual chunk: every row took its contact, none to look up again.
-  if (taken === (yield* ask('pendingCount'))) return done;
+  if (taken === (yield* ask('pendingCount'))) return yield* recorded(done, taken);
   const refused = yield* ask('refused', weekly);
-  if (refused.length === 0) return done;
+  if (refused.length === 0) return yield* recorded(done, taken);
   const details = refused.map((r) => ({ id: r.id, detail: refusalDetail(r, limit) }));
   held.contactLimited = yield* ask('holdRefused', 'CONTACT_LIMIT', details);
-  return { held, refused: details };
+  return yield* recorded({ held, refused: details }, taken);
+}
+
+/** The contacts taken recorded, once the refused rows are no longer pending. */
+function* recorded(holding: Holding, taken: number): Rule<HoldBackOperations, Holding> {
+  if (taken > 0) yield* ask('recordContacts', taken);
+  return holding;
 }
 
 export function* holdBackRule(options: HoldBackOptions): Rule<HoldBackOperations, HeldBack> {

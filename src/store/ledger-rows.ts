@@ -39,11 +39,24 @@ export function fileCheckColumns(fileId: string, checks: FileChecks) {
 /** A contacts query as parameters: no cursor starts before every row. */
 export function contactsParams(q: ContactsQuery) {
   return {
-    from: q.from,
+    // The cursor's day, when later: the pages after the first start there in the day's index.
+    from: q.after && q.after.day > q.from ? q.after.day : q.from,
     to: q.to,
     entity: q.entity,
     after_day: q.after?.day ?? '0001-01-01',
     after_recipient: q.after?.recipient ?? 0,
     limit: q.limit,
   };
+}
+
+/**
+ * A page of contacts from the chunks' records and from the rows recorded one a contact
+ * before them (each a page in the ledger's order): the first `limit` of both, in that order.
+ */
+export function contactsPage(a: ContactRecord[], b: ContactRecord[], limit: number): ContactRecord[] {
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  const before = (x: ContactRecord, y: ContactRecord) =>
+    x.day < y.day || (x.day === y.day && x.recipient < y.recipient);
+  return [...a, ...b].sort((x, y) => (before(x, y) ? -1 : 1)).slice(0, limit);
 }

@@ -279,7 +279,7 @@ describe('PostgresStore', () => {
       );
       const store = open();
       await store.migrate();
-      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17]);
+      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 20]);
       expect(await store.fileEvents('f1')).toEqual([
         { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
         { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
@@ -321,6 +321,73 @@ describe('PostgresStore', () => {
       expect(s.history.map((c) => [c.change, c.source, c.reply, c.at])).toEqual([
         ['opted_out', 'reply', 1, '2026-03-01T12:00:00.000Z'],
       ]);
+    });
+
+    it('migration 0020 keeps the contacts recorded a row each before it: printed, kept by their recipients, pruned', async () => {
+      const store = open();
+      await store.migrate();
+      const sending = async (fileId: string, rows = validRows(2, 2)) => {
+        await store.registerFile(newFile({ fileId }));
+        await store.insertRecipients(fileId, rows);
+        await store.insertChunks(fileId, [{ seq: 1, size: rows.length }]);
+        await store.transition(fileId, 'sending');
+      };
+      await sending('a');
+      // The schema before 0020, file a's chunk having taken its two contacts at T0 (07:00 in
+      // Bogotá) as the store did then: each key's row and a row of the ledger each.
+      await admin(
+        db.url,
+        `SET search_path TO ${db.schema};
+         DROP TABLE contact_chunks, contact_slots; DELETE FROM schema_migrations WHERE version = 20;
+         INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+           SELECT 'default', number, '2026-03-01', 1, '2026-02-23', ',sms,', '${T0.toISOString()}', 'sms', id FROM recipients;
+         INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+           SELECT '2026-03-01', id, 'default', number, 1, 1, 'sms', '${T0.toISOString()}' FROM recipients;`,
+      );
+      const ids = (await admin(db.url, `SELECT id FROM ${db.schema}.recipients ORDER BY id`)).rows.map((r) =>
+        Number(r.id),
+      );
+      const upgraded = open();
+      await upgraded.migrate();
+      expect(upgraded.migrated).toEqual([20]);
+      const limit = {
+        optOuts: false,
+        contactLimit: {
+          entity: 'default',
+          channel: 'sms',
+          timezone: 'America/Bogota',
+          perDay: 1,
+          channelsPerWeek: 1,
+        },
+      };
+      const day = { from: '2026-03-01', to: '2026-03-01', entity: null, after: null, limit: 10 };
+      const ledger = async (query = day) =>
+        (await upgraded.contacts(query)).map((c) => [c.fileId, c.key, c.slot, c.weekSlot, c.recipient]);
+      const before = [
+        ['a', '573000000001', 1, 1, ids[0]],
+        ['a', '573000000002', 1, 1, ids[1]],
+      ];
+      expect(await ledger()).toEqual(before);
+      // Its chunk sent again that day takes no second contact; the keys stay reached.
+      expect(await upgraded.holdBack('a', 1, limit)).toEqual({ suppressed: 0, contactLimited: 0 });
+      expect(await ledger()).toEqual(before);
+      await sending('b');
+      expect((await upgraded.holdBack('b', 1, limit)).contactLimited).toBe(2);
+      // A contact recorded by its chunk prints beside them, page by page, in the recipients' order.
+      await sending(
+        'c',
+        validRows(1, 1).map((r) => ({ ...r, number: '573000000003' })),
+      );
+      expect((await upgraded.holdBack('c', 1, limit)).contactLimited).toBe(0);
+      const all = await ledger();
+      expect(all.map((c) => c[1])).toEqual(['573000000001', '573000000002', '573000000003']);
+      const first = await upgraded.contacts({ ...day, limit: 2 });
+      const rest = await upgraded.contacts({ ...day, after: first.at(-1)!, limit: 2 });
+      expect([...first, ...rest].map((c) => c.key)).toEqual(all.map((c) => c[1]));
+      // Pruned with their day: the three contacts and the three keys.
+      clock.set(new Date('2026-03-03T05:00:00.000Z'));
+      expect(await upgraded.pruneContacts({ timezone: 'America/Bogota', keepDays: 1 })).toBe(6);
+      expect(await ledger()).toEqual([]);
     });
 
     it('the schema option keeps every table out of public', async () => {

@@ -351,6 +351,103 @@ describe('SqliteStore', () => {
     );
   });
 
+  it('migration 0027 keeps the contacts recorded a row each before it: printed, kept by their recipients, pruned', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const clock = testClock();
+    const old = new SqliteStore({
+      path,
+      migrations: loadMigrations().filter((m) => m.version < 27),
+      now: clock.now,
+    });
+    stores.push(old);
+    await old.migrate();
+    const sending = async (s: SqliteStore, fileId: string, rows = validRows(2, 2)) => {
+      await s.registerFile(newFile({ fileId }));
+      await s.insertRecipients(fileId, rows);
+      await s.insertChunks(fileId, [{ seq: 1, size: rows.length }]);
+      await s.transition(fileId, 'sending');
+    };
+    await sending(old, 'a');
+    await old.close();
+    // File a's chunk took its two contacts at T0 (07:00 in Bogotá) as the store before 0027
+    // did: an upsert of each key, whose trigger wrote the contact's row.
+    const db = new DatabaseSync(path);
+    const ids = db
+      .prepare('SELECT id FROM recipients ORDER BY id')
+      .all()
+      .map((r) => Number(r.id));
+    for (const [i, id] of ids.entries())
+      db.prepare(`INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+        VALUES ('default', ?, '2026-03-01', 1, '2026-02-23', ',sms,', ?, 'sms', ?)`).run(
+        `57300000000${i + 1}`,
+        T0.toISOString(),
+        id,
+      );
+    db.exec(`INSERT INTO contact_keys (entity, key, day, day_count, week, channels, at, channel, recipient)
+      VALUES ('default', '573000000009', '2026-02-28', 1, '2026-02-23', ',sms,', '2026-02-28T13:00:00.000Z', 'sms', 99)`);
+    db.close();
+    const store = new SqliteStore({ path, now: clock.now });
+    stores.push(store);
+    await store.migrate();
+    const limit = {
+      optOuts: false,
+      contactLimit: {
+        entity: 'default',
+        channel: 'sms',
+        timezone: 'America/Bogota',
+        perDay: 1,
+        channelsPerWeek: 1,
+      },
+    };
+    const day = { from: '2026-03-01', to: '2026-03-01', entity: null, after: null, limit: 10 };
+    const ledger = async (query = day) =>
+      (await store.contacts(query)).map((c) => [c.fileId, c.key, c.slot, c.weekSlot, c.recipient]);
+    const before = [
+      ['a', '573000000001', 1, 1, ids[0]],
+      ['a', '573000000002', 1, 1, ids[1]],
+    ];
+    expect(await ledger()).toEqual(before);
+    // Its chunk sent again that day takes no second contact; the keys stay reached.
+    expect(await store.holdBack('a', 1, limit)).toEqual({ suppressed: 0, contactLimited: 0 });
+    expect(await ledger()).toEqual(before);
+    await sending(store, 'b');
+    expect((await store.holdBack('b', 1, limit)).contactLimited).toBe(2);
+    const details = async (fileId: string) => {
+      const rows = [];
+      for await (const r of store.recipients(fileId, ['contact_limit'])) rows.push(r.detail);
+      return rows;
+    };
+    const day1 = 'already contacted this day: by sms at 2026-03-01 07:00:00 -05:00 (contactLimit 1 a day)';
+    expect(await details('b')).toEqual([day1, day1]);
+    // The keys' days and weeks carried over: a number reached by SMS on Saturday is held
+    // back from WhatsApp on Sunday by the week, with the time of its contact.
+    await sending(
+      store,
+      'wa',
+      validRows(1, 1).map((r) => ({ ...r, number: '573000000009' })),
+    );
+    const whatsapp = { optOuts: false, contactLimit: { ...limit.contactLimit, channel: 'whatsapp' } };
+    expect((await store.holdBack('wa', 1, whatsapp)).contactLimited).toBe(1);
+    expect(await details('wa')).toEqual([
+      'already contacted by another channel this week: by sms at 2026-02-28 08:00:00 -05:00 (contactLimit 1 channel a week)',
+    ]);
+    // A contact recorded by its chunk prints beside them, page by page, in the recipients' order.
+    const third = validRows(1, 1).map((r) => ({ ...r, number: '573000000003' }));
+    await sending(store, 'c', third);
+    expect((await store.holdBack('c', 1, limit)).contactLimited).toBe(0);
+    const all = await ledger();
+    expect(all.map((c) => c[1])).toEqual(['573000000001', '573000000002', '573000000003']);
+    const first = await store.contacts({ ...day, limit: 2 });
+    const rest = await store.contacts({ ...day, after: first.at(-1)!, limit: 2 });
+    expect([...first, ...rest].map((c) => c.key)).toEqual(all.map((c) => c[1]));
+    // Pruned with their days: the four contacts and the four keys.
+    clock.set(new Date('2026-03-03T05:00:00.000Z'));
+    expect(await store.pruneContacts({ timezone: 'America/Bogota', keepDays: 1 })).toBe(8);
+    expect(await ledger()).toEqual([]);
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);

@@ -40,6 +40,7 @@ describe('holdBack, written once', () => {
         calls.push(['limit', code, details]);
         return details.length;
       },
+      recordContacts: (taken) => void calls.push(['record', taken]),
     };
     return { calls, ops };
   }
@@ -69,6 +70,8 @@ describe('holdBack, written once', () => {
           },
         ],
       ],
+      // The contacts taken, recorded once the refused rows are no longer pending.
+      ['record', 10],
     ]);
   });
 
@@ -78,7 +81,7 @@ describe('holdBack, written once', () => {
       holdBackRule({ optOuts: false, contactLimit: { ...limit, perDay: 1, channelsPerWeek: null } }),
       ops,
     );
-    expect(calls).toEqual([['take', false], ['pending']]);
+    expect(calls).toEqual([['take', false], ['pending'], ['record', 10]]);
   });
 
   it('asks nothing without opt-outs nor a contact limit', () => {

@@ -77,9 +77,10 @@ function holdBackOps(
     takeContacts: async (weekly) => {
       let taken = 0;
       for (let round = 1; round <= (limit?.perDay ?? 0); round++)
-        taken += await db.count(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c);
+        taken += Number((await db.rows(what, L.TAKE_CONTACTS, { ...ledger, round, weekly }, c))[0]?.n ?? 0);
       return taken;
     },
+    recordContacts: async (taken) => void (await db.count(what, L.RECORD_CONTACTS, { ...ledger, taken }, c)),
     pendingCount: async () => Number((await db.rows(what, L.PENDING_COUNT, chunk, c))[0]?.n ?? 0),
     refused: async (weekly) => (await db.rows(what, L.REFUSED, { ...ledger, weekly }, c)).map(refusedOf),
     holdRefused: (code, details) =>

@@ -1,7 +1,9 @@
 // The SQL of the PostgreSQL store's contact ledger (docs/campaign-rules.md "Contact limit"),
 // and nothing else: the rule is ../campaign-rules.ts, run by ./campaign.ts; the compliance
 // rows are read by ./ledger.ts. The local day and week are the database's (now() in the
-// limit's :timezone, or the store's :now), never a worker's, which may be skewed.
+// limit's :timezone, or the store's :now), never a worker's, which may be skewed. A chunk's
+// contacts are one record of the chunk (contact_chunks, migration 0020), its slots past the
+// first a row each (contact_slots); contact_ledger holds the contacts recorded before 0020.
 import { NOW, statement, THIS_CHUNK } from './sql.ts';
 
 /** The chunk's rows (`r`), from its span. */
@@ -16,17 +18,41 @@ const WEEK = `date_trunc('week', ${LOCAL})::date`;
 const ENTITY = ':entity::text';
 /** The chunk's channel as a `,sms,` list of one. */
 const ONE_CHANNEL = `(',' || :channel::text || ',')`;
-/** The row took its contact of the day already (a chunk stopped and sent again). */
-const HAS_CONTACT = `EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = r.id)`;
+/** A record `c` of the chunk's contacts holds row `r`. */
+const inRecord = (r: string) => `(c.excluded IS NULL OR ${r}.id <> ALL (c.excluded))`;
+/** The chunk's last id, which names its records (a subquery without correlation: once a statement). */
+const CHUNK_HI = `(SELECT last_id FROM chunk_spans WHERE file_no = (SELECT file_no FROM files WHERE file_id = :file_id)
+    AND seq = :seq)`;
+/**
+ * Row `r` of the chunk took its contact of the day already (a chunk stopped and sent again):
+ * a record of its chunk that day holds it, or (contacts taken before migration 0020) the old
+ * ledger does. Each table is looked into row by row only when it has anything of the chunk's
+ * day (the guards have no correlation: they run once a statement).
+ */
+const hasContact = (r: string) => `(
+    coalesce((SELECT true FROM contact_chunks WHERE day = ${DAY} AND hi = ${CHUNK_HI} LIMIT 1), false)
+      AND EXISTS (SELECT 1 FROM contact_chunks c WHERE c.day = ${DAY} AND c.hi = ${CHUNK_HI} AND ${inRecord(r)})
+    OR coalesce((SELECT true FROM contact_ledger WHERE day = ${DAY} LIMIT 1), false)
+      AND EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = ${r}.id))`;
+const HAS_CONTACT = hasContact('r');
+/**
+ * Row `r` took its contact in this transaction, before its chunk's record is written: its
+ * key's (`k`, locked by the take) latest contact of the day is a row of the chunk from `r`
+ * on that no record holds yet. A key's rows take in id order until one is refused, and a
+ * refused one leaves the key as it was, so the rows that took are those up to its latest.
+ */
+const TOOK = `coalesce(k.day = ${DAY} AND k.recipient BETWEEN r.id AND s.last_id AND EXISTS (SELECT 1 FROM recipients t
+    WHERE t.id = k.recipient AND t.chunk_seq = s.seq AND t.outcome = 'pending' AND NOT ${hasContact('t')}), false)`;
 /** How many channels a `,sms,whatsapp,` list holds. */
 const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${list}, ',', '')) - 1)`;
 
 /**
  * The round-th row of each key takes a contact when its key's standing allows it (the rule
  * in the upsert's WHERE, evaluated on the row as locked: a transaction taking the same key at
- * once waits for this one's commit and sees its contact), and the contacts taken go to the
- * ledger in the same statement. One row a key a round (an upsert touches a row once a
- * statement); in key order, so that two transactions wait for each other in one order.
+ * once waits for this one's commit and sees its contact); a slot past the first goes to
+ * contact_slots in the same statement, and RECORD_CONTACTS records the chunk's contacts once
+ * they are all taken. One row a key a round (an upsert touches a row once a statement); in
+ * key order, so that two transactions wait for each other in one order. How many were taken.
  */
 export const TAKE_CONTACTS = statement(
   `WITH taken AS (
@@ -34,7 +60,7 @@ export const TAKE_CONTACTS = statement(
      SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id FROM (
        SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
        FROM ${CHUNK} WHERE ${PENDING}) AS q
-     WHERE q.n = :round::int AND NOT EXISTS (SELECT 1 FROM contact_ledger c WHERE c.day = ${DAY} AND c.recipient = q.id)
+     WHERE q.n = :round::int AND NOT ${hasContact('q')}
      ORDER BY q.key
      ON CONFLICT (entity, key) DO UPDATE SET
        day_count = CASE WHEN k.day = EXCLUDED.day THEN k.day_count + 1 ELSE 1 END,
@@ -46,21 +72,36 @@ export const TAKE_CONTACTS = statement(
      WHERE (k.day <> EXCLUDED.day OR k.day_count < :per_day::int)
        AND (NOT :weekly::boolean OR k.week <> EXCLUDED.week OR strpos(k.channels, EXCLUDED.channels) > 0
             OR ${CHANNEL_COUNT('k.channels')} < :channels_per_week::int)
-     RETURNING k.key, k.recipient, k.day_count, k.channels)
-   INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
-   SELECT ${DAY}, recipient, ${ENTITY}, key, day_count,
-          array_position(string_to_array(trim(both ',' from channels), ','), :channel::text),
-          :channel::text, ${NOW}
-   FROM taken`,
+     RETURNING k.recipient, k.day_count,
+       array_position(string_to_array(trim(both ',' from k.channels), ','), :channel::text) AS week_slot),
+   slots AS (
+     INSERT INTO contact_slots (day, recipient, slot, week_slot)
+     SELECT ${DAY}, recipient, day_count, week_slot FROM taken WHERE day_count > 1 OR week_slot > 1)
+   SELECT count(*) AS n FROM taken`,
+);
+
+/**
+ * The chunk's contacts just taken (:taken of them), recorded once: its rows but those not
+ * pending now (held back, or not pending when it began) and those an earlier record of the
+ * day holds.
+ */
+export const RECORD_CONTACTS = statement(
+  `INSERT INTO contact_chunks (day, hi, lo, seq, entity, channel, at, contacts, excluded)
+   SELECT ${DAY}, s.last_id, s.first_id, s.seq, ${ENTITY}, :channel::text, ${NOW}, :taken::int,
+     (SELECT array_agg(r.id ORDER BY r.id) FROM recipients r
+      WHERE r.id BETWEEN s.first_id AND s.last_id AND r.chunk_seq = s.seq
+        AND (r.outcome <> 'pending' OR ${HAS_CONTACT}))
+   FROM chunk_spans s WHERE ${THIS_CHUNK}`,
 );
 
 /** The chunk's rows still pending. */
 export const PENDING_COUNT = statement(`SELECT count(*) AS n FROM ${CHUNK} WHERE ${PENDING}`);
 
 /**
- * Rows left without a contact of the day: `week` when the weekly rule refused them (their
- * channel is not among the week's and no channel slot is left), else `day`; with their key's
- * latest contact (this day's, or another channel's this week) and its channel.
+ * Rows left without a contact of the day (none before, none taken now): `week` when the
+ * weekly rule refused them (their channel is not among the week's and no channel slot is
+ * left), else `day`; with their key's latest contact (this day's, or another channel's this
+ * week) and its channel.
  */
 export const REFUSED = statement(
   `SELECT r.id,
@@ -68,7 +109,7 @@ export const REFUSED = statement(
                AND ${CHANNEL_COUNT('k.channels')} >= :channels_per_week::int THEN 'week' ELSE 'day' END AS rule,
      iso_time(k.at) AS at, k.channel
    FROM ${CHUNK} LEFT JOIN contact_keys k ON k.entity = ${ENTITY} AND k.key = ${KEY}
-   WHERE ${PENDING} AND NOT ${HAS_CONTACT}
+   WHERE ${PENDING} AND NOT ${HAS_CONTACT} AND NOT ${TOOK}
    ORDER BY r.id`,
 );
 
@@ -79,11 +120,31 @@ export const HOLD_REFUSED = statement(
    WHERE recipients.id = d.id AND recipients.outcome = 'pending'`,
 );
 
-/** Contacts of days more than :keep_days before the local day go, and keys whose day and week ended by then. */
+/**
+ * The contacts of the chunks whose recipients retention deletes next (ids :first to :last of
+ * a file ending at :hi), a row each in the ledger of rows (the form before migration 0020,
+ * which needs no recipient): a contact outlives its file's recipients until its day is pruned.
+ */
+export const KEEP_CONTACTS = statement(
+  `WITH kept AS (DELETE FROM contact_chunks WHERE hi BETWEEN :first::bigint AND :hi::bigint AND lo <= :last::bigint
+     RETURNING *)
+   INSERT INTO contact_ledger (day, recipient, entity, key, slot, week_slot, channel, at)
+   SELECT c.day, r.id, c.entity, lower(r.number), coalesce(sl.slot, 1), coalesce(sl.week_slot, 1), c.channel, c.at
+   FROM kept c JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
+   LEFT JOIN contact_slots sl ON sl.day = c.day AND sl.recipient = r.id
+   WHERE ${inRecord('r')}`,
+);
+
+/**
+ * Contacts of days more than :keep_days before the local day go, and keys whose day and week
+ * ended by then: how many (a record counts its contacts, an old ledger row one).
+ */
 export const PRUNE = statement(
-  `WITH days AS (DELETE FROM contact_ledger WHERE day < ${DAY} - :keep_days::int RETURNING 1),
+  `WITH chunks AS (DELETE FROM contact_chunks WHERE day < ${DAY} - :keep_days::int RETURNING contacts),
+   slots AS (DELETE FROM contact_slots WHERE day < ${DAY} - :keep_days::int),
+   days AS (DELETE FROM contact_ledger WHERE day < ${DAY} - :keep_days::int RETURNING 1),
    keys AS (DELETE FROM contact_keys WHERE day < ${DAY} - :keep_days::int AND week + 6 < ${DAY} - :keep_days::int RETURNING 1)
-   SELECT (SELECT count(*) FROM days) + (SELECT count(*) FROM keys) AS n`,
+   SELECT (SELECT coalesce(sum(contacts), 0) FROM chunks) + (SELECT count(*) FROM days) + (SELECT count(*) FROM keys) AS n`,
 );
 
 /** What compliance prints beside a file's contacts: set fields replace, absent ones stay. */
@@ -96,17 +157,50 @@ export const RECORD_FILE_CHECKS = statement(
      lists = coalesce(EXCLUDED.lists, file_checks.lists)`,
 );
 
+/** A page's filter: local days :from to :to (an entity's, or every one's). */
+const PAGE =
+  'c.day BETWEEN :from::date AND :to::date AND (:entity::text IS NULL OR c.entity = :entity::text)';
+const AFTER = '(:after_day::date, :after_recipient::bigint)';
+const CHECKS = 'LEFT JOIN files f ON f.file_no = c.file_no LEFT JOIN file_checks k ON k.file_id = f.file_id';
+
 /**
- * A page of contacts of local days :from to :to (an entity's, or every one's), after the
- * cursor (day, recipient) in that order (the primary key's), with their file and its checks.
+ * The last record a page needs: the first, after the cursor's own chunk, by which the records'
+ * contacts reach :limit (each record holds one at least, so :limit records are enough to
+ * look at). None when fewer remain.
+ */
+const PAGE_END = `SELECT day, hi FROM (
+     SELECT day, hi, id, sum(contacts) OVER (ORDER BY day, hi, id) AS upto FROM (
+       SELECT day, hi, id, contacts FROM contact_chunks c
+       WHERE ${PAGE} AND (c.day, c.hi) > ${AFTER} AND NOT (c.day = :after_day::date AND c.lo <= :after_recipient::bigint)
+       ORDER BY day, hi, id LIMIT :limit::int) AS x) AS y
+   WHERE upto >= :limit::int ORDER BY day, hi, id LIMIT 1`;
+
+/**
+ * A page of the chunks' contacts after the cursor (day, recipient), in the recipients' order
+ * (day, then recipient: a record's id range, then its rows), with their slots, file and its
+ * checks. A row's key is its number as the take read it. Only the records up to PAGE_END
+ * are read and sorted: a page sorts about :limit rows, not every contact after the cursor.
  */
 export const CONTACTS = statement(
+  `WITH page_end AS (${PAGE_END})
+   SELECT c.entity, c.day::text AS day, lower(r.number) AS key, coalesce(sl.slot, 1) AS slot,
+     coalesce(sl.week_slot, 1) AS week_slot, c.channel, iso_time(c.at) AS at, r.id AS recipient,
+     f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists
+   FROM (SELECT *, hi >> 32 AS file_no FROM contact_chunks) c
+   JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
+   LEFT JOIN contact_slots sl ON sl.day = c.day AND sl.recipient = r.id
+   ${CHECKS}
+   WHERE ${PAGE} AND (c.day, c.hi) > ${AFTER} AND (c.day, r.id) > ${AFTER} AND ${inRecord('r')}
+     AND (NOT EXISTS (SELECT 1 FROM page_end) OR (c.day, c.hi) <= (SELECT day, hi FROM page_end))
+   ORDER BY c.day, c.hi, r.id LIMIT :limit::int`,
+);
+
+/** The same page of the contacts recorded one row each before migration 0020. */
+export const OLD_CONTACTS = statement(
   `SELECT c.entity, c.day::text AS day, c.key, c.slot, c.week_slot, c.channel, iso_time(c.at) AS at, c.recipient,
      f.file_id, f.name AS file_name, f.source, k.account, k.send_window, k.lists
-   FROM contact_ledger c
-   LEFT JOIN files f ON f.file_no = c.recipient >> 32
-   LEFT JOIN file_checks k ON k.file_id = f.file_id
-   WHERE c.day BETWEEN :from::date AND :to::date AND (:entity::text IS NULL OR c.entity = :entity::text)
-     AND (c.day, c.recipient) > (:after_day::date, :after_recipient::bigint)
+   FROM (SELECT *, recipient >> 32 AS file_no FROM contact_ledger) c
+   ${CHECKS}
+   WHERE ${PAGE} AND (c.day, c.recipient) > ${AFTER}
    ORDER BY c.day, c.recipient LIMIT :limit::int`,
 );

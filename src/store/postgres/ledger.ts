@@ -2,7 +2,8 @@
 // contacts, and the contacts themselves (docs/campaign-rules.md "Compliance"). The slots are
 // taken by holdBack (./campaign.ts).
 
-import { contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
+import type pg from 'pg';
+import { contactsPage, contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
 import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
@@ -12,6 +13,22 @@ export async function recordFileChecks(db: PgDb, fileId: string, checks: FileChe
 }
 
 export async function contacts(db: PgDb, query: ContactsQuery): Promise<ContactRecord[]> {
-  const rows = await db.rows('reading the contact ledger', L.CONTACTS, contactsParams(query));
-  return rows.map(toContact);
+  const what = 'reading the contact ledger';
+  const params = contactsParams(query);
+  const chunks = (await db.rows(what, L.CONTACTS, params)).map(toContact);
+  return contactsPage(chunks, (await db.rows(what, L.OLD_CONTACTS, params)).map(toContact), query.limit);
+}
+
+/**
+ * Before a prune step deletes recipients `first` to `last` of a file ending at `hi`, the
+ * contacts their chunks took are kept a row each (docs/campaign-rules.md "Retention of the
+ * ledger"), in the step's transaction `c`.
+ */
+export async function keepContacts(
+  db: PgDb,
+  c: pg.PoolClient,
+  what: string,
+  ids: { first: number; last: number; hi: number },
+): Promise<void> {
+  await db.count(what, L.KEEP_CONTACTS, ids, c);
 }

@@ -8,6 +8,7 @@ import { runAsync } from '../steps.ts';
 import type { PruneStep } from '../store.ts';
 import { textArray } from './arrays.ts';
 import type { PgDb } from './connection.ts';
+import { keepContacts } from './ledger.ts';
 import { countsOn } from './reads.ts';
 import * as S from './sql.ts';
 
@@ -35,6 +36,12 @@ export async function prune(
         let deleted = 0;
         const [bounds] = await db.rows(what, S.ID_BOUNDS, range, c);
         if (bounds?.first != null) {
+          const first = num(bounds.first);
+          await keepContacts(db, c, what, {
+            first,
+            last: Math.min(first + maxRows - 1, range.hi),
+            hi: range.hi,
+          });
           const rows = await db.rows(
             what,
             S.PRUNE_RECIPIENTS,

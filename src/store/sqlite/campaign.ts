@@ -71,6 +71,8 @@ function holdBackOps(
     channel: limit?.channel ?? null,
     day: limit ? localDate(today, limit.timezone) : null,
     week: limit ? localWeek(today, limit.timezone) : null,
+    day_no: limit ? dayNumber(localDate(today, limit.timezone)) : null,
+    week_no: limit ? dayNumber(localWeek(today, limit.timezone)) : null,
     per_day: limit?.perDay ?? null,
     channels_per_week: limit?.channelsPerWeek ?? null,
   };
@@ -90,6 +92,7 @@ function holdBackOps(
     holdOptOuts: (code, detail) =>
       changes(db.stmt(S.HOLD_BACK_OPT_OUTS).run({ ...chunk, now, code, detail })),
     takeContacts: (weekly) => changes(run(L.TAKE_CONTACTS, { weekly: weekly ? 1 : 0 })),
+    recordContacts: (taken) => void run(L.RECORD_CONTACTS, { taken }),
     pendingCount: () => num(rows(L.PENDING_COUNT, {})[0]?.n),
     refused: (weekly) => rows(L.REFUSED, { weekly: weekly ? 1 : 0 }).map(refusedOf),
     holdRefused: (code, details) => changes(run(L.HOLD_REFUSED, { code, details: JSON.stringify(details) })),
@@ -98,9 +101,16 @@ function holdBackOps(
 
 export async function pruneContacts(db: SqliteDb, options: PruneContactsOptions): Promise<number> {
   const before = localDate(new Date(Date.parse(db.now()) - options.keepDays * 86_400_000), options.timezone);
-  return db.tx(
-    () => changes(db.stmt(L.PRUNE_DAYS).run({ before })) + changes(db.stmt(L.PRUNE_KEYS).run({ before })),
-  );
+  return db.tx(() => {
+    // How many contacts went: a record counts its own, a row of the old ledger one.
+    const chunks = db
+      .stmt(L.PRUNE_CHUNKS)
+      .all({ before })
+      .reduce((sum, r) => sum + num(r.contacts), 0);
+    db.stmt(L.PRUNE_SLOTS).run({ before });
+    const keys = changes(db.stmt(L.PRUNE_KEYS).run({ before_no: dayNumber(before) }));
+    return chunks + changes(db.stmt(L.PRUNE_DAYS).run({ before })) + keys;
+  });
 }
 
 export async function recordReply(db: SqliteDb, reply: NewReply): Promise<KeptReply | null> {
@@ -164,6 +174,11 @@ export async function fileReplies(
 export async function replyCounts(db: SqliteDb, fileId: string): Promise<ReplyCounts> {
   const r = db.stmt(S.REPLY_COUNTS).get({ file_id: fileId });
   return { replies: num(r?.replies ?? 0), replied: num(r?.replied ?? 0) };
+}
+
+/** A local date (`YYYY-MM-DD`) as contact_keys keeps it: days since 1970-01-01. */
+function dayNumber(date: string): number {
+  return Date.parse(`${date}T00:00:00Z`) / 86_400_000;
 }
 
 const namesOf = new Map<string, string[]>();

@@ -7,6 +7,7 @@ import { type PruneFile, pruneRule } from '../retention.ts';
 import { runSync } from '../steps.ts';
 import type { PruneStep } from '../store.ts';
 import { changes, list, type SqliteDb } from './connection.ts';
+import { keepContacts } from './ledger.ts';
 import { countsNow } from './reads.ts';
 import * as S from './sql.ts';
 
@@ -27,6 +28,7 @@ export async function prune(
       pruneRecipients: (f, maxRows) => {
         if (f.fileNo === null) return { deleted: 0, tns: [], left: false };
         const { lo, hi } = idRange(f.fileNo);
+        keepContacts(db, lo, hi, maxRows);
         const deleted = db.arrays(S.PRUNE_RECIPIENTS).all(lo, hi, maxRows) as unknown as SQLOutputValue[][];
         const tns: string[] = [];
         const numbers = new Set<string>();

@@ -3,6 +3,7 @@
 // number, whatever the number of workers), users' replies and the opt-outs they make, which a
 // chunk not yet sent is checked against.
 import { beforeEach, describe, expect, it } from 'vitest';
+import { pruneOld } from '../../../src/store/retention.ts';
 import type { HoldBackOptions, Store } from '../../../src/store/store.ts';
 import { type ContractContext, newFile, type StoreHarness, validRows } from './helpers.ts';
 
@@ -306,6 +307,79 @@ export function campaignRules(t: ContractContext): void {
       expect((await outcomes('wa-thu'))[0]![2]).toBe(
         'already contacted by another channel this week: by email at 2026-02-25 10:00:00 -05:00 (contactLimit 2 channels a week)',
       );
+    });
+
+    it('slots: a number thrice in a chunk with perDay 2 takes slots 1 and 2, the third is held; another channel that week holds week slot 2', async () => {
+      const both = (channel: string) => limit(2, 'default', 'America/Bogota', channel, 2);
+      bogota('2026-02-24');
+      const thrice = validRows(4, 4).map((r) => ({
+        ...r,
+        number: r.idx < 4 ? '573000000001' : '573000000002',
+      }));
+      await t.sendingFile('sms', 4, 4, thrice);
+      expect((await store.holdBack('sms', 1, both('sms'))).contactLimited).toBe(1);
+      expect((await outcomes('sms')).map((r) => r[1])).toEqual([
+        'pending',
+        'pending',
+        'contact_limit',
+        'pending',
+      ]);
+      bogota('2026-02-25');
+      await t.sendingFile(
+        'wa',
+        2,
+        2,
+        validRows(2, 2).map((r) => ({ ...r, number: '573000000001' })),
+      );
+      expect((await store.holdBack('wa', 1, both('whatsapp'))).contactLimited).toBe(0);
+      const ledger = await store.contacts({
+        from: '2026-02-24',
+        to: '2026-02-25',
+        entity: null,
+        after: null,
+        limit: 10,
+      });
+      expect(ledger.map((c) => [c.day, c.key, c.channel, c.slot, c.weekSlot, c.fileId])).toEqual([
+        ['2026-02-24', '573000000001', 'sms', 1, 1, 'sms'],
+        ['2026-02-24', '573000000001', 'sms', 2, 1, 'sms'],
+        ['2026-02-24', '573000000002', 'sms', 1, 1, 'sms'],
+        ['2026-02-25', '573000000001', 'whatsapp', 1, 2, 'wa'],
+        ['2026-02-25', '573000000001', 'whatsapp', 2, 2, 'wa'],
+      ]);
+    });
+
+    it("a file's recipients pruned before its contacts' days: compliance prints the same contacts, counted once", async () => {
+      bogota('2026-02-24');
+      const twice = validRows(5, 2).map((r) => (r.idx === 5 ? { ...r, number: '573000000001' } : r));
+      await t.sendingFile('old', 5, 2, twice);
+      for (const seq of [1, 2, 3])
+        expect((await store.holdBack('old', seq, limit(2))).contactLimited).toBe(0);
+      const query = { from: '2026-02-24', to: '2026-02-24', entity: null, after: null, limit: 10 };
+      const before = await store.contacts(query);
+      expect(before.map((c) => [c.key, c.slot])).toEqual([
+        ['573000000001', 1],
+        ['573000000002', 1],
+        ['573000000003', 1],
+        ['573000000004', 1],
+        ['573000000001', 2],
+      ]);
+      await store.transition('old', 'completed');
+      // retentionDays shorter than the ledger's (which keeps at least a week), a few rows a step.
+      const totals = await pruneOld(store, {
+        retentionDays: 0,
+        now: new Date('2026-02-25T12:00:00Z'),
+        maxRows: 3,
+      });
+      expect(totals).toMatchObject({ files: 1, recipients: 5 });
+      expect(await store.contacts(query)).toEqual(before);
+      const first = await store.contacts({ ...query, limit: 3 });
+      expect([...first, ...(await store.contacts({ ...query, after: first.at(-1)!, limit: 3 }))]).toEqual(
+        before,
+      );
+      // Their day pruned: the five contacts, each once (the keys stay until their week ends).
+      bogota('2026-02-27');
+      expect(await store.pruneContacts({ timezone: 'America/Bogota', keepDays: 1 })).toBe(5);
+      expect(await store.contacts(query)).toEqual([]);
     });
 
     it('two workers sending the same numbers by two channels at once: each number contacted once', async () => {
