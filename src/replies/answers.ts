@@ -62,7 +62,10 @@ export class MoMessageAnswerer implements ReplyAnswerer {
   async answer(to: string, shortCode: string, text: string): Promise<void> {
     const body = JSON.stringify({ MessageText: text, PhoneNumber: to, ShortCode: shortCode });
     for (let attempt = 1; ; attempt++) {
-      const token = await this.#tokens.get();
+      // No token, no request: the answer was not taken, and is owed again.
+      const token = await this.#tokens.get().catch((err: Error) => {
+        throw new AnswerNotTaken(`POST /token: ${redactText(err.message)}`);
+      });
       const res = await fetch(this.#url, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

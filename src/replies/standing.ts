@@ -165,12 +165,15 @@ export function replyHandler(o: ReplyHandlerOptions): ReplyHandler {
     async sendOwed() {
       if (!o.answerer) return 0;
       let sent = 0;
-      for (;;) {
-        const owed = await o.store.answersOwed(OWED_PAGE);
+      // Each answer once a sweep (one put back owed waits for the next sweep, a minute later:
+      // a service refusing for a while must not use up its attempts at once).
+      for (let after = 0; ; ) {
+        const owed = await o.store.answersOwed(OWED_PAGE, after);
         // Claimed one at a time: an answer another process claimed meanwhile is skipped.
         for (const id of owed) await deliver(o.answerer, id);
         sent += owed.length;
         if (owed.length < OWED_PAGE) return sent;
+        after = owed.at(-1)!;
       }
     },
     async drain() {

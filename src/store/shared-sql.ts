@@ -207,7 +207,8 @@ export function settleAnswerSql(p: Param, now: string): string {
 
 /** The answers owed, oldest reply first. */
 export function answersOwedSql(p: Param): string {
-  return `SELECT reply FROM reply_answers WHERE state = 'owed' ORDER BY reply LIMIT ${p('limit', 'bigint')}`;
+  return `SELECT reply FROM reply_answers WHERE state = 'owed' AND reply > ${p('after', 'bigint')}
+    ORDER BY reply LIMIT ${p('limit', 'bigint')}`;
 }
 
 /** A reply's answer, as kept (docs/opt-outs.md "Answers"). */

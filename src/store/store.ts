@@ -321,8 +321,11 @@ export interface Store {
    * taken: claimed again later, failed after MAX_ANSWER_ATTEMPTS claims).
    */
   settleAnswer(reply: number, outcome: AnswerOutcome, detail: string | null): Promise<void>;
-  /** The replies whose answer is owed, oldest first (sent at start and periodically). */
-  answersOwed(limit: number): Promise<number[]>;
+  /**
+   * The replies whose answer is owed, oldest first, after reply `after` (a sweep's cursor: an
+   * answer put back owed is not asked again in the same sweep).
+   */
+  answersOwed(limit: number, after?: number): Promise<number[]>;
   /** Reply `reply`'s answer, as kept; null: it owed none. */
   replyAnswer(reply: number): Promise<ReplyAnswer | null>;
   /** Replies flagged for review (intent `review`), in the order received, after `afterId`. */

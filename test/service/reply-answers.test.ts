@@ -109,6 +109,18 @@ describe('MoMessageAnswerer', () => {
     await expect(away.answer('573001112233', '890123', 'x')).rejects.toBeInstanceOf(AnswerNotTaken);
   });
 
+  it('no token (the login failed): AnswerNotTaken, nothing posted', async () => {
+    const failing = {
+      get: async (): Promise<string> => {
+        throw new Error('POST /token answered 503: busy');
+      },
+      invalidate: () => {},
+    };
+    const a = new MoMessageAnswerer({ baseUrl: base, tokens: failing });
+    await expect(a.answer('573001112233', '890123', 'x')).rejects.toBeInstanceOf(AnswerNotTaken);
+    expect(seen).toEqual([]);
+  });
+
   it('a 401 renews the token and tries once more', async () => {
     const t = tokens();
     const a = new MoMessageAnswerer({ baseUrl: base, tokens: t });

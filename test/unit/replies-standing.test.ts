@@ -169,4 +169,31 @@ describe('replyHandler', () => {
     const last = (await store.replies({ limit: 10 })).at(-1)!;
     expect(await store.replyAnswer(last.id)).toMatchObject({ state: 'failed' });
   });
+
+  it('a service refusing for a while: a sweep asks each answer owed once, and none is given up', async () => {
+    const handler = replyHandler({ store, config, listsHolding: null, answerer, logger });
+    // More than a page of answers owed (101 numbers asked for help), the service refusing.
+    refuseNext = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 101; i++)
+      await handler.record(reply('AYUDA', { from: `57300200${String(i).padStart(4, '0')}` }));
+    await handler.drain();
+    const owed = await store.answersOwed(1000);
+    expect(owed).toHaveLength(101);
+    let asked = 0;
+    const counting: ReplyAnswerer = {
+      async answer(to, shortCode, text) {
+        asked++;
+        return answerer.answer(to, shortCode, text);
+      },
+    };
+    const sweeper = replyHandler({ store, config, listsHolding: null, answerer: counting, logger });
+    await sweeper.sendOwed();
+    expect(asked).toBe(101);
+    expect(await store.answersOwed(1000)).toEqual(owed);
+    // The service is back: the next sweep sends them all.
+    refuseNext = 0;
+    await sweeper.sendOwed();
+    expect(sent).toHaveLength(101);
+    expect(await store.answersOwed(1000)).toEqual([]);
+  });
 });

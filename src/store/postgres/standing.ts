@@ -106,8 +106,8 @@ export async function settleAnswer(
   });
 }
 
-export async function answersOwed(db: PgDb, limit: number): Promise<number[]> {
-  const rows = await db.rows('reading the answers owed', S.ANSWERS_OWED, { limit });
+export async function answersOwed(db: PgDb, limit: number, after = 0): Promise<number[]> {
+  const rows = await db.rows('reading the answers owed', S.ANSWERS_OWED, { limit, after });
   return rows.map((r) => num(r.reply));
 }
 

@@ -111,10 +111,10 @@ export async function settleAnswer(
   });
 }
 
-export async function answersOwed(db: SqliteDb, limit: number): Promise<number[]> {
+export async function answersOwed(db: SqliteDb, limit: number, after = 0): Promise<number[]> {
   return db
     .stmt(S.ANSWERS_OWED)
-    .all({ limit })
+    .all({ limit, after })
     .map((r) => num(r.reply));
 }
 

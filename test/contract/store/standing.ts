@@ -228,6 +228,8 @@ export function standing(t: ContractContext): void {
     const a = (await store.recordReply(reply(0, 'SALIR', 'opt_out', 'SALIR', { answer: confirm })))!.id;
     const b = (await store.recordReply(reply(1000, 'STOP', 'opt_out', 'STOP', { answer: confirm })))!.id;
     expect(await store.answersOwed(10)).toEqual([a, b]);
+    // A sweep's cursor: the answers owed after one already asked.
+    expect(await store.answersOwed(10, a)).toEqual([b]);
     expect(await store.claimAnswer(a, 'America/Bogota')).toMatchObject({ reply: a, attempts: 1 });
     // Refused without being taken: owed again, and its own day does not skip it.
     await store.settleAnswer(a, 'owed', 'POST /momessage answered 503');
