@@ -170,9 +170,9 @@ export class ConsentList {
   async check(): Promise<void> {
     try {
       await this.#check();
-    } catch (err) {
-      // Stopping (the client of an s3:// list destroyed under a check) is no news.
-      if (!this.#stopped) this.#failed(err as Error);
+    } catch {
+      // Counted and warned by #check (stopping, the client of an s3:// list destroyed under a
+      // check, is no news).
       return;
     }
     if (this.#lastError === null) return;
@@ -233,9 +233,16 @@ export class ConsentList {
 
   /** One check at a time: callers arriving meanwhile share it. */
   #check(): Promise<void> {
-    this.#checking ??= this.#read().finally(() => {
-      this.#checking = null;
-    });
+    // A failed check of the copy in use is counted here, once, however many callers share it
+    // (a first read that fails is its caller's error: the start, or the file).
+    this.#checking ??= this.#read()
+      .catch((err: Error) => {
+        if (!this.#stopped && this.#table !== null) this.#failed(err);
+        throw err;
+      })
+      .finally(() => {
+        this.#checking = null;
+      });
     return this.#checking;
   }
 
