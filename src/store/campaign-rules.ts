@@ -71,9 +71,13 @@ function* hold(options: HoldBackOptions): Rule<HoldBackOperations, Holding> {
   return yield* recorded({ held, refused: details }, taken);
 }
 
-/** The contacts taken recorded, once the refused rows are no longer pending. */
+/**
+ * The contacts taken recorded, once the refused rows are no longer pending. A start that took
+ * none records none too: a chunk's latest record is its latest start's, whose contacts its
+ * result may give back (docs/campaign-rules.md "Contacts given back").
+ */
 function* recorded(holding: Holding, taken: number): Rule<HoldBackOperations, Holding> {
-  if (taken > 0) yield* ask('recordContacts', taken);
+  yield* ask('recordContacts', taken);
   return holding;
 }
 

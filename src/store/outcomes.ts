@@ -27,6 +27,19 @@ export const CHUNK_OUTCOME: Readonly<Record<ChunkState, RecipientOutcome>> = {
   cancelled: 'cancelled',
 };
 
+/**
+ * The outcomes of a recipient the service never took: it refused it, nothing of its request
+ * was accepted, or it was put back unsent. Its contact of the day is given back when its
+ * chunk's result is recorded (docs/campaign-rules.md "Contacts given back").
+ */
+export const UNTAKEN_OUTCOMES: readonly RecipientOutcome[] = ['pending', 'failed', 'rejected'];
+
+/** Whether a result (its chunk's new state `state`) leaves any recipient untaken, itself or by following the chunk. */
+export function givesBack(result: ChunkResult, state: ChunkState): boolean {
+  const untaken = (o: RecipientOutcome) => UNTAKEN_OUTCOMES.includes(o);
+  return untaken(CHUNK_OUTCOME[state]) || result.parts.some((p) => untaken(p.outcome));
+}
+
 /** The detail a recipient never sent because its file was cancelled reads (Store.cancelUnsent). */
 export const CANCELLED_DETAIL = 'not sent: the file was cancelled';
 

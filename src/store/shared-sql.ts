@@ -1,7 +1,7 @@
 // SQL text both backends write the same way (standard SQL, named parameters): the rules they
 // share, built once from the tables they come from.
 
-import { CHUNK_OUTCOME } from './outcomes.ts';
+import { CHUNK_OUTCOME, UNTAKEN_OUTCOMES } from './outcomes.ts';
 
 /**
  * In a file's acquisition: the previous holder when this acquisition takes its expired lease
@@ -57,6 +57,15 @@ export function chunkOutcomeSql(column: string): string {
     .map(([state, outcome]) => `WHEN '${state}' THEN '${outcome}'`)
     .join(' ');
   return `CASE ${column} ${whens} END`;
+}
+
+/**
+ * Row `r` of a chunk whose result was just recorded (its new state :state) was never taken by
+ * the service, itself or by following its chunk (outcomes.ts UNTAKEN_OUTCOMES).
+ */
+export function untakenSql(p: Param): string {
+  const outcome = `CASE WHEN ${FOLLOWS_CHUNK} THEN ${chunkOutcomeSql(p('state', 'text'))} ELSE r.outcome END`;
+  return `(${outcome}) IN (${UNTAKEN_OUTCOMES.map((o) => `'${o}'`).join(', ')})`;
 }
 
 /** A row's outcome as it reads: its own, or that of its chunk `c` (joined only for rows that follow it). */

@@ -192,19 +192,14 @@ describe('SqliteStore', () => {
       transactionNumber: 'T1',
       parts: [{ messageIds: ['m1', 'm2', 'm3'], wholeChunk: true, outcome: 'sent', transactionNumber: 'T1' }],
     });
-    await v5.recordChunkResult('f1', 2, {
-      state: 'accepted',
-      attempts: 1,
-      parts: [
-        { messageIds: ['m4'], outcome: 'sent', transactionNumber: 'T2' },
-        { messageIds: ['m5', 'm6'], outcome: 'rejected', code: 'BAD' },
-      ],
-    });
     await v5.close();
-    // Reports as version 5 recorded them: statuses on the rows (this code also keeps the
-    // delivery minutes of version 11, which version 5 has no table for). f1 is file 1: its
-    // rows' ids are 2^32 + idx.
+    // Chunk 2's result and the reports as version 5 recorded them, on the rows (this code
+    // also gives back contacts and keeps the delivery minutes of later versions, which
+    // version 5 has no tables for). f1 is file 1: its rows' ids are 2^32 + idx.
     const v5db = new DatabaseSync(path);
+    v5db.exec(`UPDATE recipients SET outcome = 'sent', transaction_number = 'T2' WHERE id = 4294967296 + 4;
+      UPDATE recipients SET outcome = 'rejected', code = 'BAD' WHERE id IN (4294967296 + 5, 4294967296 + 6);
+      UPDATE chunks SET state = 'accepted' WHERE seq = 2`);
     const report = v5db.prepare('UPDATE recipients SET status = ?, updated_at = ? WHERE id = 4294967296 + ?');
     report.run('DELIVERED_TO_HANDSET', '2026-03-01T12:00:10.000Z', 1);
     report.run('NO_SUCCESS', '2026-03-01T12:00:50.000Z', 2);

@@ -224,6 +224,59 @@ it('a file paused after its first request and then cancelled keeps no contact fo
   }
 });
 
+it('a WhatsApp campaign the service never took (503 on every try) gives back its contacts: an SMS campaign the same week reaches everyone', async () => {
+  const g = await PipelineHarness.create({
+    config: (sandbox) => ({
+      contactLimit: { perDay: 1, channelsPerWeek: 1 },
+      accounts: {
+        wa: {
+          channel: 'whatsapp',
+          baseUrl: sandbox.url,
+          username: 'demo',
+          password: 'demo',
+          source: '+573001112233',
+        },
+      },
+    }),
+  });
+  try {
+    const local = { type: 'local', stableMs: 200, pollMs: 100 };
+    const config = {
+      ...g.config,
+      sources: [
+        { ...local, name: 'sms', path: join(g.dir, 'sms') },
+        { ...local, name: 'whatsapp', path: join(g.dir, 'whatsapp'), channel: 'whatsapp', account: 'wa' },
+      ],
+    };
+    await writeFile(g.configPath, `${JSON.stringify(config, null, 2)}\n`);
+    const numbers = nationals(500, 530);
+    const wa = ['#! channel: whatsapp', '#! templateId: factura', 'numero;nombre;1;2'];
+    for (const n of numbers) wa.push(`${n};x;Cliente ${n};$1.000`);
+    await writeFile(join(g.dir, 'facturas.txt'), `${wa.join('\n')}\n`);
+    await g.faults({ whatsapp: { '503': 1 } });
+    const failed = await g.cli(['send', join(g.dir, 'facturas.txt'), '--source', 'whatsapp', '--json']);
+    const m = JSON.parse(failed.stdout) as Manifest;
+    expect(m.counts).toMatchObject({ valid: 30, submitted: 0, failed: 30 });
+    await g.faults({});
+
+    await writeFile(
+      join(g.dir, 'aviso.txt'),
+      `${numbers.map((n) => `${n};Su factura esta lista`).join('\n')}\n`,
+    );
+    const sent = await g.cli(['send', join(g.dir, 'aviso.txt'), '--source', 'sms', '--json']);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect((JSON.parse(sent.stdout) as Manifest).counts).toMatchObject({ submitted: 30, contactLimited: 0 });
+    // The ledger holds the 30 SMS contacts, none of the WhatsApp requests the service refused.
+    const printed = await g.cli(['compliance', '--from', '2000-01-01', '--to', '2100-01-01']);
+    expect(printed.code, printed.stderr).toBe(0);
+    const rows = csvRecords(printed.stdout);
+    expect(rows).toHaveLength(30);
+    expect(new Set(rows.map((r) => r.channel))).toEqual(new Set(['sms']));
+  } finally {
+    await g.close();
+  }
+});
+
 /** Drops a file into a source's inbox as a careful writer does: a temp name, then rename. */
 async function dropInto(folder: string, name: string, content: string): Promise<void> {
   await mkdir(join(folder, 'inbox'), { recursive: true });

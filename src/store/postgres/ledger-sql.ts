@@ -4,6 +4,7 @@
 // limit's :timezone, or the store's :now), never a worker's, which may be skewed. A chunk's
 // contacts are one record of the chunk (contact_chunks, migration 0020), its slots past the
 // first a row each (contact_slots); contact_ledger holds the contacts recorded before 0020.
+import { untakenSql } from '../shared-sql.ts';
 import { NOW, statement, THIS_CHUNK } from './sql.ts';
 
 /** The chunk's rows (`r`), from its span. */
@@ -56,8 +57,8 @@ const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${lis
  */
 export const TAKE_CONTACTS = statement(
   `WITH taken AS (
-     INSERT INTO contact_keys AS k (entity, key, day, day_count, week, channels, at, channel, recipient)
-     SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id FROM (
+     INSERT INTO contact_keys AS k (entity, key, day, day_count, week, channels, at, channel, recipient, opened)
+     SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id, q.id FROM (
        SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
        FROM ${CHUNK} WHERE ${PENDING}) AS q
      WHERE q.n = :round::int AND NOT ${hasContact('q')}
@@ -67,6 +68,8 @@ export const TAKE_CONTACTS = statement(
        channels = CASE WHEN k.week <> EXCLUDED.week THEN EXCLUDED.channels
                        WHEN strpos(k.channels, EXCLUDED.channels) > 0 THEN k.channels
                        ELSE k.channels || substr(EXCLUDED.channels, 2) END,
+       opened = CASE WHEN k.week <> EXCLUDED.week OR strpos(k.channels, EXCLUDED.channels) = 0
+                     THEN EXCLUDED.recipient ELSE k.opened END,
        day = EXCLUDED.day, week = EXCLUDED.week, at = EXCLUDED.at, channel = EXCLUDED.channel,
        recipient = EXCLUDED.recipient
      WHERE (k.day <> EXCLUDED.day OR k.day_count < :per_day::int)
@@ -107,7 +110,7 @@ export const REFUSED = statement(
   `SELECT r.id,
      CASE WHEN :weekly::boolean AND k.week = ${WEEK} AND strpos(k.channels, ${ONE_CHANNEL}) = 0
                AND ${CHANNEL_COUNT('k.channels')} >= :channels_per_week::int THEN 'week' ELSE 'day' END AS rule,
-     iso_time(k.at) AS at, k.channel
+     CASE WHEN k.recipient <> 0 THEN iso_time(k.at) END AS at, k.channel
    FROM ${CHUNK} LEFT JOIN contact_keys k ON k.entity = ${ENTITY} AND k.key = ${KEY}
    WHERE ${PENDING} AND NOT ${HAS_CONTACT} AND NOT ${TOOK}
    ORDER BY r.id`,
@@ -118,6 +121,51 @@ export const HOLD_REFUSED = statement(
   `UPDATE recipients SET outcome = 'contact_limit', code = :code::text, detail = d.detail, updated_at = ${NOW}
    FROM jsonb_to_recordset(:details::jsonb) AS d(id bigint, detail text)
    WHERE recipients.id = d.id AND recipients.outcome = 'pending'`,
+);
+
+/**
+ * The contacts of the chunk's (:hi) latest record, the one its latest start wrote (a start
+ * under the limit writes one even when it took no contact), that the service never took
+ * (their chunk's result just recorded, its state :state).
+ */
+export const UNTAKEN = statement(
+  `SELECT c.id AS record, c.day::text AS day, c.entity, c.channel, r.id, ${KEY} AS key
+   FROM (SELECT * FROM contact_chunks WHERE hi = :hi::bigint ORDER BY id DESC LIMIT 1) AS c
+   JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
+   WHERE ${inRecord('r')} AND ${untakenSql((name, type) => `:${name}::${type}`)}`,
+);
+
+/** The keys :keys of :entity locked in key order, as the take locks them (no cycle of waits). */
+export const LOCK_KEYS = statement(
+  'SELECT 1 FROM contact_keys WHERE entity = :entity::text AND key = ANY(:keys::text[]) ORDER BY key FOR UPDATE',
+);
+
+const GIVEN = (column: string) => `${column} = ANY(:ids::bigint[])`;
+/**
+ * The key's (`k`) week's latest channel, :channel, was opened by a contact given back, which
+ * was also the key's latest: no other contact of the week used it.
+ */
+const OPENED = `(k.week = date_trunc('week', :day::date)::date AND ${GIVEN('k.opened')} AND ${GIVEN('k.recipient')}
+  AND right(k.channels, length(:channel::text) + 2) = ',' || :channel::text || ',')`;
+
+/**
+ * Record :record no longer holds rows :ids, their slots go, and their keys give back their
+ * contacts of the record's :day and, when OPENED, the week's channel; a key whose latest
+ * contact was given back names none (0).
+ */
+export const GIVE_BACK = statement(
+  `WITH chunk AS (
+     UPDATE contact_chunks c SET contacts = c.contacts - cardinality(:ids::bigint[]),
+       excluded = (SELECT array_agg(x ORDER BY x) FROM (SELECT unnest(c.excluded) UNION SELECT unnest(:ids::bigint[])) AS u(x))
+     WHERE c.id = :record::bigint),
+   slots AS (DELETE FROM contact_slots WHERE day = :day::date AND ${GIVEN('recipient')})
+   UPDATE contact_keys k SET
+     day_count = CASE WHEN k.day = :day::date THEN greatest(k.day_count - g.n, 0) ELSE k.day_count END,
+     channels = CASE WHEN ${OPENED} THEN left(k.channels, -(length(:channel::text) + 1)) ELSE k.channels END,
+     opened = CASE WHEN ${OPENED} THEN 0 ELSE k.opened END,
+     recipient = CASE WHEN ${GIVEN('k.recipient')} THEN 0 ELSE k.recipient END
+   FROM (SELECT ${KEY} AS key, count(*) AS n FROM recipients r WHERE ${GIVEN('r.id')} GROUP BY 1) AS g
+   WHERE k.entity = :entity::text AND k.key = g.key`,
 );
 
 /**
@@ -165,13 +213,14 @@ const CHECKS = 'LEFT JOIN files f ON f.file_no = c.file_no LEFT JOIN file_checks
 
 /**
  * The last record a page needs: the first, after the cursor's own chunk, by which the records'
- * contacts reach :limit (each record holds one at least, so :limit records are enough to
- * look at). None when fewer remain.
+ * contacts reach :limit (among the records holding one at least, :limit are enough to look
+ * at; a start that took none, or gave every one back, holds none). None when fewer remain.
  */
 const PAGE_END = `SELECT day, hi FROM (
      SELECT day, hi, id, sum(contacts) OVER (ORDER BY day, hi, id) AS upto FROM (
        SELECT day, hi, id, contacts FROM contact_chunks c
        WHERE ${PAGE} AND (c.day, c.hi) > ${AFTER} AND NOT (c.day = :after_day::date AND c.lo <= :after_recipient::bigint)
+         AND c.contacts > 0
        ORDER BY day, hi, id LIMIT :limit::int) AS x) AS y
    WHERE upto >= :limit::int ORDER BY day, hi, id LIMIT 1`;
 

@@ -4,7 +4,7 @@
 
 import type pg from 'pg';
 import { contactsPage, contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
-import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
+import type { ChunkState, ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
 import type { PgDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
 
@@ -31,4 +31,22 @@ export async function keepContacts(
   ids: { first: number; last: number; hi: number },
 ): Promise<void> {
   await db.count(what, L.KEEP_CONTACTS, ids, c);
+}
+
+/**
+ * In a chunk result's transaction `c` (its new state `state`): the contacts of its latest
+ * start that the service never took are given back (docs/campaign-rules.md "Contacts given back").
+ */
+export async function giveBackContacts(
+  db: PgDb,
+  c: pg.PoolClient,
+  what: string,
+  chunk: { hi: number; state: ChunkState },
+): Promise<void> {
+  const untaken = await db.rows(what, L.UNTAKEN, chunk, c);
+  const first = untaken[0];
+  if (!first) return;
+  const { record, day, entity, channel } = first;
+  await db.rows(what, L.LOCK_KEYS, { entity, keys: [...new Set(untaken.map((r) => r.key))].sort() }, c);
+  await db.count(what, L.GIVE_BACK, { record, day, entity, channel, ids: untaken.map((r) => r.id) }, c);
 }

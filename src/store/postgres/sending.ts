@@ -7,6 +7,7 @@ import {
   abandonedChunkState,
   CANCELLED_DETAIL,
   CHUNK_OUTCOME,
+  givesBack,
   needsReportCheck,
   type PartWrite,
   planChunkResult,
@@ -25,6 +26,7 @@ import type {
 } from '../store.ts';
 import { textArray } from './arrays.ts';
 import type { PgDb, Queryable } from './connection.ts';
+import { giveBackContacts } from './ledger.ts';
 import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
@@ -130,7 +132,8 @@ export async function recordChunkResult(
   const shortCode = await db.shortCode(fileId);
   if (!parts.some(needsReportCheck) && !result.finalStatus && shortCode === null) {
     const plan = planChunkResult(result, parts, () => false);
-    if (plan.byIds.length === 0) return finishAlone(db, fileId, seq, result, plan);
+    if (plan.byIds.length === 0 && !givesBack(result, plan.state))
+      return finishAlone(db, fileId, seq, result, plan);
   }
   return db.tx(what, async (c) => {
     const now = db.now();
@@ -178,6 +181,9 @@ export async function recordChunkResult(
         { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
         c,
       );
+    // Inflight until now: the result is its latest start's (a worker that took the file over since has it in doubt).
+    if (span?.state === 'inflight' && givesBack(result, plan.state))
+      await giveBackContacts(db, c, what, { hi, state: plan.state });
     // Replies to the file's short code find these recipients (docs/replies.md).
     await writeReplyTargets(db, c, fileId, seq, now, { shortCode, lo, hi });
     return plan.state;

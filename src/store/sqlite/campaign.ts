@@ -22,6 +22,7 @@ import type {
   ReplyRecord,
 } from '../store.ts';
 import { changes, type SqliteDb } from './connection.ts';
+import { dayNumber, named } from './ledger.ts';
 import * as L from './ledger-sql.ts';
 import { setChunkState } from './sending.ts';
 import * as S from './sql.ts';
@@ -174,23 +175,4 @@ export async function fileReplies(
 export async function replyCounts(db: SqliteDb, fileId: string): Promise<ReplyCounts> {
   const r = db.stmt(S.REPLY_COUNTS).get({ file_id: fileId });
   return { replies: num(r?.replies ?? 0), replied: num(r?.replied ?? 0) };
-}
-
-/** A local date (`YYYY-MM-DD`) as contact_keys keeps it: days since 1970-01-01. */
-function dayNumber(date: string): number {
-  return Date.parse(`${date}T00:00:00Z`) / 86_400_000;
-}
-
-const namesOf = new Map<string, string[]>();
-
-/** The parameters `sql` names (node:sqlite refuses any other). */
-function named(sql: string, all: Record<string, unknown>): Record<string, unknown> {
-  let names = namesOf.get(sql);
-  if (!names) {
-    names = [...new Set(Array.from(sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g), (m) => m[1]!))];
-    namesOf.set(sql, names);
-  }
-  const out: Record<string, unknown> = {};
-  for (const n of names) out[n] = all[n];
-  return out;
 }

@@ -5,6 +5,7 @@
 // 1970-01-01 (:day_no, :week_no: contact_keys' columns), and :now. A chunk's
 // contacts are one record of the chunk (contact_chunks, migration 0027), its slots past the
 // first a row each (contact_slots); contact_ledger holds the contacts recorded before 0027.
+import { untakenSql } from '../shared-sql.ts';
 
 /** The chunk's rows still pending (the recipients table as `r`). */
 const PENDING = `r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'`;
@@ -44,8 +45,8 @@ const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${lis
  * second row sees its first's contact. Its writers take turns: no order of keys is needed
  * against another writer.
  */
-export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, channel, recipient)
-  SELECT :entity, ${KEY}, :day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id
+export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, channel, recipient, opened)
+  SELECT :entity, ${KEY}, :day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id, r.id
   FROM recipients r WHERE ${PENDING} AND NOT ${HAS_CONTACT}
   ORDER BY r.id
   ON CONFLICT (entity, key) DO UPDATE SET
@@ -53,6 +54,8 @@ export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_co
     channels = CASE WHEN week <> excluded.week THEN excluded.channels
                     WHEN instr(channels, excluded.channels) > 0 THEN channels
                     ELSE channels || substr(excluded.channels, 2) END,
+    opened = CASE WHEN week <> excluded.week OR instr(channels, excluded.channels) = 0 THEN excluded.recipient
+                  ELSE opened END,
     day = excluded.day, week = excluded.week, channel = excluded.channel, recipient = excluded.recipient
   WHERE (day <> excluded.day OR day_count < :per_day)
     AND (:weekly = 0 OR week <> excluded.week OR instr(channels, excluded.channels) > 0
@@ -98,6 +101,47 @@ export const RECORD_CONTACTS = `INSERT INTO contact_chunks (day, hi, lo, seq, en
   SELECT :day, :hi, :lo, :seq, :entity, :channel, :now, :taken, CASE WHEN count(*) > 0 THEN json_group_array(r.id) END
   FROM recipients r WHERE r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq
     AND (r.outcome <> 'pending' OR ${HAS_CONTACT})`;
+
+/**
+ * The chunk's (:hi) latest record: the one its latest start wrote (a start under the limit
+ * writes one even when it took no contact).
+ */
+export const LATEST_RECORD =
+  'SELECT id, day, entity, channel FROM contact_chunks WHERE hi = :hi ORDER BY id DESC LIMIT 1';
+
+/** The contacts of record :record the service never took (their chunk's result just recorded, its state :state). */
+export const UNTAKEN = `SELECT r.id FROM contact_chunks c
+  JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
+  WHERE c.id = :record AND ${IN_RECORD} AND ${untakenSql((name) => `:${name}`)}`;
+
+/** Record :record no longer holds rows :ids (a JSON array). */
+export const GIVE_BACK_RECORD = `UPDATE contact_chunks SET contacts = contacts - json_array_length(:ids),
+    excluded = (SELECT json_group_array(value) FROM (
+      SELECT value FROM json_each(coalesce(excluded, '[]')) UNION SELECT value FROM json_each(:ids)))
+  WHERE id = :record`;
+export const GIVE_BACK_SLOTS =
+  'DELETE FROM contact_slots WHERE day = :day AND recipient IN (SELECT value FROM json_each(:ids))';
+
+const GIVEN = (column: string) => `${column} IN (SELECT value FROM json_each(:ids))`;
+/**
+ * The key's (`k`) week's latest channel, :channel, was opened by a contact given back, which
+ * was also the key's latest: no other contact of the week used it.
+ */
+const OPENED = `(k.week = :week_no AND ${GIVEN('k.opened')} AND ${GIVEN('k.recipient')}
+  AND substr(k.channels, -length(:channel) - 2) = ',' || :channel || ',')`;
+
+/**
+ * The keys of rows :ids give back their contacts of the record's day (:day_no) and, when
+ * OPENED, the week's channel; a key whose latest contact was given back names none (0).
+ */
+export const GIVE_BACK_KEYS = `UPDATE contact_keys AS k SET
+    day_count = CASE WHEN k.day = :day_no THEN max(k.day_count - g.n, 0) ELSE k.day_count END,
+    channels = CASE WHEN ${OPENED} THEN substr(k.channels, 1, length(k.channels) - length(:channel) - 1)
+                    ELSE k.channels END,
+    opened = CASE WHEN ${OPENED} THEN 0 ELSE k.opened END,
+    recipient = CASE WHEN ${GIVEN('k.recipient')} THEN 0 ELSE k.recipient END
+  FROM (SELECT ${KEY} AS key, count(*) AS n FROM recipients r WHERE ${GIVEN('r.id')} GROUP BY 1) AS g
+  WHERE k.entity = :entity AND k.key = g.key`;
 
 /** The rows a prune step deletes next (ids :lo to :hi, :max_rows of them): the first and last. */
 export const PRUNE_BATCH = `SELECT min(id) AS first, max(id) AS last

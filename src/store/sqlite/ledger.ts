@@ -4,7 +4,7 @@
 
 import type { SQLInputValue } from 'node:sqlite';
 import { contactsPage, contactsParams, fileCheckColumns, toContact } from '../ledger-rows.ts';
-import type { ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
+import type { ChunkState, ContactRecord, ContactsQuery, FileChecks } from '../store.ts';
 import type { SqliteDb } from './connection.ts';
 import * as L from './ledger-sql.ts';
 
@@ -29,4 +29,53 @@ export function keepContacts(db: SqliteDb, lo: number, hi: number, maxRows: numb
   const kept = { first: batch.first, last: batch.last ?? batch.first, hi } as Record<string, SQLInputValue>;
   db.stmt(L.KEEP_CONTACTS).run(kept);
   db.stmt(L.DROP_KEPT).run(kept);
+}
+
+/**
+ * In a chunk result's transaction (its new state `state`): the contacts of its latest start
+ * that the service never took are given back (docs/campaign-rules.md "Contacts given back").
+ */
+export function giveBackContacts(
+  db: SqliteDb,
+  chunk: { lo: number; hi: number; seq: number; state: ChunkState },
+) {
+  const record = db.stmt(L.LATEST_RECORD).get({ hi: chunk.hi });
+  if (!record) return;
+  const untaken = db
+    .stmt(L.UNTAKEN)
+    .all({ record: record.id, state: chunk.state } as Record<string, SQLInputValue>);
+  if (untaken.length === 0) return;
+  const day = String(record.day);
+  const dayNo = dayNumber(day);
+  const all: Record<string, unknown> = {
+    record: record.id,
+    ids: JSON.stringify(untaken.map((r) => r.id)),
+    day,
+    day_no: dayNo,
+    // Its Monday: 1970-01-01 was a Thursday.
+    week_no: dayNo - ((dayNo + 3) % 7),
+    entity: record.entity,
+    channel: record.channel,
+  };
+  for (const sql of [L.GIVE_BACK_RECORD, L.GIVE_BACK_SLOTS, L.GIVE_BACK_KEYS])
+    db.stmt(sql).run(named(sql, all) as Record<string, SQLInputValue>);
+}
+
+/** A local date (`YYYY-MM-DD`) as contact_keys keeps it: days since 1970-01-01. */
+export function dayNumber(date: string): number {
+  return Date.parse(`${date}T00:00:00Z`) / 86_400_000;
+}
+
+const namesOf = new Map<string, string[]>();
+
+/** The parameters `sql` names (node:sqlite refuses any other). */
+export function named(sql: string, all: Record<string, unknown>): Record<string, unknown> {
+  let names = namesOf.get(sql);
+  if (!names) {
+    names = [...new Set(Array.from(sql.matchAll(/(?<![:\w]):([a-z_][a-z0-9_]*)/g), (m) => m[1]!))];
+    namesOf.set(sql, names);
+  }
+  const out: Record<string, unknown> = {};
+  for (const n of names) out[n] = all[n];
+  return out;
 }

@@ -8,6 +8,7 @@ import {
   abandonedChunkState,
   CANCELLED_DETAIL,
   CHUNK_OUTCOME,
+  givesBack,
   needsReportCheck,
   type PartWrite,
   planChunkResult,
@@ -26,6 +27,7 @@ import type {
 } from '../store.ts';
 import { changes, list, type SqliteDb } from './connection.ts';
 import { addDeliveryMinute } from './deliveries.ts';
+import { giveBackContacts } from './ledger.ts';
 import { writeReplyTargets } from './reply-targets.ts';
 import * as S from './sql.ts';
 
@@ -143,6 +145,8 @@ export async function recordChunkResult(
     hi,
   });
   return db.tx(() => {
+    // Inflight: the result is its latest start's (a worker that took the file over since has it in doubt).
+    const wasInflight = db.stmt(S.CHUNK_STATE).get(fileId, seq)?.state === 'inflight';
     const reported = (part: PartOutcome): boolean => {
       const check = reportCheck(part);
       if (check.kind === 'whole') return reportedWhole.get({ seq, lo, hi }) !== undefined;
@@ -182,6 +186,8 @@ export async function recordChunkResult(
       file_id: fileId,
       seq,
     });
+    if (wasInflight && givesBack(result, plan.state))
+      giveBackContacts(db, { lo, hi, seq, state: plan.state });
     // Replies to the file's short code find these recipients (docs/replies.md).
     writeReplyTargets(db, fileId, seq, now, { lo, hi });
     return plan.state;

@@ -240,6 +240,119 @@ export function campaignRules(t: ContractContext): void {
     });
   });
 
+  describe('a chunk result gives back the contacts the service never took', () => {
+    const sending = { fileState: 'sending' } as const;
+    const contacted = async () =>
+      (
+        await store.contacts({ from: '2000-01-01', to: '2100-01-01', entity: null, after: null, limit: 100 })
+      ).map((c) => [c.fileId, c.key]);
+    const held = async (fileId: string) => {
+      const rows = [];
+      for await (const r of store.recipients(fileId)) if (r.outcome === 'contact_limit') rows.push(r.number);
+      return rows;
+    };
+    const ids = async (fileId: string, seq: number) =>
+      (await store.chunkDestinations(fileId, seq)).map((d) => d.messageId);
+    const bogota = (date: string) => h.clock.set(new Date(`${date}T10:00:00-05:00`));
+
+    it('rejected, failed and put-back recipients give their contact back; sent and in-doubt ones keep it', async () => {
+      await t.sendingFile('a', 5, 5);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      const [sent, doubt, rejected, failed, back] = await ids('a', 1);
+      await store.recordChunkResult('a', 1, {
+        state: 'in_doubt',
+        attempts: 5,
+        parts: [
+          { messageIds: [sent!], outcome: 'sent', transactionNumber: 'T1' },
+          { messageIds: [doubt!], outcome: 'in_doubt', code: 'DROPLINE_ERR_SERVICE_IN_DOUBT' },
+          { messageIds: [rejected!], outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
+          { messageIds: [failed!], outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+          { messageIds: [back!], outcome: 'pending', code: 'DROPLINE_ERR_SERVICE_AUTH' },
+        ],
+      });
+      expect(await contacted()).toEqual([
+        ['a', '573000000001'],
+        ['a', '573000000002'],
+      ]);
+      // Another campaign the same day reaches the three the service never took.
+      await t.sendingFile('b', 5, 5);
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+      expect(await held('b')).toEqual(['573000000001', '573000000002']);
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('began');
+      expect((await contacted()).filter(([f]) => f === 'b')).toEqual([
+        ['b', '573000000003'],
+        ['b', '573000000004'],
+        ['b', '573000000005'],
+      ]);
+    });
+
+    it('a whole request failed for good (every try refused) gives back every contact of its chunk', async () => {
+      await t.sendingFile('a', 2, 2);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      await store.recordChunkResult('a', 1, {
+        state: 'failed',
+        attempts: 5,
+        errorCode: 'DROPLINE_ERR_SERVICE_UNAVAILABLE',
+        parts: [{ messageIds: await ids('a', 1), outcome: 'failed', wholeChunk: true }],
+      });
+      expect(await contacted()).toEqual([]);
+      await t.sendingFile('b', 2, 2);
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('began');
+      // Sent again the same day (retry), the first file's recipients take their contact anew.
+      await store.requeueChunks('a', ['failed']);
+      expect(await store.beginChunk('a', 1, sending, limit(2))).toBe('began');
+      expect(await contacted()).toHaveLength(4);
+    });
+
+    it("the week's channel goes back with the contact that opened it, never one an earlier contact opened", async () => {
+      bogota('2026-02-23');
+      await t.sendingFile('wa-mon', 1, 1);
+      expect(await store.beginChunk('wa-mon', 1, sending, ley2300('whatsapp'))).toBe('began');
+      await store.recordChunkResult('wa-mon', 1, {
+        state: 'accepted',
+        attempts: 1,
+        parts: [{ messageIds: await ids('wa-mon', 1), outcome: 'sent' }],
+      });
+      // Wednesday: the number (contacted by WhatsApp on Monday) and a new one; the service takes neither.
+      bogota('2026-02-25');
+      const two = validRows(2, 2).map((r) => ({ ...r, number: String(573000000000 + r.idx) }));
+      await t.sendingFile('wa-wed', 2, 2, two);
+      expect(await store.beginChunk('wa-wed', 1, sending, ley2300('whatsapp'))).toBe('began');
+      await store.recordChunkResult('wa-wed', 1, {
+        state: 'failed',
+        attempts: 10,
+        parts: [
+          { messageIds: await ids('wa-wed', 1), outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+        ],
+      });
+      // SMS the same day: the new number's week is free again; Monday's WhatsApp still stands.
+      await t.sendingFile('sms-wed', 2, 2, two);
+      expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toBe('held');
+      expect(await held('sms-wed')).toEqual(['573000000001']);
+      expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toBe('began');
+    });
+
+    it('a recipient in doubt keeps its contact even when its retry the same day fails', async () => {
+      await t.sendingFile('a', 1, 1);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      await store.recordChunkResult('a', 1, {
+        state: 'in_doubt',
+        attempts: 1,
+        parts: [{ messageIds: await ids('a', 1), outcome: 'in_doubt', wholeChunk: true }],
+      });
+      await store.requeueChunks('a', ['in_doubt']);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      await store.recordChunkResult('a', 1, {
+        state: 'failed',
+        attempts: 5,
+        parts: [{ messageIds: await ids('a', 1), outcome: 'failed', wholeChunk: true }],
+      });
+      expect(await contacted()).toEqual([['a', '573000000001']]);
+      await t.sendingFile('b', 1, 1);
+      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+    });
+  });
+
   describe('the contact ledger of an entity (channels a week, compliance)', () => {
     /** The file's recipients: [number, outcome, detail]. */
     const outcomes = async (fileId: string) => {
