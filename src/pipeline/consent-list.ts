@@ -1,11 +1,11 @@
 // The consent list of a configuration (`consent.list`, NO_CONSENT; docs/opt-outs.md "Consent
 // lists"), kept fresh the way opt-out lists are (./suppression-lists.ts): a local path,
 // `s3://bucket/key` or `<sourceName>:<path>`, read once at start (unreadable: a start-up
-// error), asked before each file's read and every minute whether it changed (a stat, a HEAD)
-// and read again whole when it did. A list that cannot be read again keeps its last good copy
+// error), asked before each file's read (waited for at most 10 s while a copy is in use) and
+// every minute whether it changed (a stat, a HEAD) and read again whole when it did. A list that cannot be read again keeps its last good copy
 // (a warning). A new content of which more than half the entry lines are no entry, or that
-// holds fewer than half the entries of the copy in use, is refused: the files wait
-// (DROPLINE_ERR_CONSENT_LIST_REFUSED) until it is put right, never sent on an empty list;
+// holds fewer than half the entries of the copy in use, is refused, at start too: the files
+// wait (DROPLINE_ERR_CONSENT_LIST_REFUSED) until it is put right, never sent on an empty list;
 // the refusal is published on SUPPRESSION_LIST_CHANNEL (the `suppression-list-refused` alert).
 // describe() tells /metrics what it tells of the opt-out lists (docs/metrics.md).
 import { createHash } from 'node:crypto';
@@ -28,6 +28,8 @@ import {
   s3UrlClient,
 } from './suppression-list-backends.ts';
 import {
+  CHECK_WAIT_MS,
+  lateCheck,
   MAX_INVALID_SHARE,
   MIN_KEPT_SHARE,
   parseListLocation,
@@ -110,6 +112,8 @@ export class ConsentList {
   #checkedAt: Date | null = null;
   #lastError: string | null = null;
   #warnedAt = 0;
+  #lateSaidAt = 0;
+  readonly #waitMs: number;
   #failures = 0;
   #stopped = false;
 
@@ -118,10 +122,15 @@ export class ConsentList {
     sources: ReadonlyMap<string, Source>,
     sourceNames: Iterable<string>,
     log: ListLogger,
+    options: {
+      /** How long a file waits for a check while a copy is in use (default 10 s, as opt-out lists). */
+      checkWaitMs?: number;
+    } = {},
   ) {
     const loc = parseListLocation(value, new Set(sourceNames), KEY);
     this.#location = showLocation(loc);
     this.#log = log;
+    this.#waitMs = options.checkWaitMs ?? CHECK_WAIT_MS;
     if (loc.kind === 'local') this.#backend = new LocalFileBackend(loc.path);
     else if (loc.kind === 's3') {
       this.#backend = new S3UrlBackend(() => (this.#s3 ??= s3UrlClient(undefined)), loc.bucket, loc.key);
@@ -150,15 +159,19 @@ export class ConsentList {
     );
   }
 
-  /** Reads the list once (a DroplineError when it cannot be), then checks it every minute. */
+  /**
+   * Reads the list once (a DroplineError when it cannot be), then checks it every minute. A
+   * content refused is no start-up error, as with opt-out lists: said (#refuse), the files
+   * wait (forChannel) while delivery reports and replies go on being received.
+   */
   async start(checkEveryMs = CHECK_EVERY_MS): Promise<void> {
     this.#everyMs = checkEveryMs;
     await this.#check();
-    if (this.#refused) throw this.#refusedError();
-    this.#log.info(
-      { list: KEY, location: this.#location, entries: this.#table!.size },
-      'consent list loaded',
-    );
+    if (!this.#refused)
+      this.#log.info(
+        { list: KEY, location: this.#location, entries: this.#table!.size },
+        'consent list loaded',
+      );
     this.#timer = setInterval(() => void this.check(), checkEveryMs);
     this.#timer.unref();
   }
@@ -180,11 +193,24 @@ export class ConsentList {
     this.#log.info({ list: KEY, location: this.#location }, `${KEY}: readable again`);
   }
 
-  /** The check of a file of `channel`, the list asked first whether it changed. */
+  /**
+   * The check of a file of `channel`, the list asked first whether it changed: waited for at
+   * most checkWaitMs while a copy is in use (a store that does not answer), then the file goes
+   * on with that copy.
+   */
   async forChannel(channel: string): Promise<ConsentCheck> {
     // Never read: a file must not go without it, so a list that cannot be read fails it.
     if (this.#table === null) await this.#check();
-    else await this.check();
+    else if (
+      (await lateCheck(this.check(), this.#waitMs)) &&
+      Date.now() - this.#lateSaidAt >= this.#everyMs
+    ) {
+      this.#lateSaidAt = Date.now();
+      this.#log.warn(
+        { list: KEY, location: this.#location, waitedMs: this.#waitMs },
+        `${KEY}: no answer yet whether it changed; the file goes on with the copy read ${this.#loadedAt?.toISOString()}`,
+      );
+    }
     if (this.#refused) throw this.#refusedError();
     return this.#table!.forChannel(channel);
   }

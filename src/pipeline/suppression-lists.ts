@@ -156,7 +156,23 @@ export interface SuppressionListsOptions {
 }
 
 const CHECK_EVERY_MS = 60_000;
-const CHECK_WAIT_MS = 10_000;
+export const CHECK_WAIT_MS = 10_000;
+
+/**
+ * Waits for `check` at most `waitMs`: true when it was late (it goes on; its outcome is its
+ * own business, a failure counted where it is made).
+ */
+export async function lateCheck(check: Promise<void>, waitMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((done) => {
+    timer = setTimeout(() => done(true), waitMs);
+  });
+  try {
+    return await Promise.race([check.then(() => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 /** A source name (schema.ts): the part before the first colon that may name one. */
 const SOURCE_NAME = /^[A-Za-z0-9._-]+$/;
 /** dropline moves what is in these: a list there would be sent, or moved away. */
@@ -519,13 +535,10 @@ export class SuppressionLists {
     // Never read (start() not called, or stopped before): a file must not go without it, so
     // a list that cannot be read fails the file's start (it is tried again later).
     if (entry.list === null) return entry.single(() => this.#refresh(entry));
-    const check = entry.single(() => this.#reload(entry));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((done) => {
-      timer = setTimeout(() => done(true), this.#waitMs);
-    });
-    const wasLate = await Promise.race([check.then(() => false), late]);
-    clearTimeout(timer);
+    const wasLate = await lateCheck(
+      entry.single(() => this.#reload(entry)),
+      this.#waitMs,
+    );
     const now = Date.now();
     if (wasLate && now - entry.lateSaidAt >= this.#everyMs) {
       entry.lateSaidAt = now;

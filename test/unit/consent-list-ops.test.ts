@@ -198,3 +198,29 @@ it('a refused content: the files wait, the suppression-list-refused alert names 
   }
   expect(got.map((g) => g.path).sort()).toEqual(['/json', '/slack']);
 });
+
+it('a list refused on its very first read does not stop the start (reports and replies go on being received): the files wait until it is put right', async () => {
+  const path = await listWith('not;a;consent;list\nnor this\n');
+  const { logger, lines } = capture();
+  const consent = new ConsentList(path, new Map(), [], logger);
+  try {
+    await consent.start(3_600_000);
+    expect(consent.describe().refused).toMatchObject({ reason: 'unparseable' });
+    expect(lines.filter((l) => l.level === 50).map((l) => l.msg)).toEqual([
+      expect.stringContaining('consent.list: refused'),
+    ]);
+    expect(events).toEqual([
+      expect.objectContaining({ kind: 'consent', refused: true, reason: 'unparseable' }),
+    ]);
+    const err = await consent.forChannel('sms').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect((err as DroplineError).code).toBe('DROPLINE_ERR_CONSENT_LIST_REFUSED');
+    expect((err as DroplineError).message).toContain('no copy of it was read before');
+    await writeFile(path, TEXT);
+    expect((await consent.forChannel('sms')).allows('573001000000')).toBe(true);
+  } finally {
+    consent.stop();
+  }
+});

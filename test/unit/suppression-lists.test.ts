@@ -13,6 +13,7 @@ import type SftpClient from 'ssh2-sftp-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DroplineError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
+import { ConsentList } from '../../src/pipeline/consent-list.ts';
 import {
   parseListLocation,
   readListsOnce,
@@ -475,6 +476,26 @@ describe('S3: s3://bucket/key and <s3source>:<path> on s3rver', () => {
     } finally {
       s3.thaw();
       await l.stop();
+    }
+  });
+
+  it('the consent list too: a store that stops answering, the file goes on after checkWaitMs with the copy in use', async () => {
+    await putObject(s3.client, 'lists/consent.txt', '3001234567;sms\n');
+    const { logger, lines } = capture();
+    const consent = new ConsentList(`s3://${BUCKET}/lists/consent.txt`, new Map(), [], logger, {
+      checkWaitMs: 300,
+    });
+    await consent.start(3_600_000);
+    s3.freeze();
+    try {
+      const t0 = Date.now();
+      const got = await consent.forChannel('sms');
+      expect(Date.now() - t0).toBeLessThan(5000);
+      expect(got.allows('573001234567')).toBe(true);
+      expect(lines.some((x) => x.level === 40 && String(x.msg).includes('no answer yet'))).toBe(true);
+    } finally {
+      s3.thaw();
+      consent.stop();
     }
   });
 
