@@ -163,6 +163,13 @@ export function replyHandler(o: ReplyHandlerOptions): ReplyHandler {
       return kept.fileId;
     },
     async sendOwed() {
+      // Answers whose process died while sending them: failed, never sent again (docs/opt-outs.md "Answers").
+      const abandoned = await o.store.abandonAnswers();
+      if (abandoned > 0)
+        o.logger.warn(
+          { answers: abandoned },
+          'reply answers left sending by a process that stopped: failed, not sent again (they may have been taken)',
+        );
       if (!o.answerer) return 0;
       let sent = 0;
       // Each answer once a sweep (one put back owed waits for the next sweep, a minute later:

@@ -214,6 +214,12 @@ export function settleAnswerSql(p: Param, now: string): string {
   WHERE reply = ${p('reply', 'bigint')} AND state = 'sending'`;
 }
 
+/** Answers `sending` since before `before` (their process died) are failed, with :detail. */
+export function abandonAnswersSql(p: Param, now: string, before: string): string {
+  return `UPDATE reply_answers SET state = 'failed', detail = ${p('detail', 'text')}, updated_at = ${now}
+  WHERE state = 'sending' AND updated_at < ${before}`;
+}
+
 /** The answers owed, oldest reply first. */
 export function answersOwedSql(p: Param): string {
   return `SELECT reply FROM reply_answers WHERE state = 'owed' AND reply > ${p('after', 'bigint')}

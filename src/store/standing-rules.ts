@@ -112,6 +112,16 @@ export function* operatorRule(change: OperatorChange, at: string | null): Rule<O
 /** Claims made of an answer before it is failed for good (docs/opt-outs.md "Answers"). */
 export const MAX_ANSWER_ATTEMPTS = 5;
 
+/**
+ * How long an answer may stay `sending`: longer, the process sending it died (its tries and
+ * waits take minutes at most), and it is failed (Store.abandonAnswers).
+ */
+export const ANSWER_SENDING_LIMIT_MS = 3_600_000;
+
+/** What an answer failed that way says (kept as its detail). */
+export const ANSWER_ABANDONED =
+  'the process sending it stopped before it knew whether the service took it: not sent again';
+
 /** Why an answer was skipped (kept as its detail). */
 export const ANSWER_SKIPPED = {
   stale: 'owed for more than a day: not sent',

@@ -326,6 +326,11 @@ export interface Store {
    * answer put back owed is not asked again in the same sweep).
    */
   answersOwed(limit: number, after?: number): Promise<number[]>;
+  /**
+   * Answers left `sending` for over ANSWER_SENDING_LIMIT_MS on the store's clock (the process
+   * sending them died) are failed, never sent again (they may have been taken): how many.
+   */
+  abandonAnswers(): Promise<number>;
   /** Reply `reply`'s answer, as kept; null: it owed none. */
   replyAnswer(reply: number): Promise<ReplyAnswer | null>;
   /** Replies flagged for review (intent `review`), in the order received, after `afterId`. */

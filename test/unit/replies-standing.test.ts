@@ -9,6 +9,7 @@ import { AnswerNotTaken, type ReplyAnswerer } from '../../src/replies/answers.ts
 import { type IncomingReply, replyHandler } from '../../src/replies/standing.ts';
 import { SqliteStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/store.ts';
+import { waitFor } from '../helpers/pipeline-harness.ts';
 
 const N = '573001112233';
 let store: Store;
@@ -168,6 +169,33 @@ describe('replyHandler', () => {
     expect(sent).toHaveLength(2);
     const last = (await store.replies({ limit: 10 })).at(-1)!;
     expect(await store.replyAnswer(last.id)).toMatchObject({ state: 'failed' });
+  });
+
+  it('an answer left sending by a process that died: the sweep an hour later fails it, says so, never sends it', async () => {
+    let now = Date.UTC(2026, 10, 28, 15, 0, 0);
+    const clocked = new SqliteStore({ path: ':memory:', now: () => new Date(now) });
+    await clocked.migrate();
+    try {
+      // The dead process: its answer claimed, its request never answered.
+      const hung: ReplyAnswerer = { answer: () => new Promise(() => {}) };
+      const dead = replyHandler({ store: clocked, config, listsHolding: null, answerer: hung, logger });
+      await dead.record(reply('AYUDA'));
+      const kept = (await clocked.replies({ limit: 1 }))[0]!;
+      await waitFor(
+        'the answer claimed',
+        async () => (await clocked.replyAnswer(kept.id))?.state === 'sending',
+      );
+      const sweeper = replyHandler({ store: clocked, config, listsHolding: null, answerer, logger });
+      await sweeper.sendOwed();
+      expect(await clocked.replyAnswer(kept.id)).toMatchObject({ state: 'sending' });
+      now += 3_600_000 + 1000;
+      await sweeper.sendOwed();
+      expect(await clocked.replyAnswer(kept.id)).toMatchObject({ state: 'failed' });
+      expect(lines.filter((l) => l.answers === 1 && String(l.msg).includes('left sending'))).toHaveLength(1);
+      expect(sent).toEqual([]);
+    } finally {
+      await clocked.close();
+    }
   });
 
   it('a service refusing for a while: a sweep asks each answer owed once, and none is given up', async () => {

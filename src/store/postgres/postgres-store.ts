@@ -112,6 +112,7 @@ export class PostgresStore implements Store {
   readonly claimAnswer: Store['claimAnswer'] = (...a) => standing.claimAnswer(this.db, ...a);
   readonly settleAnswer: Store['settleAnswer'] = (...a) => standing.settleAnswer(this.db, ...a);
   readonly answersOwed: Store['answersOwed'] = (...a) => standing.answersOwed(this.db, ...a);
+  readonly abandonAnswers: Store['abandonAnswers'] = () => standing.abandonAnswers(this.db);
   readonly replyAnswer: Store['replyAnswer'] = (...a) => standing.replyAnswer(this.db, ...a);
   readonly repliesToReview: Store['repliesToReview'] = (...a) => standing.repliesToReview(this.db, ...a);
   readonly countRepliesToReview: Store['countRepliesToReview'] = () => standing.countRepliesToReview(this.db);

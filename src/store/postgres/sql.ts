@@ -6,6 +6,7 @@
 // Every name is unqualified: search_path is the store's schema on each connection.
 
 import {
+  abandonAnswersSql,
   acquisitionOrder,
   answersOwedSql,
   claimAnswerSql,
@@ -1104,6 +1105,9 @@ export const CLAIM_ANSWER = statement(claimAnswerSql(param, NOW, `${NOW} - inter
 export const SKIP_ANSWER = statement(skipAnswerSql(param, NOW));
 export const SETTLE_ANSWER = statement(settleAnswerSql(param, NOW));
 export const ANSWERS_OWED = statement(answersOwedSql(param));
+export const ABANDON_ANSWERS = statement(
+  abandonAnswersSql(param, NOW, `${NOW} - :limit_ms * interval '1 millisecond'`),
+);
 export const REPLY_ANSWER = statement(replyAnswerSql(param));
 /** The number's confirmation day taken, kept on the answer (CONFIRMATION_DAY's day). */
 export const ANSWER_DAY = statement(

@@ -3,6 +3,8 @@
 
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
 import {
+  ANSWER_ABANDONED,
+  ANSWER_SENDING_LIMIT_MS,
   ANSWER_SKIPPED,
   claimAnswerRule,
   MAX_ANSWER_ATTEMPTS,
@@ -109,6 +111,14 @@ export async function settleAnswer(
 export async function answersOwed(db: PgDb, limit: number, after = 0): Promise<number[]> {
   const rows = await db.rows('reading the answers owed', S.ANSWERS_OWED, { limit, after });
   return rows.map((r) => num(r.reply));
+}
+
+export async function abandonAnswers(db: PgDb): Promise<number> {
+  return db.count('failing the answers left sending', S.ABANDON_ANSWERS, {
+    now: db.now(),
+    limit_ms: ANSWER_SENDING_LIMIT_MS,
+    detail: ANSWER_ABANDONED,
+  });
 }
 
 export async function replyAnswer(db: PgDb, reply: number): Promise<ReplyAnswer | null> {

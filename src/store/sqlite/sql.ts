@@ -4,6 +4,7 @@
 // messageId scheme, which file next) and ../campaign-rules.ts, ../retention.ts.
 
 import {
+  abandonAnswersSql,
   acquisitionOrder,
   answersOwedSql,
   claimAnswerSql,
@@ -513,5 +514,6 @@ export const CLAIM_ANSWER = claimAnswerSql(param, ':now', ':stale');
 export const SKIP_ANSWER = skipAnswerSql(param, ':now');
 export const SETTLE_ANSWER = settleAnswerSql(param, ':now');
 export const ANSWERS_OWED = answersOwedSql(param);
+export const ABANDON_ANSWERS = abandonAnswersSql(param, ':now', ':before');
 export const REPLY_ANSWER = replyAnswerSql(param);
 export const ANSWER_DAY = 'UPDATE reply_answers SET day = :day WHERE reply = :reply';

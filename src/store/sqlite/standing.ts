@@ -4,6 +4,8 @@
 import { localDate } from '../../plan/send-window.ts';
 import { num, numOrNull, str, toReply, toStandingChange } from '../mapping.ts';
 import {
+  ANSWER_ABANDONED,
+  ANSWER_SENDING_LIMIT_MS,
   ANSWER_SKIPPED,
   claimAnswerRule,
   MAX_ANSWER_ATTEMPTS,
@@ -116,6 +118,12 @@ export async function answersOwed(db: SqliteDb, limit: number, after = 0): Promi
     .stmt(S.ANSWERS_OWED)
     .all({ limit, after })
     .map((r) => num(r.reply));
+}
+
+export async function abandonAnswers(db: SqliteDb): Promise<number> {
+  const now = db.now();
+  const before = new Date(Date.parse(now) - ANSWER_SENDING_LIMIT_MS).toISOString();
+  return changes(db.stmt(S.ABANDON_ANSWERS).run({ now, before, detail: ANSWER_ABANDONED }));
 }
 
 export async function replyAnswer(db: SqliteDb, reply: number): Promise<ReplyAnswer | null> {

@@ -3,6 +3,7 @@
 // an opt-in from a number a configured list holds is kept as such; replies flagged for review
 // change nothing; one confirmation text a number a Bogotá day, whatever the number of stores.
 import { beforeEach, expect, it } from 'vitest';
+import { ANSWER_ABANDONED } from '../../../src/store/standing-rules.ts';
 import type { NewReply, Store } from '../../../src/store/store.ts';
 import type { ContractContext, StoreHarness } from './helpers.ts';
 
@@ -257,6 +258,22 @@ export function standing(t: ContractContext): void {
     h.clock.set(new Date(Date.parse(t.at(0)) + 86_400_000 + 1000));
     expect(await store.claimAnswer(id, 'America/Bogota')).toBeNull();
     expect(await store.replyAnswer(id)).toMatchObject({ state: 'skipped' });
+    expect(await store.answersOwed(10)).toEqual([]);
+  });
+
+  it('an answer left sending by a process that died is failed after an hour, never sent again; one sending now is left alone', async () => {
+    const first = (await store.recordReply(reply(0, 'AYUDA', 'help', 'AYUDA', { answer: help })))!.id;
+    const second = (await store.recordReply(reply(1, 'HELP', 'help', 'HELP', { answer: help })))!.id;
+    expect(await store.claimAnswer(first, 'America/Bogota')).not.toBeNull();
+    h.clock.set(new Date(Date.parse(t.at(0)) + 3_600_000 + 1000));
+    expect(await store.claimAnswer(second, 'America/Bogota')).not.toBeNull();
+    expect(await store.abandonAnswers()).toBe(1);
+    expect(await store.replyAnswer(first)).toMatchObject({
+      state: 'failed',
+      detail: ANSWER_ABANDONED,
+    });
+    expect(await store.replyAnswer(second)).toMatchObject({ state: 'sending' });
+    expect(await store.abandonAnswers()).toBe(0);
     expect(await store.answersOwed(10)).toEqual([]);
   });
 }
