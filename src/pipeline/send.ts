@@ -258,8 +258,8 @@ class FileSend {
     const { c, fileId, holding } = this.#o;
     if (!holding) return c.store.setChunkState(fileId, seq, 'inflight', ['pending'], this.#guard);
     const begun = await c.store.beginChunk(fileId, seq, this.#guard, holding);
-    if (begun === 'held') {
-      c.log.info({ fileId, chunk: seq }, `chunk ${seq}: recipients held back`);
+    if (typeof begun === 'object') {
+      c.log.info({ fileId, chunk: seq, ...begun.held }, `chunk ${seq}: recipients held back`);
       this.#reread.add(seq);
     }
     return begun === 'began';

@@ -102,7 +102,7 @@ const askBegin = asker<BeginChunkOperations>();
  * is taken only by a chunk that goes out (docs/campaign-rules.md "How it holds with several
  * workers"). When some were held back, the request read before (their destinations) would
  * carry them: everything is undone but their outcomes, the chunk stays pending, and its
- * sender reads its destinations again (`held`); the next try holds nobody back.
+ * sender reads its destinations again (`{ held }`); the next try holds nobody back.
  */
 export function* beginChunkRule(options: HoldBackOptions): Rule<BeginChunkOperations, BeginChunk> {
   yield* askBegin('savepoint');
@@ -112,7 +112,7 @@ export function* beginChunkRule(options: HoldBackOptions): Rule<BeginChunkOperat
   yield* askBegin('undo');
   if (held.suppressed > 0) yield* askBegin('holdOptOuts', 'SUPPRESSED', HELD_BACK_DETAILS.SUPPRESSED);
   if (refused.length > 0) yield* askBegin('holdRefused', 'CONTACT_LIMIT', refused);
-  return 'held';
+  return { held };
 }
 
 /** Which rule held a row back and when the contact in its way was made, in the limit's zone. */

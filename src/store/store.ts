@@ -263,7 +263,7 @@ export interface Store {
    * The write-ahead of a chunk under campaign rules, one transaction: the chunk pending →
    * inflight as setChunkState (fenced by `guard`), and holdBack on its recipients, so contacts
    * are taken only by a chunk that goes out. When holdBack held anyone back, only their
-   * outcomes stay: the chunk is pending again and no contact is taken (`held`: read its
+   * outcomes stay: the chunk is pending again and no contact is taken (`{ held }`: read its
    * destinations again and begin anew). See BeginChunk.
    */
   beginChunk(

@@ -216,6 +216,11 @@ it('a file paused after its first request and then cancelled keeps no contact fo
     );
     await a.pipeline.drive(again!.fileId);
     expect(await w.store.counts(again!.fileId)).toMatchObject({ submitted: 150, contactLimited: 50 });
+    // The log says how many each chunk held back.
+    const held = a.logs.filter(
+      (l) => l.fileId === again!.fileId && String(l.msg).endsWith('recipients held back'),
+    );
+    expect(held.reduce((n, l) => n + Number(l.contactLimited), 0)).toBe(50);
     const to = await sentTo();
     expect(to).toHaveLength(200);
     expect(new Set(to).size).toBe(200);

@@ -25,11 +25,11 @@ export interface ContactLimitOptions {
 }
 
 /**
- * beginChunk's answer: `began` (inflight, its recipients' contacts taken), `held` (some were
- * held back: the chunk is pending, its destinations to be read again) or `refused` (the
+ * beginChunk's answer: `began` (inflight, its recipients' contacts taken), `{ held }` (these
+ * were held back: the chunk is pending, its destinations to be read again) or `refused` (the
  * fence said no: not this worker's, or the file no longer sending; nothing done).
  */
-export type BeginChunk = 'began' | 'held' | 'refused';
+export type BeginChunk = 'began' | { held: HeldBack } | 'refused';
 
 /** Recipients of the chunk held back by holdBack. */
 export interface HeldBack {

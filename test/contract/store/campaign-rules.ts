@@ -213,7 +213,9 @@ export function campaignRules(t: ContractContext): void {
       await t.sendingFile('b', 2, 2, shifted);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
       // File b holds 573000000002 (contacted by a) and 573000000003 (not yet).
-      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+      expect(await store.beginChunk('b', 1, sending, limit())).toEqual({
+        held: { suppressed: 0, contactLimited: 1 },
+      });
       expect(await chunkStates('b')).toEqual([[1, 'pending', 0]]);
       expect(await contacted()).toEqual([
         ['a', '573000000001'],
@@ -276,7 +278,9 @@ export function campaignRules(t: ContractContext): void {
       ]);
       // Another campaign the same day reaches the three the service never took.
       await t.sendingFile('b', 5, 5);
-      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+      expect(await store.beginChunk('b', 1, sending, limit())).toEqual({
+        held: { suppressed: 0, contactLimited: 2 },
+      });
       expect(await held('b')).toEqual(['573000000001', '573000000002']);
       expect(await store.beginChunk('b', 1, sending, limit())).toBe('began');
       expect((await contacted()).filter(([f]) => f === 'b')).toEqual([
@@ -327,7 +331,9 @@ export function campaignRules(t: ContractContext): void {
       });
       // SMS the same day: the new number's week is free again; Monday's WhatsApp still stands.
       await t.sendingFile('sms-wed', 2, 2, two);
-      expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toBe('held');
+      expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toEqual({
+        held: { suppressed: 0, contactLimited: 1 },
+      });
       expect(await held('sms-wed')).toEqual(['573000000001']);
       expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toBe('began');
     });
@@ -349,7 +355,9 @@ export function campaignRules(t: ContractContext): void {
       });
       expect(await contacted()).toEqual([['a', '573000000001']]);
       await t.sendingFile('b', 1, 1);
-      expect(await store.beginChunk('b', 1, sending, limit())).toBe('held');
+      expect(await store.beginChunk('b', 1, sending, limit())).toEqual({
+        held: { suppressed: 0, contactLimited: 1 },
+      });
     });
   });
 
