@@ -347,7 +347,8 @@ class Retention {
       stopped: this.#stopped,
     })
       .then((t) => {
-        if (t.files + t.recipients + t.events > 0) log.info({ ...t }, 'retention: pruned finished files');
+        if (t.files + t.recipients + t.events + t.replies > 0)
+          log.info({ ...t }, 'retention: pruned finished files and old replies');
       })
       .catch((err: Error) => log.error({ err: err.message }, 'retention failed'))
       .finally(() => {

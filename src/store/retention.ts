@@ -25,6 +25,8 @@ export interface PruneTotals {
   files: number;
   recipients: number;
   events: number;
+  /** Replies received before the cutoff, removed with their answers. */
+  replies: number;
   /** The cutoff: finished files last updated before it were pruned. */
   finishedBefore: string;
 }
@@ -36,13 +38,14 @@ export function retentionCutoff(retentionDays: number, now: Date = new Date()): 
 export async function pruneOld(store: Store, options: PruneOptions): Promise<PruneTotals> {
   const finishedBefore = retentionCutoff(options.retentionDays, options.now);
   const maxRows = options.maxRows ?? PRUNE_ROWS_PER_STEP;
-  const totals: PruneTotals = { files: 0, recipients: 0, events: 0, finishedBefore };
+  const totals: PruneTotals = { files: 0, recipients: 0, events: 0, replies: 0, finishedBefore };
   for (;;) {
     if (options.stopped?.()) return totals;
     const step = await store.prune({ finishedBefore, maxRows });
     if (step.marked) totals.files++;
     totals.recipients += step.recipients;
     totals.events += step.events;
+    totals.replies += step.replies;
     if (step.idle) return totals;
     await new Promise((resolve) => setTimeout(resolve, options.pauseMs ?? 0));
   }
@@ -65,6 +68,11 @@ export type PruneOperations = {
   markPruned(file: PruneFile): void;
   /** Orphan reports recorded before `before`, at most maxRows of them, deleted: how many. */
   pruneOrphans(before: string, maxRows: number): number;
+  /**
+   * Replies received before `before`, at most maxRows of them (the oldest), deleted with their
+   * answers: how many. The opt-outs they made and the numbers' histories stay.
+   */
+  pruneReplies(before: string, maxRows: number): number;
   /** At most maxRows of the file's recipients deleted: how many, their transaction numbers, and whether rows are left. */
   pruneRecipients(file: PruneFile, maxRows: number): { deleted: number; tns: string[]; left: boolean };
   /** The file's chunks, attachments and spans deleted, its `pruning` done: the chunks' transaction numbers. */
@@ -80,7 +88,8 @@ const ask = asker<PruneOperations>();
  * (marked, its counts kept); at most maxRows of its recipients, then, once none is left, its
  * chunks and attachments; the file's delivery reports found by the transaction numbers of its
  * rows and chunks (a report names its request's), not by a scan of every report. With no
- * file left: orphan reports recorded before the cutoff, a batch at a time.
+ * file left: orphan reports recorded before the cutoff, and replies received before it, a
+ * batch of each at a time.
  */
 export function* pruneRule(options: {
   finishedBefore: string;
@@ -93,6 +102,7 @@ export function* pruneRule(options: {
     fileDone: false,
     recipients: 0,
     events: 0,
+    replies: 0,
     idle: false,
   };
   let file = yield* ask('pruningFile');
@@ -105,7 +115,8 @@ export function* pruneRule(options: {
   }
   if (!file) {
     step.events = yield* ask('pruneOrphans', options.finishedBefore, maxRows);
-    step.idle = step.events < maxRows;
+    step.replies = yield* ask('pruneReplies', options.finishedBefore, maxRows);
+    step.idle = step.events < maxRows && step.replies < maxRows;
     return step;
   }
   step.fileId = file.fileId;

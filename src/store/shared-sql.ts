@@ -173,6 +173,22 @@ export function pruneReplyTargetsSql(p: Param, numbers: string): string {
     AND recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')}`;
 }
 
+/** The replies a prune step removes: the oldest received before :before, :max_rows of them. */
+function oldReplies(p: Param): string {
+  return `SELECT id FROM replies WHERE received_at < ${p('before', 'timestamptz')}
+    ORDER BY received_at LIMIT ${p('max_rows', 'int')}`;
+}
+
+/** Retention: the answers of the replies a step removes (run before pruneRepliesSql, in its transaction). */
+export function pruneReplyAnswersSql(p: Param): string {
+  return `DELETE FROM reply_answers WHERE reply IN (${oldReplies(p)})`;
+}
+
+/** Retention: the replies received before the cutoff, a batch (docs/store.md "Retention"). */
+export function pruneRepliesSql(p: Param): string {
+  return `DELETE FROM replies WHERE id IN (${oldReplies(p)})`;
+}
+
 // ---- answers owed to replies (docs/opt-outs.md "Answers") ----
 
 /** The answer a reply just kept is owed, in the transaction that keeps it (`now`: the backend's clock). */

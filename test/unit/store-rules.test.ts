@@ -103,6 +103,7 @@ describe('a prune step, written once', () => {
       prunableFile: () => null,
       markPruned: () => {},
       pruneOrphans: () => 0,
+      pruneReplies: () => 0,
       pruneRecipients: () => ({ deleted: 0, tns: [], left: false }),
       finishFile: () => [],
       pruneEvents: () => 0,
@@ -132,6 +133,7 @@ describe('a prune step, written once', () => {
       prunableFile: async (s, b) => o.prunableFile(s, b),
       markPruned: async (f) => o.markPruned(f),
       pruneOrphans: async (b, m) => o.pruneOrphans(b, m),
+      pruneReplies: async (b, m) => o.pruneReplies(b, m),
       pruneRecipients: async (f, m) => o.pruneRecipients(f, m),
       finishFile: async (f) => o.finishFile(f),
       pruneEvents: async (f, t) => o.pruneEvents(f, t),
@@ -150,6 +152,7 @@ describe('a prune step, written once', () => {
       fileDone: true,
       recipients: 3,
       events: 3,
+      replies: 0,
       idle: false,
     });
   });
@@ -164,11 +167,15 @@ describe('a prune step, written once', () => {
     expect(step).toMatchObject({ fileId: 'f1', marked: false, fileDone: false, recipients: 5, events: 0 });
   });
 
-  it('no file left: orphan reports a batch at a time, idle once a batch is not full', () => {
-    const full = runSync(pruneRule({ finishedBefore: 'x', maxRows: 2 }), ops({ pruneOrphans: () => 2 }).ops);
-    const last = runSync(pruneRule({ finishedBefore: 'x', maxRows: 2 }), ops({ pruneOrphans: () => 1 }).ops);
-    expect(full).toMatchObject({ fileId: null, events: 2, idle: false });
-    expect(last).toMatchObject({ fileId: null, events: 1, idle: true });
+  it('no file left: orphan reports and old replies a batch at a time, idle once neither batch is full', () => {
+    const step = (orphans: number, replies: number) =>
+      runSync(
+        pruneRule({ finishedBefore: 'x', maxRows: 2 }),
+        ops({ pruneOrphans: () => orphans, pruneReplies: () => replies }).ops,
+      );
+    expect(step(2, 0)).toMatchObject({ fileId: null, events: 2, replies: 0, idle: false });
+    expect(step(1, 2)).toMatchObject({ fileId: null, events: 1, replies: 2, idle: false });
+    expect(step(1, 1)).toMatchObject({ fileId: null, events: 1, replies: 1, idle: true });
   });
 });
 

@@ -25,7 +25,8 @@ export function registerPrune(program: Command, setExit: SetExit): void {
         else
           process.stdout.write(
             `pruned ${totals.files} file(s) finished before ${totals.finishedBefore}: ` +
-              `${totals.recipients.toLocaleString('en-US')} recipients, ${totals.events.toLocaleString('en-US')} delivery reports removed\n`,
+              `${totals.recipients.toLocaleString('en-US')} recipients, ${totals.events.toLocaleString('en-US')} delivery reports, ` +
+              `${totals.replies.toLocaleString('en-US')} replies removed\n`,
           );
       });
       setExit(0);

@@ -30,6 +30,10 @@ export async function prune(
         await db.count(what, S.MARK_PRUNED, { file_id: f.fileId, counts: JSON.stringify(counts), now }, c);
       },
       pruneOrphans: (before, maxRows) => db.count(what, S.PRUNE_ORPHANS, { before, max_rows: maxRows }, c),
+      pruneReplies: async (before, maxRows) => {
+        await db.count(what, S.PRUNE_REPLY_ANSWERS, { before, max_rows: maxRows }, c);
+        return db.count(what, S.PRUNE_REPLIES, { before, max_rows: maxRows }, c);
+      },
       pruneRecipients: async (f, maxRows) => {
         const range = idRange(f.fileNo ?? 0);
         const tns: string[] = [];

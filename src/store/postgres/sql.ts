@@ -19,6 +19,8 @@ import {
   oweAnswerSql,
   type Param,
   pathStill,
+  pruneRepliesSql,
+  pruneReplyAnswersSql,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
@@ -1105,6 +1107,8 @@ export const CLAIM_ANSWER = statement(claimAnswerSql(param, NOW, `${NOW} - inter
 export const SKIP_ANSWER = statement(skipAnswerSql(param, NOW));
 export const SETTLE_ANSWER = statement(settleAnswerSql(param, NOW));
 export const ANSWERS_OWED = statement(answersOwedSql(param));
+export const PRUNE_REPLY_ANSWERS = statement(pruneReplyAnswersSql(param));
+export const PRUNE_REPLIES = statement(pruneRepliesSql(param));
 export const ABANDON_ANSWERS = statement(
   abandonAnswersSql(param, NOW, `${NOW} - :limit_ms * interval '1 millisecond'`),
 );

@@ -11,6 +11,8 @@ export interface PruneStep {
   recipients: number;
   /** Delivery reports of the file (and orphan reports) removed. */
   events: number;
+  /** Replies received before the cutoff removed, with their answers (once no file is left). */
+  replies: number;
   /** Nothing is left to prune before this cutoff. */
   idle: boolean;
 }

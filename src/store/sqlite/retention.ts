@@ -25,6 +25,10 @@ export async function prune(
       markPruned: (f) =>
         void db.stmt(S.MARK_PRUNED).run(JSON.stringify(countsNow(db, f.fileId)), now, f.fileId),
       pruneOrphans: (before, maxRows) => changes(db.stmt(S.PRUNE_ORPHANS).run(before, maxRows)),
+      pruneReplies: (before, maxRows) => {
+        db.stmt(S.PRUNE_REPLY_ANSWERS).run({ before, max_rows: maxRows });
+        return changes(db.stmt(S.PRUNE_REPLIES).run({ before, max_rows: maxRows }));
+      },
       pruneRecipients: (f, maxRows) => {
         if (f.fileNo === null) return { deleted: 0, tns: [], left: false };
         const { lo, hi } = idRange(f.fileNo);

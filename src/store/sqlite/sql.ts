@@ -17,6 +17,8 @@ import {
   oweAnswerSql,
   type Param,
   pathStill,
+  pruneRepliesSql,
+  pruneReplyAnswersSql,
   pruneReplyTargetsSql,
   ROW_OUTCOME,
   recipientColumns,
@@ -514,6 +516,8 @@ export const CLAIM_ANSWER = claimAnswerSql(param, ':now', ':stale');
 export const SKIP_ANSWER = skipAnswerSql(param, ':now');
 export const SETTLE_ANSWER = settleAnswerSql(param, ':now');
 export const ANSWERS_OWED = answersOwedSql(param);
+export const PRUNE_REPLY_ANSWERS = pruneReplyAnswersSql(param);
+export const PRUNE_REPLIES = pruneRepliesSql(param);
 export const ABANDON_ANSWERS = abandonAnswersSql(param, ':now', ':before');
 export const REPLY_ANSWER = replyAnswerSql(param);
 export const ANSWER_DAY = 'UPDATE reply_answers SET day = :day WHERE reply = :reply';

@@ -172,6 +172,32 @@ export function repliesJoined(t: ContractContext): void {
     expect((await store.replies({ limit: 10 }))[0]?.fileId).toBeNull();
   });
 
+  it('retention removes the replies received before its cutoff with their answers, a few at a time; opt-outs and their history stay', async () => {
+    const help = { text: 'Ayuda: acme.co', what: 'helpText' as const, confirmation: false };
+    const old = [];
+    for (let i = 0; i < 4; i++)
+      old.push(
+        (await store.recordReply({
+          ...reply(`57300000000${i}`, '890123', i === 0 ? 'SALIR' : 'AYUDA', 1000 + i),
+          optOut: i === 0,
+          intent: i === 0 ? 'opt_out' : 'help',
+          keyword: i === 0 ? 'SALIR' : 'AYUDA',
+          answer: i === 0 ? null : help,
+        }))!.id,
+      );
+    const recent = (await store.recordReply(reply('573000000009', '890123', 'SI', 10_000)))!.id;
+    const totals = await pruneOld(store, { retentionDays: 0, now: new Date(t.at(5000)), maxRows: 3 });
+    expect(totals).toMatchObject({ replies: 4 });
+    expect((await store.replies({ limit: 10 })).map((r) => r.id)).toEqual([recent]);
+    for (const id of old) expect(await store.replyAnswer(id)).toBeNull();
+    // The opt-out the first one made stands, and its history says so.
+    const standing = await store.standing('573000000000');
+    expect(standing.optedOut).toMatchObject({ reply: old[0] });
+    expect(standing.history.map((c) => [c.change, c.keyword, c.reply])).toEqual([
+      ['opted_out', 'SALIR', old[0]],
+    ]);
+  });
+
   // docs/opt-outs.md "A reply delivered again": without the SMSC's message id, the same text
   // from the same number to the same short code less than 60 s after one kept is the same
   // reply delivered again; a person's same answer a minute later is a reply of its own.
