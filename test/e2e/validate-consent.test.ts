@@ -93,3 +93,15 @@ it('a content that is no consent list: refused, never used as an empty list', as
   expect(r.stderr).toContain('consent.list');
   expect(r.stderr).toContain('not a consent list');
 });
+
+it('--consent-list checks the file against another list, instead of the configured one', async () => {
+  // The configured list is refused; the one given is used in its place, in any of the three forms.
+  for (const given of [join(dir, 'consent.txt'), 'drop:lists/consent.txt']) {
+    const r = await validate(join(dir, 'sheet.txt'), ['--json', '--consent-list', given]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ valid: 1, suppressed: 3, noConsent: 2 });
+  }
+  const missing = await validate(join(dir, 'consent.txt'), ['--consent-list', join(dir, 'gone.txt')]);
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toContain('DROPLINE_ERR_CONSENT_LIST');
+});

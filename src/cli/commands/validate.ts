@@ -177,6 +177,10 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       'opted-out numbers, one per line: a file, s3://bucket/key or <sourceName>:<path> (instead of the configured lists)',
     )
     .option(
+      '--consent-list <path>',
+      'who agreed to which channels, `<number or address>;<channels>` lines: a file, s3://bucket/key or <sourceName>:<path> (instead of consent.list)',
+    )
+    .option(
       '--max-line-length <chars>',
       `longest physical line, in characters (at most ${MAX_LINE_LENGTH}, 1 MiB)`,
       lineLength,
@@ -192,15 +196,18 @@ export function registerValidate(program: Command, setExit: SetExit): void {
       '--source <name>',
       'with a configuration: the source whose settings apply (default: the first); flags given here override them',
     )
-    .action(async (file: string, flags: ValidateOptions, cmd: Command) => {
+    .action(async (file: string, flags: ValidateOptions & { consentList?: string }, cmd: Command) => {
       const { opts, from, account, config } = await withSourceSettings(flags, cmd);
       let summary: ReadSummary;
       try {
         // As the daemon reads it (docs/opt-outs.md "Consent lists"): the source's channel's
         // consent, read once; unreadable is exit 2 like an opt-out list.
-        if (config.consent) {
+        // --consent-list replaces the configured list (its <sourceName>: names a configured source).
+        const list = flags.consentList ?? config.consent?.list;
+        if (list) {
           const { readConsentOnce } = await import('../../pipeline/consent-list.ts');
-          opts.consent = await readConsentOnce({ config, channel: opts.channel ?? 'sms' });
+          const consented = { ...config, consent: { list } };
+          opts.consent = await readConsentOnce({ config: consented, channel: opts.channel ?? 'sms' });
         }
         summary = await validateFile(file, opts);
       } catch (err) {
