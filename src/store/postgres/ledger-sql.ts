@@ -58,7 +58,7 @@ const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${lis
 export const TAKE_CONTACTS = statement(
   `WITH taken AS (
      INSERT INTO contact_keys AS k (entity, key, day, day_count, week, channels, at, channel, recipient, opened)
-     SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id, q.id FROM (
+     SELECT ${ENTITY}, q.key, ${DAY}, 1, ${WEEK}, ${ONE_CHANNEL}, ${NOW}, :channel::text, q.id, true FROM (
        SELECT r.id, ${KEY} AS key, row_number() OVER (PARTITION BY ${KEY} ORDER BY r.id) AS n
        FROM ${CHUNK} WHERE ${PENDING}) AS q
      WHERE q.n = :round::int AND NOT ${hasContact('q')}
@@ -68,8 +68,7 @@ export const TAKE_CONTACTS = statement(
        channels = CASE WHEN k.week <> EXCLUDED.week THEN EXCLUDED.channels
                        WHEN strpos(k.channels, EXCLUDED.channels) > 0 THEN k.channels
                        ELSE k.channels || substr(EXCLUDED.channels, 2) END,
-       opened = CASE WHEN k.week <> EXCLUDED.week OR strpos(k.channels, EXCLUDED.channels) = 0
-                     THEN EXCLUDED.recipient ELSE k.opened END,
+       opened = k.week <> EXCLUDED.week OR strpos(k.channels, EXCLUDED.channels) = 0,
        day = EXCLUDED.day, week = EXCLUDED.week, at = EXCLUDED.at, channel = EXCLUDED.channel,
        recipient = EXCLUDED.recipient
      WHERE (k.day <> EXCLUDED.day OR k.day_count < :per_day::int)
@@ -142,10 +141,10 @@ export const LOCK_KEYS = statement(
 
 const GIVEN = (column: string) => `${column} = ANY(:ids::bigint[])`;
 /**
- * The key's (`k`) week's latest channel, :channel, was opened by a contact given back, which
- * was also the key's latest: no other contact of the week used it.
+ * The key's (`k`) latest contact, given back, added its channel (:channel, the week's latest)
+ * to the week's list: no other contact of the week used that channel.
  */
-const OPENED = `(k.week = date_trunc('week', :day::date)::date AND ${GIVEN('k.opened')} AND ${GIVEN('k.recipient')}
+const OPENED = `(k.week = date_trunc('week', :day::date)::date AND k.opened AND ${GIVEN('k.recipient')}
   AND right(k.channels, length(:channel::text) + 2) = ',' || :channel::text || ',')`;
 
 /**
@@ -162,7 +161,7 @@ export const GIVE_BACK = statement(
    UPDATE contact_keys k SET
      day_count = CASE WHEN k.day = :day::date THEN greatest(k.day_count - g.n, 0) ELSE k.day_count END,
      channels = CASE WHEN ${OPENED} THEN left(k.channels, -(length(:channel::text) + 1)) ELSE k.channels END,
-     opened = CASE WHEN ${OPENED} THEN 0 ELSE k.opened END,
+     opened = k.opened AND NOT ${GIVEN('k.recipient')},
      recipient = CASE WHEN ${GIVEN('k.recipient')} THEN 0 ELSE k.recipient END
    FROM (SELECT ${KEY} AS key, count(*) AS n FROM recipients r WHERE ${GIVEN('r.id')} GROUP BY 1) AS g
    WHERE k.entity = :entity::text AND k.key = g.key`,

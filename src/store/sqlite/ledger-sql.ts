@@ -46,7 +46,7 @@ const CHANNEL_COUNT = (list: string) => `(length(${list}) - length(replace(${lis
  * against another writer.
  */
 export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_count, week, channels, channel, recipient, opened)
-  SELECT :entity, ${KEY}, :day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id, r.id
+  SELECT :entity, ${KEY}, :day_no, 1, :week_no, ',' || :channel || ',', :channel, r.id, 1
   FROM recipients r WHERE ${PENDING} AND NOT ${HAS_CONTACT}
   ORDER BY r.id
   ON CONFLICT (entity, key) DO UPDATE SET
@@ -54,8 +54,7 @@ export const TAKE_CONTACTS = `INSERT INTO contact_keys (entity, key, day, day_co
     channels = CASE WHEN week <> excluded.week THEN excluded.channels
                     WHEN instr(channels, excluded.channels) > 0 THEN channels
                     ELSE channels || substr(excluded.channels, 2) END,
-    opened = CASE WHEN week <> excluded.week OR instr(channels, excluded.channels) = 0 THEN excluded.recipient
-                  ELSE opened END,
+    opened = week <> excluded.week OR instr(channels, excluded.channels) = 0,
     day = excluded.day, week = excluded.week, channel = excluded.channel, recipient = excluded.recipient
   WHERE (day <> excluded.day OR day_count < :per_day)
     AND (:weekly = 0 OR week <> excluded.week OR instr(channels, excluded.channels) > 0
@@ -124,10 +123,10 @@ export const GIVE_BACK_SLOTS =
 
 const GIVEN = (column: string) => `${column} IN (SELECT value FROM json_each(:ids))`;
 /**
- * The key's (`k`) week's latest channel, :channel, was opened by a contact given back, which
- * was also the key's latest: no other contact of the week used it.
+ * The key's (`k`) latest contact, given back, added its channel (:channel, the week's latest)
+ * to the week's list: no other contact of the week used that channel.
  */
-const OPENED = `(k.week = :week_no AND ${GIVEN('k.opened')} AND ${GIVEN('k.recipient')}
+const OPENED = `(k.week = :week_no AND k.opened AND ${GIVEN('k.recipient')}
   AND substr(k.channels, -length(:channel) - 2) = ',' || :channel || ',')`;
 
 /**
@@ -138,7 +137,7 @@ export const GIVE_BACK_KEYS = `UPDATE contact_keys AS k SET
     day_count = CASE WHEN k.day = :day_no THEN max(k.day_count - g.n, 0) ELSE k.day_count END,
     channels = CASE WHEN ${OPENED} THEN substr(k.channels, 1, length(k.channels) - length(:channel) - 1)
                     ELSE k.channels END,
-    opened = CASE WHEN ${OPENED} THEN 0 ELSE k.opened END,
+    opened = k.opened AND NOT ${GIVEN('k.recipient')},
     recipient = CASE WHEN ${GIVEN('k.recipient')} THEN 0 ELSE k.recipient END
   FROM (SELECT ${KEY} AS key, count(*) AS n FROM recipients r WHERE ${GIVEN('r.id')} GROUP BY 1) AS g
   WHERE k.entity = :entity AND k.key = g.key`;

@@ -338,6 +338,42 @@ export function campaignRules(t: ContractContext): void {
       expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toBe('began');
     });
 
+    it('a number twice in a chunk given back: both its day slots come back, its week channel stays (another contact used it)', async () => {
+      const twice = (channel: string) => limit(2, 'default', 'America/Bogota', channel, 1);
+      const same = validRows(2, 2).map((r) => ({ ...r, number: '573000000001' }));
+      await t.sendingFile('a', 2, 2, same);
+      expect(await store.beginChunk('a', 1, sending, twice('sms'))).toBe('began');
+      await store.recordChunkResult('a', 1, {
+        state: 'rejected',
+        attempts: 1,
+        parts: [
+          { messageIds: await ids('a', 1), outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
+        ],
+      });
+      expect(await contacted()).toEqual([]);
+      // Its second contact did not add SMS to the week: the store cannot tell that the first
+      // did, so SMS stays the number's channel of the week (the safe side).
+      await t.sendingFile('wa', 1, 1, same.slice(0, 1));
+      expect(await store.beginChunk('wa', 1, sending, twice('whatsapp'))).toEqual({
+        held: { suppressed: 0, contactLimited: 1 },
+      });
+      // The day's two slots are free again: the same two messages the same day go out.
+      await t.sendingFile('b', 2, 2, same);
+      expect(await store.beginChunk('b', 1, sending, twice('sms'))).toBe('began');
+      // Recorded twice (a late duplicate of the result): nothing more is given back.
+      await store.recordChunkResult('a', 1, {
+        state: 'rejected',
+        attempts: 1,
+        parts: [
+          { messageIds: await ids('a', 1), outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
+        ],
+      });
+      await t.sendingFile('c', 1, 1, same.slice(0, 1));
+      expect(await store.beginChunk('c', 1, sending, twice('sms'))).toEqual({
+        held: { suppressed: 0, contactLimited: 1 },
+      });
+    });
+
     it('a recipient in doubt keeps its contact even when its retry the same day fails', async () => {
       await t.sendingFile('a', 1, 1);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');

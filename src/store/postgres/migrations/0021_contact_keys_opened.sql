@@ -1,6 +1,6 @@
 -- A contact the service never took is given back when its chunk's result is recorded
 -- (docs/campaign-rules.md "Contacts given back"). Its day's count is exact from the key's row;
--- its week's channel is given back only when that contact opened the channel that week, so
--- a key keeps `opened`: the recipient whose contact added the latest channel to the week's
--- list (0: unknown, as for every key before this version, or given back already).
-ALTER TABLE contact_keys ADD COLUMN opened bigint NOT NULL DEFAULT 0;
+-- its week's channel is given back only when that contact added the channel to the week's
+-- list, so a key keeps `opened`: true when its latest contact did (false: it did not, it was
+-- given back, or it was taken before this version).
+ALTER TABLE contact_keys ADD COLUMN opened boolean NOT NULL DEFAULT false;
