@@ -374,6 +374,69 @@ export function campaignRules(t: ContractContext): void {
       });
     });
 
+    it('a contact given back from a key that holds other contacts (a third of the day, a third channel of the week): recorded, slots kept', async () => {
+      const one = validRows(1, 1).map((r) => ({ ...r, number: '573000000001' }));
+      const fail = async (fileId: string) =>
+        store.recordChunkResult(fileId, 1, {
+          state: 'failed',
+          attempts: 5,
+          parts: [
+            { messageIds: await ids(fileId, 1), outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
+          ],
+        });
+      const sent = async (fileId: string) =>
+        store.recordChunkResult(fileId, 1, {
+          state: 'accepted',
+          attempts: 1,
+          parts: [{ messageIds: await ids(fileId, 1), outcome: 'sent' }],
+        });
+      // perDay 3: two contacts sent, the third given back.
+      for (const f of ['a', 'b', 'c']) {
+        await t.sendingFile(f, 1, 1, one);
+        expect(await store.beginChunk(f, 1, sending, limit(3))).toBe('began');
+      }
+      await sent('a');
+      // The third given back while a fourth file took the key after it: its latest stays.
+      await t.sendingFile('d', 1, 1, one);
+      expect(await store.beginChunk('d', 1, sending, limit(4))).toBe('began');
+      await sent('b');
+      await fail('c');
+      await sent('d');
+      expect(await contacted()).toEqual([
+        ['a', '573000000001'],
+        ['b', '573000000001'],
+        ['d', '573000000001'],
+      ]);
+      // No weekly rule: SMS on Monday, WhatsApp on Tuesday, a WhatsApp refused on Wednesday.
+      const week: [string, string, string][] = [
+        ['mon', '2026-02-23', 'sms'],
+        ['tue', '2026-02-24', 'whatsapp'],
+        ['wed', '2026-02-25', 'whatsapp'],
+      ];
+      for (const [f, day, channel] of week) {
+        bogota(day);
+        const pair = validRows(2, 2).map((r) => ({ ...r, number: String(573000000001 + r.idx) }));
+        await t.sendingFile(f, 2, 2, pair);
+        expect(await store.beginChunk(f, 1, sending, limit(1, 'default', 'America/Bogota', channel))).toBe(
+          'began',
+        );
+        await (f === 'wed' ? fail(f) : sent(f));
+      }
+      const ledger = await store.contacts({
+        from: '2026-02-23',
+        to: '2026-02-25',
+        entity: null,
+        after: null,
+        limit: 10,
+      });
+      expect(ledger.map((c) => [c.fileId, c.key, c.channel, c.slot, c.weekSlot])).toEqual([
+        ['mon', '573000000002', 'sms', 1, 1],
+        ['mon', '573000000003', 'sms', 1, 1],
+        ['tue', '573000000002', 'whatsapp', 1, 2],
+        ['tue', '573000000003', 'whatsapp', 1, 2],
+      ]);
+    });
+
     it('a recipient in doubt keeps its contact even when its retry the same day fails', async () => {
       await t.sendingFile('a', 1, 1);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
