@@ -42,12 +42,15 @@ export async function beginChunk(
   options: HoldBackOptions,
 ): Promise<BeginChunk> {
   const what = `starting chunk ${seq} of ${fileId}`;
+  // One time for the start and its record (the transaction's now(), or the store's clock):
+  // the chunk's result finds its start's record by it.
+  const now = db.now();
   return db.tx(what, async (c) =>
     runAsync(beginChunkRule(options), {
-      ...holdBackOps(db, c, what, fileId, seq, options),
+      ...holdBackOps(db, c, what, fileId, seq, options, now),
       savepoint: async () => void (await c.query('SAVEPOINT begin_chunk')),
       undo: async () => void (await c.query('ROLLBACK TO SAVEPOINT begin_chunk')),
-      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard, c),
+      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard, c, now),
     }),
   );
 }
@@ -60,8 +63,9 @@ function holdBackOps(
   fileId: string,
   seq: number,
   options: HoldBackOptions,
+  now = db.now(),
 ): AsyncOperations<HoldBackOperations> {
-  const chunk = { file_id: fileId, seq, now: db.now() };
+  const chunk = { file_id: fileId, seq, now };
   const limit = options.contactLimit;
   const ledger = {
     ...chunk,

@@ -41,7 +41,7 @@ export async function giveBackContacts(
   db: PgDb,
   c: pg.PoolClient,
   what: string,
-  chunk: { hi: number; state: ChunkState },
+  chunk: { hi: number; state: ChunkState; started_at: unknown },
 ): Promise<void> {
   const untaken = await db.rows(what, L.UNTAKEN, chunk, c);
   const first = untaken[0];

@@ -106,6 +106,7 @@ export async function setChunkState(
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
   on: Queryable = db.pool,
+  now = db.now(),
 ): Promise<boolean> {
   const params = {
     to,
@@ -114,7 +115,7 @@ export async function setChunkState(
     seq,
     owner: options.owner ?? null,
     file_state: options.fileState ?? null,
-    now: db.now(),
+    now,
   };
   return (await db.count(`moving chunk ${seq} of ${fileId} to ${to}`, S.SET_CHUNK_STATE, params, on)) === 1;
 }
@@ -181,9 +182,10 @@ export async function recordChunkResult(
         { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
         c,
       );
-    // Inflight until now: the result is its latest start's (a worker that took the file over since has it in doubt).
+    // Inflight until now: the result is its latest start's (a worker that took the file over
+    // since has it in doubt), made at `started_at`.
     if (span?.state === 'inflight' && givesBack(result, plan.state))
-      await giveBackContacts(db, c, what, { hi, state: plan.state });
+      await giveBackContacts(db, c, what, { hi, state: plan.state, started_at: span.started_at });
     // Replies to the file's short code find these recipients (docs/replies.md).
     await writeReplyTargets(db, c, fileId, seq, now, { shortCode, lo, hi });
     return plan.state;

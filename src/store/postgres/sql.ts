@@ -472,8 +472,9 @@ export const SET_CHUNK_STATE = statement(
  * and its id range.
  */
 export const LOCK_CHUNK = statement(
-  `WITH locked AS (SELECT seq, state FROM chunks WHERE file_id = :file_id AND seq = :seq FOR UPDATE)
-   SELECT s.first_id, s.last_id, (SELECT count(*) FROM locked) AS locked, (SELECT state FROM locked) AS state
+  `WITH locked AS (SELECT seq, state, updated_at FROM chunks WHERE file_id = :file_id AND seq = :seq FOR UPDATE)
+   SELECT s.first_id, s.last_id, (SELECT count(*) FROM locked) AS locked, (SELECT state FROM locked) AS state,
+     (SELECT updated_at::text FROM locked) AS started_at
    FROM (SELECT 1) AS one LEFT JOIN ${SPAN_OF}`,
 );
 

@@ -43,12 +43,14 @@ export async function beginChunk(
   guard: ChunkStateGuard,
   options: HoldBackOptions,
 ): Promise<BeginChunk> {
+  // One time for the start and its record: the chunk's result finds its start's record by it.
+  const now = db.now();
   return db.tx(() =>
     runSync(beginChunkRule(options), {
-      ...holdBackOps(db, fileId, seq, options),
+      ...holdBackOps(db, fileId, seq, options, now),
       savepoint: () => db.db.exec('SAVEPOINT begin_chunk'),
       undo: () => db.db.exec('ROLLBACK TO begin_chunk'),
-      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard),
+      toInflight: () => setChunkState(db, fileId, seq, 'inflight', ['pending'], guard, now),
     }),
   );
 }
@@ -59,8 +61,8 @@ function holdBackOps(
   fileId: string,
   seq: number,
   options: HoldBackOptions,
+  now = db.now(),
 ): HoldBackOperations {
-  const now = db.now();
   const chunk = { ...db.span(fileId, seq), seq };
   const limit = options.contactLimit;
   // The local day and week on the store's clock: SQLite is one process's, so that process's clock.

@@ -102,11 +102,11 @@ export const RECORD_CONTACTS = `INSERT INTO contact_chunks (day, hi, lo, seq, en
     AND (r.outcome <> 'pending' OR ${HAS_CONTACT})`;
 
 /**
- * The chunk's (:hi) latest record: the one its latest start wrote (a start under the limit
- * writes one even when it took no contact).
+ * The record the chunk's (:hi) latest start wrote, made at :started_at (a start under the
+ * limit writes one even when it took no contact, at its own time; none without the limit).
  */
-export const LATEST_RECORD =
-  'SELECT id, day, entity, channel FROM contact_chunks WHERE hi = :hi ORDER BY id DESC LIMIT 1';
+export const LATEST_RECORD = `SELECT id, day, entity, channel FROM contact_chunks
+  WHERE hi = :hi AND at >= :started_at ORDER BY id DESC LIMIT 1`;
 
 /** The contacts of record :record the service never took (their chunk's result just recorded, its state :state). */
 export const UNTAKEN = `SELECT r.id FROM contact_chunks c

@@ -35,11 +35,8 @@ export function keepContacts(db: SqliteDb, lo: number, hi: number, maxRows: numb
  * In a chunk result's transaction (its new state `state`): the contacts of its latest start
  * that the service never took are given back (docs/campaign-rules.md "Contacts given back").
  */
-export function giveBackContacts(
-  db: SqliteDb,
-  chunk: { lo: number; hi: number; seq: number; state: ChunkState },
-) {
-  const record = db.stmt(L.LATEST_RECORD).get({ hi: chunk.hi });
+export function giveBackContacts(db: SqliteDb, chunk: { hi: number; state: ChunkState; startedAt: string }) {
+  const record = db.stmt(L.LATEST_RECORD).get({ hi: chunk.hi, started_at: chunk.startedAt });
   if (!record) return;
   const untaken = db
     .stmt(L.UNTAKEN)

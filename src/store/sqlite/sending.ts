@@ -101,10 +101,11 @@ export function setChunkState(
   to: ChunkState,
   from: readonly ChunkState[],
   options: ChunkStateGuard = {},
+  now = db.now(),
 ): boolean {
   const r = db.stmt(S.SET_CHUNK_STATE).run({
     to,
-    now: db.now(),
+    now,
     file_id: fileId,
     seq,
     from: JSON.stringify(from),
@@ -145,8 +146,9 @@ export async function recordChunkResult(
     hi,
   });
   return db.tx(() => {
-    // Inflight: the result is its latest start's (a worker that took the file over since has it in doubt).
-    const wasInflight = db.stmt(S.CHUNK_STATE).get(fileId, seq)?.state === 'inflight';
+    // Inflight: the result is its latest start's (a worker that took the file over since has it
+    // in doubt), made at `updated_at`.
+    const before = db.stmt(S.CHUNK_STARTED).get(fileId, seq);
     const reported = (part: PartOutcome): boolean => {
       const check = reportCheck(part);
       if (check.kind === 'whole') return reportedWhole.get({ seq, lo, hi }) !== undefined;
@@ -186,8 +188,8 @@ export async function recordChunkResult(
       file_id: fileId,
       seq,
     });
-    if (wasInflight && givesBack(result, plan.state))
-      giveBackContacts(db, { lo, hi, seq, state: plan.state });
+    if (before?.state === 'inflight' && givesBack(result, plan.state))
+      giveBackContacts(db, { hi, state: plan.state, startedAt: String(before.updated_at) });
     // Replies to the file's short code find these recipients (docs/replies.md).
     writeReplyTargets(db, fileId, seq, now, { lo, hi });
     return plan.state;

@@ -277,6 +277,8 @@ export const CHUNK_RECIPIENTS = `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK}
   ORDER BY r.id`;
 
 export const CHUNK_STATE = 'SELECT state FROM chunks WHERE file_id = ? AND seq = ?';
+/** A chunk's state and when it last changed (an inflight chunk: when its latest start was). */
+export const CHUNK_STARTED = 'SELECT state, updated_at FROM chunks WHERE file_id = ? AND seq = ?';
 
 export const CHUNK_DESTINATIONS = `SELECT number, message_id, text, line, k FROM recipients
   WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`;

@@ -458,6 +458,27 @@ export function campaignRules(t: ContractContext): void {
         held: { suppressed: 0, contactLimited: 1 },
       });
     });
+
+    it('a chunk in doubt retried without the limit (removed from the configuration) and refused keeps its first contacts', async () => {
+      await t.sendingFile('a', 1, 1);
+      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+      h.clock.advance(1000);
+      await store.recordChunkResult('a', 1, {
+        state: 'in_doubt',
+        attempts: 1,
+        parts: [{ messageIds: await ids('a', 1), outcome: 'in_doubt', wholeChunk: true }],
+      });
+      await store.requeueChunks('a', ['in_doubt']);
+      h.clock.advance(1000);
+      // Sent again as a chunk without campaign rules is (Store.setChunkState), then refused.
+      expect(await store.setChunkState('a', 1, 'inflight', ['pending'], sending)).toBe(true);
+      await store.recordChunkResult('a', 1, {
+        state: 'rejected',
+        attempts: 1,
+        parts: [{ messageIds: await ids('a', 1), outcome: 'rejected', wholeChunk: true }],
+      });
+      expect(await contacted()).toEqual([['a', '573000000001']]);
+    });
   });
 
   describe('the contact ledger of an entity (channels a week, compliance)', () => {
