@@ -199,9 +199,15 @@ export class ConsentList {
    * on with that copy.
    */
   async forChannel(channel: string): Promise<ConsentCheck> {
-    // Never read: a file must not go without it, so a list that cannot be read fails it.
-    if (this.#table === null) await this.#check();
-    else if (
+    // Never read: a file must not go without it, so a list that cannot be read (or does not
+    // answer in time) fails it; the file is tried again later.
+    if (this.#table === null) {
+      if (await lateCheck(this.#check(), this.#waitMs))
+        throw new DroplineError(
+          'DROPLINE_ERR_CONSENT_LIST',
+          `${KEY} (${this.#location}): no answer within ${this.#waitMs} ms, and no copy of it was read before`,
+        );
+    } else if (
       (await lateCheck(this.check(), this.#waitMs)) &&
       Date.now() - this.#lateSaidAt >= this.#everyMs
     ) {
@@ -211,6 +217,11 @@ export class ConsentList {
         `${KEY}: no answer yet whether it changed; the file goes on with the copy read ${this.#loadedAt?.toISOString()}`,
       );
     }
+    return this.inUse(channel);
+  }
+
+  /** The check of a file of `channel` with the copy in use, as it is (a refused list throws). */
+  inUse(channel: string): ConsentCheck {
     if (this.#refused) throw this.#refusedError();
     return this.#table!.forChannel(channel);
   }
@@ -383,7 +394,9 @@ export async function readConsentOnce(options: {
       sources.set(cfg.name, await createSource(cfg, full));
     }
     list = new ConsentList(config.consent.list, sources, names, options.logger ?? QUIET);
-    return await list.forChannel(options.channel);
+    // Read as the daemon's start reads it: however long a large list takes.
+    await list.start();
+    return list.inUse(options.channel);
   } finally {
     list?.stop();
     for (const s of sources.values()) await s.close().catch(() => {});
