@@ -173,10 +173,13 @@ export function pruneReplyTargetsSql(p: Param, numbers: string): string {
     AND recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')}`;
 }
 
-/** The replies a prune step removes: the oldest received before :before, :max_rows of them. */
+/**
+ * The replies a prune step removes: the oldest received before :before, :max_rows of them, in
+ * one order (its answers' statement and its own pick the same rows).
+ */
 function oldReplies(p: Param): string {
   return `SELECT id FROM replies WHERE received_at < ${p('before', 'timestamptz')}
-    ORDER BY received_at LIMIT ${p('max_rows', 'int')}`;
+    ORDER BY received_at, id LIMIT ${p('max_rows', 'int')}`;
 }
 
 /** Retention: the answers of the replies a step removes (run before pruneRepliesSql, in its transaction). */

@@ -8,7 +8,7 @@ export function registerPrune(program: Command, setExit: SetExit): void {
   program
     .command('prune')
     .description(
-      'remove the recipients and delivery reports of files finished more than retentionDays ago (their manifests stay)',
+      'remove the recipients and delivery reports of files finished more than retentionDays ago (their manifests stay), and replies received before then',
     )
     .option('--days <n>', 'this retention instead of retentionDays', numberOption(0, 100_000))
     .option('--json', jsonHelp('what was removed'))
