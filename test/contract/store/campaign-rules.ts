@@ -256,6 +256,21 @@ export function campaignRules(t: ContractContext): void {
     const ids = async (fileId: string, seq: number) =>
       (await store.chunkDestinations(fileId, seq)).map((d) => d.messageId);
     const bogota = (date: string) => h.clock.set(new Date(`${date}T10:00:00-05:00`));
+    const STATE = { sent: 'accepted', failed: 'failed', rejected: 'rejected', in_doubt: 'in_doubt' } as const;
+    /** Chunk 1 of `fileId` answered: every recipient `outcome` (as one part, or the whole request). */
+    const answered = async (fileId: string, outcome: keyof typeof STATE, whole = false) =>
+      store.recordChunkResult(fileId, 1, {
+        state: STATE[outcome],
+        attempts: 1,
+        parts: [
+          {
+            messageIds: await ids(fileId, 1),
+            outcome,
+            ...(whole ? { wholeChunk: true } : {}),
+            ...(outcome === 'sent' ? {} : { code: `CODE_${outcome.toUpperCase()}` }),
+          },
+        ],
+      });
 
     it('rejected, failed and put-back recipients give their contact back; sent and in-doubt ones keep it', async () => {
       await t.sendingFile('a', 5, 5);
@@ -293,12 +308,7 @@ export function campaignRules(t: ContractContext): void {
     it('a whole request failed for good (every try refused) gives back every contact of its chunk', async () => {
       await t.sendingFile('a', 2, 2);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
-      await store.recordChunkResult('a', 1, {
-        state: 'failed',
-        attempts: 5,
-        errorCode: 'DROPLINE_ERR_SERVICE_UNAVAILABLE',
-        parts: [{ messageIds: await ids('a', 1), outcome: 'failed', wholeChunk: true }],
-      });
+      await answered('a', 'failed', true);
       expect(await contacted()).toEqual([]);
       await t.sendingFile('b', 2, 2);
       expect(await store.beginChunk('b', 1, sending, limit())).toBe('began');
@@ -312,23 +322,13 @@ export function campaignRules(t: ContractContext): void {
       bogota('2026-02-23');
       await t.sendingFile('wa-mon', 1, 1);
       expect(await store.beginChunk('wa-mon', 1, sending, ley2300('whatsapp'))).toBe('began');
-      await store.recordChunkResult('wa-mon', 1, {
-        state: 'accepted',
-        attempts: 1,
-        parts: [{ messageIds: await ids('wa-mon', 1), outcome: 'sent' }],
-      });
+      await answered('wa-mon', 'sent');
       // Wednesday: the number (contacted by WhatsApp on Monday) and a new one; the service takes neither.
       bogota('2026-02-25');
       const two = validRows(2, 2).map((r) => ({ ...r, number: String(573000000000 + r.idx) }));
       await t.sendingFile('wa-wed', 2, 2, two);
       expect(await store.beginChunk('wa-wed', 1, sending, ley2300('whatsapp'))).toBe('began');
-      await store.recordChunkResult('wa-wed', 1, {
-        state: 'failed',
-        attempts: 10,
-        parts: [
-          { messageIds: await ids('wa-wed', 1), outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
-        ],
-      });
+      await answered('wa-wed', 'failed');
       // SMS the same day: the new number's week is free again; Monday's WhatsApp still stands.
       await t.sendingFile('sms-wed', 2, 2, two);
       expect(await store.beginChunk('sms-wed', 1, sending, ley2300('sms'))).toEqual({
@@ -343,13 +343,7 @@ export function campaignRules(t: ContractContext): void {
       const same = validRows(2, 2).map((r) => ({ ...r, number: '573000000001' }));
       await t.sendingFile('a', 2, 2, same);
       expect(await store.beginChunk('a', 1, sending, twice('sms'))).toBe('began');
-      await store.recordChunkResult('a', 1, {
-        state: 'rejected',
-        attempts: 1,
-        parts: [
-          { messageIds: await ids('a', 1), outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
-        ],
-      });
+      await answered('a', 'rejected');
       expect(await contacted()).toEqual([]);
       // Its second contact did not add SMS to the week: the store cannot tell that the first
       // did, so SMS stays the number's channel of the week (the safe side).
@@ -361,13 +355,7 @@ export function campaignRules(t: ContractContext): void {
       await t.sendingFile('b', 2, 2, same);
       expect(await store.beginChunk('b', 1, sending, twice('sms'))).toBe('began');
       // Recorded twice (a late duplicate of the result): nothing more is given back.
-      await store.recordChunkResult('a', 1, {
-        state: 'rejected',
-        attempts: 1,
-        parts: [
-          { messageIds: await ids('a', 1), outcome: 'rejected', code: 'DROPLINE_ERR_SERVICE_REJECTED' },
-        ],
-      });
+      await answered('a', 'rejected');
       await t.sendingFile('c', 1, 1, same.slice(0, 1));
       expect(await store.beginChunk('c', 1, sending, twice('sms'))).toEqual({
         held: { suppressed: 0, contactLimited: 1 },
@@ -376,32 +364,18 @@ export function campaignRules(t: ContractContext): void {
 
     it('a contact given back from a key that holds other contacts (a third of the day, a third channel of the week): recorded, slots kept', async () => {
       const one = validRows(1, 1).map((r) => ({ ...r, number: '573000000001' }));
-      const fail = async (fileId: string) =>
-        store.recordChunkResult(fileId, 1, {
-          state: 'failed',
-          attempts: 5,
-          parts: [
-            { messageIds: await ids(fileId, 1), outcome: 'failed', code: 'DROPLINE_ERR_SERVICE_UNAVAILABLE' },
-          ],
-        });
-      const sent = async (fileId: string) =>
-        store.recordChunkResult(fileId, 1, {
-          state: 'accepted',
-          attempts: 1,
-          parts: [{ messageIds: await ids(fileId, 1), outcome: 'sent' }],
-        });
       // perDay 3: two contacts sent, the third given back.
       for (const f of ['a', 'b', 'c']) {
         await t.sendingFile(f, 1, 1, one);
         expect(await store.beginChunk(f, 1, sending, limit(3))).toBe('began');
       }
-      await sent('a');
+      await answered('a', 'sent');
       // The third given back while a fourth file took the key after it: its latest stays.
       await t.sendingFile('d', 1, 1, one);
       expect(await store.beginChunk('d', 1, sending, limit(4))).toBe('began');
-      await sent('b');
-      await fail('c');
-      await sent('d');
+      await answered('b', 'sent');
+      await answered('c', 'failed');
+      await answered('d', 'sent');
       expect(await contacted()).toEqual([
         ['a', '573000000001'],
         ['b', '573000000001'],
@@ -420,7 +394,7 @@ export function campaignRules(t: ContractContext): void {
         expect(await store.beginChunk(f, 1, sending, limit(1, 'default', 'America/Bogota', channel))).toBe(
           'began',
         );
-        await (f === 'wed' ? fail(f) : sent(f));
+        await answered(f, f === 'wed' ? 'failed' : 'sent');
       }
       const ledger = await store.contacts({
         from: '2026-02-23',
@@ -440,18 +414,10 @@ export function campaignRules(t: ContractContext): void {
     it('a recipient in doubt keeps its contact even when its retry the same day fails', async () => {
       await t.sendingFile('a', 1, 1);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
-      await store.recordChunkResult('a', 1, {
-        state: 'in_doubt',
-        attempts: 1,
-        parts: [{ messageIds: await ids('a', 1), outcome: 'in_doubt', wholeChunk: true }],
-      });
+      await answered('a', 'in_doubt', true);
       await store.requeueChunks('a', ['in_doubt']);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
-      await store.recordChunkResult('a', 1, {
-        state: 'failed',
-        attempts: 5,
-        parts: [{ messageIds: await ids('a', 1), outcome: 'failed', wholeChunk: true }],
-      });
+      await answered('a', 'failed', true);
       expect(await contacted()).toEqual([['a', '573000000001']]);
       await t.sendingFile('b', 1, 1);
       expect(await store.beginChunk('b', 1, sending, limit())).toEqual({
@@ -463,20 +429,12 @@ export function campaignRules(t: ContractContext): void {
       await t.sendingFile('a', 1, 1);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
       h.clock.advance(1000);
-      await store.recordChunkResult('a', 1, {
-        state: 'in_doubt',
-        attempts: 1,
-        parts: [{ messageIds: await ids('a', 1), outcome: 'in_doubt', wholeChunk: true }],
-      });
+      await answered('a', 'in_doubt', true);
       await store.requeueChunks('a', ['in_doubt']);
       h.clock.advance(1000);
       // Sent again as a chunk without campaign rules is (Store.setChunkState), then refused.
       expect(await store.setChunkState('a', 1, 'inflight', ['pending'], sending)).toBe(true);
-      await store.recordChunkResult('a', 1, {
-        state: 'rejected',
-        attempts: 1,
-        parts: [{ messageIds: await ids('a', 1), outcome: 'rejected', wholeChunk: true }],
-      });
+      await answered('a', 'rejected', true);
       expect(await contacted()).toEqual([['a', '573000000001']]);
     });
   });
