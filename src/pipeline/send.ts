@@ -358,20 +358,24 @@ class ChunkResults {
     );
     // Not fenced: what the service answered is a fact, whoever holds the lease now (a
     // worker that took over meanwhile has this chunk in doubt, and this settles it).
-    const recording = c.store.recordChunkResult(fileId, seq, chunkResult).then((state) => {
-      c.touch(fileId);
-      c.log[state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'](
-        {
-          fileId,
-          chunk: seq,
-          destinations,
-          state,
-          attempts: chunkResult.attempts,
-          ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
-        },
-        `chunk ${seq} ${state}`,
-      );
-    });
+    // Its contacts the service never took are given back only while the file is still this
+    // worker's (docs/campaign-rules.md "Contacts given back").
+    const recording = c.store
+      .recordChunkResult(fileId, seq, chunkResult, { owner: c.owner })
+      .then((state) => {
+        c.touch(fileId);
+        c.log[state === 'failed' ? 'error' : state === 'in_doubt' || state === 'rejected' ? 'warn' : 'info'](
+          {
+            fileId,
+            chunk: seq,
+            destinations,
+            state,
+            attempts: chunkResult.attempts,
+            ...(chunkResult.errorCode ? { code: chunkResult.errorCode } : {}),
+          },
+          `chunk ${seq} ${state}`,
+        );
+      });
     this.#recording = recording;
     // Awaited by the next chunk or when the worker ends; until then its failure is not unhandled.
     recording.catch(() => {});

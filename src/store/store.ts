@@ -197,9 +197,17 @@ export interface Store {
   /**
    * One transaction: the chunk's state, and every part's recipients' outcome, code and
    * transactionNumber. An `in_doubt` result whose chunk already has a delivery report for
-   * one of its messageIds is recorded as accepted (the report proves it).
+   * one of its messageIds is recorded as accepted (the report proves it). The contacts of its
+   * recipients the service never took are given back (docs/campaign-rules.md "Contacts given
+   * back"), only while `owner`, when given, holds the file's lease: a result recorded after
+   * another worker took the file over gives nothing back.
    */
-  recordChunkResult(fileId: string, seq: number, result: ChunkResult): Promise<ChunkState>;
+  recordChunkResult(
+    fileId: string,
+    seq: number,
+    result: ChunkResult,
+    options?: { owner?: string },
+  ): Promise<ChunkState>;
   /**
    * Called by a worker right after it takes a file's lease: chunks of that file still
    * `inflight` were left by a worker that died mid-request, so they become `in_doubt`

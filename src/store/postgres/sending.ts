@@ -125,6 +125,7 @@ export async function recordChunkResult(
   fileId: string,
   seq: number,
   result: ChunkResult,
+  options: { owner?: string } = {},
 ): Promise<ChunkState> {
   const what = `recording the result of chunk ${seq} of ${fileId}`;
   const parts = resultParts(result);
@@ -182,9 +183,14 @@ export async function recordChunkResult(
         { ...at, status: result.finalStatus, follows: plan.state === 'accepted', now },
         c,
       );
-    // Inflight until now: the result is its latest start's (a worker that took the file over
-    // since has it in doubt), made at `started_at`.
-    if (span?.state === 'inflight' && givesBack(result, plan.state))
+    // Inflight until now and the file still the recording worker's: the result is its latest
+    // start's, made at `started_at` (a worker that took the file over since has it in doubt, or
+    // started it again).
+    if (
+      span?.state === 'inflight' &&
+      givesBack(result, plan.state) &&
+      (options.owner === undefined || span.lease_owner === options.owner)
+    )
       await giveBackContacts(db, c, what, { hi, state: plan.state, started_at: span.started_at });
     // Replies to the file's short code find these recipients (docs/replies.md).
     await writeReplyTargets(db, c, fileId, seq, now, { shortCode, lo, hi });

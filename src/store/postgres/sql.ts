@@ -474,7 +474,8 @@ export const SET_CHUNK_STATE = statement(
 export const LOCK_CHUNK = statement(
   `WITH locked AS (SELECT seq, state, updated_at FROM chunks WHERE file_id = :file_id AND seq = :seq FOR UPDATE)
    SELECT s.first_id, s.last_id, (SELECT count(*) FROM locked) AS locked, (SELECT state FROM locked) AS state,
-     (SELECT updated_at::text FROM locked) AS started_at
+     (SELECT updated_at::text FROM locked) AS started_at,
+     (SELECT lease_owner FROM files WHERE file_id = :file_id) AS lease_owner
    FROM (SELECT 1) AS one LEFT JOIN ${SPAN_OF}`,
 );
 

@@ -120,6 +120,7 @@ export async function recordChunkResult(
   fileId: string,
   seq: number,
   result: ChunkResult,
+  options: { owner?: string } = {},
 ): Promise<ChunkState> {
   const now = db.now();
   const reportedPart = db.stmt(S.REPORTED_PART);
@@ -146,8 +147,9 @@ export async function recordChunkResult(
     hi,
   });
   return db.tx(() => {
-    // Inflight: the result is its latest start's (a worker that took the file over since has it
-    // in doubt), made at `updated_at`.
+    // Inflight and the file still the recording worker's: the result is its latest start's,
+    // made at `updated_at` (a worker that took the file over since has it in doubt, or started
+    // it again).
     const before = db.stmt(S.CHUNK_STARTED).get(fileId, seq);
     const reported = (part: PartOutcome): boolean => {
       const check = reportCheck(part);
@@ -188,7 +190,11 @@ export async function recordChunkResult(
       file_id: fileId,
       seq,
     });
-    if (before?.state === 'inflight' && givesBack(result, plan.state))
+    if (
+      before?.state === 'inflight' &&
+      givesBack(result, plan.state) &&
+      (options.owner === undefined || db.stmt(S.LEASE_HELD).get(fileId, options.owner) !== undefined)
+    )
       giveBackContacts(db, { hi, state: plan.state, startedAt: String(before.updated_at) });
     // Replies to the file's short code find these recipients (docs/replies.md).
     writeReplyTargets(db, fileId, seq, now, { lo, hi });

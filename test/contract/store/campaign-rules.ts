@@ -425,6 +425,34 @@ export function campaignRules(t: ContractContext): void {
       });
     });
 
+    it("a late result of a worker whose file was taken over and sent again gives nothing back: the new start's contacts stand", async () => {
+      await t.sendingFile('a', 1, 1);
+      expect(await store.takeLease('a', 'w1', 30_000)).toBe(true);
+      expect(await store.beginChunk('a', 1, { owner: 'w1', fileState: 'sending' }, limit())).toBe('began');
+      // w1 is cut off; the next day w2 takes the file over, finds the chunk in doubt, an
+      // operator retries it, and its start takes that day's contact.
+      h.clock.advance(86_400_000);
+      expect(await store.takeLease('a', 'w2', 30_000)).toBe(true);
+      await store.markInflightInDoubt('a');
+      await store.requeueChunks('a', ['in_doubt']);
+      expect(await store.beginChunk('a', 1, { owner: 'w2', fileState: 'sending' }, limit())).toBe('began');
+      // w1's answer arrives at last: the service refused its request.
+      await store.recordChunkResult(
+        'a',
+        1,
+        {
+          state: 'failed',
+          attempts: 1,
+          parts: [{ messageIds: await ids('a', 1), outcome: 'failed', code: 'CODE_FAILED' }],
+        },
+        { owner: 'w1' },
+      );
+      expect(await contacted()).toEqual([
+        ['a', '573000000001'],
+        ['a', '573000000001'],
+      ]);
+    });
+
     it('a chunk in doubt retried without the limit (removed from the configuration) and refused keeps its first contacts', async () => {
       await t.sendingFile('a', 1, 1);
       expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
