@@ -229,7 +229,11 @@ it('a file paused after its first request and then cancelled keeps no contact fo
   }
 });
 
-it('a WhatsApp campaign the service never took (503 on every try) gives back its contacts: an SMS campaign the same week reaches everyone', async () => {
+/**
+ * A harness with the Ley 2300 limit, an SMS source and a WhatsApp source whose account logs in
+ * with `password`, and a WhatsApp campaign of 30 numbers written: its path and numbers.
+ */
+async function whatsappThenSms(password: string) {
   const g = await PipelineHarness.create({
     config: (sandbox) => ({
       contactLimit: { perDay: 1, channelsPerWeek: 1 },
@@ -238,32 +242,31 @@ it('a WhatsApp campaign the service never took (503 on every try) gives back its
           channel: 'whatsapp',
           baseUrl: sandbox.url,
           username: 'demo',
-          password: 'demo',
+          password,
           source: '+573001112233',
         },
       },
     }),
   });
-  try {
-    const local = { type: 'local', stableMs: 200, pollMs: 100 };
-    const config = {
-      ...g.config,
-      sources: [
-        { ...local, name: 'sms', path: join(g.dir, 'sms') },
-        { ...local, name: 'whatsapp', path: join(g.dir, 'whatsapp'), channel: 'whatsapp', account: 'wa' },
-      ],
-    };
-    await writeFile(g.configPath, `${JSON.stringify(config, null, 2)}\n`);
-    const numbers = nationals(500, 530);
-    const wa = ['#! channel: whatsapp', '#! templateId: factura', 'numero;nombre;1;2'];
-    for (const n of numbers) wa.push(`${n};x;Cliente ${n};$1.000`);
-    await writeFile(join(g.dir, 'facturas.txt'), `${wa.join('\n')}\n`);
-    await g.faults({ whatsapp: { '503': 1 } });
-    const failed = await g.cli(['send', join(g.dir, 'facturas.txt'), '--source', 'whatsapp', '--json']);
-    const m = JSON.parse(failed.stdout) as Manifest;
-    expect(m.counts).toMatchObject({ valid: 30, submitted: 0, failed: 30 });
-    await g.faults({});
-
+  const local = { type: 'local', stableMs: 200, pollMs: 100 };
+  const config = {
+    ...g.config,
+    sources: [
+      { ...local, name: 'sms', path: join(g.dir, 'sms') },
+      { ...local, name: 'whatsapp', path: join(g.dir, 'whatsapp'), channel: 'whatsapp', account: 'wa' },
+    ],
+  };
+  await writeFile(g.configPath, `${JSON.stringify(config, null, 2)}\n`);
+  const numbers = nationals(500, 530);
+  const wa = ['#! channel: whatsapp', '#! templateId: factura', 'numero;nombre;1;2'];
+  for (const n of numbers) wa.push(`${n};x;Cliente ${n};$1.000`);
+  await writeFile(join(g.dir, 'facturas.txt'), `${wa.join('\n')}\n`);
+  const sendWhatsApp = async () =>
+    JSON.parse(
+      (await g.cli(['send', join(g.dir, 'facturas.txt'), '--source', 'whatsapp', '--json'])).stdout,
+    ) as Manifest;
+  /** An SMS campaign to the same numbers the same day: every one is sent, and compliance lists only it. */
+  const smsReachesEveryone = async () => {
     await writeFile(
       join(g.dir, 'aviso.txt'),
       `${numbers.map((n) => `${n};Su factura esta lista`).join('\n')}\n`,
@@ -271,12 +274,36 @@ it('a WhatsApp campaign the service never took (503 on every try) gives back its
     const sent = await g.cli(['send', join(g.dir, 'aviso.txt'), '--source', 'sms', '--json']);
     expect(sent.code, sent.stderr).toBe(0);
     expect((JSON.parse(sent.stdout) as Manifest).counts).toMatchObject({ submitted: 30, contactLimited: 0 });
-    // The ledger holds the 30 SMS contacts, none of the WhatsApp requests the service refused.
     const printed = await g.cli(['compliance', '--from', '2000-01-01', '--to', '2100-01-01']);
     expect(printed.code, printed.stderr).toBe(0);
     const rows = csvRecords(printed.stdout);
     expect(rows).toHaveLength(30);
     expect(new Set(rows.map((r) => r.channel))).toEqual(new Set(['sms']));
+  };
+  return { g, sendWhatsApp, smsReachesEveryone };
+}
+
+it('a WhatsApp campaign the service never took (503 on every try) gives back its contacts: an SMS campaign the same week reaches everyone', async () => {
+  const { g, sendWhatsApp, smsReachesEveryone } = await whatsappThenSms('demo');
+  try {
+    await g.faults({ whatsapp: { '503': 1 } });
+    expect((await sendWhatsApp()).counts).toMatchObject({ valid: 30, submitted: 0, failed: 30 });
+    await g.faults({});
+    await smsReachesEveryone();
+  } finally {
+    await g.close();
+  }
+});
+
+it('a WhatsApp campaign paused by a refused login (401), then cancelled, gives back its contacts: an SMS campaign reaches everyone', async () => {
+  const { g, sendWhatsApp, smsReachesEveryone } = await whatsappThenSms('wrong');
+  try {
+    const paused = await sendWhatsApp();
+    expect(paused.state).toBe('paused');
+    expect(paused.counts).toMatchObject({ valid: 30, submitted: 0 });
+    const cancelled = await g.cli(['cancel', paused.fileId]);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    await smsReachesEveryone();
   } finally {
     await g.close();
   }
