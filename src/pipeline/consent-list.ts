@@ -20,6 +20,7 @@ import { makeNumberRules } from '../format/numbers.ts';
 import type { Logger } from '../log.ts';
 import type { Source } from '../sources/source.ts';
 import type { CheckedList } from '../store/store.ts';
+import { SingleCheck } from './single-check.ts';
 import {
   type Backend,
   LocalFileBackend,
@@ -105,7 +106,7 @@ export class ConsentList {
   #version: string | null = null;
   #sha256: string | null = null;
   #refused: Refusal | null = null;
-  #checking: Promise<void> | null = null;
+  readonly #checks = new SingleCheck();
   #timer: NodeJS.Timeout | null = null;
   #everyMs = CHECK_EVERY_MS;
   #loadedAt: Date | null = null;
@@ -268,19 +269,19 @@ export class ConsentList {
     this.#lastError = reason;
   }
 
-  /** One check at a time: callers arriving meanwhile share it. */
+  /**
+   * One check at a time; a caller arriving while one runs waits for the next one (a file that
+   * starts right after a change sees it: ./single-check.ts).
+   */
   #check(): Promise<void> {
     // A failed check of the copy in use is counted here, once, however many callers share it
     // (a first read that fails is its caller's error: the start, or the file).
-    this.#checking ??= this.#read()
-      .catch((err: Error) => {
+    return this.#checks.run(() =>
+      this.#read().catch((err: Error) => {
         if (!this.#stopped && this.#table !== null) this.#failed(err);
         throw err;
-      })
-      .finally(() => {
-        this.#checking = null;
-      });
-    return this.#checking;
+      }),
+    );
   }
 
   async #read(): Promise<void> {

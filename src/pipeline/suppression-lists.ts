@@ -35,6 +35,7 @@ import { type ReadList, readSuppressionList, type SuppressionList } from '../for
 import type { Logger } from '../log.ts';
 import type { Source } from '../sources/source.ts';
 import type { CheckedList } from '../store/store.ts';
+import { SingleCheck } from './single-check.ts';
 import {
   type Backend,
   hashing,
@@ -317,8 +318,7 @@ class Loaded {
   refusedSettled = false;
   warnedAt = 0;
   lateSaidAt = 0;
-  #running: Promise<void> | null = null;
-  #queued: Promise<void> | null = null;
+  readonly #checks = new SingleCheck();
 
   constructor(location: string, rules: NumberRules, backend: Backend) {
     this.location = location;
@@ -331,28 +331,9 @@ class Loaded {
     return `${this.names.join(', ')} (${this.location})`;
   }
 
-  /**
-   * Runs `fn` (a check) unless one runs already: then the caller waits for the next one, made
-   * after the running one ends (joined by every caller that arrives meanwhile). Never two at once.
-   */
+  /** Runs `fn` (a check) now, or after the one running (./single-check.ts). */
   single(fn: () => Promise<void>): Promise<void> {
-    if (this.#queued) return this.#queued;
-    const running = this.#running;
-    if (running) {
-      const next = running
-        .catch(() => {})
-        .then(() => {
-          this.#queued = null;
-          return this.single(fn);
-        });
-      this.#queued = next;
-      return next;
-    }
-    const run = fn().finally(() => {
-      if (this.#running === run) this.#running = null;
-    });
-    this.#running = run;
-    return run;
+    return this.#checks.run(fn);
   }
 }
 

@@ -495,6 +495,57 @@ describe('S3: s3://bucket/key and <s3source>:<path> on s3rver', () => {
     }
   });
 
+  it('the consent list changed while a check runs: a file that starts then waits for the next check and sees the change', async () => {
+    const source = new S3Source({
+      name: 'bucket',
+      bucket: BUCKET,
+      prefix: 'partner',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      clientConfig: { credentials: S3RVER_CREDENTIALS },
+    });
+    await putObject(s3.client, 'partner/lists/consent.txt', '3001234567;sms\n');
+    // The timer's check is held after its HEAD answered (the list as it was).
+    let hold: Promise<void> | null = null;
+    let release = () => {};
+    let held = () => {};
+    const stat = source.stat.bind(source);
+    source.stat = async (path) => {
+      const st = await stat(path);
+      if (hold) {
+        held();
+        await hold;
+      }
+      return st;
+    };
+    const consent = new ConsentList(
+      'bucket:lists/consent.txt',
+      new Map([['bucket', source]]),
+      ['bucket'],
+      capture().logger,
+    );
+    await consent.start(3_600_000);
+    try {
+      hold = new Promise((r) => {
+        release = r;
+      });
+      const reached = new Promise<void>((r) => {
+        held = r;
+      });
+      const running = consent.check();
+      await reached;
+      await putObject(s3.client, 'partner/lists/consent.txt', '3001234567;sms\n3109876543;sms\n');
+      const file = consent.forChannel('sms');
+      hold = null;
+      release();
+      await running;
+      expect((await file).allows('573109876543')).toBe(true);
+    } finally {
+      consent.stop();
+      await source.close();
+    }
+  });
+
   it('the consent list refused at start, its store then silent: a file is failed after checkWaitMs, never held for ever', async () => {
     await putObject(s3.client, 'lists/sheet.txt', 'numero,canales\nfin\n');
     const { logger } = capture();
