@@ -85,7 +85,18 @@ export class Sender {
       // Its share of the account when other files send at once.
       flow: { id: fileId, weight: PRIORITY_WEIGHT[this.priorityOf(file)] },
     });
-    await Promise.all(Array.from({ length: account.concurrency }, () => run.worker()));
+    // A worker that fails stops the others, and the drive ends only once each has recorded
+    // what its request in flight came to: none is still out when the file's lease goes.
+    const ended = await Promise.allSettled(
+      Array.from({ length: account.concurrency }, () =>
+        run.worker().catch((err: unknown) => {
+          run.stop = true;
+          throw err;
+        }),
+      ),
+    );
+    const failed = ended.find((e) => e.status === 'rejected');
+    if (failed) throw failed.reason;
     return this.#afterSend(fileId, run);
   }
 

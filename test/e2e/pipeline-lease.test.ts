@@ -188,6 +188,37 @@ describe('fencing a worker whose lease was taken over while it sent', () => {
   }, 60_000);
 });
 
+describe('a worker of the send failing', () => {
+  it("the drive ends only once the file's other requests are answered and recorded: none is left inflight under a lease let go", async () => {
+    const second = gate();
+    const secondOut = gate();
+    let requests = 0;
+    w = await Workers.create({ api: { concurrency: 2 } });
+    const a = await w.worker('a', {
+      wrapClient: (client) =>
+        wrapClient(client, async (send) => {
+          if (++requests === 1) {
+            // The first request fails in a way nothing expects, while the second is out.
+            await secondOut.wait;
+            setTimeout(() => second.open(), 200);
+            throw new Error('an unexpected failure');
+          }
+          secondOut.open();
+          await second.wait;
+          return send();
+        }),
+    });
+    const entry = await w.dropFile('campaign.txt', campaign(100));
+    const file = await a.pipeline.claim(a.source, entry);
+    const fileId = file!.fileId;
+    await expect(a.pipeline.drive(fileId)).rejects.toThrow('an unexpected failure');
+    // The failed request's chunk is left inflight (in doubt at the next start); the other's
+    // answer was recorded before the drive ended.
+    const states = (await w.store.listChunks(fileId)).map((c) => c.state);
+    expect(states.sort()).toEqual(['accepted', 'inflight']);
+  }, 60_000);
+});
+
 describe('the store unavailable in the middle of a send', () => {
   it('the worker waits, goes on where it was, and never marks a chunk failed or in doubt for it', async () => {
     let down = false;
