@@ -73,8 +73,9 @@ function* hold(options: HoldBackOptions): Rule<HoldBackOperations, Holding> {
 
 /**
  * The contacts taken recorded, once the refused rows are no longer pending. A start that took
- * none records none too: a chunk's latest record is its latest start's, whose contacts its
- * result may give back (docs/campaign-rules.md "Contacts given back").
+ * none writes its (empty) record too, at the time the chunk went inflight: its result finds
+ * its own start's record by that time, and gives back only from it (docs/campaign-rules.md
+ * "Contacts given back").
  */
 function* recorded(holding: Holding, taken: number): Rule<HoldBackOperations, Holding> {
   yield* ask('recordContacts', taken);

@@ -123,14 +123,15 @@ export const HOLD_REFUSED = statement(
 );
 
 /**
- * The contacts of the record the chunk's (:hi) latest start wrote, made at :started_at (a
- * start under the limit writes one even when it took no contact, at its own time; none
- * without the limit), that the service never took (their chunk's result just recorded, its
+ * The contacts of the record the chunk's (:hi) latest start wrote, made at :started_at, the
+ * very time the chunk went inflight (a start under the limit writes one even when it took no
+ * contact; none without the limit; equal, not later: a clock stepped back never picks an
+ * earlier start's; the latest of two made at the same time), that the service never took (their chunk's result just recorded, its
  * state :state).
  */
 export const UNTAKEN = statement(
   `SELECT c.id AS record, c.day::text AS day, c.entity, c.channel, r.id, ${KEY} AS key
-   FROM (SELECT * FROM contact_chunks WHERE hi = :hi::bigint AND at >= :started_at::timestamptz
+   FROM (SELECT * FROM contact_chunks WHERE hi = :hi::bigint AND at = :started_at::timestamptz
          ORDER BY id DESC LIMIT 1) AS c
    JOIN recipients r ON r.id BETWEEN c.lo AND c.hi AND r.chunk_seq = c.seq
    WHERE ${inRecord('r')} AND ${untakenSql((name, type) => `:${name}::${type}`)}`,

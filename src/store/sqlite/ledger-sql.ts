@@ -102,11 +102,13 @@ export const RECORD_CONTACTS = `INSERT INTO contact_chunks (day, hi, lo, seq, en
     AND (r.outcome <> 'pending' OR ${HAS_CONTACT})`;
 
 /**
- * The record the chunk's (:hi) latest start wrote, made at :started_at (a start under the
- * limit writes one even when it took no contact, at its own time; none without the limit).
+ * The record the chunk's (:hi) latest start wrote: made at :started_at, the very time the
+ * chunk went inflight (a start under the limit writes one even when it took no contact; none
+ * without the limit). Equal, not later: a clock stepped back never picks an earlier start's;
+ * the latest of two made at the same time (a clock too coarse, or a test's).
  */
 export const LATEST_RECORD = `SELECT id, day, entity, channel FROM contact_chunks
-  WHERE hi = :hi AND at >= :started_at ORDER BY id DESC LIMIT 1`;
+  WHERE hi = :hi AND at = :started_at ORDER BY id DESC LIMIT 1`;
 
 /** The contacts of record :record the service never took (their chunk's result just recorded, its state :state). */
 export const UNTAKEN = `SELECT r.id FROM contact_chunks c

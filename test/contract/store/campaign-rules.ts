@@ -453,18 +453,25 @@ export function campaignRules(t: ContractContext): void {
       ]);
     });
 
-    it('a chunk in doubt retried without the limit (removed from the configuration) and refused keeps its first contacts', async () => {
-      await t.sendingFile('a', 1, 1);
-      expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
-      h.clock.advance(1000);
-      await answered('a', 'in_doubt', true);
-      await store.requeueChunks('a', ['in_doubt']);
-      h.clock.advance(1000);
-      // Sent again as a chunk without campaign rules is (Store.setChunkState), then refused.
-      expect(await store.setChunkState('a', 1, 'inflight', ['pending'], sending)).toBe(true);
-      await answered('a', 'rejected', true);
-      expect(await contacted()).toEqual([['a', '573000000001']]);
-    });
+    it.each([
+      ['', 1000],
+      [', the clock stepped back meanwhile', -60_000],
+    ])(
+      'a chunk in doubt retried without the limit (removed from the configuration) and refused keeps its first contacts%s',
+      async (_, step) => {
+        await t.sendingFile('a', 1, 1);
+        h.clock.advance(3_600_000);
+        expect(await store.beginChunk('a', 1, sending, limit())).toBe('began');
+        h.clock.advance(1000);
+        await answered('a', 'in_doubt', true);
+        await store.requeueChunks('a', ['in_doubt']);
+        h.clock.advance(step);
+        // Sent again as a chunk without campaign rules is (Store.setChunkState), then refused.
+        expect(await store.setChunkState('a', 1, 'inflight', ['pending'], sending)).toBe(true);
+        await answered('a', 'rejected', true);
+        expect(await contacted()).toEqual([['a', '573000000001']]);
+      },
+    );
   });
 
   describe('the contact ledger of an entity (channels a week, compliance)', () => {
