@@ -173,23 +173,22 @@ export function pruneReplyTargetsSql(p: Param, numbers: string): string {
     AND recipient BETWEEN ${p('lo', 'bigint')} AND ${p('hi', 'bigint')}`;
 }
 
-/**
- * The replies a prune step removes: the oldest received before :before, :max_rows of them, in
- * one order (its answers' statement and its own pick the same rows).
- */
-function oldReplies(p: Param): string {
+/** The replies a prune step removes: the oldest received before :before, :max_rows of them. */
+export function oldRepliesSql(p: Param): string {
   return `SELECT id FROM replies WHERE received_at < ${p('before', 'timestamptz')}
     ORDER BY received_at, id LIMIT ${p('max_rows', 'int')}`;
 }
 
-/** Retention: the answers of the replies a step removes (run before pruneRepliesSql, in its transaction). */
-export function pruneReplyAnswersSql(p: Param): string {
-  return `DELETE FROM reply_answers WHERE reply IN (${oldReplies(p)})`;
+/**
+ * Retention: the replies picked (`ids`, the backend's list of :ids) and their answers. Picked
+ * once, then deleted by id: a prune running at once finds them gone and deletes nothing, and
+ * never an answer of another batch than its replies'.
+ */
+export function pruneReplyAnswersSql(ids: string): string {
+  return `DELETE FROM reply_answers WHERE reply IN (${ids})`;
 }
-
-/** Retention: the replies received before the cutoff, a batch (docs/store.md "Retention"). */
-export function pruneRepliesSql(p: Param): string {
-  return `DELETE FROM replies WHERE id IN (${oldReplies(p)})`;
+export function pruneRepliesSql(ids: string): string {
+  return `DELETE FROM replies WHERE id IN (${ids})`;
 }
 
 // ---- answers owed to replies (docs/opt-outs.md "Answers") ----

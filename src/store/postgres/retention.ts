@@ -31,8 +31,10 @@ export async function prune(
       },
       pruneOrphans: (before, maxRows) => db.count(what, S.PRUNE_ORPHANS, { before, max_rows: maxRows }, c),
       pruneReplies: async (before, maxRows) => {
-        await db.count(what, S.PRUNE_REPLY_ANSWERS, { before, max_rows: maxRows }, c);
-        return db.count(what, S.PRUNE_REPLIES, { before, max_rows: maxRows }, c);
+        const ids = (await db.rows(what, S.OLD_REPLIES, { before, max_rows: maxRows }, c)).map((r) => r.id);
+        if (ids.length === 0) return 0;
+        await db.count(what, S.PRUNE_REPLY_ANSWERS, { ids }, c);
+        return db.count(what, S.PRUNE_REPLIES, { ids }, c);
       },
       pruneRecipients: async (f, maxRows) => {
         const range = idRange(f.fileNo ?? 0);

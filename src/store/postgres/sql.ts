@@ -16,6 +16,7 @@ import {
   isDue,
   leaseFree,
   messageIdSql,
+  oldRepliesSql,
   oweAnswerSql,
   type Param,
   pathStill,
@@ -1109,8 +1110,9 @@ export const CLAIM_ANSWER = statement(claimAnswerSql(param, NOW, `${NOW} - inter
 export const SKIP_ANSWER = statement(skipAnswerSql(param, NOW));
 export const SETTLE_ANSWER = statement(settleAnswerSql(param, NOW));
 export const ANSWERS_OWED = statement(answersOwedSql(param));
-export const PRUNE_REPLY_ANSWERS = statement(pruneReplyAnswersSql(param));
-export const PRUNE_REPLIES = statement(pruneRepliesSql(param));
+export const OLD_REPLIES = statement(oldRepliesSql(param));
+export const PRUNE_REPLY_ANSWERS = statement(pruneReplyAnswersSql('SELECT unnest(:ids::bigint[])'));
+export const PRUNE_REPLIES = statement(pruneRepliesSql('SELECT unnest(:ids::bigint[])'));
 export const ABANDON_ANSWERS = statement(
   abandonAnswersSql(param, NOW, `${NOW} - :limit_ms * interval '1 millisecond'`),
 );

@@ -26,8 +26,14 @@ export async function prune(
         void db.stmt(S.MARK_PRUNED).run(JSON.stringify(countsNow(db, f.fileId)), now, f.fileId),
       pruneOrphans: (before, maxRows) => changes(db.stmt(S.PRUNE_ORPHANS).run(before, maxRows)),
       pruneReplies: (before, maxRows) => {
-        db.stmt(S.PRUNE_REPLY_ANSWERS).run({ before, max_rows: maxRows });
-        return changes(db.stmt(S.PRUNE_REPLIES).run({ before, max_rows: maxRows }));
+        const ids = JSON.stringify(
+          db
+            .stmt(S.OLD_REPLIES)
+            .all({ before, max_rows: maxRows })
+            .map((r) => r.id),
+        );
+        db.stmt(S.PRUNE_REPLY_ANSWERS).run({ ids });
+        return changes(db.stmt(S.PRUNE_REPLIES).run({ ids }));
       },
       pruneRecipients: (f, maxRows) => {
         if (f.fileNo === null) return { deleted: 0, tns: [], left: false };

@@ -14,6 +14,7 @@ import {
   isDue,
   leaseFree,
   messageIdSql,
+  oldRepliesSql,
   oweAnswerSql,
   type Param,
   pathStill,
@@ -520,8 +521,9 @@ export const CLAIM_ANSWER = claimAnswerSql(param, ':now', ':stale');
 export const SKIP_ANSWER = skipAnswerSql(param, ':now');
 export const SETTLE_ANSWER = settleAnswerSql(param, ':now');
 export const ANSWERS_OWED = answersOwedSql(param);
-export const PRUNE_REPLY_ANSWERS = pruneReplyAnswersSql(param);
-export const PRUNE_REPLIES = pruneRepliesSql(param);
+export const OLD_REPLIES = oldRepliesSql(param);
+export const PRUNE_REPLY_ANSWERS = pruneReplyAnswersSql('SELECT value FROM json_each(:ids)');
+export const PRUNE_REPLIES = pruneRepliesSql('SELECT value FROM json_each(:ids)');
 export const ABANDON_ANSWERS = abandonAnswersSql(param, ':now', ':before');
 export const REPLY_ANSWER = replyAnswerSql(param);
 export const ANSWER_DAY = 'UPDATE reply_answers SET day = :day WHERE reply = :reply';
