@@ -203,7 +203,8 @@ export class ConsentList {
     // Never read: a file must not go without it, so a list that cannot be read (or does not
     // answer in time) fails it; the file is tried again later.
     if (this.#table === null) {
-      if (await lateCheck(this.#check(), this.#waitMs))
+      // Read meanwhile by the check it waited behind: the file goes on with that copy.
+      if ((await lateCheck(this.#check(), this.#waitMs)) && this.#table === null)
         throw new DroplineError(
           'DROPLINE_ERR_CONSENT_LIST',
           `${KEY} (${this.#location}): no answer within ${this.#waitMs} ms, and no copy of it was read before`,

@@ -193,7 +193,7 @@ export async function recordChunkResult(
     if (
       before?.state === 'inflight' &&
       givesBack(result, plan.state) &&
-      (options.owner === undefined || db.stmt(S.LEASE_HELD).get(fileId, options.owner) !== undefined)
+      (options.owner === undefined || before.lease_owner === options.owner)
     )
       giveBackContacts(db, { hi, state: plan.state, startedAt: String(before.updated_at) });
     // Replies to the file's short code find these recipients (docs/replies.md).

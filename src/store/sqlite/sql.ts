@@ -278,10 +278,12 @@ export const CHUNK_RECIPIENTS = `SELECT ${RECIPIENT_SQL} FROM ${WITH_CHUNK}
   ORDER BY r.id`;
 
 export const CHUNK_STATE = 'SELECT state FROM chunks WHERE file_id = ? AND seq = ?';
-/** A chunk's state and when it last changed (an inflight chunk: when its latest start was). */
-export const CHUNK_STARTED = 'SELECT state, updated_at FROM chunks WHERE file_id = ? AND seq = ?';
-/** The file's lease is this owner's (whether or not it lapsed: nobody took it over). */
-export const LEASE_HELD = 'SELECT 1 FROM files WHERE file_id = ? AND lease_owner = ?';
+/**
+ * A chunk's state, when it last changed (an inflight chunk: when its latest start was), and
+ * who holds its file's lease (lapsed or not: nobody took it over).
+ */
+export const CHUNK_STARTED = `SELECT c.state, c.updated_at, f.lease_owner FROM chunks c JOIN files f ON f.file_id = c.file_id
+  WHERE c.file_id = ? AND c.seq = ?`;
 
 export const CHUNK_DESTINATIONS = `SELECT number, message_id, text, line, k FROM recipients
   WHERE id BETWEEN ? AND ? AND chunk_seq = ? AND outcome = 'pending' ORDER BY id`;
