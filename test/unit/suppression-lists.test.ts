@@ -430,8 +430,9 @@ describe('S3: s3://bucket/key and <s3source>:<path> on s3rver', () => {
     }
   });
 
-  it("<s3source>:<path>: read through the source's own client; checks are HEADs, not downloads", async () => {
-    const source = new S3Source({
+  /** An S3 source `bucket` on the test's s3rver, its keys under `partner/`. */
+  const partnerSource = () =>
+    new S3Source({
       name: 'bucket',
       bucket: BUCKET,
       prefix: 'partner',
@@ -439,6 +440,9 @@ describe('S3: s3://bucket/key and <s3source>:<path> on s3rver', () => {
       forcePathStyle: true,
       clientConfig: { credentials: S3RVER_CREDENTIALS },
     });
+
+  it("<s3source>:<path>: read through the source's own client; checks are HEADs, not downloads", async () => {
+    const source = partnerSource();
     await putObject(s3.client, 'partner/lists/optout.txt', '3001234567\n');
     const counts = countCommands(source.client);
     const l = lists({
@@ -496,14 +500,7 @@ describe('S3: s3://bucket/key and <s3source>:<path> on s3rver', () => {
   });
 
   it('the consent list changed while a check runs: a file that starts then waits for the next check and sees the change', async () => {
-    const source = new S3Source({
-      name: 'bucket',
-      bucket: BUCKET,
-      prefix: 'partner',
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      clientConfig: { credentials: S3RVER_CREDENTIALS },
-    });
+    const source = partnerSource();
     await putObject(s3.client, 'partner/lists/consent.txt', '3001234567;sms\n');
     // The timer's check is held after its HEAD answered (the list as it was).
     let hold: Promise<void> | null = null;
