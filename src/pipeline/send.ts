@@ -234,6 +234,9 @@ class FileSend {
   /** The chunk is inflight; false when it is not this worker's to send (stop or lost said why). */
   async #begin(seq: number): Promise<boolean> {
     const { c, fileId } = this.#o;
+    // The send was stopped while this chunk waited for its turn (another worker failed, lost
+    // the lease, or saw the file paused): it stays pending.
+    if (this.stop) return false;
     // A chunk whose turn comes after closing time waits for the next opening, pending.
     if (this.#closing()) {
       this.stop = true;
