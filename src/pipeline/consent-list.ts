@@ -2,10 +2,11 @@
 // lists"), kept fresh the way opt-out lists are (./suppression-lists.ts): a local path,
 // `s3://bucket/key` or `<sourceName>:<path>`, read once at start (unreadable: a start-up
 // error), asked before each file's read (waited for at most 10 s while a copy is in use) and
-// every minute whether it changed (a stat, a HEAD) and read again whole when it did. A list that cannot be read again keeps its last good copy
-// (a warning). A new content of which more than half the entry lines are no entry, or that
-// holds fewer than half the entries of the copy in use, is refused, at start too: the files
-// wait (DROPLINE_ERR_CONSENT_LIST_REFUSED) until it is put right, never sent on an empty list;
+// every minute whether it changed (a stat, a HEAD) and read again whole when it did. A list
+// that cannot be read again keeps its last good copy (a warning). A new content of which more
+// than half the entry lines are no entry, or that holds fewer than half the entries of the
+// copy in use, is refused, at start too: the files wait (DROPLINE_ERR_CONSENT_LIST_REFUSED)
+// until it is put right, never sent on an empty list;
 // the refusal is published on SUPPRESSION_LIST_CHANNEL (the `suppression-list-refused` alert).
 // describe() tells /metrics what it tells of the opt-out lists (docs/metrics.md).
 import { createHash } from 'node:crypto';
