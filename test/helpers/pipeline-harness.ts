@@ -17,16 +17,34 @@ import { type TestStore, testStore } from './test-store.ts';
 
 export { BIN, REPO };
 
-/** A port nothing listens on now (listen on 0, close, reuse). */
+/**
+ * The ports freePort hands out: below the kernel's ephemeral range (32768 and up), so no
+ * outbound connection of a test running beside takes one between freePort and the daemon's
+ * bind (EADDRINUSE, seen in CI), and a block of its own for each vitest worker of each project
+ * (the sqlite and postgres projects run at once), so two workers never hand out the same one;
+ * within the block in turn, from a random place (test files that ran before in this worker may
+ * still hold some).
+ */
+const PORT_BLOCK = 1000;
+const PORT_LANE =
+  (Number(process.env.VITEST_POOL_ID ?? 0) % 10) + (process.env.DROPLINE_TEST_STORE === 'postgres' ? 10 : 0);
+const PORT_BASE = 10_000 + PORT_LANE * PORT_BLOCK;
+let nextPort = Math.floor(Math.random() * PORT_BLOCK);
+
+/** A port nothing listens on now, from this worker's block. */
 export async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
+  for (let tries = 0; tries < PORT_BLOCK; tries++) {
+    const port = PORT_BASE + (nextPort++ % PORT_BLOCK);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${PORT_BASE}–${PORT_BASE + PORT_BLOCK - 1}`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((done) => {
     const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => done(port));
-    });
+    srv.once('error', () => done(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
   });
 }
 
