@@ -209,14 +209,21 @@ export class PipelineHarness {
     child.stderr.on('data', (s: string) => {
       this.daemonOutput += s;
     });
+    // A daemon that exits before it runs (a start-up error) is said at once, not at the deadline.
+    // ('close': after its output was all read, so a line printed just before it exited counts.)
+    let closed = false;
+    child.once('close', () => {
+      closed = true;
+    });
     await waitFor(
       () => `"dropline is running"; output so far:\n${this.daemonOutput.slice(-3000)}`,
-      () => {
-        if (child.exitCode !== null) throw new Error(`dropline run exited ${child.exitCode}`);
-        return ready;
-      },
+      () => ready || closed,
       { timeoutMs: 20_000 },
     );
+    if (!ready)
+      throw new Error(
+        `dropline run exited ${child.exitCode ?? child.signalCode} before it was running; output:\n${this.daemonOutput.slice(-3000)}`,
+      );
   }
 
   /** SIGTERM to the daemon; resolves with its exit code once it has exited. */
