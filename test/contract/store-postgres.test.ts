@@ -279,7 +279,7 @@ describe('PostgresStore', () => {
       );
       const store = open();
       await store.migrate();
-      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 20, 21, 22]);
+      expect(store.migrated).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 20, 21, 22, 23]);
       expect(await store.fileEvents('f1')).toEqual([
         { at: '2026-03-01T12:00:00.000Z', state: 'validating', reason: null },
         { at: '2026-03-01T12:01:00.000Z', state: 'scheduled', reason: null },
