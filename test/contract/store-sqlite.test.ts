@@ -443,6 +443,51 @@ describe('SqliteStore', () => {
     expect(await ledger()).toEqual([]);
   });
 
+  it("migration 0030 keeps a number's key as an integer, an address's as text, and keys taken before it hold", async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
+    const clock = testClock();
+    const limit = {
+      optOuts: false,
+      contactLimit: {
+        entity: 'default',
+        channel: 'sms',
+        timezone: 'America/Bogota',
+        perDay: 1,
+        channelsPerWeek: 1,
+      },
+    };
+    const sending = async (s: SqliteStore, fileId: string, address: string) => {
+      await s.registerFile(newFile({ fileId }));
+      await s.insertRecipients(fileId, [...validRows(1, 2), { ...validRows(1, 2, 2)[0]!, number: address }]);
+      await s.insertChunks(fileId, [{ seq: 1, size: 2 }]);
+      await s.transition(fileId, 'sending');
+      return s.holdBack(fileId, 1, limit);
+    };
+    const old = new SqliteStore({
+      path,
+      migrations: loadMigrations().filter((m) => m.version < 30),
+      now: clock.now,
+    });
+    stores.push(old);
+    await old.migrate();
+    expect(await sending(old, 'a', 'Ana@Example.com')).toEqual({ suppressed: 0, contactLimited: 0 });
+    await old.close();
+    const store = new SqliteStore({ path, now: clock.now });
+    stores.push(store);
+    await store.migrate();
+    const db = new DatabaseSync(path);
+    const keys = db.prepare('SELECT typeof(key) AS type, key FROM contact_keys ORDER BY type').all();
+    db.close();
+    expect(keys.map((k) => [k.type, k.key])).toEqual([
+      ['integer', 573000000001],
+      ['text', 'ana@example.com'],
+    ]);
+    // The keys taken before it still hold the day: the same number, the address in other case.
+    expect(await sending(store, 'b', 'ANA@example.COM')).toEqual({ suppressed: 0, contactLimited: 2 });
+  });
+
   it('migration 0002 carries recipients recorded at version 1 over', async () => {
     const dir = tempDir();
     dirs.push(dir);
