@@ -121,25 +121,37 @@ async function postgresLedgerBytes(
 /**
  * The cluster's processes on the last CPU, and this process and `others` (with every process
  * they start) on the rest: PostgreSQL on a core of its own, as on a server of its own. Answers
- * the undoing, or null when it cannot be done here (one CPU, no taskset).
+ * the undoing (every process back on all CPUs), or null when it cannot be done here (one CPU,
+ * no taskset, the cluster not found).
  */
 function pinApart(port: number, others: number[]): (() => void) | null {
   const cpus = availableParallelism();
   if (cpus < 2) return null;
-  const pids = (args: string[]) => execFileSync('pgrep', args, { encoding: 'utf8' }).trim().split('\n');
-  const taskset = (cpuList: string, pid: number | string) =>
-    execFileSync('taskset', ['-apc', cpuList, String(pid)]);
+  const pids = (args: string[]) => {
+    try {
+      return execFileSync('pgrep', args, { encoding: 'utf8' }).trim().split('\n');
+    } catch {
+      return [];
+    }
+  };
+  // A process that ended meanwhile (a backend, an autovacuum worker) is skipped.
+  const pin = (cpuList: string, pid: number | string) => {
+    try {
+      execFileSync('taskset', ['-apc', cpuList, String(pid)], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const [postmaster] = pids(['-f', '--', `-p ${port} -k`]);
+  // The postmaster first: the processes it starts from then on inherit its CPU.
+  if (!postmaster || !pin(String(cpus - 1), postmaster)) return null;
+  const cluster = () => [postmaster, ...pids(['-P', postmaster])];
+  for (const pid of cluster()) pin(String(cpus - 1), pid);
   const ours = [process.pid, ...others];
-  try {
-    const [postmaster] = pids(['-f', '--', `-p ${port} -k`]);
-    if (!postmaster) return null;
-    for (const pid of [postmaster, ...pids(['-P', postmaster])]) taskset(String(cpus - 1), pid);
-    for (const pid of ours) taskset(cpus === 2 ? '0' : `0-${cpus - 2}`, pid);
-  } catch {
-    return null;
-  }
+  for (const pid of ours) pin(cpus === 2 ? '0' : `0-${cpus - 2}`, pid);
   return () => {
-    for (const pid of ours) taskset(`0-${cpus - 1}`, pid);
+    for (const pid of [...cluster(), ...ours]) pin(`0-${cpus - 1}`, pid);
   };
 }
 
@@ -159,7 +171,7 @@ async function keyRowCosts(url: string, rows: number): Promise<{ name: string; s
   const row = `'default', q.number, current_date, 1, current_date, ',sms,', now(), 'sms', q.id, true FROM ${keys} q ORDER BY 2`;
   const ways = [
     {
-      name: "the take's upsert (entity, key text)",
+      name: "the take's upsert (key, entity: text)",
       table: shape,
       sql: `INSERT INTO k AS k SELECT ${row} ON CONFLICT (entity, key) DO UPDATE SET day_count = k.day_count + 1 WHERE k.day_count < 1`,
     },

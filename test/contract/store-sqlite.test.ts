@@ -477,15 +477,26 @@ describe('SqliteStore', () => {
     const store = new SqliteStore({ path, now: clock.now });
     stores.push(store);
     await store.migrate();
-    const db = new DatabaseSync(path);
-    const keys = db.prepare('SELECT typeof(key) AS type, key FROM contact_keys ORDER BY type').all();
-    db.close();
-    expect(keys.map((k) => [k.type, k.key])).toEqual([
+    const keys = () => {
+      const db = new DatabaseSync(path);
+      try {
+        return db
+          .prepare('SELECT typeof(key) AS type, key FROM contact_keys ORDER BY type')
+          .all()
+          .map((k) => [k.type, k.key]);
+      } finally {
+        db.close();
+      }
+    };
+    const converted = [
       ['integer', 573000000001],
       ['text', 'ana@example.com'],
-    ]);
-    // The keys taken before it still hold the day: the same number, the address in other case.
+    ];
+    expect(keys()).toEqual(converted);
+    // The keys taken before it still hold the day (the same number, the address in other
+    // case), and no second row was made for either.
     expect(await sending(store, 'b', 'ANA@example.COM')).toEqual({ suppressed: 0, contactLimited: 2 });
+    expect(keys()).toEqual(converted);
   });
 
   it('migration 0002 carries recipients recorded at version 1 over', async () => {

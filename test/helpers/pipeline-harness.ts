@@ -211,8 +211,13 @@ export class PipelineHarness {
     });
     // A daemon that exits before it runs (a start-up error) is said at once, not at the deadline.
     // ('close': after its output was all read, so a line printed just before it exited counts.)
+    // ('error': it could not be started at all, and 'close' may never come.)
     let closed = false;
     child.once('close', () => {
+      closed = true;
+    });
+    child.once('error', (err) => {
+      this.daemonOutput += `\n${err.message}`;
       closed = true;
     });
     await waitFor(
