@@ -23,6 +23,7 @@ import {
 } from '../helpers/postgres.ts';
 import {
   event,
+  ley2300,
   newFile,
   numberOf,
   type StoreHarness,
@@ -350,16 +351,7 @@ describe('PostgresStore', () => {
       const upgraded = open();
       await upgraded.migrate();
       expect(upgraded.migrated).toEqual([20]);
-      const limit = {
-        optOuts: false,
-        contactLimit: {
-          entity: 'default',
-          channel: 'sms',
-          timezone: 'America/Bogota',
-          perDay: 1,
-          channelsPerWeek: 1,
-        },
-      };
+      const limit = ley2300('sms');
       const day = { from: '2026-03-01', to: '2026-03-01', entity: null, after: null, limit: 10 };
       const ledger = async (query = day) =>
         (await upgraded.contacts(query)).map((c) => [c.fileId, c.key, c.slot, c.weekSlot, c.recipient]);

@@ -13,6 +13,7 @@ import { parseStoreUrl, redactStoreUrl } from '../../src/store/url.ts';
 import {
   generatedReport,
   generatedRows,
+  ley2300,
   newFile,
   type StoreHarness,
   storeContract,
@@ -386,16 +387,7 @@ describe('SqliteStore', () => {
     const store = new SqliteStore({ path, now: clock.now });
     stores.push(store);
     await store.migrate();
-    const limit = {
-      optOuts: false,
-      contactLimit: {
-        entity: 'default',
-        channel: 'sms',
-        timezone: 'America/Bogota',
-        perDay: 1,
-        channelsPerWeek: 1,
-      },
-    };
+    const limit = ley2300('sms');
     const day = { from: '2026-03-01', to: '2026-03-01', entity: null, after: null, limit: 10 };
     const ledger = async (query = day) =>
       (await store.contacts(query)).map((c) => [c.fileId, c.key, c.slot, c.weekSlot, c.recipient]);
@@ -423,8 +415,7 @@ describe('SqliteStore', () => {
       'wa',
       validRows(1, 1).map((r) => ({ ...r, number: '573000000009' })),
     );
-    const whatsapp = { optOuts: false, contactLimit: { ...limit.contactLimit, channel: 'whatsapp' } };
-    expect((await store.holdBack('wa', 1, whatsapp)).contactLimited).toBe(1);
+    expect((await store.holdBack('wa', 1, ley2300('whatsapp'))).contactLimited).toBe(1);
     expect(await details('wa')).toEqual([
       'already contacted by another channel this week: by sms at 2026-02-28 08:00:00 -05:00 (contactLimit 1 channel a week)',
     ]);
@@ -448,16 +439,7 @@ describe('SqliteStore', () => {
     dirs.push(dir);
     const path = join(dir, 'state.db');
     const clock = testClock();
-    const limit = {
-      optOuts: false,
-      contactLimit: {
-        entity: 'default',
-        channel: 'sms',
-        timezone: 'America/Bogota',
-        perDay: 1,
-        channelsPerWeek: 1,
-      },
-    };
+    const limit = ley2300('sms');
     const sending = async (s: SqliteStore, fileId: string, address: string) => {
       await s.registerFile(newFile({ fileId }));
       await s.insertRecipients(fileId, [...validRows(1, 2), { ...validRows(1, 2, 2)[0]!, number: address }]);

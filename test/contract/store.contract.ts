@@ -30,6 +30,7 @@ export {
   event,
   generatedReport,
   generatedRows,
+  ley2300,
   newFile,
   numberOf,
   type StoreHarness,

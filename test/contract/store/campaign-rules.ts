@@ -4,21 +4,8 @@
 // chunk not yet sent is checked against.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { pruneOld } from '../../../src/store/retention.ts';
-import type { HoldBackOptions, Store } from '../../../src/store/store.ts';
-import { type ContractContext, newFile, type StoreHarness, validRows } from './helpers.ts';
-
-const limit = (
-  perDay = 1,
-  entity = 'default',
-  timezone = 'America/Bogota',
-  channel = 'sms',
-  channelsPerWeek: number | null = null,
-): HoldBackOptions => ({
-  optOuts: false,
-  contactLimit: { entity, channel, timezone, perDay, channelsPerWeek },
-});
-/** The law's reading: once a day, one channel a week. */
-const ley2300 = (channel: string, entity = 'default') => limit(1, entity, 'America/Bogota', channel, 1);
+import type { Store } from '../../../src/store/store.ts';
+import { type ContractContext, ley2300, limit, newFile, type StoreHarness, validRows } from './helpers.ts';
 
 export function campaignRules(t: ContractContext): void {
   let h: StoreHarness;

@@ -5,6 +5,7 @@ import {
   type ChunkInsert,
   DELIVERED,
   type DeliveryEvent,
+  type HoldBackOptions,
   type NewFile,
   type RecipientInsert,
   type Store,
@@ -167,3 +168,18 @@ export interface ContractContext {
   /** The same file sent whole: every chunk accepted (transaction number `<fileId>-T<seq>`). */
   submittedFile(fileId: string, n: number, chunkSize: number, rows?: RecipientInsert[]): Promise<void>;
 }
+
+/** A contact limit as the store is asked to hold it back (one channel, one entity). */
+export const limit = (
+  perDay = 1,
+  entity = 'default',
+  timezone = 'America/Bogota',
+  channel = 'sms',
+  channelsPerWeek: number | null = null,
+): HoldBackOptions => ({
+  optOuts: false,
+  contactLimit: { entity, channel, timezone, perDay, channelsPerWeek },
+});
+/** The law's reading: once a day, one channel a week. */
+export const ley2300 = (channel: string, entity = 'default') =>
+  limit(1, entity, 'America/Bogota', channel, 1);
