@@ -9,7 +9,11 @@ import { untakenSql } from '../shared-sql.ts';
 
 /** The chunk's rows still pending (the recipients table as `r`). */
 const PENDING = `r.id BETWEEN :lo AND :hi AND r.chunk_seq = :seq AND r.outcome = 'pending'`;
-/** The row's key in the ledger: its normalised number, or its address in lower case. */
+/**
+ * The row's key in the ledger: its normalised number, or its address in lower case. Written
+ * as text; contact_keys.key keeps a number as the integer it spells (its INTEGER affinity,
+ * migration 0030), and converts this text the same way when it is compared with it.
+ */
 const KEY = 'lower(r.number)';
 /** A record of the chunk's contacts `c` holds the row whose id is `id`. */
 const inRecord = (id: string) =>
