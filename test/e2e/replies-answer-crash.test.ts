@@ -34,17 +34,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface MoEntry {
-  phoneNumber: string;
-  text: string;
-  count: number;
-}
-
-async function answered(): Promise<MoEntry[]> {
-  const res = await fetch(`${h.sandbox.url}/_sandbox/momessage/ledger`);
-  return ((await res.json()) as { entries: MoEntry[] }).entries;
-}
-
 async function reply(from: string, text: string): Promise<void> {
   const res = await fetch(`${h.sandbox.url}/_sandbox/replies`, {
     method: 'POST',
@@ -58,13 +47,13 @@ const failures = () => h.daemonOutput.split('"msg":"reply answer failed"').lengt
 
 it('answers owed when the process is killed are sent once after the restart', async () => {
   await reply(A, 'AYUDA');
-  await waitFor('A answered', async () => (await answered()).some((e) => e.phoneNumber === A));
+  await waitFor('A answered', async () => (await h.moLedger()).some((e) => e.phoneNumber === A));
 
   await h.faults({ momessage: { '503': { probability: 1 } } });
   await reply(B, 'AYUDA');
   await reply(C, 'SALIR');
   await waitFor('both answers refused', () => Promise.resolve(failures() >= 2));
-  expect(await answered()).toHaveLength(1);
+  expect(await h.moLedger()).toHaveLength(1);
 
   const daemon = h.daemon!;
   const exited = new Promise((done) => daemon.once('exit', done));
@@ -75,12 +64,12 @@ it('answers owed when the process is killed are sent once after the restart', as
   await h.start();
 
   await waitFor('B and C answered', async () => {
-    const to = (await answered()).map((e) => e.phoneNumber);
+    const to = (await h.moLedger()).map((e) => e.phoneNumber);
     return to.includes(B) && to.includes(C);
   });
   await reply(D, 'AYUDA');
-  await waitFor('D answered', async () => (await answered()).some((e) => e.phoneNumber === D));
-  expect((await answered()).map((e) => [e.phoneNumber, e.text, e.count])).toEqual([
+  await waitFor('D answered', async () => (await h.moLedger()).some((e) => e.phoneNumber === D));
+  expect((await h.moLedger()).map((e) => [e.phoneNumber, e.text, e.count])).toEqual([
     [A, HELP, 1],
     [B, HELP, 1],
     [C, CONFIRM_OUT, 1],

@@ -13,14 +13,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { maskNumber } from '../../src/core/redact.ts';
 import { csvRecords, PipelineHarness, waitFor } from '../helpers/pipeline-harness.ts';
 
-interface MoEntry {
-  account: string;
-  shortCode: string;
-  phoneNumber: string;
-  text: string;
-  count: number;
-}
-
 let h: PipelineHarness;
 let listDir = '';
 
@@ -97,12 +89,7 @@ async function campaign(name: string, numbers: string[]): Promise<Record<string,
   return Object.fromEntries(report.map((r) => [r.number!.slice(-10), r.outcome!]));
 }
 
-/** What the sandbox took on POST /momessage, in the order taken. */
-async function answered(): Promise<MoEntry[]> {
-  const res = await fetch(`${h.sandbox.url}/_sandbox/momessage/ledger`);
-  return ((await res.json()) as { entries: MoEntry[] }).entries;
-}
-const answersTo = async (n: string) => (await answered()).filter((a) => a.phoneNumber === `57${n}`);
+const answersTo = async (n: string) => (await h.moLedger()).filter((a) => a.phoneNumber === `57${n}`);
 
 it('keywords, help, a soft opt-out and a listed number, across two campaigns', async () => {
   await reply(A, 'Salir.');
@@ -114,7 +101,7 @@ it('keywords, help, a soft opt-out and a listed number, across two campaigns', a
 
   // Help answered with the short code's text, from the short code written to, with the SMS
   // account's token (the sandbox takes Bearer only); the opt-out confirmed.
-  await waitFor('help and confirmation answered', async () => (await answered()).length >= 3);
+  await waitFor('help and confirmation answered', async () => (await h.moLedger()).length >= 3);
   expect(await answersTo(B)).toEqual([
     {
       account: 'demo',

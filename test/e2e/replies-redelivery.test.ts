@@ -75,24 +75,13 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server?.close(() => resolve()));
 });
 
-interface MoEntry {
-  phoneNumber: string;
-  text: string;
-  count: number;
-}
-
-async function answered(): Promise<MoEntry[]> {
-  const res = await fetch(`${h.sandbox.url}/_sandbox/momessage/ledger`);
-  return ((await res.json()) as { entries: MoEntry[] }).entries;
-}
-
 it('a reply delivered again without its message id: kept once, one opt-out, one answer', async () => {
   await waitFor('the second delivery and the last reply acknowledged', () =>
     Promise.resolve(acked.filter((a) => a.bind === 2).length === 3),
   );
   expect(acked.filter((a) => a.bind === 1).map((a) => a.from)).toEqual([A, B]);
   // C's answer goes out after the second deliveries were read (and any answer of theirs sent).
-  await waitFor('the last reply answered', async () => (await answered()).some((e) => e.phoneNumber === C));
+  await waitFor('the last reply answered', async () => (await h.moLedger()).some((e) => e.phoneNumber === C));
 
   const r = await h.cli(['replies']);
   expect(r.code, r.stderr).toBe(0);
@@ -105,7 +94,7 @@ it('a reply delivered again without its message id: kept once, one opt-out, one 
   expect((JSON.parse(b.stdout) as { history: { change: string }[] }).history.map((c) => c.change)).toEqual([
     'opted_out',
   ]);
-  expect((await answered()).map((e) => [e.phoneNumber, e.text, e.count])).toEqual([
+  expect((await h.moLedger()).map((e) => [e.phoneNumber, e.text, e.count])).toEqual([
     [A, HELP, 1],
     [C, HELP, 1],
   ]);

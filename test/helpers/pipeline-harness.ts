@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Manifest, type ReportKind, reportFileName } from '../../src/pipeline/reports.ts';
 import type { LedgerEntry } from '../../src/sandbox/ledger.ts';
+import type { MoLedgerEntry } from '../../src/sandbox/mo-ledger.ts';
 import type { NotificationAttempt } from '../../src/sandbox/notifier.ts';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/server.ts';
 import { openStore } from '../../src/store/index.ts';
@@ -357,6 +358,12 @@ export class PipelineHarness {
     const q = bulkId ? `?bulkId=${encodeURIComponent(bulkId)}` : '';
     const res = await fetch(`${this.sandbox.url}/_sandbox/ledger${q}`);
     return (await res.json()) as LedgerAnswer;
+  }
+
+  /** What the sandbox took on POST /momessage (answers to replies), in the order taken. */
+  async moLedger(): Promise<MoLedgerEntry[]> {
+    const res = await fetch(`${this.sandbox.url}/_sandbox/momessage/ledger`);
+    return ((await res.json()) as { entries: MoLedgerEntry[] }).entries;
   }
 
   async notifications(): Promise<{ pending: number; attempts: NotificationAttempt[] }> {
